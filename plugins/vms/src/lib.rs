@@ -1,0 +1,1 @@
+//! holo-vms: the holos compose model and runtime.
