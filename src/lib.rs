@@ -1,1 +1,2 @@
 //! The holo driver.
+pub mod diff;
