@@ -1,2 +1,18 @@
-//! The holo driver.
+//! The `holo` driver: a drop-in replacement for Holo 3's Go driver that
+//! speaks plugin interface v3 plus the noop, order and batch extensions.
+//!
+//! holorc → plugins (`info`) → generators and resources → scan → order →
+//! selection → apply, diff or scan output.
+
+pub mod apply;
+pub mod cli;
+pub mod config;
 pub mod diff;
+pub mod holorc;
+pub mod order;
+pub mod output;
+pub mod paths;
+pub mod plugin;
+pub mod report;
+pub mod resources;
+pub mod scan;

@@ -1,0 +1,597 @@
+//! `holo apply [--force|--noop]`: the lock, skipping and refresh of the order
+//! extension, per-entity calls and batches, and rendering each entity's
+//! output exactly as Holo 3 does.
+
+use crate::config::EXIT_FATAL;
+use crate::output::{Output, Stream};
+use crate::paths;
+use crate::plugin::{Chunk, Plugin, describe_status};
+use crate::resources::{self, Runtime};
+use crate::scan::Entity;
+use std::collections::HashMap;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Mode {
+    Apply,
+    Force,
+    Noop,
+}
+
+impl Mode {
+    fn operation(self) -> &'static str {
+        match self {
+            Mode::Apply => "apply",
+            Mode::Force => "force-apply",
+            Mode::Noop => "noop",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    Unchanged,
+    Changed,
+    Failed,
+    NeedsForce,
+    /// Skipped because a requirement failed; counts as a failure downstream.
+    Skipped,
+    /// The plugin cannot do `--noop`.
+    NotSupported,
+}
+
+/// Everything an apply run needs to see.
+pub struct Context<'a> {
+    pub plugins: &'a [Plugin],
+    pub runtime: &'a Runtime,
+    pub entities: &'a [Entity],
+}
+
+pub fn run(ctx: &Context, out: &mut Output, mode: Mode) -> i32 {
+    let lock = if mode == Mode::Noop {
+        None
+    } else {
+        match acquire_lock(&ctx.runtime.root, out) {
+            Ok(lock) => Some(lock),
+            Err(code) => return code,
+        }
+    };
+    let outcomes = apply_all(ctx, out, mode);
+    if let Some(lock) = lock {
+        release_lock(&lock, out);
+    }
+    exit_code(mode, &outcomes)
+}
+
+/// 0 when all is well; 1 on failures, skips and needed `--force`; with
+/// `--noop`, 2 when something would change.
+pub fn exit_code(mode: Mode, outcomes: &[Outcome]) -> i32 {
+    let bad = outcomes
+        .iter()
+        .any(|o| matches!(o, Outcome::Failed | Outcome::Skipped | Outcome::NeedsForce));
+    if bad {
+        1
+    } else if mode == Mode::Noop && outcomes.contains(&Outcome::Changed) {
+        2
+    } else {
+        0
+    }
+}
+
+fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
+    let entities = ctx.entities;
+    let position: HashMap<&str, usize> = entities
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i))
+        .collect();
+    let deps: Vec<Vec<usize>> = entities
+        .iter()
+        .map(|e| {
+            e.requires
+                .iter()
+                .chain(&e.subscribes)
+                .filter_map(|id| position.get(id.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let batching = std::env::var_os("HOLO_NO_BATCH").is_none_or(|v| v.is_empty() || v == "0");
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; entities.len()];
+    let mut start = 0;
+    while start < entities.len() {
+        let plugin = &ctx.plugins[entities[start].plugin];
+        let can_batch = batching && plugin.has_extension("batch");
+        let mut end = start + 1;
+        if can_batch {
+            while end < entities.len()
+                && entities[end].plugin == entities[start].plugin
+                && !deps[end].iter().any(|d| (start..end).contains(d))
+            {
+                end += 1;
+            }
+        }
+        let mut runnable = Vec::new();
+        for index in start..end {
+            let entity = &entities[index];
+            if let Some(failed) = deps[index]
+                .iter()
+                .find(|d| matches!(outcomes[**d], Some(Outcome::Failed | Outcome::Skipped)))
+            {
+                let mut view = EntityView::new(entity);
+                view.prologue(out);
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "skipped: required entity {} failed in this run",
+                        entities[*failed].id
+                    ),
+                );
+                out.end_paragraph(Stream::Out);
+                out.flush();
+                outcomes[index] = Some(Outcome::Skipped);
+                continue;
+            }
+            if mode == Mode::Noop && !plugin.has_extension("noop") {
+                out.warn(
+                    Stream::Err,
+                    &format!(
+                        "Skipping {}: plugin {} does not support --noop",
+                        entity.id, plugin.id
+                    ),
+                );
+                out.end_paragraph(Stream::Out);
+                outcomes[index] = Some(Outcome::NotSupported);
+                continue;
+            }
+            let refresh = entity.subscribes.iter().any(|id| {
+                position
+                    .get(id.as_str())
+                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
+            });
+            runnable.push((index, refresh));
+        }
+        if runnable.len() > 1 {
+            let results = run_batch(ctx, out, plugin, mode, &runnable);
+            for ((index, _), outcome) in runnable.iter().zip(results) {
+                outcomes[*index] = Some(outcome);
+            }
+        } else if let Some(&(index, refresh)) = runnable.first() {
+            outcomes[index] = Some(run_single(
+                ctx,
+                out,
+                plugin,
+                mode,
+                &entities[index],
+                refresh,
+            ));
+        }
+        start = end;
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(Outcome::Failed))
+        .collect()
+}
+
+/// Renders one entity: the report as a prologue before its first output,
+/// plugin stderr colourised line by line, and the FD 3 verdict.
+struct EntityView<'e> {
+    entity: &'e Entity,
+    prologue_done: bool,
+    stderr_partial: Vec<u8>,
+}
+
+impl<'e> EntityView<'e> {
+    fn new(entity: &'e Entity) -> Self {
+        EntityView {
+            entity,
+            prologue_done: false,
+            stderr_partial: Vec::new(),
+        }
+    }
+
+    fn prologue(&mut self, out: &mut Output) {
+        if !self.prologue_done {
+            self.prologue_done = true;
+            crate::report::print_report(out, self.entity, true);
+        }
+    }
+
+    fn stdout(&mut self, out: &mut Output, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.prologue(out);
+            out.write(Stream::Out, bytes);
+        }
+    }
+
+    fn stderr(&mut self, out: &mut Output, bytes: &[u8]) {
+        self.stderr_partial.extend_from_slice(bytes);
+        while let Some(newline) = self.stderr_partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.stderr_partial.drain(..=newline).collect();
+            let line = out.colorize_plugin_line(&line);
+            self.prologue(out);
+            out.write(Stream::Err, &line);
+        }
+    }
+
+    fn finish_stderr(&mut self, out: &mut Output) {
+        if !self.stderr_partial.is_empty() {
+            let mut rest = std::mem::take(&mut self.stderr_partial);
+            rest.push(b'\n');
+            let line = out.colorize_plugin_line(&rest);
+            self.prologue(out);
+            out.write(Stream::Err, &line);
+        }
+    }
+
+    /// What Holo 3 does after the plugin exited.
+    fn finish(
+        &mut self,
+        ctx: &Context,
+        out: &mut Output,
+        failure: Option<String>,
+        fd3: &str,
+    ) -> Outcome {
+        self.finish_stderr(out);
+        if let Some(failure) = failure {
+            self.prologue(out);
+            out.error(Stream::Err, &failure);
+            out.end_paragraph(Stream::Out);
+            out.flush();
+            return Outcome::Failed;
+        }
+        let mut outcome = Outcome::Changed;
+        let mut show_diff = false;
+        for line in fd3.split('\n') {
+            match line {
+                "not changed" if outcome == Outcome::Changed => outcome = Outcome::Unchanged,
+                "requires --force to overwrite" => {
+                    self.prologue(out);
+                    out.error(
+                        Stream::Err,
+                        "Entity has been modified by user (use --force to overwrite)",
+                    );
+                    outcome = Outcome::NeedsForce;
+                    show_diff = true;
+                }
+                "requires --force to restore" => {
+                    self.prologue(out);
+                    out.error(
+                        Stream::Err,
+                        "Entity has been deleted by user (use --force to restore)",
+                    );
+                    outcome = Outcome::NeedsForce;
+                }
+                _ => {}
+            }
+        }
+        if outcome != Outcome::Unchanged {
+            self.prologue(out);
+        }
+        if show_diff {
+            let plugin = &ctx.plugins[self.entity.plugin];
+            match render_entity_diff(ctx.runtime, plugin, self.entity, out) {
+                Ok(diff) => {
+                    let diff = indent(&diff);
+                    self.prologue(out);
+                    out.end_paragraph(Stream::Out);
+                    out.write(Stream::Out, &diff);
+                }
+                Err(message) => {
+                    self.prologue(out);
+                    out.error(Stream::Err, &message);
+                }
+            }
+        }
+        out.end_paragraph(Stream::Out);
+        out.flush();
+        outcome
+    }
+}
+
+/// Holo 3 indents the diff under a `--force` error by four spaces.
+fn indent(diff: &[u8]) -> Vec<u8> {
+    let mut result = Vec::with_capacity(diff.len() + 64);
+    let mut at_line_start = true;
+    for &byte in diff {
+        if at_line_start {
+            result.extend_from_slice(b"    ");
+        }
+        result.push(byte);
+        at_line_start = byte == b'\n';
+    }
+    result
+}
+
+fn run_single(
+    ctx: &Context,
+    out: &mut Output,
+    plugin: &Plugin,
+    mode: Mode,
+    entity: &Entity,
+    refresh: bool,
+) -> Outcome {
+    let mut view = EntityView::new(entity);
+    let mut fd3 = Vec::new();
+    let env: &[(&str, &str)] = if refresh {
+        &[("HOLO_REFRESH", "1")]
+    } else {
+        &[]
+    };
+    let result = plugin.run(
+        &[mode.operation(), &entity.id],
+        env,
+        None,
+        true,
+        |chunk| match chunk {
+            Chunk::Stdout(b) => view.stdout(out, b),
+            Chunk::Stderr(b) => view.stderr(out, b),
+            Chunk::Fd3(b) => fd3.extend_from_slice(b),
+        },
+    );
+    let failure = match result {
+        Ok(status) if status.success() => None,
+        Ok(status) => Some(describe_status(status)),
+        Err(e) => Some(format!(
+            "fork/exec {}: {}",
+            plugin.binary,
+            paths::errno_text(&e)
+        )),
+    };
+    view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
+}
+
+/// One record of the batch extension, as the SDK writes it on FD 3.
+#[derive(serde::Deserialize)]
+struct BatchRecord {
+    entity: String,
+    #[serde(default)]
+    output: Vec<(String, String)>,
+    #[serde(default)]
+    fd3: Vec<String>,
+    exit: i32,
+}
+
+fn run_batch(
+    ctx: &Context,
+    out: &mut Output,
+    plugin: &Plugin,
+    mode: Mode,
+    runnable: &[(usize, bool)],
+) -> Vec<Outcome> {
+    use base64::Engine;
+    let mut stdin = Vec::new();
+    for &(index, refresh) in runnable {
+        stdin.extend_from_slice(ctx.entities[index].id.as_bytes());
+        if refresh {
+            stdin.extend_from_slice(b"\trefresh");
+        }
+        stdin.push(b'\n');
+    }
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; runnable.len()];
+    let slot: HashMap<&str, usize> = runnable
+        .iter()
+        .enumerate()
+        .map(|(slot, (index, _))| (ctx.entities[*index].id.as_str(), slot))
+        .collect();
+    let mut fd3_partial: Vec<u8> = Vec::new();
+    let mut stray_stderr: Vec<u8> = Vec::new();
+    let operation = format!("{}-batch", mode.operation());
+    let mut handle_record = |out: &mut Output, line: &[u8]| {
+        let record: BatchRecord = match serde_json::from_slice(line) {
+            Ok(record) => record,
+            Err(e) => {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "plugin holo-{} sent a malformed batch record ({e})",
+                        plugin.id
+                    ),
+                );
+                return;
+            }
+        };
+        let Some(&slot_index) = slot.get(record.entity.as_str()) else {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "plugin holo-{} sent a batch record for {}, which was not requested",
+                    plugin.id, record.entity
+                ),
+            );
+            return;
+        };
+        let entity = &ctx.entities[runnable[slot_index].0];
+        let mut view = EntityView::new(entity);
+        for (stream, data) in &record.output {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap_or_default();
+            if stream == "err" {
+                view.stderr(out, &bytes);
+            } else {
+                view.stdout(out, &bytes);
+            }
+        }
+        let failure = (record.exit != 0).then(|| format!("exit status {}", record.exit));
+        outcomes[slot_index] = Some(view.finish(ctx, out, failure, &record.fd3.join("\n")));
+    };
+    let result = plugin.run(
+        &[operation.as_str()],
+        &[],
+        Some(stdin),
+        true,
+        |chunk| match chunk {
+            Chunk::Fd3(bytes) => {
+                fd3_partial.extend_from_slice(bytes);
+                while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
+                    handle_record(out, &line[..line.len() - 1]);
+                }
+            }
+            Chunk::Stdout(bytes) => out.write(Stream::Out, bytes),
+            Chunk::Stderr(bytes) => stray_stderr.extend_from_slice(bytes),
+        },
+    );
+    if !fd3_partial.is_empty() {
+        let line = std::mem::take(&mut fd3_partial);
+        handle_record(out, &line);
+    }
+    if !stray_stderr.is_empty() {
+        let text = out.colorize_plugin_line(&stray_stderr);
+        out.write(Stream::Err, &text);
+    }
+    let failure = match result {
+        Ok(status) if status.success() => format!(
+            "plugin holo-{} finished {operation} without a result for this entity",
+            plugin.id
+        ),
+        Ok(status) => describe_status(status),
+        Err(e) => format!("fork/exec {}: {}", plugin.binary, paths::errno_text(&e)),
+    };
+    outcomes
+        .into_iter()
+        .enumerate()
+        .map(|(slot_index, outcome)| {
+            outcome.unwrap_or_else(|| {
+                let mut view = EntityView::new(&ctx.entities[runnable[slot_index].0]);
+                view.finish(ctx, out, Some(failure.clone()), "")
+            })
+        })
+        .collect()
+}
+
+/// Runs `diff ENTITY` and renders the two paths it names. `Ok(empty)` when
+/// the plugin has no diff for the entity.
+pub fn render_entity_diff(
+    runtime: &Runtime,
+    plugin: &Plugin,
+    entity: &Entity,
+    out: &mut Output,
+) -> Result<Vec<u8>, String> {
+    let mut fd3 = Vec::new();
+    let mut stderr_partial: Vec<u8> = Vec::new();
+    let result = plugin.run(
+        &["diff", &entity.id],
+        &[],
+        None,
+        true,
+        |chunk| match chunk {
+            Chunk::Stdout(b) => out.write(Stream::Out, b),
+            Chunk::Stderr(b) => {
+                stderr_partial.extend_from_slice(b);
+                while let Some(newline) = stderr_partial.iter().position(|c| *c == b'\n') {
+                    let line: Vec<u8> = stderr_partial.drain(..=newline).collect();
+                    let line = out.colorize_plugin_line(&line);
+                    out.write(Stream::Err, &line);
+                }
+            }
+            Chunk::Fd3(b) => fd3.extend_from_slice(b),
+        },
+    );
+    if !stderr_partial.is_empty() {
+        stderr_partial.push(b'\n');
+        let line = out.colorize_plugin_line(&stderr_partial);
+        out.write(Stream::Err, &line);
+    }
+    match result {
+        Ok(status) if status.success() => {}
+        Ok(status) => return Err(describe_status(status)),
+        Err(e) => {
+            return Err(format!(
+                "fork/exec {}: {}",
+                plugin.binary,
+                paths::errno_text(&e)
+            ));
+        }
+    }
+    let text = String::from_utf8_lossy(&fd3);
+    let parts: Vec<&str> = text.split('\0').collect();
+    if parts.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let (from, to) = (parts[0], parts[1]);
+    let diff = crate::diff::render_file_diff(
+        std::path::Path::new(from),
+        std::path::Path::new(to),
+        &runtime.translate(from),
+        &runtime.translate(to),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(if out.color(Stream::Out) {
+        crate::diff::colorize_diff(&diff)
+    } else {
+        diff
+    })
+}
+
+/// `$ROOT/run/holo.pid`, created exclusively, holding `PID\n`.
+fn acquire_lock(root: &str, out: &mut Output) -> Result<String, i32> {
+    use std::io::Write;
+    let path = paths::join(root, "run/holo.pid");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path);
+    match file {
+        Ok(mut file) => {
+            resources::register_cleanup(&path);
+            let _ = writeln!(file, "{}", std::process::id());
+            let _ = file.sync_all();
+            Ok(path)
+        }
+        Err(e) => {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "Cannot create lock file {path}: open {path}: {}",
+                    paths::errno_text(&e)
+                ),
+            );
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                out.write(
+                    Stream::Err,
+                    b"This usually means that another instance of Holo is currently running.\n",
+                );
+                out.write(
+                    Stream::Err,
+                    b"If not, you can try to delete the lock file manually.\n",
+                );
+            }
+            Err(EXIT_FATAL)
+        }
+    }
+}
+
+fn release_lock(path: &str, out: &mut Output) {
+    if let Err(e) = std::fs::remove_file(path) {
+        out.error(
+            Stream::Err,
+            &format!("remove {path}: {}", paths::errno_text(&e)),
+        );
+    }
+    resources::unregister_cleanup(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indent_prefixes_every_line_but_not_past_the_end() {
+        assert_eq!(indent(b"a\nb\n"), b"    a\n    b\n");
+        assert_eq!(indent(b"a\nb"), b"    a\n    b");
+        assert_eq!(indent(b""), b"");
+    }
+
+    #[test]
+    fn exit_codes() {
+        use Outcome::*;
+        assert_eq!(exit_code(Mode::Apply, &[Unchanged, Changed]), 0);
+        assert_eq!(exit_code(Mode::Apply, &[Changed, Failed]), 1);
+        assert_eq!(exit_code(Mode::Apply, &[Skipped]), 1);
+        assert_eq!(exit_code(Mode::Apply, &[NeedsForce]), 1);
+        assert_eq!(exit_code(Mode::Noop, &[Unchanged, NotSupported]), 0);
+        assert_eq!(exit_code(Mode::Noop, &[Unchanged, Changed]), 2);
+        assert_eq!(exit_code(Mode::Noop, &[Changed, Failed]), 1);
+    }
+}

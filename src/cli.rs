@@ -1,0 +1,395 @@
+//! The `holo` command line: Holo 3's hand-rolled argument rules (options
+//! anywhere after the subcommand, anything unknown is a selector), then the
+//! run: holorc, generators, scan, order, selection, command.
+
+use crate::apply::{self, Mode};
+use crate::config::{self, EXIT_FATAL};
+use crate::output::{Output, Stream};
+use crate::plugin::{Chunk, Plugin, describe_status};
+use crate::resources::{self, Runtime};
+use crate::scan::{self, Entity};
+use crate::{order, report};
+use std::collections::{BTreeSet, HashMap};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Command {
+    Apply,
+    Diff,
+    Scan,
+    Selectors,
+}
+
+#[derive(Default, Debug)]
+struct Options {
+    force: bool,
+    noop: bool,
+    short: bool,
+    porcelain: bool,
+}
+
+/// Entry point; returns the exit code.
+pub fn main(args: Vec<String>) -> i32 {
+    let program = args.first().cloned().unwrap_or_else(|| "holo".to_string());
+    let Some(word) = args.get(1) else {
+        eprint!("{}", help_text(&program));
+        return 2;
+    };
+    let command = match word.as_str() {
+        "apply" => Command::Apply,
+        "diff" => Command::Diff,
+        "scan" => Command::Scan,
+        "selectors" => Command::Selectors,
+        "version" | "--version" => {
+            println!("{}", env!("CARGO_PKG_VERSION"));
+            return 0;
+        }
+        "help" | "--help" | "-h" => {
+            print!("{}", help_text(&program));
+            return 0;
+        }
+        _ => {
+            eprint!("{}", help_text(&program));
+            return 2;
+        }
+    };
+    let mut options = Options::default();
+    let mut selectors = Vec::new();
+    for arg in &args[2..] {
+        match (command, arg.as_str()) {
+            (Command::Apply, "-f" | "--force") => options.force = true,
+            (Command::Apply, "--noop") => options.noop = true,
+            (Command::Scan, "-s" | "--short") => options.short = true,
+            (Command::Scan, "-p" | "--porcelain") => options.porcelain = true,
+            _ => selectors.push(arg.clone()),
+        }
+    }
+    if options.force && options.noop {
+        eprintln!("holo apply: --force and --noop cannot be combined");
+        return 2;
+    }
+    install_signal_cleanup();
+    let mut out = Output::new();
+    let code = run(command, &options, &selectors, &mut out);
+    out.flush();
+    code
+}
+
+fn help_text(program: &str) -> String {
+    format!(
+        "Usage: {program} <operation> [...]\nOperations:\n    \
+         {program} apply [-f|--force] [--noop] [selector ...]\n    \
+         {program} diff [selector ...]\n    \
+         {program} scan [-s|--short|-p|--porcelain] [selector ...]\n    \
+         {program} selectors\n    \
+         {program} version\n    \
+         {program} help\n\nSee `man 8 holo` for details.\n"
+    )
+}
+
+/// Removes the cache directory and the lock when SIGINT, SIGTERM or SIGHUP arrive.
+fn install_signal_cleanup() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    if set.thread_block().is_ok() {
+        std::thread::spawn(move || {
+            if let Ok(signal) = set.wait() {
+                resources::run_cleanup();
+                std::process::exit(128 + signal as i32);
+            }
+        });
+    }
+}
+
+fn run(command: Command, options: &Options, selectors: &[String], out: &mut Output) -> i32 {
+    let root = std::env::var("HOLO_ROOT_DIR")
+        .ok()
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "/".to_string());
+    let mut runtime = match Runtime::create(&root) {
+        Ok(runtime) => runtime,
+        Err(message) => {
+            out.error(Stream::Err, &message);
+            return EXIT_FATAL;
+        }
+    };
+    let plugins = match config::load_plugins(&runtime, out) {
+        Ok(plugins) => plugins,
+        Err(code) => return code,
+    };
+    if let Err(code) = config::prepare_resources(&mut runtime, &plugins, out) {
+        return code;
+    }
+    let entities = match scan_all(&runtime, &plugins, out) {
+        Ok(entities) => entities,
+        Err(code) => return code,
+    };
+    let entities = match order_entities(entities, &plugins, out) {
+        Ok(entities) => entities,
+        Err(code) => return code,
+    };
+    let entities = match select(entities, &plugins, selectors, out) {
+        Ok(entities) => entities,
+        Err(code) => return code,
+    };
+    match command {
+        Command::Scan => {
+            for entity in &entities {
+                if options.porcelain {
+                    report::print_porcelain(out, entity);
+                } else if options.short {
+                    out.raw(Stream::Out, format!("{}\n", entity.id).as_bytes());
+                } else {
+                    report::print_report(out, entity, false);
+                }
+            }
+            0
+        }
+        Command::Selectors => {
+            let all: BTreeSet<String> = entities
+                .iter()
+                .flat_map(|e| matching_selectors(e, &plugins))
+                .collect();
+            for selector in all {
+                out.raw(Stream::Out, format!("{selector}\n").as_bytes());
+            }
+            0
+        }
+        Command::Diff => diff_all(&runtime, &plugins, &entities, out),
+        Command::Apply => {
+            let mode = match (options.force, options.noop) {
+                (_, true) => Mode::Noop,
+                (true, _) => Mode::Force,
+                _ => Mode::Apply,
+            };
+            let ctx = apply::Context {
+                plugins: &plugins,
+                runtime: &runtime,
+                entities: &entities,
+            };
+            apply::run(&ctx, out, mode)
+        }
+    }
+}
+
+/// Scans every plugin before anything is applied.
+fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
+    let mut all = Vec::new();
+    let mut owner: HashMap<String, usize> = HashMap::new();
+    for (index, plugin) in plugins.iter().enumerate() {
+        let mut stdout = Vec::new();
+        let mut stderr_partial: Vec<u8> = Vec::new();
+        let result = plugin.run(&["scan"], &[], None, false, |chunk| match chunk {
+            Chunk::Stdout(b) => stdout.extend_from_slice(b),
+            Chunk::Stderr(b) => {
+                stderr_partial.extend_from_slice(b);
+                while let Some(newline) = stderr_partial.iter().position(|c| *c == b'\n') {
+                    let line: Vec<u8> = stderr_partial.drain(..=newline).collect();
+                    let line = out.colorize_plugin_line(&line);
+                    out.write(Stream::Err, &line);
+                }
+            }
+            Chunk::Fd3(_) => {}
+        });
+        if !stderr_partial.is_empty() {
+            stderr_partial.push(b'\n');
+            let line = out.colorize_plugin_line(&stderr_partial);
+            out.write(Stream::Err, &line);
+        }
+        let failure = match result {
+            Ok(status) if status.success() => None,
+            Ok(status) => Some(describe_status(status)),
+            Err(e) => Some(format!(
+                "fork/exec {}: {}",
+                plugin.binary,
+                crate::paths::errno_text(&e)
+            )),
+        };
+        if let Some(failure) = failure {
+            out.error(
+                Stream::Err,
+                &format!("scan with plugin {} failed: {failure}", plugin.id),
+            );
+            return Err(EXIT_FATAL);
+        }
+        let text = String::from_utf8_lossy(&stdout);
+        let translate = |path: &str| runtime.translate(path);
+        let mut entities = match scan::parse_report(
+            index,
+            &plugin.id,
+            &text,
+            plugin.has_extension("order"),
+            &translate,
+        ) {
+            Ok(entities) => entities,
+            Err(errors) => {
+                for error in errors {
+                    out.error(Stream::Err, &error);
+                }
+                return Err(EXIT_FATAL);
+            }
+        };
+        entities.sort_by(|a, b| a.id.cmp(&b.id));
+        for entity in &entities {
+            if let Some(&other) = owner.get(&entity.id) {
+                let message = if other == index {
+                    format!(
+                        "plugin {} reported entity {} twice; entity IDs must be unique",
+                        plugin.id, entity.id
+                    )
+                } else {
+                    format!(
+                        "entity {} was reported by two plugins, {} and {}; entity IDs must be unique across plugins",
+                        entity.id, plugins[other].id, plugin.id
+                    )
+                };
+                out.error(Stream::Err, &message);
+                return Err(EXIT_FATAL);
+            }
+            owner.insert(entity.id.clone(), index);
+        }
+        all.extend(entities);
+        out.end_paragraph(Stream::Out);
+    }
+    Ok(all)
+}
+
+/// The order extension; a no-op when no plugin sent `REQUIRES`/`SUBSCRIBES`.
+fn order_entities(
+    entities: Vec<Entity>,
+    plugins: &[Plugin],
+    out: &mut Output,
+) -> Result<Vec<Entity>, i32> {
+    if entities
+        .iter()
+        .all(|e| e.requires.is_empty() && e.subscribes.is_empty())
+    {
+        return Ok(entities);
+    }
+    let known: BTreeSet<&str> = entities.iter().map(|e| e.id.as_str()).collect();
+    let mut unknown = false;
+    for entity in &entities {
+        for (word, list) in [
+            ("requires", &entity.requires),
+            ("subscribes to", &entity.subscribes),
+        ] {
+            for reference in list {
+                if !known.contains(reference.as_str()) {
+                    out.error(
+                        Stream::Err,
+                        &format!(
+                            "entity {} (plugin {}) {word} {reference}, but no plugin reported an entity {reference}; fix the reference or install the plugin that provides it",
+                            entity.id, plugins[entity.plugin].id
+                        ),
+                    );
+                    unknown = true;
+                }
+            }
+        }
+    }
+    if unknown {
+        return Err(EXIT_FATAL);
+    }
+    let ids: Vec<&str> = entities.iter().map(|e| e.id.as_str()).collect();
+    let deps: Vec<Vec<&str>> = entities
+        .iter()
+        .map(|e| {
+            e.requires
+                .iter()
+                .chain(&e.subscribes)
+                .map(String::as_str)
+                .collect()
+        })
+        .collect();
+    match order::sort(&ids, &deps) {
+        Ok(order) => {
+            let mut slots: Vec<Option<Entity>> = entities.into_iter().map(Some).collect();
+            Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+        }
+        Err(cycle) => {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "dependency cycle between entities: {}; remove one of these REQUIRES/SUBSCRIBES references",
+                    cycle.join(" -> ")
+                ),
+            );
+            Err(EXIT_FATAL)
+        }
+    }
+}
+
+/// Every selector an entity answers to: its ID, its plugin ID, its SOURCE
+/// paths and, for generated resources, the generator path.
+fn matching_selectors(entity: &Entity, plugins: &[Plugin]) -> Vec<String> {
+    let mut result = vec![entity.id.clone(), plugins[entity.plugin].id.clone()];
+    for source in &entity.sources {
+        result.push(source.clone());
+        if let Some((generator, _)) = source.split_once("::") {
+            result.push(generator.to_string());
+        }
+    }
+    result
+}
+
+fn select(
+    entities: Vec<Entity>,
+    plugins: &[Plugin],
+    selectors: &[String],
+    out: &mut Output,
+) -> Result<Vec<Entity>, i32> {
+    if selectors.is_empty() {
+        return Ok(entities);
+    }
+    let mut used = vec![false; selectors.len()];
+    let mut selected = Vec::with_capacity(entities.len());
+    for entity in entities {
+        let matching = matching_selectors(&entity, plugins);
+        let mut is_selected = false;
+        for (index, selector) in selectors.iter().enumerate() {
+            if matching.iter().any(|m| m == selector) {
+                used[index] = true;
+                is_selected = true;
+            }
+        }
+        if is_selected {
+            selected.push(entity);
+        }
+    }
+    let mut unrecognized = false;
+    for (selector, used) in selectors.iter().zip(used) {
+        if !used {
+            out.raw(
+                Stream::Err,
+                format!("Unrecognized argument: {selector}\n").as_bytes(),
+            );
+            unrecognized = true;
+        }
+    }
+    if unrecognized {
+        return Err(EXIT_FATAL);
+    }
+    Ok(selected)
+}
+
+fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
+    let mut code = 0;
+    for entity in entities {
+        let plugin = &plugins[entity.plugin];
+        match apply::render_entity_diff(runtime, plugin, entity, out) {
+            Ok(diff) => out.raw(Stream::Out, &diff),
+            Err(message) => {
+                out.error(
+                    Stream::Err,
+                    &format!("cannot diff {}: {message}", entity.id),
+                );
+                code = 1;
+            }
+        }
+        out.end_paragraph(Stream::Out);
+    }
+    out.flush();
+    code
+}

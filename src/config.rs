@@ -1,0 +1,107 @@
+//! Loading the run: holorc, plugin binaries and their `info`, the plugin
+//! directories, generators and the virtual resource root.
+
+use crate::holorc;
+use crate::output::{Output, Stream};
+use crate::paths;
+use crate::plugin::{Plugin, PluginDirs};
+use crate::resources::Runtime;
+
+/// Exit code for holorc, plugin, scan, selector and lock errors (as Holo 3).
+pub const EXIT_FATAL: i32 = 255;
+
+/// Reads holorc and loads every plugin. Errors are printed; the caller exits
+/// with the returned code.
+pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<Vec<Plugin>, i32> {
+    let root = &runtime.root;
+    let decls = holorc::read(root).map_err(|e| {
+        out.error(Stream::Err, &e.0);
+        EXIT_FATAL
+    })?;
+    let mut plugins = Vec::new();
+    for decl in decls {
+        if let Err(e) = std::fs::metadata(&decl.binary) {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                out.error(Stream::Err, &format!("{}: file not found", decl.binary));
+                out.warn(Stream::Err, &format!("Skipping plugin: {}", decl.id));
+                continue;
+            }
+            out.error(
+                Stream::Err,
+                &format!("stat {}: {}", decl.binary, paths::errno_text(&e)),
+            );
+            return Err(EXIT_FATAL);
+        }
+        let dirs = PluginDirs {
+            root: paths::normalize(root),
+            cache: paths::normalize(&paths::join(&runtime.cache, &decl.id)),
+            resource: paths::normalize(&paths::join(&runtime.virtual_root, &decl.id)),
+            resource_origin: paths::normalize(&paths::join(
+                root,
+                &format!("usr/share/holo/{}", decl.id),
+            )),
+            state: paths::normalize(&paths::join(root, &format!("var/lib/holo/{}", decl.id))),
+        };
+        match Plugin::load(&decl.id, &decl.binary, &dirs) {
+            Ok(plugin) => {
+                for dir in [&dirs.cache, &dirs.state] {
+                    if let Err(e) = std::fs::create_dir_all(dir) {
+                        out.error(
+                            Stream::Err,
+                            &format!("mkdir {dir}: {}", paths::errno_text(&e)),
+                        );
+                        return Err(EXIT_FATAL);
+                    }
+                }
+                plugins.push(plugin);
+            }
+            Err(message) => {
+                out.error(Stream::Err, &message);
+                return Err(EXIT_FATAL);
+            }
+        }
+    }
+    Ok(plugins)
+}
+
+/// Runs the generators and fills the virtual resource root. Every missing
+/// static resource directory is reported before the run stops.
+pub fn prepare_resources(
+    runtime: &mut Runtime,
+    plugins: &[Plugin],
+    out: &mut Output,
+) -> Result<(), i32> {
+    let mut missing = false;
+    for plugin in plugins {
+        let dir = paths::join(&runtime.root, &format!("usr/share/holo/{}", plugin.id));
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                out.error(Stream::Err, &format!("cannot open {dir}: not a directory!"));
+                missing = true;
+            }
+            Err(e) => {
+                out.error(
+                    Stream::Err,
+                    &format!("cannot open {dir}: stat {dir}: {}", paths::errno_text(&e)),
+                );
+                missing = true;
+            }
+        }
+    }
+    if missing {
+        return Err(EXIT_FATAL);
+    }
+    if let Err(message) = runtime.run_generators(out) {
+        out.error(Stream::Err, &message);
+        out.end_paragraph(Stream::Err);
+        return Err(1);
+    }
+    for plugin in plugins {
+        if let Err(message) = runtime.add_static_resources(&plugin.id) {
+            out.error(Stream::Err, &message);
+            return Err(EXIT_FATAL);
+        }
+    }
+    Ok(())
+}

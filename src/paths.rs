@@ -1,0 +1,108 @@
+//! Path helpers that reproduce how Holo 3 (Go's `filepath`) prints paths, so
+//! that every path we show or pass on is byte-identical to Holo 3's.
+
+use std::path::Path;
+
+/// Lexically cleans a path as Go's `filepath.Clean` does: repeated slashes
+/// collapse, `.` elements vanish, `..` eats the previous element.
+pub fn clean(path: &str) -> String {
+    if path.is_empty() {
+        return ".".to_string();
+    }
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    }
+}
+
+/// Joins and cleans, as Go's `filepath.Join`.
+pub fn join(base: &str, rel: &str) -> String {
+    if base.is_empty() {
+        return clean(rel);
+    }
+    clean(&format!("{base}/{rel}"))
+}
+
+/// Holo 3's `normalizePath`: strips a leading `./` and a trailing `/`.
+pub fn normalize(path: &str) -> String {
+    if path == "/" {
+        return path.to_string();
+    }
+    let path = path.strip_prefix("./").unwrap_or(path);
+    path.strip_suffix('/').unwrap_or(path).to_string()
+}
+
+/// Lossy conversion for display and for the environment of plugins.
+pub fn display(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Go-style error text for an errno: `file exists`, `no such file or directory`.
+pub fn errno_text(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            let text = nix::errno::Errno::from_raw(code).desc();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => text.to_string(),
+            }
+        }
+        None => err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_matches_go() {
+        assert_eq!(clean("./target/"), "target");
+        assert_eq!(clean("./target//usr/../etc"), "target/etc");
+        assert_eq!(clean("/"), "/");
+        assert_eq!(clean("/.."), "/");
+        assert_eq!(clean("../a"), "../a");
+        assert_eq!(clean(""), ".");
+        assert_eq!(
+            join("./target/", "usr/lib/holo/holo-x"),
+            "target/usr/lib/holo/holo-x"
+        );
+        assert_eq!(join("/", "usr/lib/holo/holo-x"), "/usr/lib/holo/holo-x");
+    }
+
+    #[test]
+    fn normalize_strips_dot_slash_and_trailing_slash() {
+        assert_eq!(normalize("./target/"), "target");
+        assert_eq!(normalize("/"), "/");
+        assert_eq!(
+            normalize("target/tmp/holo.1/file"),
+            "target/tmp/holo.1/file"
+        );
+    }
+
+    #[test]
+    fn errno_text_is_lowercase_like_go() {
+        let err = std::io::Error::from_raw_os_error(libc::EEXIST);
+        assert_eq!(errno_text(&err), "file exists");
+        let err = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(errno_text(&err), "no such file or directory");
+    }
+}
