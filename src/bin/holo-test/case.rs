@@ -1,0 +1,614 @@
+//! Running one fixture case: preparing `target/`, running the driver the way
+//! Holo's holo-test script does, and comparing what came out with the
+//! `expected-*` files.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::symlink;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::dump;
+
+/// The operations of one case, in the order they run. The name doubles as
+/// the suffix of the `expected-*` file.
+const OPERATIONS: [(&str, &[&str]); 4] = [
+    ("scan-output", &["scan"]),
+    ("diff-output", &["diff"]),
+    ("apply-output", &["apply"]),
+    ("apply-force-output", &["apply", "--force"]),
+];
+
+/// Plugin-level variables that the driver sets; inherited values would only
+/// make a run depend on the caller's shell.
+const SCRUBBED_VARIABLES: [&str; 8] = [
+    "HOLO_API_VERSION",
+    "HOLO_CACHE_DIR",
+    "HOLO_RESOURCE_DIR",
+    "HOLO_STATE_DIR",
+    "HOLO_RESOURCE_ORIGIN",
+    "HOLO_EXTENSIONS",
+    "HOLO_REFRESH",
+    "HOLO_RESOURCE_ROOT",
+];
+
+/// How cases are run; shared by all cases of one invocation.
+pub struct Runner {
+    /// The driver command line, as in `$HOLO_BINARY` (split at whitespace).
+    pub driver: String,
+    /// Where plugin binaries are looked up, first match wins.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Rewrite the `expected-*` files instead of comparing.
+    pub update: bool,
+    /// Upper bound for one driver run.
+    pub timeout: Duration,
+}
+
+/// What became of one case.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    Updated,
+    Failed,
+}
+
+impl Runner {
+    /// Runs the case in `case_dir`, reporting on `report`.
+    pub fn run(&self, case_dir: &Path, report: &mut dyn Write) -> io::Result<Outcome> {
+        let target = case_dir.join("target");
+        if let Err(message) = self.prepare(case_dir, &target) {
+            writeln!(report, "!! {message}")?;
+            return Ok(Outcome::Failed);
+        }
+
+        let mut actual: Vec<(&str, Vec<u8>)> = Vec::new();
+        for (name, args) in OPERATIONS {
+            if name == "apply-force-output" {
+                // only when apply said that something needs --force (as Holo)
+                let apply_output = actual
+                    .iter()
+                    .find(|(name, _)| *name == "apply-output")
+                    .map(|(_, output)| output.as_slice())
+                    .unwrap_or_default();
+                if !contains(apply_output, b"--force") {
+                    continue;
+                }
+            }
+            match self.run_driver(case_dir, args) {
+                Ok(output) => actual.push((name, normalize_output(&output))),
+                Err(message) => {
+                    writeln!(
+                        report,
+                        "!! {}: cannot run `{} {}`: {}",
+                        case_dir.display(),
+                        self.driver,
+                        args.join(" "),
+                        message
+                    )?;
+                    return Ok(Outcome::Failed);
+                }
+            }
+        }
+        match dump::dump(&target, &[Path::new("usr/lib/holo")]) {
+            Ok(tree) => actual.insert(0, ("tree", tree)),
+            Err(err) => {
+                writeln!(
+                    report,
+                    "!! {}: cannot dump the resulting tree: {}",
+                    target.display(),
+                    err
+                )?;
+                return Ok(Outcome::Failed);
+            }
+        }
+
+        let outcome = if self.update {
+            self.update_expectations(case_dir, &actual, report)?
+        } else {
+            compare_with_expectations(case_dir, &actual, report)?
+        };
+        if outcome != Outcome::Failed {
+            remove_tree(&target).map_err(|err| {
+                io::Error::new(
+                    err.kind(),
+                    format!("cannot remove {}: {}", target.display(), err),
+                )
+            })?;
+        } else {
+            writeln!(
+                report,
+                ">> The run is kept in {} for inspection.",
+                target.display()
+            )?;
+        }
+        Ok(outcome)
+    }
+
+    /// Builds `target/` from `source-tree` and the plugins that holorc names.
+    fn prepare(&self, case_dir: &Path, target: &Path) -> Result<(), String> {
+        let source = case_dir.join("source-tree");
+        remove_tree(&target)
+            .map_err(|err| format!("cannot remove the old {}: {}", target.display(), err))?;
+        fs::create_dir_all(target)
+            .map_err(|err| format!("cannot create {}: {}", target.display(), err))?;
+        match fs::metadata(&source) {
+            Ok(metadata) if metadata.is_dir() => copy_tree(&source, target).map_err(|err| {
+                format!(
+                    "cannot copy {} to {}: {}",
+                    source.display(),
+                    target.display(),
+                    err
+                )
+            })?,
+            Ok(_) => {
+                let text = fs::read(&source)
+                    .map_err(|err| format!("cannot read {}: {}", source.display(), err))?;
+                dump::materialize(&text, target, &source)?;
+            }
+            Err(err) => {
+                return Err(format!(
+                    "cannot read {}: {} (every case needs a source-tree dump or directory; see holo-test(7))",
+                    source.display(),
+                    err
+                ));
+            }
+        }
+
+        for directory in ["run", "tmp"] {
+            let path = target.join(directory);
+            fs::create_dir_all(&path)
+                .map_err(|err| format!("cannot create {}: {}", path.display(), err))?;
+        }
+        for plugin in holorc_plugins(target) {
+            if !is_plain_name(&plugin.id) {
+                continue; // the driver reports the bad ID; nothing to prepare
+            }
+            let resources = target.join("usr/share/holo").join(&plugin.id);
+            fs::create_dir_all(&resources)
+                .map_err(|err| format!("cannot create {}: {}", resources.display(), err))?;
+            if !plugin.has_explicit_binary {
+                self.link_plugin(target, &plugin.id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Links `holo-ID` from the first plugin directory that has it. A plugin
+    /// that is nowhere stays missing, which the driver reports.
+    fn link_plugin(&self, target: &Path, id: &str) -> Result<(), String> {
+        let binary_name = format!("holo-{id}");
+        let link = target.join("usr/lib/holo").join(&binary_name);
+        if fs::symlink_metadata(&link).is_ok() {
+            return Ok(()); // the source tree brings its own
+        }
+        let Some(binary) = self
+            .plugin_dirs
+            .iter()
+            .map(|dir| dir.join(&binary_name))
+            .find(|path| path.is_file())
+        else {
+            return Ok(());
+        };
+        let binary = fs::canonicalize(&binary)
+            .map_err(|err| format!("cannot resolve {}: {}", binary.display(), err))?;
+        if let Some(parent) = link.parent() {
+            fs::create_dir_all(parent)
+                .map_err(|err| format!("cannot create {}: {}", parent.display(), err))?;
+        }
+        symlink(&binary, &link).map_err(|err| {
+            format!(
+                "cannot link {} to {}: {}",
+                link.display(),
+                binary.display(),
+                err
+            )
+        })
+    }
+
+    /// Runs `{ $HOLO_BINARY ARGS 2>&1; echo exit status $?; }` in the case
+    /// directory. With an `env.sh`, sh sources it first, so that it can set
+    /// variables or wrap `$HOLO_BINARY` in a function (as in Holo's suites).
+    fn run_driver(&self, case_dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+        let mut command = if case_dir.join("env.sh").is_file() {
+            let mut command = Command::new("sh");
+            command
+                .arg("-c")
+                // env.sh's own output goes to our stderr, not into the outputs
+                .arg(". ./env.sh >&2\n$HOLO_BINARY \"$@\" 2>&1")
+                .arg("holo-test")
+                .args(args);
+            command
+        } else {
+            let mut words = self.driver.split_whitespace();
+            let program = words
+                .next()
+                .ok_or("HOLO_BINARY is empty: set it to the holo driver's path")?;
+            let mut command = Command::new(program);
+            command.args(words).args(args);
+            command
+        };
+        for variable in SCRUBBED_VARIABLES {
+            command.env_remove(variable);
+        }
+        let (reader, writer) = io::pipe().map_err(|err| format!("cannot create a pipe: {err}"))?;
+        let writer_for_stderr = writer
+            .try_clone()
+            .map_err(|err| format!("cannot duplicate a pipe: {err}"))?;
+        command
+            .current_dir(case_dir)
+            .env("HOLO_BINARY", &self.driver)
+            .env("HOLO_ROOT_DIR", "./target/")
+            .env("TMPDIR", "./target/tmp")
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer_for_stderr)
+            // a group of its own, so that a timeout kills the plugins as well
+            .process_group(0);
+        let mut child = command.spawn().map_err(|err| err.to_string())?;
+        drop(command); // closes our copies of the pipe's write end
+
+        let collector = thread::spawn(move || {
+            let mut output = Vec::new();
+            let mut reader = reader;
+            reader.read_to_end(&mut output).map(|_| output)
+        });
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() > self.timeout => {
+                    // SAFETY-free: killpg on the group we created above
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                    let _ = child.wait();
+                    return Err(format!(
+                        "no result after {} s (set HOLO_TEST_TIMEOUT to allow more)",
+                        self.timeout.as_secs()
+                    ));
+                }
+                Ok(None) => thread::sleep(Duration::from_millis(5)),
+                Err(err) => return Err(err.to_string()),
+            }
+        };
+        let mut output = collector
+            .join()
+            .map_err(|_| "the output reader thread died".to_string())?
+            .map_err(|err| format!("cannot read the output: {err}"))?;
+        // the shell's `$?`: a signal shows as 128 + its number
+        let code = status
+            .code()
+            .or_else(|| status.signal().map(|signal| 128 + signal))
+            .unwrap_or(255);
+        output.extend_from_slice(format!("exit status {code}\n").as_bytes());
+        Ok(output)
+    }
+
+    fn update_expectations(
+        &self,
+        case_dir: &Path,
+        actual: &[(&str, Vec<u8>)],
+        report: &mut dyn Write,
+    ) -> io::Result<Outcome> {
+        for (name, output) in actual {
+            let path = case_dir.join(format!("expected-{name}"));
+            if fs::read(&path).ok().as_deref() != Some(output.as_slice()) {
+                fs::write(&path, output).map_err(|err| {
+                    io::Error::new(
+                        err.kind(),
+                        format!("cannot write {}: {}", path.display(), err),
+                    )
+                })?;
+                writeln!(report, ">> updated {}", path.display())?;
+            }
+        }
+        let force = case_dir.join("expected-apply-force-output");
+        if !actual.iter().any(|(name, _)| *name == "apply-force-output") && force.exists() {
+            fs::remove_file(&force)?;
+            writeln!(report, ">> removed {}", force.display())?;
+        }
+        Ok(Outcome::Updated)
+    }
+}
+
+/// Compares every output with its `expected-*` file and shows a unified diff
+/// for each deviation.
+fn compare_with_expectations(
+    case_dir: &Path,
+    actual: &[(&str, Vec<u8>)],
+    report: &mut dyn Write,
+) -> io::Result<Outcome> {
+    let mut outcome = Outcome::Passed;
+    for (name, output) in actual {
+        let path = case_dir.join(format!("expected-{name}"));
+        let expected = match fs::read(&path) {
+            Ok(expected) => expected,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                writeln!(
+                    report,
+                    "!! The {name} has no expectation: {} is missing (run holo-test --update to create it). Output follows:",
+                    path.display()
+                )?;
+                report.write_all(&indent(output))?;
+                outcome = Outcome::Failed;
+                continue;
+            }
+            Err(err) => {
+                writeln!(report, "!! cannot read {}: {}", path.display(), err)?;
+                outcome = Outcome::Failed;
+                continue;
+            }
+        };
+        if expected != *output {
+            writeln!(
+                report,
+                "!! The {name} deviates from our expectation. Diff follows:"
+            )?;
+            let expected = String::from_utf8_lossy(&expected);
+            let output = String::from_utf8_lossy(output);
+            let diff = similar::TextDiff::from_lines(expected.as_ref(), output.as_ref());
+            let rendered = diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("expected-{name}"), name)
+                .to_string();
+            report.write_all(&indent(rendered.as_bytes()))?;
+            outcome = Outcome::Failed;
+        }
+    }
+    let force = case_dir.join("expected-apply-force-output");
+    if !actual.iter().any(|(name, _)| *name == "apply-force-output") && force.exists() {
+        writeln!(
+            report,
+            "!! {} exists, but the apply output does not mention --force, so apply --force did not run (delete the file or run holo-test --update)",
+            force.display()
+        )?;
+        outcome = Outcome::Failed;
+    }
+    Ok(outcome)
+}
+
+/// A plugin line of holorc, as far as preparing the root needs it.
+struct PluginLine {
+    id: String,
+    has_explicit_binary: bool,
+}
+
+/// The plugin lines of `etc/holorc.d/*` and `etc/holorc` below `target`.
+fn holorc_plugins(target: &Path) -> Vec<PluginLine> {
+    let mut files: Vec<PathBuf> = fs::read_dir(target.join("etc/holorc.d"))
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .filter(|path| !path.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.push(target.join("etc/holorc"));
+
+    let mut plugins = Vec::new();
+    for file in files {
+        let Ok(text) = fs::read(&file) else { continue };
+        for line in String::from_utf8_lossy(&text).lines() {
+            let Some(rest) = line.trim().strip_prefix("plugin ") else {
+                continue;
+            };
+            let (id, has_explicit_binary) = match rest.split_once('=') {
+                Some((id, _)) => (id, true),
+                None => (rest, false),
+            };
+            plugins.push(PluginLine {
+                id: id.trim().to_string(),
+                has_explicit_binary,
+            });
+        }
+    }
+    plugins
+}
+
+/// Whether `id` can be used as one path component below target/.
+fn is_plain_name(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains('/') && !id.contains('\0')
+}
+
+/// Strips ANSI escape sequences and replaces the random part of the driver's
+/// cache directory, `target/tmp/holo.XXXXXX`, with nothing.
+pub fn normalize_output(output: &[u8]) -> Vec<u8> {
+    let mut stripped = Vec::with_capacity(output.len());
+    let mut index = 0;
+    while index < output.len() {
+        if output[index] == 0x1b && output.get(index + 1) == Some(&b'[') {
+            let mut end = index + 2;
+            while end < output.len() && (output[end].is_ascii_digit() || output[end] == b';') {
+                end += 1;
+            }
+            if end < output.len() && output[end].is_ascii_alphabetic() {
+                index = end + 1;
+                continue;
+            }
+        }
+        stripped.push(output[index]);
+        index += 1;
+    }
+
+    const CACHE_PREFIX: &[u8] = b"target/tmp/holo.";
+    let mut result = Vec::with_capacity(stripped.len());
+    let mut index = 0;
+    while index < stripped.len() {
+        if stripped[index..].starts_with(CACHE_PREFIX) {
+            let random_start = index + CACHE_PREFIX.len();
+            let random_end = stripped[random_start..]
+                .iter()
+                .position(|byte| !byte.is_ascii_alphanumeric() && *byte != b'_')
+                .map_or(stripped.len(), |offset| random_start + offset);
+            if random_end > random_start {
+                result.extend_from_slice(b"target/tmp/holo");
+                index = random_end;
+                continue;
+            }
+        }
+        result.push(stripped[index]);
+        index += 1;
+    }
+    result
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+fn indent(text: &[u8]) -> Vec<u8> {
+    let mut result = Vec::with_capacity(text.len() + text.len() / 8);
+    for line in text.split_inclusive(|byte| *byte == b'\n') {
+        result.extend_from_slice(b"    ");
+        result.extend_from_slice(line);
+    }
+    if !result.ends_with(b"\n") {
+        result.push(b'\n');
+    }
+    result
+}
+
+/// Removes a tree even when the plugins left read-only directories in it.
+fn remove_tree(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(err),
+        Ok(metadata) if !metadata.is_dir() => fs::remove_file(path),
+        Ok(_) => {
+            make_writable(path);
+            fs::remove_dir_all(path)
+        }
+    }
+}
+
+fn make_writable(directory: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = fs::set_permissions(directory, fs::Permissions::from_mode(0o755));
+    if let Ok(entries) = fs::read_dir(directory) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                make_writable(&entry.path());
+            }
+        }
+    }
+}
+
+/// Copies a `source-tree` directory (an alternative to the dump file),
+/// keeping modes and symlinks.
+fn copy_tree(source: &Path, dest: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(source)? {
+        let entry = entry?;
+        let from = entry.path();
+        let to = dest.join(entry.file_name());
+        let metadata = fs::symlink_metadata(&from)?;
+        if metadata.file_type().is_symlink() {
+            symlink(fs::read_link(&from)?, &to)?;
+        } else if metadata.is_dir() {
+            fs::create_dir_all(&to)?;
+            copy_tree(&from, &to)?;
+            fs::set_permissions(&to, metadata.permissions())?;
+        } else {
+            fs::copy(&from, &to)?;
+        }
+    }
+    Ok(())
+}
+
+/// Resolves the driver command: a relative path with a slash is made
+/// absolute, because the cases run in their own directories.
+pub fn resolve_driver(driver: &str, cwd: &Path) -> String {
+    let mut words = driver.split_whitespace();
+    let Some(program) = words.next() else {
+        return String::new();
+    };
+    let program = if program.contains('/') && !program.starts_with('/') {
+        cwd.join(program).display().to_string()
+    } else {
+        program.to_string()
+    };
+    std::iter::once(program)
+        .chain(words.map(str::to_string))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `$HOLO_TEST_TIMEOUT` in seconds, 120 by default.
+pub fn timeout_from(value: Option<OsString>) -> Result<Duration, String> {
+    match value {
+        None => Ok(Duration::from_secs(120)),
+        Some(value) => value
+            .to_str()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .filter(|seconds| *seconds > 0)
+            .map(Duration::from_secs)
+            .ok_or_else(|| {
+                format!(
+                    "HOLO_TEST_TIMEOUT={} is not a positive number of seconds",
+                    value.to_string_lossy()
+                )
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_lose_colours_and_the_random_cache_name() {
+        let raw = b"\x1b[1;31m!! failed\x1b[0m\ndiff --holo target/tmp/holo.aB3x9Z/shell/a target/tmp/holo.123/b\nholo.pid target/tmp/holo.\n";
+        assert_eq!(
+            String::from_utf8_lossy(&normalize_output(raw)),
+            "!! failed\ndiff --holo target/tmp/holo/shell/a target/tmp/holo/b\nholo.pid target/tmp/holo.\n"
+        );
+    }
+
+    #[test]
+    fn holorc_plugin_lines_are_found_in_snippets_and_holorc() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join("etc/holorc.d")).expect("mkdir");
+        fs::write(dir.path().join("etc/holorc.d/20-b"), "plugin b=/bin/b\n").expect("write");
+        fs::write(dir.path().join("etc/holorc.d/10-a"), "# c\n  plugin a  \n").expect("write");
+        fs::write(dir.path().join("etc/holorc"), "plugin c\nnonsense\n").expect("write");
+        let found: Vec<_> = holorc_plugins(dir.path())
+            .into_iter()
+            .map(|plugin| (plugin.id, plugin.has_explicit_binary))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("a".to_string(), false),
+                ("b".to_string(), true),
+                ("c".to_string(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn relative_driver_paths_become_absolute() {
+        let cwd = Path::new("/work");
+        assert_eq!(
+            resolve_driver("target/debug/holo", cwd),
+            "/work/target/debug/holo"
+        );
+        assert_eq!(resolve_driver("holo --x", cwd), "holo --x");
+        assert_eq!(resolve_driver("/usr/bin/holo", cwd), "/usr/bin/holo");
+    }
+
+    #[test]
+    fn timeouts_must_be_positive_seconds() {
+        assert_eq!(timeout_from(None), Ok(Duration::from_secs(120)));
+        assert_eq!(timeout_from(Some("5".into())), Ok(Duration::from_secs(5)));
+        assert!(timeout_from(Some("0".into())).is_err());
+        assert!(timeout_from(Some("soon".into())).is_err());
+    }
+}
