@@ -1,10 +1,105 @@
 //! holo-plugin: the SDK that every holo plugin is written with.
 //!
-//! It owns what the plugins share: the `HOLO_*` environment and test mode,
-//! operation dispatch and the noop/order/batch extensions, the scan report and
-//! FD 3 writers, TOML resources, atomic writes, owners, state records, facts,
-//! data and templates.
+//! It owns what the plugins share: the `HOLO_*` environment and test mode
+//! ([`Env`]), operation dispatch with the noop/order/batch extensions
+//! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
+//! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
+//! ([`owners`]), state records ([`state`]), command mocks ([`command`]),
+//! facts, data and templates.
+//!
+//! A plugin implements [`Plugin`] for one typed resource and hands itself to
+//! [`run`]. The SDK runs `info`, `scan`, `apply`, `force-apply`, `diff`,
+//! `noop` and the `*-batch` operations. A complete minimal plugin:
+//!
+//! ```no_run
+//! use holo_plugin::resources::{self, Resource};
+//! use holo_plugin::{EntityCtx, Env, Mode, Outcome, Plugin, Result, Scanned};
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// One `[[greeting]]` table.
+//! #[derive(Deserialize)]
+//! struct Greeting {
+//!     name: String,
+//!     text: String,
+//! }
+//!
+//! impl Resource for Greeting {
+//!     const KIND: &'static str = "greeting";
+//!     fn entity_id(&self) -> String {
+//!         format!("greeting:{}", self.name)
+//!     }
+//! }
+//!
+//! /// What scan hands to apply (cached in `$HOLO_CACHE_DIR`).
+//! #[derive(Serialize, Deserialize)]
+//! struct Spec {
+//!     text: String,
+//! }
+//!
+//! struct GreetingPlugin;
+//!
+//! impl Plugin for GreetingPlugin {
+//!     const ID: &'static str = "greeting";
+//!     type Spec = Spec;
+//!
+//!     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Spec>>> {
+//!         let mut found = Vec::new();
+//!         for declared in resources::load::<Greeting>(env)? {
+//!             let id = declared.resource.entity_id();
+//!             let spec = Spec { text: declared.resource.text };
+//!             found.push(
+//!                 Scanned::new(id, spec)
+//!                     .source(&declared.location.path)
+//!                     .info("found in", declared.location.path.display().to_string()),
+//!             );
+//!         }
+//!         // Entities applied earlier but no longer declared get scrubbed.
+//!         holo_plugin::state::add_orphans(env, &mut found)?;
+//!         Ok(found)
+//!     }
+//!
+//!     fn apply(&self, env: &Env, entity: &EntityCtx<Spec>, mode: Mode) -> Result<Outcome> {
+//!         let Some(spec) = &entity.spec else {
+//!             holo_plugin::state::remove(env, &entity.id)?;
+//!             return Ok(Outcome::Changed);
+//!         };
+//!         if mode == Mode::Noop {
+//!             println!("Would have greeted with {}", spec.text);
+//!             return Ok(Outcome::Changed);
+//!         }
+//!         println!("{}", spec.text);
+//!         holo_plugin::state::write(env, &entity.id, spec)?;
+//!         Ok(Outcome::Changed)
+//!     }
+//! }
+//!
+//! fn main() -> std::process::ExitCode {
+//!     holo_plugin::run(GreetingPlugin)
+//! }
+//! ```
+//!
+//! Plugins print with `println!`/`eprintln!` (messages on stderr start with
+//! `!! ` or `>> `); an `Err` from a trait method is printed as `!! message`
+//! and gives exit code 1. In a batch the same handler runs with fds 1 and 2
+//! captured, so per-process and batch output are the same bytes.
 
+pub mod atomic;
+mod batch;
+mod cache;
+pub mod command;
 pub mod data;
+mod dispatch;
+pub mod env;
+pub mod error;
 pub mod facts;
+pub mod owners;
+pub mod plugin;
+pub mod report;
+pub mod resources;
+pub mod state;
 pub mod template;
+
+pub use dispatch::{fail, run};
+pub use env::Env;
+pub use error::{Error, Result};
+pub use plugin::{Action, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned};

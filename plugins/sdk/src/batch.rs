@@ -1,0 +1,309 @@
+//! The `batch` extension: `apply-batch`, `force-apply-batch` and
+//! `noop-batch` apply many entities in one process.
+//!
+//! stdin lists one entity per line (`ID` or `ID<TAB>refresh`). For each
+//! entity the SDK captures fds 1 and 2 (so child processes are captured too),
+//! runs the same handler as the per-process operations, and writes one JSON
+//! record on FD 3:
+//! `{"entity":ID,"output":[["out",B64],["err",B64],...],"fd3":[...],"exit":0}`.
+//!
+//! Capture uses one pair of pipes for the whole batch. A collector thread
+//! reads them as data arrives (so big output never blocks the handler), and
+//! at the end of each entity the main thread drains whatever is left. Output
+//! that a background child writes after its entity finished lands in the
+//! next entity's record.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use base64::Engine;
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use serde::Serialize;
+
+use crate::cache;
+use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::plugin::{Mode, Plugin};
+use crate::report;
+
+/// Exit code of a handler that panicked, as for a process that panics.
+const PANIC_EXIT: u8 = 101;
+
+/// One line of the batch input.
+struct BatchLine<'a> {
+    id: &'a str,
+    refresh: bool,
+    error: Option<Error>,
+}
+
+fn parse_input(input: &str) -> Vec<BatchLine<'_>> {
+    input
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| match line.split_once('\t') {
+            None => BatchLine { id: line, refresh: false, error: None },
+            Some((id, "refresh")) => BatchLine { id, refresh: true, error: None },
+            Some((id, flag)) => BatchLine {
+                id,
+                refresh: false,
+                error: Some(Error::new(format!(
+                    "batch input line {}: unknown flag {flag:?} after entity {id}; expected ID or ID<TAB>refresh",
+                    index + 1
+                ))),
+            },
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Record<'a> {
+    entity: &'a str,
+    output: Vec<(&'static str, String)>,
+    fd3: Vec<&'static str>,
+    exit: u8,
+}
+
+/// Runs a batch operation; see the module documentation.
+pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
+    let mut input = String::new();
+    if let Err(err) = std::io::stdin().read_to_string(&mut input) {
+        return fail(&Error::new(format!(
+            "cannot read the batch entity list from stdin: {err}; the driver sends one entity id per line"
+        )));
+    }
+    // Children (package managers...) must not read what is left of stdin.
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = nix::unistd::dup2_stdin(&null);
+    }
+    let lines = parse_input(&input);
+    let loaded = match ensure_cache(plugin, env).and_then(|()| cache::Loaded::read(env)) {
+        Ok(loaded) => loaded,
+        Err(err) => return fail(&err),
+    };
+    let capture = match Capture::start() {
+        Ok(capture) => capture,
+        Err(err) => return fail(&err),
+    };
+    let engine = base64::engine::general_purpose::STANDARD;
+    for line in lines {
+        let entity = match line.error {
+            Some(err) => Err(err),
+            None => loaded.lookup(env, line.id, line.refresh),
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
+            .unwrap_or(EntityResult {
+                exit: PANIC_EXIT,
+                fd3: None,
+            });
+        let output = capture
+            .cut()
+            .into_iter()
+            .map(|(stream, bytes)| (stream.name(), engine.encode(bytes)))
+            .collect();
+        let record = Record {
+            entity: line.id,
+            output,
+            fd3: result.fd3.into_iter().collect(),
+            exit: result.exit,
+        };
+        let written = serde_json::to_vec(&record)
+            .map_err(|err| {
+                Error::new(format!(
+                    "entity {}: cannot encode the batch record: {err}",
+                    line.id
+                ))
+            })
+            .and_then(|mut json| {
+                json.push(b'\n');
+                report::fd3_write(&json)
+            });
+        if let Err(err) = written {
+            capture.stop();
+            return fail(&err);
+        }
+    }
+    capture.stop();
+    ExitCode::SUCCESS
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+impl Stream {
+    fn name(self) -> &'static str {
+        match self {
+            Stream::Out => "out",
+            Stream::Err => "err",
+        }
+    }
+}
+
+type Chunks = Vec<(Stream, Vec<u8>)>;
+
+/// fds 1 and 2 pointed at pipes, with a collector thread reading them.
+struct Capture {
+    readers: Arc<[OwnedFd; 2]>,
+    chunks: Arc<Mutex<Chunks>>,
+    saved_stdout: OwnedFd,
+    saved_stderr: OwnedFd,
+}
+
+fn sys_error(what: &str, err: Errno) -> Error {
+    Error::new(format!("cannot {what} for the batch: {err}"))
+}
+
+/// A close-on-exec duplicate of `fd`, so that children do not inherit it.
+fn dup_cloexec(fd: BorrowedFd<'_>) -> Result<OwnedFd> {
+    let raw = fcntl(fd, FcntlArg::F_DUPFD_CLOEXEC(3))
+        .map_err(|err| sys_error("save stdout/stderr", err))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn nonblocking_pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let (reader, writer) =
+        nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|err| sys_error("create a pipe", err))?;
+    fcntl(&reader, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+        .map_err(|err| sys_error("configure a pipe", err))?;
+    Ok((reader, writer))
+}
+
+fn lock(chunks: &Mutex<Chunks>) -> MutexGuard<'_, Chunks> {
+    chunks
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Reads everything available from `fd` into `chunks`; false at end of file.
+fn drain(fd: BorrowedFd<'_>, stream: Stream, chunks: &mut Chunks) -> bool {
+    let mut buf = [0u8; 16384];
+    loop {
+        match nix::unistd::read(fd, &mut buf) {
+            Ok(0) => return false,
+            Ok(n) => match chunks.last_mut() {
+                Some((last, bytes)) if *last == stream => bytes.extend_from_slice(&buf[..n]),
+                _ => chunks.push((stream, buf[..n].to_vec())),
+            },
+            Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn collect(readers: &[OwnedFd; 2], chunks: &Mutex<Chunks>) {
+    let streams = [Stream::Out, Stream::Err];
+    let mut open = [true, true];
+    while open.iter().any(|o| *o) {
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
+        let mut polled = Vec::with_capacity(2);
+        for index in 0..2 {
+            if open[index] {
+                fds.push(PollFd::new(readers[index].as_fd(), PollFlags::POLLIN));
+                polled.push(index);
+            }
+        }
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(Errno::EINTR) => continue,
+            Err(_) => return,
+        }
+        let ready: Vec<usize> = fds
+            .iter()
+            .zip(&polled)
+            .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
+            .map(|(_, index)| *index)
+            .collect();
+        let mut guard = lock(chunks);
+        for index in ready {
+            open[index] = drain(readers[index].as_fd(), streams[index], &mut guard);
+        }
+    }
+}
+
+impl Capture {
+    fn start() -> Result<Capture> {
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let saved_stdout = dup_cloexec(std::io::stdout().as_fd())?;
+        let saved_stderr = dup_cloexec(std::io::stderr().as_fd())?;
+        let (out_reader, out_writer) = nonblocking_pipe()?;
+        let (err_reader, err_writer) = nonblocking_pipe()?;
+        nix::unistd::dup2_stdout(&out_writer).map_err(|err| sys_error("redirect stdout", err))?;
+        nix::unistd::dup2_stderr(&err_writer).map_err(|err| sys_error("redirect stderr", err))?;
+        // Only fds 1 and 2 keep the write ends open from here on.
+        drop((out_writer, err_writer));
+        let readers = Arc::new([out_reader, err_reader]);
+        let chunks = Arc::new(Mutex::new(Vec::new()));
+        let (thread_readers, thread_chunks) = (Arc::clone(&readers), Arc::clone(&chunks));
+        std::thread::Builder::new()
+            .name("holo-batch-collector".into())
+            .spawn(move || collect(&thread_readers, &thread_chunks))
+            .map_err(|err| Error::new(format!("cannot start the batch output collector: {err}")))?;
+        Ok(Capture {
+            readers,
+            chunks,
+            saved_stdout,
+            saved_stderr,
+        })
+    }
+
+    /// Everything written since the last cut, in arrival order.
+    fn cut(&self) -> Chunks {
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let mut guard = lock(&self.chunks);
+        drain(self.readers[0].as_fd(), Stream::Out, &mut guard);
+        drain(self.readers[1].as_fd(), Stream::Err, &mut guard);
+        std::mem::take(&mut *guard)
+    }
+
+    /// Points fds 1 and 2 back at the original streams.
+    fn stop(&self) {
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        let _ = nix::unistd::dup2_stdout(&self.saved_stdout);
+        let _ = nix::unistd::dup2_stderr(&self.saved_stderr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_lines_carry_ids_and_refresh_flags() {
+        let lines = parse_input("demo:a\n\ndemo:b\trefresh\ndemo:c\tbogus\n");
+        let summary: Vec<(&str, bool, bool)> = lines
+            .iter()
+            .map(|l| (l.id, l.refresh, l.error.is_some()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("demo:a", false, false),
+                ("demo:b", true, false),
+                ("demo:c", false, true)
+            ]
+        );
+        let message = lines[2]
+            .error
+            .as_ref()
+            .map(|e| e.message().to_string())
+            .unwrap_or_default();
+        assert!(
+            message.contains("line 4") && message.contains("bogus"),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Operation dispatch: turns `holo-ID OPERATION [ENTITY]` into calls of the
+//! plugin's trait methods, and their results into stdout, stderr, FD 3 and
+//! the exit code.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::batch;
+use crate::cache;
+use crate::env::{API_VERSION, Env};
+use crate::error::{Error, Result};
+use crate::plugin::{EntityCtx, Extension, Mode, Plugin};
+use crate::report;
+
+/// Runs the plugin with this process's arguments and environment. A plugin's
+/// `main` is just `holo_plugin::run(MyPlugin)`.
+pub fn run<P: Plugin>(plugin: P) -> ExitCode {
+    let mut args = Vec::new();
+    for arg in std::env::args_os().skip(1) {
+        match arg.into_string() {
+            Ok(arg) => args.push(arg),
+            Err(raw) => {
+                return fail(&Error::new(format!(
+                    "argument {} is not valid UTF-8; entity ids and operations are UTF-8 text",
+                    raw.to_string_lossy()
+                )));
+            }
+        }
+    }
+    run_with_args(&plugin, &args)
+}
+
+/// Prints every line of `err` as `!! line` on stderr and returns exit code 1.
+pub fn fail(err: &Error) -> ExitCode {
+    print_error(err);
+    ExitCode::from(1)
+}
+
+pub(crate) fn print_error(err: &Error) {
+    let mut text = String::new();
+    for line in err.message().lines() {
+        text.push_str("!! ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    // Flush stdout first so that the order of the two streams is kept.
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+fn declares<P: Plugin>(extension: Extension) -> bool {
+    P::EXTENSIONS.contains(&extension)
+}
+
+fn info<P: Plugin>() -> String {
+    let mut text = format!("MIN_API_VERSION={API_VERSION}\nMAX_API_VERSION={API_VERSION}\n");
+    if !P::EXTENSIONS.is_empty() {
+        let names: Vec<&str> = P::EXTENSIONS.iter().map(|ext| ext.name()).collect();
+        text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
+    }
+    text
+}
+
+fn usage<P: Plugin>(operation: &str) -> Error {
+    Error::new(format!(
+        "usage: holo-{} {operation} ENTITY (exactly one entity id)",
+        P::ID
+    ))
+}
+
+fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
+    let Some(operation) = args.first().map(String::as_str) else {
+        return fail(&Error::new(format!(
+            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8)",
+            P::ID
+        )));
+    };
+    if operation == "info" {
+        print!("{}", info::<P>());
+        return flush_stdout();
+    }
+    let env = match Env::from_process(P::ID) {
+        Ok(env) => env,
+        Err(err) => return fail(&err),
+    };
+    let rest = &args[1..];
+    let entity_mode = match operation {
+        "apply" => Some(Mode::Apply),
+        "force-apply" => Some(Mode::Force),
+        "noop" if declares::<P>(Extension::Noop) => Some(Mode::Noop),
+        _ => None,
+    };
+    let batch_mode = match operation {
+        "apply-batch" => Some(Mode::Apply),
+        "force-apply-batch" => Some(Mode::Force),
+        "noop-batch" if declares::<P>(Extension::Noop) => Some(Mode::Noop),
+        _ => None,
+    }
+    .filter(|_| declares::<P>(Extension::Batch));
+    let is_protocol_operation =
+        operation == "scan" || operation == "diff" || entity_mode.is_some() || batch_mode.is_some();
+    if !is_protocol_operation {
+        return match plugin.subcommand(&env, operation, rest) {
+            Some(Ok(code)) => code,
+            Some(Err(err)) => fail(&err),
+            None => fail(&Error::new(format!("unknown operation: {operation}"))),
+        };
+    }
+    if env.api_version != API_VERSION {
+        return fail(&Error::new(format!(
+            "holo-{} speaks plugin API version {API_VERSION}, but HOLO_API_VERSION={}; use a holo driver that speaks version {API_VERSION}",
+            P::ID,
+            env.api_version
+        )));
+    }
+    if operation == "scan" {
+        return match scan(plugin, &env) {
+            Ok(()) => flush_stdout(),
+            Err(err) => fail(&err),
+        };
+    }
+    if let Some(mode) = batch_mode {
+        return batch::run(plugin, &env, mode);
+    }
+    let [id] = rest else {
+        return fail(&usage::<P>(operation));
+    };
+    let entity = entity_from_cache::<P>(plugin, &env, id, env.refresh);
+    if let Some(mode) = entity_mode {
+        let result = apply_entity(plugin, &env, entity, mode);
+        if let Some(Err(err)) = result.fd3.map(report::fd3_message) {
+            return fail(&err);
+        }
+        let _ = std::io::stdout().flush();
+        return ExitCode::from(result.exit);
+    }
+    match entity.and_then(|entity| plugin.diff(&env, &entity)) {
+        Ok(Some((desired, current))) => match report::fd3_diff(&desired, &current) {
+            Ok(()) => flush_stdout(),
+            Err(err) => fail(&err),
+        },
+        Ok(None) => flush_stdout(),
+        Err(err) => fail(&err),
+    }
+}
+
+fn flush_stdout() -> ExitCode {
+    match std::io::stdout().flush() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "!! cannot write to stdout: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The scan operation: scan, cache, report.
+fn scan<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
+    let entities = plugin.scan(env)?;
+    cache::store(env, &entities)?;
+    report::write_scan_report(
+        &mut std::io::stdout().lock(),
+        &entities,
+        env.has_extension("order"),
+    )
+}
+
+/// Makes sure the scan cache exists; a plugin run by hand scans first.
+pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
+    if cache::exists(env) {
+        return Ok(());
+    }
+    let entities = plugin.scan(env)?;
+    cache::store(env, &entities)
+}
+
+fn entity_from_cache<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    id: &str,
+    refresh: bool,
+) -> Result<EntityCtx<P::Spec>> {
+    ensure_cache(plugin, env)?;
+    cache::lookup(env, id, refresh)
+}
+
+/// What one entity's apply gave: the exit code and the FD 3 message.
+pub(crate) struct EntityResult {
+    pub(crate) exit: u8,
+    pub(crate) fd3: Option<&'static str>,
+}
+
+/// Applies one entity, printing an error as `!! msg`. Shared by the
+/// per-process operations and the batch, so both give the same bytes.
+pub(crate) fn apply_entity<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    entity: Result<EntityCtx<P::Spec>>,
+    mode: Mode,
+) -> EntityResult {
+    match entity.and_then(|entity| plugin.apply(env, &entity, mode)) {
+        Ok(outcome) => EntityResult {
+            exit: 0,
+            fd3: outcome.fd3_message(),
+        },
+        Err(err) => {
+            print_error(&err);
+            EntityResult { exit: 1, fd3: None }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Minimal;
+
+    impl Plugin for Minimal {
+        const ID: &'static str = "minimal";
+        const EXTENSIONS: &'static [Extension] = &[Extension::Order];
+        type Spec = ();
+        fn scan(&self, _env: &Env) -> Result<Vec<crate::Scanned<()>>> {
+            Ok(Vec::new())
+        }
+        fn apply(&self, _: &Env, _: &EntityCtx<()>, _: Mode) -> Result<crate::Outcome> {
+            Ok(crate::Outcome::NotChanged)
+        }
+    }
+
+    #[test]
+    fn info_lists_versions_and_declared_extensions() {
+        assert_eq!(
+            info::<Minimal>(),
+            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order\n"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! The plugin trait and the types a plugin exchanges with the SDK: what scan
+//! found, the entity handed to apply, the apply mode and its outcome.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::env::Env;
+use crate::error::Result;
+
+/// One of the protocol extensions (DESIGN.md, "Extensions").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extension {
+    /// `noop ENTITY`: say what apply would do, change nothing.
+    Noop,
+    /// `REQUIRES:`/`SUBSCRIBES:` scan lines.
+    Order,
+    /// `apply-batch` and friends.
+    Batch,
+}
+
+impl Extension {
+    /// The name used in `EXTENSIONS=` and `HOLO_EXTENSIONS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Extension::Noop => "noop",
+            Extension::Order => "order",
+            Extension::Batch => "batch",
+        }
+    }
+}
+
+/// A holo plugin: one typed resource kind.
+///
+/// Implement this and hand the plugin to [`crate::run`] from `main`.
+pub trait Plugin {
+    /// The plugin id, e.g. `file` for `holo-file`.
+    const ID: &'static str;
+    /// The extensions declared in `info`.
+    const EXTENSIONS: &'static [Extension] = &[Extension::Noop, Extension::Order, Extension::Batch];
+    /// The per-entity desired state that scan found; cached between scan and apply.
+    type Spec: Serialize + DeserializeOwned;
+
+    /// Finds every entity: those in the resources, and orphans that the state
+    /// records show were applied earlier but are no longer declared.
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<Self::Spec>>>;
+
+    /// Brings one entity to its desired state (or, with [`Mode::Noop`], says
+    /// what it would do). Print messages with `println!`/`eprintln!`.
+    fn apply(&self, env: &Env, entity: &EntityCtx<Self::Spec>, mode: Mode) -> Result<Outcome>;
+
+    /// The two files to diff: desired state first, current state second.
+    /// `None` when the entity has no meaningful diff.
+    fn diff(
+        &self,
+        env: &Env,
+        entity: &EntityCtx<Self::Spec>,
+    ) -> Result<Option<(PathBuf, PathBuf)>> {
+        let _ = (env, entity);
+        Ok(None)
+    }
+
+    /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
+    /// `None` when `name` is not one of them.
+    fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+        let _ = (env, name, args);
+        None
+    }
+}
+
+/// How apply was invoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `apply`: leave entities alone that a user edited.
+    Apply,
+    /// `force-apply`: converge whatever the current state is.
+    Force,
+    /// `noop`: print what would change, change nothing.
+    Noop,
+}
+
+/// What apply did. The SDK turns it into the FD 3 message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The entity was changed (or, in noop mode, would be).
+    Changed,
+    /// Nothing had to change: `not changed`.
+    NotChanged,
+    /// A user edited the entity: `requires --force to overwrite`.
+    RequiresForceOverwrite,
+    /// A user deleted the entity: `requires --force to restore`.
+    RequiresForceRestore,
+}
+
+impl Outcome {
+    /// The FD 3 line for this outcome, if any.
+    pub fn fd3_message(self) -> Option<&'static str> {
+        match self {
+            Outcome::Changed => None,
+            Outcome::NotChanged => Some("not changed"),
+            Outcome::RequiresForceOverwrite => Some("requires --force to overwrite"),
+            Outcome::RequiresForceRestore => Some("requires --force to restore"),
+        }
+    }
+}
+
+/// An `ACTION: verb (reason)` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    /// E.g. `Scrubbing`.
+    pub verb: String,
+    /// E.g. `resource was deleted`.
+    pub reason: Option<String>,
+}
+
+/// One entity as scan found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scanned<S> {
+    /// The entity id, `type:identifier`.
+    pub id: String,
+    /// Resource files (below `HOLO_RESOURCE_DIR`) it was read from.
+    pub sources: Vec<PathBuf>,
+    /// A non-default action.
+    pub action: Option<Action>,
+    /// Informational `key: value` lines, in order.
+    pub info: Vec<(String, String)>,
+    /// `REQUIRES:` entity ids (order extension).
+    pub requires: Vec<String>,
+    /// `SUBSCRIBES:` entity ids (order extension).
+    pub subscribes: Vec<String>,
+    /// The desired state; `None` for an orphan that apply scrubs.
+    pub spec: Option<S>,
+}
+
+impl<S> Scanned<S> {
+    /// A declared entity with its desired state.
+    pub fn new(id: impl Into<String>, spec: S) -> Self {
+        Scanned {
+            id: id.into(),
+            sources: Vec::new(),
+            action: None,
+            info: Vec::new(),
+            requires: Vec::new(),
+            subscribes: Vec::new(),
+            spec: Some(spec),
+        }
+    }
+
+    /// An entity that state records show was applied but is no longer
+    /// declared: `ACTION: Scrubbing (resource was deleted)`.
+    pub fn orphan(id: impl Into<String>) -> Self {
+        Scanned {
+            id: id.into(),
+            sources: Vec::new(),
+            action: Some(Action {
+                verb: "Scrubbing".to_string(),
+                reason: Some("resource was deleted".to_string()),
+            }),
+            info: Vec::new(),
+            requires: Vec::new(),
+            subscribes: Vec::new(),
+            spec: None,
+        }
+    }
+
+    /// Adds a `SOURCE:` path.
+    pub fn source(mut self, path: impl Into<PathBuf>) -> Self {
+        self.sources.push(path.into());
+        self
+    }
+
+    /// Adds an informational line.
+    pub fn info(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.info.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the action verb and reason.
+    pub fn action(mut self, verb: impl Into<String>, reason: Option<String>) -> Self {
+        self.action = Some(Action {
+            verb: verb.into(),
+            reason,
+        });
+        self
+    }
+
+    /// Adds a `REQUIRES:` entity id.
+    pub fn requires(mut self, id: impl Into<String>) -> Self {
+        self.requires.push(id.into());
+        self
+    }
+
+    /// Adds a `SUBSCRIBES:` entity id.
+    pub fn subscribes(mut self, id: impl Into<String>) -> Self {
+        self.subscribes.push(id.into());
+        self
+    }
+}
+
+/// The entity that apply, noop and diff work on, as the scan cached it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityCtx<S> {
+    /// The entity id.
+    pub id: String,
+    /// Resource files it was read from (below `HOLO_RESOURCE_DIR`).
+    pub sources: Vec<PathBuf>,
+    /// The scan's action, if not the default.
+    pub action: Option<Action>,
+    /// The desired state; `None` for an orphan.
+    pub spec: Option<S>,
+    /// A subscribed entity changed in this run (`HOLO_REFRESH=1` or a batch
+    /// line `ID<TAB>refresh`).
+    pub refresh: bool,
+}

@@ -1,0 +1,190 @@
+//! The plugin's two output channels towards the driver: the scan report on
+//! stdout, and the structured messages on file descriptor 3.
+
+use std::io::Write;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::plugin::Scanned;
+
+/// The descriptor the driver reads structured messages from.
+const FD3: RawFd = 3;
+
+/// Writes the scan report for `entities`. `REQUIRES:`/`SUBSCRIBES:` lines are
+/// written only when `with_order` (the driver announced the `order`
+/// extension). Info lines with an empty value are left out, because the
+/// protocol's `key: value` form cannot carry them.
+pub fn write_scan_report<S>(
+    out: &mut impl Write,
+    entities: &[Scanned<S>],
+    with_order: bool,
+) -> Result<()> {
+    let mut report = String::with_capacity(entities.len() * 64);
+    for entity in entities {
+        append_entity(&mut report, entity, with_order)?;
+    }
+    out.write_all(report.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|err| Error::new(format!("cannot write the scan report to stdout: {err}")))
+}
+
+fn append_entity<S>(report: &mut String, entity: &Scanned<S>, with_order: bool) -> Result<()> {
+    check_entity_id(&entity.id)?;
+    report.push_str("ENTITY: ");
+    report.push_str(&entity.id);
+    report.push('\n');
+    for source in &entity.sources {
+        push_line(report, "SOURCE", &source.to_string_lossy());
+    }
+    if let Some(action) = &entity.action {
+        let value = match &action.reason {
+            Some(reason) => format!("{} ({reason})", action.verb),
+            None => action.verb.clone(),
+        };
+        push_line(report, "ACTION", &value);
+    }
+    for (key, value) in &entity.info {
+        if key.is_empty() || key.contains([':', '\n']) || key.trim() != key {
+            return Err(Error::new(format!(
+                "entity {}: info key {key:?} cannot be written to a scan report; use a key without ':', newline or surrounding spaces",
+                entity.id
+            )));
+        }
+        push_line(report, key, value);
+    }
+    if with_order {
+        for required in &entity.requires {
+            check_reference(&entity.id, required)?;
+            push_line(report, "REQUIRES", required);
+        }
+        for subscribed in &entity.subscribes {
+            check_reference(&entity.id, subscribed)?;
+            push_line(report, "SUBSCRIBES", subscribed);
+        }
+    }
+    Ok(())
+}
+
+/// Appends `key: value`, flattening newlines so that the line stays one line.
+fn push_line(report: &mut String, key: &str, value: &str) {
+    let value = value.trim();
+    if value.is_empty() {
+        return;
+    }
+    report.push_str(key);
+    report.push_str(": ");
+    if value.contains('\n') {
+        report.push_str(&value.replace('\n', "\\n"));
+    } else {
+        report.push_str(value);
+    }
+    report.push('\n');
+}
+
+/// An entity id must be one line and must not look like a path.
+pub fn check_entity_id(id: &str) -> Result<()> {
+    if id.is_empty() || id.contains('\n') || id.trim() != id {
+        return Err(Error::new(format!(
+            "invalid entity id {id:?}: it must be one non-empty line without surrounding spaces"
+        )));
+    }
+    if id.starts_with('/') || id.starts_with("./") || id.starts_with("../") {
+        return Err(Error::new(format!(
+            "invalid entity id {id:?}: it looks like a path; use the form type:identifier"
+        )));
+    }
+    Ok(())
+}
+
+fn check_reference(entity: &str, reference: &str) -> Result<()> {
+    check_entity_id(reference).map_err(|err| err.context(format!("entity {entity}")))
+}
+
+/// Whether file descriptor 3 is open (it is not when a plugin runs by hand).
+pub fn fd3_is_open() -> bool {
+    nix::fcntl::fcntl(fd3(), nix::fcntl::FcntlArg::F_GETFD).is_ok()
+}
+
+fn fd3() -> BorrowedFd<'static> {
+    // SAFETY: only ever used for fcntl/write; an fd 3 that is closed makes
+    // those calls fail with EBADF, which callers treat as "not open".
+    unsafe { BorrowedFd::borrow_raw(FD3) }
+}
+
+/// Writes `bytes` on FD 3 in full. A closed FD 3 is skipped silently.
+pub fn fd3_write(bytes: &[u8]) -> Result<()> {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match nix::unistd::write(fd3(), rest) {
+            Ok(0) => break,
+            Ok(written) => rest = &rest[written..],
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(nix::errno::Errno::EBADF) => return Ok(()),
+            Err(err) => {
+                return Err(Error::new(format!(
+                    "cannot write to file descriptor 3 (the driver's message channel): {err}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes one FD 3 message line such as `not changed`.
+pub fn fd3_message(message: &str) -> Result<()> {
+    fd3_write(format!("{message}\n").as_bytes())
+}
+
+/// Writes the two NUL-terminated diff paths on FD 3: desired state, then current.
+pub fn fd3_diff(desired: &Path, current: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(desired.as_os_str().as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(current.as_os_str().as_bytes());
+    bytes.push(0);
+    fd3_write(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(entities: &[Scanned<()>], with_order: bool) -> String {
+        let mut out = Vec::new();
+        write_scan_report(&mut out, entities, with_order).expect("report is valid");
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    #[test]
+    fn report_lists_entity_source_action_info_in_order() {
+        let entity = Scanned::new("demo:a", ())
+            .source("/res/00.toml")
+            .info("found in", "/res/00.toml")
+            .info("empty", "")
+            .info("value", "x\ny")
+            .requires("demo:b");
+        let orphan = Scanned::<()>::orphan("demo:z");
+        assert_eq!(
+            report(&[entity.clone(), orphan], false),
+            "ENTITY: demo:a\nSOURCE: /res/00.toml\nfound in: /res/00.toml\nvalue: x\\ny\n\
+             ENTITY: demo:z\nACTION: Scrubbing (resource was deleted)\n"
+        );
+        assert_eq!(
+            report(&[entity], true),
+            "ENTITY: demo:a\nSOURCE: /res/00.toml\nfound in: /res/00.toml\nvalue: x\\ny\nREQUIRES: demo:b\n"
+        );
+    }
+
+    #[test]
+    fn path_like_ids_and_bad_keys_are_rejected() {
+        let mut out = Vec::new();
+        let err = write_scan_report(&mut out, &[Scanned::new("/etc/x", ())], false)
+            .expect_err("path-like id");
+        assert!(err.message().contains("looks like a path"));
+        let bad_key = Scanned::new("demo:a", ()).info("a:b", "v");
+        let err = write_scan_report(&mut out, &[bad_key], false).expect_err("bad key");
+        assert!(err.message().contains("demo:a"));
+    }
+}

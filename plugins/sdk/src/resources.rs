@@ -1,0 +1,681 @@
+//! TOML resources: every `$HOLO_RESOURCE_DIR/*.toml`, in sorted order, with
+//! the `[[KIND]]` tables of one plugin turned into typed resources.
+//!
+//! The loader keeps each table's line, renders every string property as a
+//! template (unless the table sets `template = false`), maps CCM aliases,
+//! takes out the common properties (`require`, `subscribe`, `if`, `unless`,
+//! `protect`), rejects unknown properties with a "did you mean", and rejects
+//! duplicate entity ids naming both places. Errors read `ORIGIN:LINE: ...`
+//! with the origin path, not the temporary copy.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use toml::Spanned;
+use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+
+/// A resource kind declared as `[[KIND]]` tables.
+pub trait Resource: DeserializeOwned {
+    /// The table name, e.g. `file` for `[[file]]`.
+    const KIND: &'static str;
+    /// CCM spellings accepted for properties: `(alias, property)`, e.g.
+    /// `("contents", "content")`.
+    const ALIASES: &'static [(&'static str, &'static str)] = &[];
+    /// The entity id this resource declares, e.g. `file:/etc/motd`.
+    fn entity_id(&self) -> String;
+}
+
+/// The properties every resource kind accepts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Common {
+    /// `require`: entity ids that must be applied first (`type#name` is
+    /// translated to `type:name`).
+    pub require: Vec<String>,
+    /// `subscribe`: like `require`, and a change there refreshes this entity.
+    pub subscribe: Vec<String>,
+    /// `if`: a condition (evaluated by a later issue's code).
+    pub only_if: Option<String>,
+    /// `unless`: a condition (evaluated by a later issue's code).
+    pub unless: Option<String>,
+    /// `protect`: opt in to (true) or out of (false) protection of manual edits.
+    pub protect: Option<bool>,
+}
+
+/// Where a table was declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file as the plugin reads it (below `HOLO_RESOURCE_DIR`); report
+    /// this as `SOURCE:`.
+    pub path: PathBuf,
+    /// The same file below `HOLO_RESOURCE_ORIGIN`, for messages.
+    pub origin: PathBuf,
+    /// 1-based line of the table header.
+    pub line: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.origin.display(), self.line)
+    }
+}
+
+/// One loaded resource with its common properties and location.
+#[derive(Debug, Clone)]
+pub struct Declared<R> {
+    /// The typed resource.
+    pub resource: R,
+    /// `require`, `subscribe`, `if`, `unless`, `protect`.
+    pub common: Common,
+    /// Where it was declared.
+    pub location: Location,
+}
+
+/// Properties the SDK handles for every kind.
+const COMMON_PROPERTIES: &[&str] = &[
+    "require",
+    "subscribe",
+    "if",
+    "unless",
+    "protect",
+    "template",
+];
+
+/// Loads every `[[R::KIND]]` table of every `*.toml` in the resource directory.
+/// All errors are collected and reported together.
+pub fn load<R: Resource>(env: &Env) -> Result<Vec<Declared<R>>> {
+    let files = toml_files(&env.resource_dir)?;
+    let mut loader = Loader::<R>::new(env);
+    for path in files {
+        loader.load_file(&path);
+    }
+    loader.finish()
+}
+
+fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(Error::io("list resource directory", dir, &err)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|err| Error::io("list resource directory", dir, &err))?
+            .path();
+        if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+struct Loader<'e, R> {
+    env: &'e Env,
+    fields: Option<&'static [&'static str]>,
+    templates: Templates,
+    declared: Vec<Declared<R>>,
+    ids: HashMap<String, Location>,
+    errors: Vec<Error>,
+}
+
+impl<'e, R: Resource> Loader<'e, R> {
+    fn new(env: &'e Env) -> Self {
+        Loader {
+            env,
+            fields: struct_fields::<R>(),
+            templates: Templates::new(env),
+            declared: Vec::new(),
+            ids: HashMap::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    fn finish(self) -> Result<Vec<Declared<R>>> {
+        if self.errors.is_empty() {
+            Ok(self.declared)
+        } else {
+            Err(Error::many(self.errors))
+        }
+    }
+
+    fn load_file(&mut self, path: &Path) {
+        let origin = self.env.origin_of(path);
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(err) => {
+                self.errors
+                    .push(Error::io("read resource file", &origin, &err));
+                return;
+            }
+        };
+        let lines = LineIndex::new(&text);
+        let at = |offset: usize| Location {
+            path: path.to_path_buf(),
+            origin: origin.clone(),
+            line: lines.line_of(offset),
+        };
+        let document = match DeTable::parse(&text) {
+            Ok(document) => document.into_inner(),
+            Err(err) => {
+                let location = at(err.span().map_or(0, |span| span.start));
+                self.errors.push(Error::new(format!(
+                    "{location}: {}; fix the TOML syntax",
+                    err.message().trim()
+                )));
+                return;
+            }
+        };
+        let Some(value) = document.get(R::KIND) else {
+            return;
+        };
+        let tables = match value.get_ref() {
+            DeValue::Array(array) => array.iter().collect::<Vec<_>>(),
+            DeValue::Table(_) => {
+                self.errors.push(Error::new(format!(
+                    "{}: [{kind}] is a single table; write [[{kind}]] (one per resource)",
+                    at(value.span().start),
+                    kind = R::KIND
+                )));
+                return;
+            }
+            other => {
+                self.errors.push(Error::new(format!(
+                    "{}: {kind} is a {}, expected [[{kind}]] tables",
+                    at(value.span().start),
+                    other.type_str(),
+                    kind = R::KIND
+                )));
+                return;
+            }
+        };
+        for table in tables {
+            let location = at(table.span().start);
+            match table.get_ref() {
+                DeValue::Table(entries) => {
+                    match self.load_table(entries.clone(), table.span(), &location, &at) {
+                        Ok(declared) => self.add(declared),
+                        Err(err) => self.errors.push(err),
+                    }
+                }
+                other => self.errors.push(Error::new(format!(
+                    "{location}: {} in {}, expected a [[{}]] table",
+                    other.type_str(),
+                    R::KIND,
+                    R::KIND
+                ))),
+            }
+        }
+    }
+
+    fn add(&mut self, declared: Declared<R>) {
+        let id = declared.resource.entity_id();
+        if let Some(first) = self.ids.get(&id) {
+            self.errors.push(Error::new(format!(
+                "{}: duplicate entity {id}, first declared at {first}; remove or rename one of them",
+                declared.location
+            )));
+            return;
+        }
+        self.ids.insert(id, declared.location.clone());
+        self.declared.push(declared);
+    }
+
+    fn load_table(
+        &mut self,
+        mut table: DeTable<'_>,
+        span: std::ops::Range<usize>,
+        location: &Location,
+        at: &dyn Fn(usize) -> Location,
+    ) -> Result<Declared<R>> {
+        let kind = R::KIND;
+        for (alias, property) in R::ALIASES {
+            if let Some((key, value)) = table.remove_entry(*alias) {
+                if table.contains_key(*property) {
+                    return Err(Error::new(format!(
+                        "{}: [[{kind}]] sets both {alias} and {property}; keep only {property}",
+                        at(key.span().start)
+                    )));
+                }
+                table.insert(
+                    Spanned::new(key.span(), DeString::Borrowed(property)),
+                    value,
+                );
+            }
+        }
+        let render = match table.remove("template") {
+            None => true,
+            Some(value) => value.get_ref().as_bool().ok_or_else(|| {
+                Error::new(format!(
+                    "{}: template must be true or false",
+                    at(value.span().start)
+                ))
+            })?,
+        };
+        if render {
+            for (key, value) in table.iter_mut() {
+                self.templates
+                    .render_value(value, &|offset| at(offset), key.get_ref())?;
+            }
+        }
+        let common = take_common(&mut table, at)?;
+        if let Some(fields) = self.fields {
+            for key in table.keys() {
+                let name = key.get_ref().as_ref();
+                if !fields.contains(&name) {
+                    return Err(unknown_property(&at(key.span().start), kind, name, fields));
+                }
+            }
+        }
+        let deserializer = ValueDeserializer::from(Spanned::new(span, DeValue::Table(table)));
+        let resource = R::deserialize(deserializer).map_err(|err| {
+            let place = err
+                .span()
+                .map_or_else(|| location.clone(), |span| at(span.start));
+            let message = err.message().trim().to_string();
+            let hint = if message.starts_with("missing field") {
+                "add it to the table"
+            } else {
+                "fix the property's value"
+            };
+            Error::new(format!("{place}: [[{kind}]] {message}; {hint}"))
+        })?;
+        Ok(Declared {
+            resource,
+            common,
+            location: location.clone(),
+        })
+    }
+}
+
+fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]) -> Error {
+    let known: Vec<&str> = fields.iter().chain(COMMON_PROPERTIES).copied().collect();
+    let suggestion = known
+        .iter()
+        .map(|candidate| (edit_distance(name, candidate), *candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
+        .min()
+        .map(|(_, candidate)| format!("did you mean {candidate}? "))
+        .unwrap_or_default();
+    Error::new(format!(
+        "{location}: unknown property {name} in [[{kind}]]; {suggestion}known properties: {}",
+        known.join(", ")
+    ))
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Result<Common> {
+    let mut common = Common::default();
+    for (property, target) in [
+        ("require", &mut common.require),
+        ("subscribe", &mut common.subscribe),
+    ] {
+        if let Some(value) = table.remove(property) {
+            *target = references(&value, property, at)?;
+        }
+    }
+    for (property, target) in [("if", &mut common.only_if), ("unless", &mut common.unless)] {
+        if let Some(value) = table.remove(property) {
+            let text = value.get_ref().as_str().ok_or_else(|| {
+                Error::new(format!(
+                    "{}: {property} must be a string (a condition)",
+                    at(value.span().start)
+                ))
+            })?;
+            *target = Some(text.to_string());
+        }
+    }
+    if let Some(value) = table.remove("protect") {
+        common.protect = Some(value.get_ref().as_bool().ok_or_else(|| {
+            Error::new(format!(
+                "{}: protect must be true or false",
+                at(value.span().start)
+            ))
+        })?);
+    }
+    Ok(common)
+}
+
+fn references(
+    value: &Spanned<DeValue<'_>>,
+    property: &str,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<Vec<String>> {
+    let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
+        DeValue::Array(array) => array.iter().collect(),
+        _ => vec![value],
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let location = at(item.span().start);
+            let text = item.get_ref().as_str().ok_or_else(|| {
+                Error::new(format!(
+                    "{location}: {property} must be an entity id or a list of them, like \"package:nginx\""
+                ))
+            })?;
+            entity_reference(text).ok_or_else(|| {
+                Error::new(format!(
+                    "{location}: {property} = {text:?} is not an entity id; write type:name (or CCM's type#name)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `type:name` stays, CCM's `type#name` becomes `type:name`.
+pub fn entity_reference(text: &str) -> Option<String> {
+    let text = text.trim();
+    let (kind, name) = text.split_once(':').or_else(|| text.split_once('#'))?;
+    if kind.is_empty() || name.is_empty() || kind.contains(['/', ' ']) {
+        return None;
+    }
+    Some(format!("{kind}:{name}"))
+}
+
+/// Byte offset to 1-based line number.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+            .collect();
+        LineIndex { starts }
+    }
+
+    fn line_of(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(index) => index + 1,
+            Err(index) => index,
+        }
+    }
+}
+
+/// Renders string properties; the template context is built on first use.
+struct Templates {
+    root: PathBuf,
+    test_mode: bool,
+}
+
+impl Templates {
+    fn new(env: &Env) -> Self {
+        Templates {
+            root: env.root.clone(),
+            test_mode: env.test_mode,
+        }
+    }
+
+    fn render_value(
+        &mut self,
+        value: &mut Spanned<DeValue<'_>>,
+        at: &dyn Fn(usize) -> Location,
+        property: &str,
+    ) -> Result<()> {
+        let offset = value.span().start;
+        match value.get_mut() {
+            DeValue::String(text) if looks_like_template(text) => {
+                let rendered = self.render(text, &at(offset), property)?;
+                *text = DeString::Owned(rendered);
+            }
+            DeValue::Array(array) => {
+                for item in array.iter_mut() {
+                    self.render_value(item, at, property)?;
+                }
+            }
+            DeValue::Table(table) => {
+                for (_, item) in table.iter_mut() {
+                    self.render_value(item, at, property)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// TEMPLATE HOOK: the single call site of `crate::template`. Until that
+    /// module exists, template text is kept as it is.
+    fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
+        let _ = (&self.root, self.test_mode, location, property);
+        Ok(text.to_string())
+    }
+}
+
+fn looks_like_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%") || text.contains("{#")
+}
+
+/// The field names of a `#[derive(Deserialize)]` struct, found by asking it
+/// to deserialize from a probe; `None` for other shapes (maps, flatten).
+fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut fields = None;
+    let _ = R::deserialize(FieldProbe(&mut fields));
+    fields
+}
+
+struct FieldProbe<'a>(&'a mut Option<&'static [&'static str]>);
+
+#[derive(Debug)]
+struct ProbeDone;
+
+impl fmt::Display for ProbeDone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("field probe")
+    }
+}
+
+impl std::error::Error for ProbeDone {}
+
+impl de::Error for ProbeDone {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        ProbeDone
+    }
+}
+
+impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
+    type Error = ProbeDone;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, ProbeDone> {
+        Err(ProbeDone)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, ProbeDone> {
+        *self.0 = Some(fields);
+        Err(ProbeDone)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Demo {
+        name: String,
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        refresh_only: bool,
+    }
+
+    impl Resource for Demo {
+        const KIND: &'static str = "demo";
+        const ALIASES: &'static [(&'static str, &'static str)] =
+            &[("contents", "content"), ("refreshonly", "refresh_only")];
+        fn entity_id(&self) -> String {
+            format!("demo:{}", self.name)
+        }
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        env: Env,
+    }
+
+    fn fixture(files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let resources = dir.path().join("cache/generated-resources/demo");
+        std::fs::create_dir_all(&resources).expect("mkdir");
+        for (name, text) in files {
+            std::fs::write(resources.join(name), text).expect("write");
+        }
+        let root = dir.path().join("root");
+        let cache = dir.path().join("cache");
+        let env = Env::from_lookup("demo", |key| match key {
+            "HOLO_ROOT_DIR" => Some(root.clone().into()),
+            "HOLO_CACHE_DIR" => Some(cache.clone().into()),
+            "HOLO_RESOURCE_DIR" => Some(resources.clone().into()),
+            _ => None,
+        })
+        .expect("env");
+        Fixture { _dir: dir, env }
+    }
+
+    fn origin(fixture: &Fixture, name: &str) -> String {
+        fixture.env.resource_origin.join(name).display().to_string()
+    }
+
+    #[test]
+    fn tables_load_in_sorted_file_order_with_lines_aliases_and_common() {
+        let fixture = fixture(&[
+            ("10-b.toml", "[[demo]]\nname = \"b\"\n"),
+            (
+                "00-a.toml",
+                "# comment\n[[other]]\nx = 1\n\n[[demo]]\nname = \"a\"\ncontents = \"hi\"\nrefreshonly = true\nrequire = [\"package#nginx\", \"file:/etc/x\"]\nsubscribe = \"service:a\"\nprotect = true\n",
+            ),
+            ("ignored.txt", "[[demo]]\nname = \"txt\"\n"),
+        ]);
+        let loaded = load::<Demo>(&fixture.env).expect("loads");
+        let names: Vec<&str> = loaded.iter().map(|d| d.resource.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let a = &loaded[0];
+        assert_eq!(a.resource.content.as_deref(), Some("hi"));
+        assert!(a.resource.refresh_only);
+        assert_eq!(a.common.require, ["package:nginx", "file:/etc/x"]);
+        assert_eq!(a.common.subscribe, ["service:a"]);
+        assert_eq!(a.common.protect, Some(true));
+        assert_eq!(a.location.line, 5);
+        assert_eq!(
+            a.location.to_string(),
+            format!("{}:5", origin(&fixture, "00-a.toml"))
+        );
+        assert!(a.location.path.starts_with(&fixture.env.resource_dir));
+    }
+
+    #[test]
+    fn duplicate_ids_name_both_files_and_lines() {
+        let fixture = fixture(&[
+            ("a.toml", "[[demo]]\nname = \"x\"\n"),
+            ("b.toml", "\n\n[[demo]]\nname = \"x\"\n"),
+        ]);
+        let err = load::<Demo>(&fixture.env).expect_err("duplicate");
+        let first = format!("{}:1", origin(&fixture, "a.toml"));
+        let second = format!("{}:3", origin(&fixture, "b.toml"));
+        assert!(
+            err.message().contains(&first) && err.message().contains(&second),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_property_suggests_the_close_one() {
+        let fixture = fixture(&[("a.toml", "[[demo]]\nname = \"x\"\ncontnet = \"y\"\n")]);
+        let err = load::<Demo>(&fixture.env).expect_err("unknown");
+        let expected = format!("{}:3: unknown property contnet", origin(&fixture, "a.toml"));
+        assert!(err.message().starts_with(&expected), "{err}");
+        assert!(err.message().contains("did you mean content?"), "{err}");
+    }
+
+    #[test]
+    fn type_and_syntax_errors_carry_origin_and_line() {
+        let fixture = fixture(&[
+            ("a.toml", "[[demo]]\nname = \"x\"\nrefresh_only = \"yes\"\n"),
+            ("b.toml", "[[demo]]\nname = \n"),
+            ("c.toml", "[[demo]]\ncontent = \"c\"\n"),
+            ("d.toml", "[demo]\nname = \"d\"\n"),
+        ]);
+        let err = load::<Demo>(&fixture.env).expect_err("errors");
+        let lines: Vec<&str> = err.message().lines().collect();
+        assert_eq!(lines.len(), 4, "{err}");
+        assert!(
+            lines[0].starts_with(&format!("{}:3: ", origin(&fixture, "a.toml"))),
+            "{err}"
+        );
+        assert!(
+            lines[1].starts_with(&format!("{}:2: ", origin(&fixture, "b.toml"))),
+            "{err}"
+        );
+        assert!(
+            lines[2].starts_with(&format!("{}:1: ", origin(&fixture, "c.toml"))),
+            "{err}"
+        );
+        assert!(
+            lines[2].contains("missing field") && lines[2].contains("add it"),
+            "{err}"
+        );
+        assert!(lines[3].contains("write [[demo]]"), "{err}");
+    }
+
+    #[test]
+    fn references_translate_ccm_form_and_reject_garbage() {
+        assert_eq!(
+            entity_reference("package#nginx").as_deref(),
+            Some("package:nginx")
+        );
+        assert_eq!(
+            entity_reference("file:/etc/a#b").as_deref(),
+            Some("file:/etc/a#b")
+        );
+        assert_eq!(entity_reference("nginx"), None);
+        assert_eq!(entity_reference("/etc/x:y"), None);
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("contnet", "content"), 2);
+        assert_eq!(edit_distance("owner", "owner"), 0);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn struct_fields_are_probed() {
+        assert_eq!(
+            struct_fields::<Demo>(),
+            Some(&["name", "content", "refresh_only"][..])
+        );
+        assert_eq!(struct_fields::<HashMap<String, String>>(), None);
+    }
+}
