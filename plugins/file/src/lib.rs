@@ -1,0 +1,153 @@
+//! holo-file: files and directories with CCM's file semantics (ensure,
+//! content or source, owner, group, mode) and Holo's protection of manual
+//! edits, as a Holo plugin built on the `holo-plugin` SDK.
+//!
+//! [`model`] validates `[[file]]` tables, [`apply`] holds the decisions as
+//! plain functions, [`provider::posix`] touches the filesystem, [`converge`]
+//! ties them together per entity and [`state`] is the record it keeps.
+
+pub mod apply;
+pub mod converge;
+pub mod model;
+pub mod provider;
+pub mod state;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use holo_plugin::resources;
+use holo_plugin::template::TemplateContext;
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
+
+use crate::model::{Content, FileResource, FileSpec, format_mode};
+
+/// The plugin, handed to [`holo_plugin::run`] by `main`.
+pub struct FilePlugin;
+
+impl Plugin for FilePlugin {
+    const ID: &'static str = "file";
+    type Spec = FileSpec;
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        for declared in resources::load::<FileResource>(env)? {
+            let id = resources::Resource::entity_id(&declared.resource);
+            let location = declared.location;
+            let spec =
+                match declared
+                    .resource
+                    .validate(&location, declared.common.protect, |path| {
+                        env.root_join(path)
+                    }) {
+                    Ok(spec) => spec,
+                    Err(invalid) => {
+                        errors.push(Error::new(format!("{location}: {invalid}")));
+                        continue;
+                    }
+                };
+            let mut entity = Scanned::new(id, spec.clone())
+                .source(&location.path)
+                .info("found in", location.to_string())
+                .info("ensure", spec.ensure.as_str());
+            if let Some(owner) = &spec.owner {
+                entity = entity.info("owner", owner.to_string());
+            }
+            if let Some(group) = &spec.group {
+                entity = entity.info("group", group.to_string());
+            }
+            if let Some(mode) = spec.mode {
+                entity = entity.info("mode", format_mode(mode));
+            }
+            match &spec.content {
+                Content::Inline(text) => {
+                    entity =
+                        entity.info("content", provider::posix::checksum_bytes(text.as_bytes()));
+                }
+                Content::Source { shown, .. } => {
+                    entity = entity.info("source", shown.display().to_string());
+                }
+                Content::Unmanaged => {}
+            }
+            for required in &declared.common.require {
+                entity = entity.requires(required);
+            }
+            for subscribed in &declared.common.subscribe {
+                entity = entity.subscribes(subscribed);
+            }
+            found.push(entity);
+        }
+        if !errors.is_empty() {
+            return Err(Error::many(errors));
+        }
+        holo_plugin::state::add_orphans(env, &mut found)?;
+        Ok(found)
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<FileSpec>, mode: Mode) -> Result<Outcome> {
+        match &entity.spec {
+            Some(spec) => converge::apply(env, &entity.id, spec, mode),
+            None => converge::scrub(env, &entity.id, path_of(&entity.id)?, mode),
+        }
+    }
+
+    fn diff(&self, env: &Env, entity: &EntityCtx<FileSpec>) -> Result<Option<(PathBuf, PathBuf)>> {
+        let path = match &entity.spec {
+            Some(spec) => spec.path.as_str(),
+            None => path_of(&entity.id)?,
+        };
+        converge::diff(env, &entity.id, entity.spec.as_ref(), path)
+    }
+
+    fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+        let print: fn(&TemplateContext) -> String = match name {
+            "facts" => |context| context.facts().to_toml(),
+            "data" => TemplateContext::data_toml,
+            _ => return None,
+        };
+        if !args.is_empty() {
+            return Some(Err(Error::new(format!(
+                "usage: holo-file {name} (no arguments); it prints the {name} that templates see as TOML"
+            ))));
+        }
+        Some(
+            TemplateContext::load(&env.root, env.test_mode)
+                .map_err(|err| Error::new(err.to_string()))
+                .map(|context| {
+                    print!("{}", print(&context));
+                    ExitCode::SUCCESS
+                }),
+        )
+    }
+}
+
+/// `file:/etc/motd` → `/etc/motd`, for entities known only from their record.
+fn path_of(id: &str) -> Result<&str> {
+    id.strip_prefix("file:")
+        .filter(|path| model::validate_path(path).is_ok())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "{id}: not a file entity id; remove its record from the state directory"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ensure;
+
+    #[test]
+    fn orphan_ids_map_back_to_paths() {
+        assert_eq!(path_of("file:/etc/motd").ok(), Some("/etc/motd"));
+        assert!(path_of("file:etc").is_err());
+        assert!(path_of("package:x").is_err());
+    }
+
+    #[test]
+    fn ensure_names_match_the_resource_spelling() {
+        for ensure in [Ensure::Present, Ensure::Absent, Ensure::Directory] {
+            assert_eq!(Ensure::parse(ensure.as_str()), Ok(ensure));
+        }
+    }
+}

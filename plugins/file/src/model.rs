@@ -1,0 +1,610 @@
+//! The file resource: its properties as written in `[[file]]` tables, their
+//! validation, and the validated desired state ([`FileSpec`]) that scan
+//! caches for apply.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use holo_plugin::resources::{Location, Resource};
+use serde::{Deserialize, Serialize};
+
+/// What the path should be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ensure {
+    /// A regular file.
+    Present,
+    /// Nothing at all.
+    Absent,
+    /// A directory.
+    Directory,
+}
+
+impl Ensure {
+    /// Parses the `ensure` property.
+    pub fn parse(text: &str) -> Result<Ensure, String> {
+        match text {
+            "present" => Ok(Ensure::Present),
+            "absent" => Ok(Ensure::Absent),
+            "directory" => Ok(Ensure::Directory),
+            other => Err(format!(
+                "ensure = \"{other}\" is not known; use \"present\", \"absent\" or \"directory\""
+            )),
+        }
+    }
+
+    /// The property value, as written in resources and state records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ensure::Present => "present",
+            Ensure::Absent => "absent",
+            Ensure::Directory => "directory",
+        }
+    }
+}
+
+/// A user or group, by name or numeric id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Principal {
+    /// A numeric id (`0`, or `"0"` in the resource).
+    Id(u32),
+    /// A name looked up at apply time.
+    Name(String),
+}
+
+impl Principal {
+    /// Parses an `owner`/`group` value: all digits is an id, else a name.
+    pub fn parse(text: &str, property: &str) -> Result<Principal, String> {
+        if text.is_empty() {
+            return Err(format!(
+                "{property} is empty; give a name such as \"root\" or a numeric id"
+            ));
+        }
+        if text.bytes().all(|b| b.is_ascii_digit()) {
+            return text.parse().map(Principal::Id).map_err(|_| {
+                format!("{property} = \"{text}\" is not a valid numeric id (at most 4294967295)")
+            });
+        }
+        if text.contains([':', '\n', '/']) || text.trim() != text {
+            return Err(format!(
+                "{property} = \"{text}\" is not a valid name; names have no ':', '/', newlines or surrounding spaces"
+            ));
+        }
+        Ok(Principal::Name(text.to_string()))
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Principal::Id(id) => write!(f, "{id}"),
+            Principal::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// Where the content of a present file comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Content {
+    /// The rendered `content` property.
+    Inline(String),
+    /// A file to copy: `path` is what apply reads, `shown` is what messages name.
+    Source { path: PathBuf, shown: PathBuf },
+    /// Neither given: a missing file is created empty, an existing one keeps
+    /// its content (only its attributes are managed; CCM #233).
+    Unmanaged,
+}
+
+/// The validated desired state of one file entity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSpec {
+    /// The absolute, clean path on the managed system (not joined to the root).
+    pub path: String,
+    pub ensure: Ensure,
+    pub content: Content,
+    pub owner: Option<Principal>,
+    pub group: Option<Principal>,
+    pub mode: Option<u32>,
+    /// With `absent`: remove a non-empty directory too.
+    pub force: bool,
+    /// Refuse to overwrite manual edits without `--force`.
+    pub protect: bool,
+    /// `FILE:LINE` of the declaration, with the origin path.
+    pub found_in: String,
+}
+
+/// A `[[file]]` table as written. Strings have already been rendered as
+/// templates (unless `template = false`) by the time this is validated.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileResource {
+    pub name: String,
+    pub ensure: Option<String>,
+    #[serde(alias = "contents")]
+    pub content: Option<String>,
+    pub source: Option<String>,
+    pub owner: Option<IdOrName>,
+    pub group: Option<IdOrName>,
+    pub mode: Option<ModeValue>,
+    pub force: Option<bool>,
+}
+
+impl Resource for FileResource {
+    const KIND: &'static str = "file";
+    const ALIASES: &'static [(&'static str, &'static str)] = &[("contents", "content")];
+
+    fn entity_id(&self) -> String {
+        format!("file:{}", self.name)
+    }
+}
+
+/// `owner`/`group` may be written as a string or a bare integer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum IdOrName {
+    Id(i64),
+    Text(String),
+}
+
+/// `mode` must be a string; a bare integer is caught to explain why.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ModeValue {
+    Text(String),
+    Integer(i64),
+}
+
+/// A validation error for one property: the caller adds `FILE:LINE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub property: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "property `{}`: {}", self.property, self.message)
+    }
+}
+
+fn invalid(property: &'static str, message: impl Into<String>) -> Invalid {
+    Invalid {
+        property,
+        message: message.into(),
+    }
+}
+
+impl FileResource {
+    /// Validates the table into a [`FileSpec`]. `protect` is the common
+    /// property (default on for files); `root_join` maps an absolute system
+    /// path below `HOLO_ROOT_DIR` (for an absolute `source`).
+    pub fn validate(
+        self,
+        declared: &Location,
+        protect: Option<bool>,
+        root_join: impl Fn(&Path) -> PathBuf,
+    ) -> Result<FileSpec, Invalid> {
+        validate_path(&self.name).map_err(|m| invalid("name", m))?;
+        let ensure = match &self.ensure {
+            Some(text) => Ensure::parse(text).map_err(|m| invalid("ensure", m))?,
+            None => Ensure::Present,
+        };
+        let content = match (self.content, self.source) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "source",
+                    "`content` and `source` exclude each other; keep one of them",
+                ));
+            }
+            (Some(text), None) => Content::Inline(text),
+            (None, Some(source)) => resolve_source(&source, declared, root_join)?,
+            (None, None) => Content::Unmanaged,
+        };
+        if ensure != Ensure::Present && content != Content::Unmanaged {
+            let property = match content {
+                Content::Source { .. } => "source",
+                _ => "content",
+            };
+            return Err(invalid(
+                property,
+                format!(
+                    "only a file with ensure = \"present\" has content, this one is \"{}\"; remove `{property}`",
+                    ensure.as_str()
+                ),
+            ));
+        }
+        let owner = principal(self.owner, "owner")?;
+        let group = principal(self.group, "group")?;
+        let mode = match self.mode {
+            Some(ModeValue::Text(text)) => Some(parse_mode(&text).map_err(|m| invalid("mode", m))?),
+            Some(ModeValue::Integer(number)) => {
+                return Err(invalid(
+                    "mode",
+                    format!(
+                        "mode must be a string such as \"0644\"; the bare number {number} is ambiguous, quote it"
+                    ),
+                ));
+            }
+            None => None,
+        };
+        if ensure != Ensure::Absent {
+            for (property, missing) in [
+                ("owner", owner.is_none()),
+                ("group", group.is_none()),
+                ("mode", mode.is_none()),
+            ] {
+                if missing {
+                    return Err(invalid(
+                        property,
+                        format!(
+                            "`{property}` is required unless ensure = \"absent\", so that no file gets default permissions; add it"
+                        ),
+                    ));
+                }
+            }
+        }
+        let force = self.force.unwrap_or(false);
+        if force && ensure != Ensure::Absent {
+            return Err(invalid(
+                "force",
+                "force only applies to ensure = \"absent\" (to remove a non-empty directory); remove it",
+            ));
+        }
+        Ok(FileSpec {
+            path: self.name,
+            ensure,
+            content,
+            owner,
+            group,
+            mode,
+            force,
+            protect: protect.unwrap_or(true),
+            found_in: declared.to_string(),
+        })
+    }
+}
+
+fn principal(
+    value: Option<IdOrName>,
+    property: &'static str,
+) -> Result<Option<Principal>, Invalid> {
+    match value {
+        None => Ok(None),
+        Some(IdOrName::Text(text)) => Principal::parse(&text, property)
+            .map(Some)
+            .map_err(|m| invalid(property, m)),
+        Some(IdOrName::Id(id)) => {
+            u32::try_from(id)
+                .map(|id| Some(Principal::Id(id)))
+                .map_err(|_| {
+                    invalid(
+                        property,
+                        format!("{property} = {id} is not a valid numeric id"),
+                    )
+                })
+        }
+    }
+}
+
+fn resolve_source(
+    source: &str,
+    declared: &Location,
+    root_join: impl Fn(&Path) -> PathBuf,
+) -> Result<Content, Invalid> {
+    if source.is_empty() {
+        return Err(invalid(
+            "source",
+            "source is empty; give a path or remove it",
+        ));
+    }
+    let given = Path::new(source);
+    let (path, shown) = if given.is_absolute() {
+        let path = root_join(given);
+        (path.clone(), path)
+    } else {
+        let beside = |toml: &Path| toml.parent().unwrap_or(Path::new(".")).join(given);
+        (beside(&declared.path), beside(&declared.origin))
+    };
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => Ok(Content::Source { path, shown }),
+        Ok(_) => Err(invalid(
+            "source",
+            format!(
+                "{} is not a regular file; point source at a file",
+                shown.display()
+            ),
+        )),
+        Err(err) => Err(invalid(
+            "source",
+            format!(
+                "cannot read {}: {err}; a relative source is resolved from the directory of the TOML file",
+                shown.display()
+            ),
+        )),
+    }
+}
+
+/// Checks that a path is absolute and clean: no `.` or `..` components, no
+/// `//`, no trailing `/`, and not `/` itself.
+pub fn validate_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("name is empty; give an absolute path such as \"/etc/motd\"".to_string());
+    }
+    if !path.starts_with('/') {
+        return Err(format!(
+            "\"{path}\" is not absolute; file names start with '/'"
+        ));
+    }
+    if path == "/" {
+        return Err("\"/\" cannot be managed as a file; name a path below it".to_string());
+    }
+    if path.contains('\0') || path.contains('\n') {
+        return Err(format!(
+            "{path:?} contains a NUL or newline; use a plain path"
+        ));
+    }
+    let clean = path.len() > 1
+        && !path.ends_with('/')
+        && !path.contains("//")
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && !path.split('/').any(|part| part == "." || part == "..");
+    if !clean {
+        return Err(format!(
+            "\"{path}\" is not clean; write it without '.', '..', '//' or a trailing '/'"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a mode: `"0644"`, `"644"`, `"0o755"` or `"0O700"`; at most `0777`.
+pub fn parse_mode(text: &str) -> Result<u32, String> {
+    let digits = text
+        .strip_prefix("0o")
+        .or_else(|| text.strip_prefix("0O"))
+        .unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return Err(format!(
+            "mode \"{text}\" is not octal; write it as \"0644\", \"644\" or \"0o644\""
+        ));
+    }
+    let mode = u32::from_str_radix(digits, 8)
+        .map_err(|_| format!("mode \"{text}\" is too large; the maximum is \"0777\""))?;
+    if mode > 0o777 {
+        return Err(format!(
+            "mode \"{text}\" is above 0777; setuid, setgid and sticky bits cannot be set through mode"
+        ));
+    }
+    Ok(mode)
+}
+
+/// Formats a mode the way resources and messages write it: `0644`.
+pub fn format_mode(mode: u32) -> String {
+    format!("{mode:04o}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_modes_in_every_format() {
+        for (text, mode) in [
+            ("0644", 0o644),
+            ("644", 0o644),
+            ("0o755", 0o755),
+            ("0O700", 0o700),
+            ("0", 0),
+            ("0777", 0o777),
+            ("00640", 0o640),
+        ] {
+            assert_eq!(parse_mode(text), Ok(mode), "{text}");
+        }
+    }
+
+    #[test]
+    fn invalid_modes_say_why() {
+        for (text, reason) in [
+            ("0888", "not octal"),
+            ("rw-r--r--", "not octal"),
+            ("", "not octal"),
+            ("0o", "not octal"),
+            ("0x644", "not octal"),
+            ("-644", "not octal"),
+            ("1777", "above 0777"),
+            ("4755", "above 0777"),
+            ("77777777777777", "too large"),
+        ] {
+            let err = parse_mode(text).expect_err(text);
+            assert!(err.contains(reason), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn mode_formatting_is_four_digits() {
+        assert_eq!(format_mode(0o644), "0644");
+        assert_eq!(format_mode(0o7), "0007");
+    }
+
+    #[test]
+    fn clean_absolute_paths_are_accepted() {
+        for path in [
+            "/etc/motd",
+            "/a",
+            "/etc/app.d/x.conf",
+            "/srv/.hidden",
+            "/x/...y",
+        ] {
+            assert_eq!(validate_path(path), Ok(()), "{path}");
+        }
+    }
+
+    #[test]
+    fn unclean_or_relative_paths_are_rejected() {
+        for (path, reason) in [
+            ("etc/motd", "not absolute"),
+            ("", "empty"),
+            ("/", "cannot be managed"),
+            ("/etc/", "not clean"),
+            ("/etc//motd", "not clean"),
+            ("/etc/./motd", "not clean"),
+            ("/etc/../motd", "not clean"),
+            ("/etc/..", "not clean"),
+            ("//etc", "not clean"),
+            ("/etc/mo\ntd", "NUL or newline"),
+        ] {
+            let err = validate_path(path).expect_err(path);
+            assert!(err.contains(reason), "{path:?}: {err}");
+        }
+    }
+
+    fn declared() -> Location {
+        Location {
+            path: PathBuf::from("/cache/res/app/files.toml"),
+            origin: PathBuf::from("/usr/share/holo/file/app/files.toml"),
+            line: 7,
+        }
+    }
+
+    fn resource(toml_text: &str) -> FileResource {
+        toml::from_str(toml_text).expect("resource parses")
+    }
+
+    fn validate(toml_text: &str) -> Result<FileSpec, Invalid> {
+        resource(toml_text).validate(&declared(), None, |p| {
+            Path::new("/root").join(p.strip_prefix("/").unwrap_or(p))
+        })
+    }
+
+    #[test]
+    fn a_full_resource_validates() {
+        let spec = validate(
+            "name = \"/etc/motd\"\ncontents = \"hi\\n\"\nowner = \"root\"\ngroup = 0\nmode = \"0o640\"\n",
+        )
+        .expect("valid");
+        assert_eq!(spec.ensure, Ensure::Present);
+        assert_eq!(spec.content, Content::Inline("hi\n".into()));
+        assert_eq!(spec.owner, Some(Principal::Name("root".into())));
+        assert_eq!(spec.group, Some(Principal::Id(0)));
+        assert_eq!(spec.mode, Some(0o640));
+        assert!(spec.protect);
+        assert_eq!(spec.found_in, "/usr/share/holo/file/app/files.toml:7");
+    }
+
+    #[test]
+    fn absent_needs_no_attributes() {
+        let spec =
+            validate("name = \"/etc/old\"\nensure = \"absent\"\nforce = true\n").expect("valid");
+        assert_eq!(spec.ensure, Ensure::Absent);
+        assert!(spec.force);
+    }
+
+    #[test]
+    fn property_errors_name_the_property() {
+        for (text, property, needle) in [
+            (
+                "name = \"etc\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+                "name",
+                "not absolute",
+            ),
+            (
+                "name = \"/e\"\nensure=\"file\"",
+                "ensure",
+                "\"present\", \"absent\" or \"directory\"",
+            ),
+            (
+                "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
+                "owner",
+                "required",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\nmode=\"0644\"",
+                "group",
+                "required",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"",
+                "mode",
+                "required",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=644",
+                "mode",
+                "quote it",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0999\"",
+                "mode",
+                "not octal",
+            ),
+            (
+                "name = \"/e\"\nowner=-1\ngroup=\"a\"\nmode=\"0644\"",
+                "owner",
+                "not a valid numeric id",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a b \"\ngroup=\"a\"\nmode=\"0644\"",
+                "owner",
+                "not a valid name",
+            ),
+            (
+                "name = \"/e\"\ncontent=\"x\"\nsource=\"y\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+                "source",
+                "exclude each other",
+            ),
+            (
+                "name = \"/e\"\nensure=\"directory\"\ncontent=\"x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+                "content",
+                "only a file with ensure = \"present\"",
+            ),
+            (
+                "name = \"/e\"\nforce=true\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+                "force",
+                "only applies to ensure = \"absent\"",
+            ),
+            (
+                "name = \"/e\"\nsource=\"missing.txt\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+                "source",
+                "/usr/share/holo/file/app/missing.txt",
+            ),
+        ] {
+            let err = validate(text).expect_err(text);
+            assert_eq!(err.property, property, "{text}: {err}");
+            assert!(err.message.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_properties_are_rejected_by_the_table_shape() {
+        let err =
+            toml::from_str::<FileResource>("name = \"/e\"\nmod = \"0644\"\n").expect_err("unknown");
+        assert!(err.to_string().contains("mod"), "{err}");
+    }
+
+    #[test]
+    fn relative_source_resolves_beside_the_toml_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let res = dir.path().join("res/app");
+        let origin = dir.path().join("origin/app");
+        std::fs::create_dir_all(res.join("files")).expect("mkdir");
+        std::fs::write(res.join("files/motd"), "hello\n").expect("write");
+        let declared = Location {
+            path: res.join("files.toml"),
+            origin: origin.join("files.toml"),
+            line: 1,
+        };
+        let spec = resource("name = \"/etc/motd\"\nsource = \"files/motd\"\nowner=\"root\"\ngroup=\"root\"\nmode=\"0644\"")
+            .validate(&declared, Some(false), |p| p.to_path_buf())
+            .expect("valid");
+        assert_eq!(
+            spec.content,
+            Content::Source {
+                path: res.join("files/motd"),
+                shown: origin.join("files/motd"),
+            }
+        );
+    }
+}

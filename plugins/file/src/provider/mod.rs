@@ -1,0 +1,3 @@
+//! File providers. CCM's file type has one, Posix, and so do we.
+
+pub mod posix;
