@@ -75,6 +75,7 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
             P::ID
         )));
     };
+    report::prepare_fd3();
     if operation == "info" {
         print!("{}", info::<P>());
         return flush_stdout();
@@ -226,6 +227,43 @@ mod tests {
         fn apply(&self, _: &Env, _: &EntityCtx<()>, _: Mode) -> Result<crate::Outcome> {
             Ok(crate::Outcome::NotChanged)
         }
+        fn subcommand(&self, _: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+            match name {
+                "exit-with" => Some(
+                    args.first()
+                        .and_then(|code| code.parse::<u8>().ok())
+                        .map(ExitCode::from)
+                        .ok_or_else(|| Error::new("usage: exit-with CODE")),
+                ),
+                _ => None,
+            }
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|arg| arg.to_string()).collect()
+    }
+
+    #[test]
+    fn subcommands_are_routed_and_unknown_operations_fail() {
+        assert_eq!(
+            run_with_args(&Minimal, &args(&["exit-with", "7"])),
+            ExitCode::from(7)
+        );
+        assert_eq!(
+            run_with_args(&Minimal, &args(&["exit-with"])),
+            ExitCode::from(1)
+        );
+        assert_eq!(run_with_args(&Minimal, &args(&["nope"])), ExitCode::from(1));
+        // Minimal does not declare noop or batch, so those are unknown too.
+        assert_eq!(
+            run_with_args(&Minimal, &args(&["noop", "x:y"])),
+            ExitCode::from(1)
+        );
+        assert_eq!(
+            run_with_args(&Minimal, &args(&["apply-batch"])),
+            ExitCode::from(1)
+        );
     }
 
     #[test]

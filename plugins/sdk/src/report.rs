@@ -106,6 +106,34 @@ pub fn fd3_is_open() -> bool {
     nix::fcntl::fcntl(fd3(), nix::fcntl::FcntlArg::F_GETFD).is_ok()
 }
 
+/// Called once at startup. Marks FD 3 close-on-exec, so that a daemon a
+/// plugin starts cannot hold the driver's message pipe open. When FD 3 is
+/// closed (a plugin run by hand), `/dev/null` takes its place, so that no
+/// file the plugin opens later lands on descriptor 3 and receives messages.
+pub(crate) fn prepare_fd3() {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    if fd3_is_open() {
+        let _ = fcntl(fd3(), FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+        return;
+    }
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        use std::os::fd::AsRawFd;
+        if null.as_raw_fd() != FD3 {
+            // Keep /dev/null on FD 3 itself; `null` is closed when dropped.
+            if let Ok(fd) = fcntl(&null, FcntlArg::F_DUPFD_CLOEXEC(FD3))
+                && fd != FD3
+            {
+                use std::os::fd::FromRawFd;
+                // SAFETY: fcntl just returned this descriptor; nothing else owns it.
+                drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+            }
+        } else {
+            let _ = fcntl(&null, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+            std::mem::forget(null);
+        }
+    }
+}
+
 fn fd3() -> BorrowedFd<'static> {
     // SAFETY: only ever used for fcntl/write; an fd 3 that is closed makes
     // those calls fail with EBADF, which callers treat as "not open".

@@ -18,6 +18,7 @@ use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::template::TemplateContext;
 
 /// A resource kind declared as `[[KIND]]` tables.
 pub trait Resource: DeserializeOwned {
@@ -413,10 +414,12 @@ impl LineIndex {
     }
 }
 
-/// Renders string properties; the template context is built on first use.
+/// Renders string properties; the template context (facts, data) is built
+/// on first use, so resources without templates never gather facts.
 struct Templates {
     root: PathBuf,
     test_mode: bool,
+    context: Option<TemplateContext>,
 }
 
 impl Templates {
@@ -424,6 +427,7 @@ impl Templates {
         Templates {
             root: env.root.clone(),
             test_mode: env.test_mode,
+            context: None,
         }
     }
 
@@ -454,16 +458,32 @@ impl Templates {
         Ok(())
     }
 
-    /// TEMPLATE HOOK: the single call site of `crate::template`. Until that
-    /// module exists, template text is kept as it is.
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
-        let _ = (&self.root, self.test_mode, location, property);
-        Ok(text.to_string())
+        if self.context.is_none() {
+            let context = TemplateContext::load(&self.root, self.test_mode).map_err(|err| {
+                Error::new(format!(
+                    "{location}: property {property} is a template, but its facts and data cannot be loaded: {err}"
+                ))
+            })?;
+            self.context = Some(context);
+        }
+        let Some(context) = &self.context else {
+            return Ok(text.to_string());
+        };
+        context.render(text).map_err(|err| {
+            let place = Location {
+                line: location.line + err.line().saturating_sub(1),
+                ..location.clone()
+            };
+            Error::new(format!(
+                "{place}: property {property}: {err}; set template = false in the table to take the text literally"
+            ))
+        })
     }
 }
 
 fn looks_like_template(text: &str) -> bool {
-    text.contains("{{") || text.contains("{%") || text.contains("{#")
+    TemplateContext::is_template(text)
 }
 
 /// The field names of a `#[derive(Deserialize)]` struct, found by asking it
@@ -647,6 +667,32 @@ mod tests {
             "{err}"
         );
         assert!(lines[3].contains("write [[demo]]"), "{err}");
+    }
+
+    #[test]
+    fn string_properties_are_templates_unless_switched_off() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"{{ facts.hostname }}\"\ncontent = \"on {{ facts.hostname }}\"\n\n[[demo]]\nname = \"raw\"\ntemplate = false\ncontent = \"{{ literal }}\"\n",
+        )]);
+        let etc = fixture.env.root.join("etc");
+        std::fs::create_dir_all(&etc).expect("mkdir");
+        std::fs::write(etc.join("hostname"), "box\n").expect("hostname");
+        let loaded = load::<Demo>(&fixture.env).expect("loads");
+        assert_eq!(loaded[0].resource.name, "box");
+        assert_eq!(loaded[0].resource.content.as_deref(), Some("on box"));
+        assert_eq!(loaded[1].resource.content.as_deref(), Some("{{ literal }}"));
+    }
+
+    #[test]
+    fn undefined_template_variable_names_file_and_line() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"x\"\n\ncontent = \"{{ data.nope }}\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("undefined");
+        let expected = format!("{}:4: property content", origin(&fixture, "a.toml"));
+        assert!(err.message().starts_with(&expected), "{err}");
     }
 
     #[test]
