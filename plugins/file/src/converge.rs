@@ -145,6 +145,9 @@ pub fn diff(
     let target = env.root_join(path);
     let context = |err: Error| err.context(id);
     let Some(spec) = spec else {
+        if target.is_dir() {
+            return Ok(None);
+        }
         let base = base_path(env, path);
         let desired = if base.is_file() {
             base
@@ -155,6 +158,8 @@ pub fn diff(
     };
     match spec.ensure {
         Ensure::Directory => Ok(None),
+        // A directory that is to go has no text to show.
+        Ensure::Absent if target.is_dir() => Ok(None),
         Ensure::Absent => Ok(Some((PathBuf::from("/dev/null"), target))),
         Ensure::Present => {
             let current = posix::status(&target).map_err(context)?;
