@@ -1,0 +1,305 @@
+//! The `[[package]]` resource: its properties, their validation, and the
+//! choice of provider. Errors here are plain text; the caller prefixes the
+//! resource file and line.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::version::{deb, rpm};
+
+/// The `ensure` property.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum Ensure {
+    Present,
+    Absent,
+    Latest,
+    Version(String),
+}
+
+impl Ensure {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Ensure::Present => "present",
+            Ensure::Absent => "absent",
+            Ensure::Latest => "latest",
+            Ensure::Version(version) => version,
+        }
+    }
+}
+
+impl From<String> for Ensure {
+    fn from(raw: String) -> Self {
+        match raw.as_str() {
+            "present" => Ensure::Present,
+            "absent" => Ensure::Absent,
+            "latest" => Ensure::Latest,
+            _ => Ensure::Version(raw),
+        }
+    }
+}
+
+impl From<Ensure> for String {
+    fn from(ensure: Ensure) -> Self {
+        ensure.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for Ensure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which package manager converges the package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Apt,
+    Dnf,
+}
+
+impl ProviderKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Apt => "apt",
+            ProviderKind::Dnf => "dnf",
+        }
+    }
+
+    fn parse(raw: &str) -> Result<Self, String> {
+        match raw {
+            "apt" => Ok(ProviderKind::Apt),
+            "dnf" => Ok(ProviderKind::Dnf),
+            other => Err(format!(
+                "unknown provider {other:?}: use \"apt\" or \"dnf\", or leave it out to choose from the facts"
+            )),
+        }
+    }
+}
+
+/// A `[[package]]` table as written in a resource file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct PackageTable {
+    pub name: String,
+    pub ensure: Option<String>,
+    pub provider: Option<String>,
+    /// Filled from the common `protect` property, which the SDK takes out.
+    #[serde(skip)]
+    pub protect: Option<bool>,
+}
+
+/// The validated desired state of one package: what scan hands to apply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageSpec {
+    pub name: String,
+    pub ensure: Ensure,
+    pub provider: ProviderKind,
+    /// Holo's protection of manual changes; packages converge by default.
+    pub protect: bool,
+}
+
+/// What the provider choice looks at when a resource names none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderHints {
+    /// `os.id` and the words of `os.id_like`.
+    pub os_ids: Vec<String>,
+    pub apt_on_path: bool,
+    pub dnf_on_path: bool,
+}
+
+const APT_FAMILY: &[&str] = &["debian", "ubuntu"];
+const DNF_FAMILY: &[&str] = &[
+    "fedora",
+    "rhel",
+    "centos",
+    "rocky",
+    "almalinux",
+    "ol",
+    "amzn",
+];
+
+/// Chooses the provider: the resource's own, else the OS family from the
+/// facts, else the one package manager found on PATH.
+pub fn choose_provider(
+    explicit: Option<&str>,
+    hints: &ProviderHints,
+) -> Result<ProviderKind, String> {
+    if let Some(explicit) = explicit {
+        return ProviderKind::parse(explicit);
+    }
+    for id in &hints.os_ids {
+        if APT_FAMILY.contains(&id.as_str()) {
+            return Ok(ProviderKind::Apt);
+        }
+        if DNF_FAMILY.contains(&id.as_str()) {
+            return Ok(ProviderKind::Dnf);
+        }
+    }
+    match (hints.apt_on_path, hints.dnf_on_path) {
+        (true, false) => Ok(ProviderKind::Apt),
+        (false, true) => Ok(ProviderKind::Dnf),
+        _ => Err(format!(
+            "cannot choose a package provider (os {:?}, apt-get {} and dnf {} on PATH): set provider = \"apt\" or \"dnf\"",
+            hints.os_ids.join(" "),
+            found(hints.apt_on_path),
+            found(hints.dnf_on_path),
+        )),
+    }
+}
+
+fn found(on_path: bool) -> &'static str {
+    if on_path { "found" } else { "not found" }
+}
+
+/// Package names: `^[a-zA-Z0-9._+:~-]+$`, and not starting with `-`, which
+/// the package manager would read as an option.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._+:~-".contains(c);
+    if name.is_empty() {
+        return Err("package name is empty: set name = \"PACKAGE\"".to_owned());
+    }
+    if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
+        return Err(format!(
+            "invalid package name {name:?}: character {bad:?} is not allowed (use letters, digits and ._+:~-)"
+        ));
+    }
+    if name.starts_with('-') {
+        return Err(format!(
+            "invalid package name {name:?}: a name must not start with '-'"
+        ));
+    }
+    Ok(())
+}
+
+const SHELL_METACHARACTERS: &str = ";|&$`'\"\\<>(){}[]*?!#=,/";
+
+/// Parses `ensure`; a version must be free of shell metacharacters and
+/// whitespace and valid for the provider.
+pub fn parse_ensure(raw: Option<&str>, provider: ProviderKind) -> Result<Ensure, String> {
+    let ensure = Ensure::from(raw.unwrap_or("present").to_owned());
+    let Ensure::Version(version) = &ensure else {
+        return Ok(ensure);
+    };
+    if let Some(bad) = version
+        .chars()
+        .find(|&c| c.is_whitespace() || c.is_control() || SHELL_METACHARACTERS.contains(c))
+    {
+        return Err(format!(
+            "invalid ensure {version:?}: character {bad:?} is not allowed in a version; use present, absent, latest or a version"
+        ));
+    }
+    match provider {
+        ProviderKind::Apt => deb::validate_strict(version).map_err(|e| e.to_string())?,
+        ProviderKind::Dnf => rpm::validate(version).map_err(|e| e.to_string())?,
+    }
+    Ok(ensure)
+}
+
+/// Validates one table into a spec.
+pub fn validate(table: &PackageTable, hints: &ProviderHints) -> Result<PackageSpec, String> {
+    validate_name(&table.name)?;
+    let provider = choose_provider(table.provider.as_deref(), hints)?;
+    let ensure = parse_ensure(table.ensure.as_deref(), provider)?;
+    Ok(PackageSpec {
+        name: table.name.clone(),
+        ensure,
+        provider,
+        protect: table.protect.unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn debian() -> ProviderHints {
+        ProviderHints {
+            os_ids: vec!["debian".into()],
+            ..ProviderHints::default()
+        }
+    }
+
+    #[test]
+    fn names_follow_the_seed_pattern() {
+        assert!(validate_name("libstdc++6").is_ok());
+        assert!(validate_name("python3.11:amd64").is_ok());
+        assert!(validate_name("").is_err());
+        for bad in ["vim;rm", "a b", "x$y", "a/b", "'q'", "-oAPT::x=1"] {
+            assert!(validate_name(bad).is_err(), "{bad} must be rejected");
+        }
+        let message = validate_name("vim;rm").unwrap_err();
+        assert!(message.contains("';'"), "{message}");
+    }
+
+    #[test]
+    fn ensure_keywords_and_versions() {
+        assert_eq!(parse_ensure(None, ProviderKind::Apt), Ok(Ensure::Present));
+        assert_eq!(
+            parse_ensure(Some("latest"), ProviderKind::Apt),
+            Ok(Ensure::Latest)
+        );
+        assert_eq!(
+            parse_ensure(Some("absent"), ProviderKind::Dnf),
+            Ok(Ensure::Absent)
+        );
+        assert_eq!(
+            parse_ensure(Some("1:2.0-3"), ProviderKind::Apt),
+            Ok(Ensure::Version("1:2.0-3".into()))
+        );
+        assert!(parse_ensure(Some("1.0; reboot"), ProviderKind::Apt).is_err());
+        assert!(parse_ensure(Some("$(id)"), ProviderKind::Dnf).is_err());
+        assert!(parse_ensure(Some("1.0-"), ProviderKind::Apt).is_err());
+        assert!(parse_ensure(Some("1.0-1-2"), ProviderKind::Dnf).is_err());
+        assert!(parse_ensure(Some("1.0~rc1^git2-1.fc39"), ProviderKind::Dnf).is_ok());
+    }
+
+    #[test]
+    fn provider_comes_from_resource_then_os_then_path() {
+        assert_eq!(
+            choose_provider(Some("dnf"), &debian()),
+            Ok(ProviderKind::Dnf)
+        );
+        assert_eq!(choose_provider(None, &debian()), Ok(ProviderKind::Apt));
+        let rocky = ProviderHints {
+            os_ids: vec![
+                "rocky".into(),
+                "rhel".into(),
+                "centos".into(),
+                "fedora".into(),
+            ],
+            ..ProviderHints::default()
+        };
+        assert_eq!(choose_provider(None, &rocky), Ok(ProviderKind::Dnf));
+        let unknown_with_dnf = ProviderHints {
+            os_ids: vec!["nixos".into()],
+            dnf_on_path: true,
+            ..ProviderHints::default()
+        };
+        assert_eq!(
+            choose_provider(None, &unknown_with_dnf),
+            Ok(ProviderKind::Dnf)
+        );
+        let message = choose_provider(None, &ProviderHints::default()).unwrap_err();
+        assert!(message.contains("set provider"), "{message}");
+        assert!(choose_provider(Some("yum"), &debian()).is_err());
+    }
+
+    #[test]
+    fn spec_round_trips_through_serde() {
+        let spec = validate(
+            &PackageTable {
+                name: "vim".into(),
+                ensure: Some("2:9.0-1".into()),
+                ..PackageTable::default()
+            },
+            &debian(),
+        )
+        .expect("valid");
+        let json = serde_json::to_string(&spec).expect("serialises");
+        assert!(json.contains("\"ensure\":\"2:9.0-1\""), "{json}");
+        let back: PackageSpec = serde_json::from_str(&json).expect("deserialises");
+        assert_eq!(back, spec);
+    }
+}

@@ -1,0 +1,510 @@
+//! The plugin on the SDK: scan (one package manager query for all
+//! packages), apply with self-healing or opt-in protection, scrubbing of
+//! packages that are no longer declared, noop, diff, and state records.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use holo_plugin::facts::Facts;
+use holo_plugin::resources::{self, Resource};
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
+use serde::{Deserialize, Serialize};
+
+use crate::apply::{self, Current, Protection, Step};
+use crate::model::{self, Ensure, PackageSpec, PackageTable, ProviderHints, ProviderKind};
+use crate::provider::{self, Installed, Order};
+
+/// Seconds to wait for another package manager's lock (default 300).
+pub const LOCK_TIMEOUT_VARIABLE: &str = "HOLO_PACKAGE_LOCK_TIMEOUT";
+/// Seconds after which the package lists count as stale (default 24 h).
+pub const LISTS_MAX_AGE_VARIABLE: &str = "HOLO_PACKAGE_LISTS_MAX_AGE";
+/// The marker in `$HOLO_CACHE_DIR` that the lists were checked in this run.
+const LISTS_MARKER: &str = "package-lists-checked";
+
+impl Resource for PackageTable {
+    const KIND: &'static str = "package";
+    fn entity_id(&self) -> String {
+        format!("package:{}", self.name)
+    }
+}
+
+/// The package as scan saw it; `None` when it was not installed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
+    pub arch: String,
+}
+
+impl From<&Installed> for Observed {
+    fn from(package: &Installed) -> Self {
+        Observed {
+            version: package.version.clone(),
+            epoch: package.epoch.clone(),
+            arch: package.arch.clone(),
+        }
+    }
+}
+
+impl From<&Observed> for Installed {
+    fn from(observed: &Observed) -> Self {
+        Installed {
+            name: String::new(),
+            version: observed.version.clone(),
+            epoch: observed.epoch.clone(),
+            arch: observed.arch.clone(),
+        }
+    }
+}
+
+/// What scan hands to apply, noop and diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entity {
+    pub spec: PackageSpec,
+    /// The state at scan time, so that noop and diff need no query of their own.
+    pub observed: Option<Observed>,
+}
+
+/// `$HOLO_STATE_DIR/package:NAME.toml`: what apply left behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub name: String,
+    pub provider: ProviderKind,
+    /// Whether the package was installed before holo first managed it; such
+    /// a package stays installed when its resource is deleted.
+    pub present_before: bool,
+    /// The version apply left installed (RPM: `VERSION-RELEASE`); none when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+}
+
+impl Record {
+    fn current(&self) -> Current {
+        match &self.version {
+            None => Current::Absent,
+            Some(version) => Current::Installed {
+                version: match &self.epoch {
+                    Some(epoch) => format!("{epoch}:{version}"),
+                    None => version.clone(),
+                },
+            },
+        }
+    }
+}
+
+pub struct PackagePlugin;
+
+fn current_of(installed: Option<&Installed>) -> Current {
+    Installed::as_current(installed)
+}
+
+/// The provider hints from the facts and PATH, only gathered when a
+/// resource leaves its provider open.
+fn provider_hints(env: &Env) -> Result<ProviderHints> {
+    let facts = Facts::gather(&env.root, env.test_mode).map_err(|err| {
+        Error::new(format!(
+            "cannot gather facts to choose a provider: {}",
+            err.message()
+        ))
+    })?;
+    let text = |key: &str| {
+        facts
+            .get(key)
+            .and_then(|value| value.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut os_ids = vec![text("os.id")];
+    os_ids.extend(text("os.id_like").split_whitespace().map(str::to_owned));
+    os_ids.retain(|id| !id.is_empty());
+    // In test mode the mock stands in for both, so PATH must not decide.
+    let on_path = |program: &str| !env.test_mode && program_on_path(program);
+    Ok(ProviderHints {
+        os_ids,
+        apt_on_path: on_path("apt-get"),
+        dnf_on_path: on_path("dnf"),
+    })
+}
+
+fn program_on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn lock_timeout() -> Result<Duration> {
+    provider::seconds_from_env(LOCK_TIMEOUT_VARIABLE, 300)
+}
+
+fn describe(spec: &PackageSpec) -> String {
+    let mut with = format!(
+        "ensure: {}, provider: {}",
+        spec.ensure,
+        spec.provider.name()
+    );
+    if spec.protect {
+        with.push_str(", protected");
+    }
+    with
+}
+
+fn describe_observed(observed: Option<&Observed>) -> String {
+    match observed {
+        None => "no".to_owned(),
+        Some(package) => format!(
+            "{} ({})",
+            Installed::from(package).full_version(),
+            package.arch
+        ),
+    }
+}
+
+impl Plugin for PackagePlugin {
+    const ID: &'static str = "package";
+    type Spec = Entity;
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
+        let declared = resources::load::<PackageTable>(env)?;
+        let mut hints: Option<ProviderHints> = None;
+        let mut errors = Vec::new();
+        let mut specs = Vec::new();
+        for item in declared {
+            if item.resource.provider.is_none() && hints.is_none() {
+                hints = Some(provider_hints(env)?);
+            }
+            let mut table = item.resource.clone();
+            table.protect = item.common.protect;
+            match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
+                Ok(spec) => specs.push((item, spec)),
+                Err(message) => errors.push(Error::new(format!(
+                    "{}: package {:?}: {message}",
+                    item.location, item.resource.name
+                ))),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Error::many(errors));
+        }
+
+        let declared_ids: Vec<String> = specs
+            .iter()
+            .map(|(item, _)| item.resource.entity_id())
+            .collect();
+        let mut orphans = Vec::new();
+        for id in state::list(env)? {
+            if declared_ids.contains(&id) {
+                continue;
+            }
+            if let Some(record) = state::read::<Record>(env, &id)? {
+                orphans.push((id, record));
+            }
+        }
+
+        // One query per package manager, however many packages.
+        let mut names: BTreeMap<ProviderKind, Vec<String>> = BTreeMap::new();
+        for (_, spec) in &specs {
+            names
+                .entry(spec.provider)
+                .or_default()
+                .push(spec.name.clone());
+        }
+        let mut observed: BTreeMap<ProviderKind, BTreeMap<String, Installed>> = BTreeMap::new();
+        for (kind, names) in &names {
+            let mut manager = provider::open(*kind, &env.root, env.test_mode);
+            observed.insert(*kind, manager.status(names)?);
+        }
+
+        let mut found = Vec::new();
+        for (item, spec) in specs {
+            let seen = observed
+                .get(&spec.provider)
+                .and_then(|packages| packages.get(&spec.name))
+                .map(Observed::from);
+            let origin = item.location.origin.display().to_string();
+            let with = describe(&spec);
+            let installed = describe_observed(seen.as_ref());
+            let mut scanned = Scanned::new(
+                item.resource.entity_id(),
+                Entity {
+                    spec,
+                    observed: seen,
+                },
+            )
+            .source(&item.location.path)
+            .info("found in", origin)
+            .info("with", with)
+            .info("installed", installed);
+            for required in &item.common.require {
+                scanned = scanned.requires(required.clone());
+            }
+            for subscribed in &item.common.subscribe {
+                scanned = scanned.subscribes(subscribed.clone());
+            }
+            found.push(scanned);
+        }
+        for (id, record) in orphans {
+            let mut orphan = Scanned::orphan(id);
+            if record.present_before {
+                orphan = orphan.action(
+                    "Scrubbing",
+                    Some("resource was deleted; the package was installed before holo managed it, so it stays installed".to_owned()),
+                );
+            }
+            found.push(orphan);
+        }
+        Ok(found)
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<Entity>, mode: Mode) -> Result<Outcome> {
+        let result = match &entity.spec {
+            Some(declared) => converge(env, &entity.id, declared, mode),
+            None => scrub(env, &entity.id, mode),
+        };
+        result.map_err(|err| err.context(&entity.id))
+    }
+
+    fn diff(&self, env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf, PathBuf)>> {
+        render_diff(env, entity).map_err(|err| err.context(&entity.id))
+    }
+
+    fn subcommand(&self, _env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+        if name != "version-compare" {
+            return None;
+        }
+        let outcome = crate::version::version_compare_command(args);
+        print!("{}", outcome.stdout);
+        eprint!("{}", outcome.stderr);
+        Some(Ok(ExitCode::from(
+            u8::try_from(outcome.exit_code).unwrap_or(1),
+        )))
+    }
+}
+
+/// Brings a declared package to its desired state.
+fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome> {
+    let spec = &entity.spec;
+    let order = Order(spec.provider);
+    let mut manager = provider::open(spec.provider, &env.root, env.test_mode);
+
+    if mode == Mode::Noop {
+        let current = current_of(entity.observed.as_ref().map(Installed::from).as_ref());
+        let step = apply::decide(&spec.ensure, &current, &order);
+        let candidate = match step {
+            Step::Install => manager.candidate(&spec.name)?,
+            _ => None,
+        };
+        return Ok(match apply::noop_message(&step, candidate.as_deref()) {
+            Some(message) => {
+                println!("{message}");
+                Outcome::Changed
+            }
+            None => Outcome::NotChanged,
+        });
+    }
+
+    // Query again: an earlier install in this run may have changed it.
+    let before = manager.status(std::slice::from_ref(&spec.name))?;
+    let before = before.get(&spec.name);
+    let current = current_of(before);
+    let recorded: Option<Record> = state::read(env, id)?;
+
+    if spec.protect && mode == Mode::Apply {
+        let recorded_current = recorded.as_ref().map(Record::current);
+        match apply::protection(&spec.ensure, recorded_current.as_ref(), &current, &order) {
+            Protection::Proceed => {}
+            Protection::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
+            Protection::RequiresForceOverwrite => return Ok(Outcome::RequiresForceOverwrite),
+        }
+    }
+
+    let present_before = recorded
+        .as_ref()
+        .map_or(before.is_some(), |record| record.present_before);
+    let step = apply::decide(&spec.ensure, &current, &order);
+    if step == Step::Nothing {
+        write_record(env, id, spec, before, present_before, recorded.as_ref())?;
+        return Ok(Outcome::NotChanged);
+    }
+
+    let timeout = lock_timeout()?;
+    if provider::needs_lists(&step) {
+        let max_age = provider::seconds_from_env(LISTS_MAX_AGE_VARIABLE, 24 * 60 * 60)?;
+        provider::refresh_lists_once(
+            manager.as_mut(),
+            &env.cache_dir.join(LISTS_MARKER),
+            max_age,
+            timeout,
+        )?;
+    }
+    provider::wait_for_locks(&manager.lock_files(), timeout)?;
+    manager.converge(&spec.name, &step)?;
+
+    let after = manager.status(std::slice::from_ref(&spec.name))?;
+    let after = after.get(&spec.name);
+    let reached = current_of(after);
+    if !apply::is_desired_state(&spec.ensure, &reached, &order) {
+        return Err(Error::new(format!(
+            "desired state not achieved: {}; see the package manager's output above",
+            apply::describe_mismatch(&spec.ensure, &reached)
+        )));
+    }
+    write_record(env, id, spec, after, present_before, recorded.as_ref())?;
+    Ok(Outcome::Changed)
+}
+
+/// Writes the state record when it differs from the one on disk.
+fn write_record(
+    env: &Env,
+    id: &str,
+    spec: &PackageSpec,
+    installed: Option<&Installed>,
+    present_before: bool,
+    previous: Option<&Record>,
+) -> Result<()> {
+    let record = Record {
+        name: spec.name.clone(),
+        provider: spec.provider,
+        present_before,
+        version: installed.map(|p| p.version.clone()),
+        epoch: installed.and_then(|p| p.epoch.clone()),
+        arch: installed.map(|p| p.arch.clone()),
+    };
+    if previous == Some(&record) {
+        return Ok(());
+    }
+    state::write(env, id, &record)
+}
+
+/// Undoes what the plugin did for a package that is no longer declared.
+fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
+    let Some(record) = state::read::<Record>(env, id)? else {
+        return Ok(Outcome::NotChanged);
+    };
+    let forget = |env: &Env| -> Result<Outcome> {
+        if mode != Mode::Noop {
+            state::remove(env, id)?;
+        }
+        Ok(Outcome::Changed)
+    };
+    if record.present_before {
+        return forget(env);
+    }
+    let mut manager = provider::open(record.provider, &env.root, env.test_mode);
+    let status = manager.status(std::slice::from_ref(&record.name))?;
+    if !status.contains_key(&record.name) {
+        return forget(env);
+    }
+    let casualties = manager.removal_casualties(&record.name)?;
+    if !casualties.is_empty() {
+        return Err(Error::new(format!(
+            "refusing to remove {}: the removal would also remove {}; remove those first, or declare {} again",
+            record.name,
+            casualties.join(", "),
+            record.name
+        )));
+    }
+    if mode == Mode::Noop {
+        println!("Would have uninstalled");
+        return Ok(Outcome::Changed);
+    }
+    provider::wait_for_locks(&manager.lock_files(), lock_timeout()?)?;
+    manager.converge(&record.name, &Step::Uninstall)?;
+    let after = manager.status(std::slice::from_ref(&record.name))?;
+    if let Some(left) = after.get(&record.name) {
+        return Err(Error::new(format!(
+            "desired state not achieved: scrubbing should have removed it, but version {} is still installed",
+            left.full_version()
+        )));
+    }
+    state::remove(env, id)?;
+    Ok(Outcome::Changed)
+}
+
+/// The TOML text for one side of the diff.
+fn render_side(name: &str, version: Option<&str>, arch: Option<&str>) -> String {
+    let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
+    let mut text = format!("[[package]]\nname = {}\n", quote(name));
+    if let Some(version) = version {
+        text += &format!("version = {}\n", quote(version));
+    }
+    if let Some(arch) = arch {
+        text += &format!("arch = {}\n", quote(arch));
+    }
+    text
+}
+
+fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf, PathBuf)>> {
+    let dev_null = PathBuf::from("/dev/null");
+    let (name, kind, observed, desired) = match &entity.spec {
+        Some(declared) => {
+            let spec = &declared.spec;
+            let observed = declared.observed.as_ref().map(Installed::from);
+            let desired_version = match &spec.ensure {
+                Ensure::Absent => None,
+                Ensure::Present => match &observed {
+                    Some(installed) => Some(installed.full_version()),
+                    None => provider::open(spec.provider, &env.root, env.test_mode)
+                        .candidate(&spec.name)?,
+                },
+                Ensure::Latest => provider::open(spec.provider, &env.root, env.test_mode)
+                    .candidate(&spec.name)?
+                    .or_else(|| observed.as_ref().map(Installed::full_version)),
+                Ensure::Version(version) => Some(version.clone()),
+            };
+            let desired = (spec.ensure != Ensure::Absent).then(|| {
+                render_side(
+                    &spec.name,
+                    desired_version.as_deref(),
+                    observed.as_ref().map(|p| p.arch.as_str()),
+                )
+            });
+            (spec.name.clone(), spec.provider, observed, desired)
+        }
+        None => {
+            let Some(record) = state::read::<Record>(env, &entity.id)? else {
+                return Ok(None);
+            };
+            let mut manager = provider::open(record.provider, &env.root, env.test_mode);
+            let status = manager.status(std::slice::from_ref(&record.name))?;
+            let observed = status.get(&record.name).cloned();
+            // A package that was there before holo stays: its desired state is what is there.
+            let desired = if record.present_before {
+                observed
+                    .as_ref()
+                    .map(|p| render_side(&record.name, Some(&p.full_version()), Some(&p.arch)))
+            } else {
+                None
+            };
+            (record.name.clone(), record.provider, observed, desired)
+        }
+    };
+    let _ = kind;
+    let actual = observed
+        .as_ref()
+        .map(|p| render_side(&name, Some(&p.full_version()), Some(&p.arch)));
+    if desired == actual {
+        return Ok(None);
+    }
+    let dir = env.cache_dir.join(&entity.id);
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
+    let write_side = |file: &str, text: Option<String>| -> Result<PathBuf> {
+        match text {
+            None => Ok(dev_null.clone()),
+            Some(text) => {
+                let path = dir.join(file);
+                std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))?;
+                Ok(path)
+            }
+        }
+    };
+    Ok(Some((
+        write_side("desired.toml", desired)?,
+        write_side("actual.toml", actual)?,
+    )))
+}
