@@ -131,7 +131,7 @@ impl Runner {
     /// Builds `target/` from `source-tree` and the plugins that holorc names.
     fn prepare(&self, case_dir: &Path, target: &Path) -> Result<(), String> {
         let source = case_dir.join("source-tree");
-        remove_tree(&target)
+        remove_tree(target)
             .map_err(|err| format!("cannot remove the old {}: {}", target.display(), err))?;
         fs::create_dir_all(target)
             .map_err(|err| format!("cannot create {}: {}", target.display(), err))?;
