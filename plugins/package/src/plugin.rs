@@ -76,9 +76,10 @@ pub struct Record {
     /// Whether the package was installed before holo first managed it; such
     /// a package stays installed when its resource is deleted.
     pub present_before: bool,
-    /// The version apply left installed (RPM: `VERSION-RELEASE`); none when absent.
+    /// The version apply left installed (RPM: `VERSION-RELEASE`); none when
+    /// it left the package absent. (`version` is the record format's own key.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
+    pub installed_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,7 +88,7 @@ pub struct Record {
 
 impl Record {
     fn current(&self) -> Current {
-        match &self.version {
+        match &self.installed_version {
             None => Current::Absent,
             Some(version) => Current::Installed {
                 version: match &self.epoch {
@@ -156,7 +157,7 @@ fn describe(spec: &PackageSpec) -> String {
 
 fn describe_observed(observed: Option<&Observed>) -> String {
     match observed {
-        None => "no".to_owned(),
+        None => "not installed".to_owned(),
         Some(package) => format!(
             "{} ({})",
             Installed::from(package).full_version(),
@@ -239,7 +240,7 @@ impl Plugin for PackagePlugin {
             .source(&item.location.path)
             .info("found in", origin)
             .info("with", with)
-            .info("installed", installed);
+            .info("current", installed);
             for required in &item.common.require {
                 scanned = scanned.requires(required.clone());
             }
@@ -355,7 +356,12 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
         )));
     }
     write_record(env, id, spec, after, present_before, recorded.as_ref())?;
-    Ok(Outcome::Changed)
+    // `latest` always runs the package manager, which may change nothing.
+    Ok(if reached == current {
+        Outcome::NotChanged
+    } else {
+        Outcome::Changed
+    })
 }
 
 /// Writes the state record when it differs from the one on disk.
@@ -371,7 +377,7 @@ fn write_record(
         name: spec.name.clone(),
         provider: spec.provider,
         present_before,
-        version: installed.map(|p| p.version.clone()),
+        installed_version: installed.map(|p| p.version.clone()),
         epoch: installed.and_then(|p| p.epoch.clone()),
         arch: installed.map(|p| p.arch.clone()),
     };
@@ -392,7 +398,8 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         }
         Ok(Outcome::Changed)
     };
-    if record.present_before {
+    // Only a package that holo installed, and left installed, is removed.
+    if record.present_before || record.installed_version.is_none() {
         return forget(env);
     }
     let mut manager = provider::open(record.provider, &env.root, env.test_mode);
@@ -474,7 +481,7 @@ fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf,
             let status = manager.status(std::slice::from_ref(&record.name))?;
             let observed = status.get(&record.name).cloned();
             // A package that was there before holo stays: its desired state is what is there.
-            let desired = if record.present_before {
+            let desired = if record.present_before || record.installed_version.is_none() {
                 observed
                     .as_ref()
                     .map(|p| render_side(&record.name, Some(&p.full_version()), Some(&p.arch)))
