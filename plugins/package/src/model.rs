@@ -162,12 +162,12 @@ pub fn validate_name(name: &str) -> Result<(), String> {
     }
     if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
         return Err(format!(
-            "invalid package name {name:?}: character {bad:?} is not allowed (use letters, digits and ._+:~-)"
+            "invalid package name: character {bad:?} is not allowed (use letters, digits and ._+:~-)"
         ));
     }
     if name.starts_with('-') {
         return Err(format!(
-            "invalid package name {name:?}: a name must not start with '-'"
+            "invalid package name: it must not start with '-', which the package manager would read as an option"
         ));
     }
     Ok(())

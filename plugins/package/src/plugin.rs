@@ -251,11 +251,15 @@ impl Plugin for PackagePlugin {
         }
         for (id, record) in orphans {
             let mut orphan = Scanned::orphan(id);
-            if record.present_before {
-                orphan = orphan.action(
-                    "Scrubbing",
-                    Some("resource was deleted; the package was installed before holo managed it, so it stays installed".to_owned()),
-                );
+            let stays = if record.present_before {
+                Some("the package was installed before holo managed it, so it stays installed")
+            } else if record.installed_version.is_none() {
+                Some("holo left the package absent, so nothing is removed")
+            } else {
+                None
+            };
+            if let Some(stays) = stays {
+                orphan = orphan.action("Scrubbing", Some(format!("resource was deleted; {stays}")));
             }
             found.push(orphan);
         }
@@ -433,6 +437,11 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
     Ok(Outcome::Changed)
 }
 
+fn order_satisfies(kind: ProviderKind, installed: &Installed, wanted: &str) -> bool {
+    use crate::apply::VersionOrder;
+    Order(kind).satisfies(&installed.full_version(), wanted)
+}
+
 /// The TOML text for one side of the diff.
 fn render_side(name: &str, version: Option<&str>, arch: Option<&str>) -> String {
     let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
@@ -462,7 +471,14 @@ fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf,
                 Ensure::Latest => provider::open(spec.provider, &env.root, env.test_mode)
                     .candidate(&spec.name)?
                     .or_else(|| observed.as_ref().map(Installed::full_version)),
-                Ensure::Version(version) => Some(version.clone()),
+                // A version that the installed one satisfies (dnf: no release
+                // given) shows as what is installed, so that it gives no diff.
+                Ensure::Version(version) => Some(match &observed {
+                    Some(installed) if order_satisfies(spec.provider, installed, version) => {
+                        installed.full_version()
+                    }
+                    _ => version.clone(),
+                }),
             };
             let desired = (spec.ensure != Ensure::Absent).then(|| {
                 render_side(
