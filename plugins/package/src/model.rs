@@ -166,9 +166,10 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         ));
     }
     if name.starts_with('-') {
-        return Err(format!(
+        return Err(
             "invalid package name: it must not start with '-', which the package manager would read as an option"
-        ));
+                .to_owned(),
+        );
     }
     Ok(())
 }
