@@ -1,0 +1,149 @@
+//! The `holos` command line: `config` and `validate` (the runtime commands
+//! come with the runtime issues).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::compose::{self, Options};
+use crate::diag::Diag;
+use crate::yaml::{Kind, Node, Pos};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "holos",
+    version,
+    about = "Run Docker Compose style projects as QEMU VMs"
+)]
+pub struct Cli {
+    /// Compose file; repeat to merge several (later files win).
+    #[arg(short = 'f', long = "file", global = true)]
+    pub files: Vec<PathBuf>,
+    /// Project name, used when the file sets no `name`.
+    #[arg(short = 'p', long = "project-name", global = true)]
+    pub project_name: Option<String>,
+    /// Enable a profile; repeat for several.
+    #[arg(long = "profile", global = true)]
+    pub profiles: Vec<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the normalised compose file (merged, interpolated, extended).
+    Config {
+        /// Print the resolved manifest instead: instances, IPs, MACs, ports.
+        #[arg(long)]
+        resolved: bool,
+        #[arg(long, value_enum, default_value_t = Format::Yaml)]
+        format: Format,
+    },
+    /// Check the project; list every error and exit 1 if there are any.
+    Validate,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+/// Entry point of the `holos` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let environment: BTreeMap<String, String> = std::env::vars().collect();
+    let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let options = Options {
+        files: cli.files.clone(),
+        project_name: cli.project_name.clone(),
+        profiles: cli.profiles.clone(),
+        working_dir,
+        environment,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match run(&cli.command, &options) {
+        Ok(text) => {
+            // A closed stdout (holos config | head) is not an error worth reporting.
+            let _ = stdout.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(diags) => {
+            let mut stderr = std::io::stderr().lock();
+            for d in &diags {
+                let _ = writeln!(stderr, "{d}");
+            }
+            let _ = writeln!(
+                stderr,
+                "holos: {} error{} found",
+                diags.len(),
+                if diags.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command and returns what it prints on success.
+pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
+    match command {
+        Command::Validate => {
+            crate::resolve(options)?;
+            Ok(String::new())
+        }
+        Command::Config { resolved, format } => {
+            let (project, manifest) = crate::resolve(options)?;
+            let json = if *resolved {
+                serde_json::to_value(&manifest).map_err(|e| {
+                    vec![Diag::at(
+                        &project.model.pos,
+                        "",
+                        format!("cannot serialise the manifest: {e}"),
+                    )]
+                })?
+            } else {
+                project.model.to_json()
+            };
+            Ok(render(&json, *format, *resolved, &project))
+        }
+    }
+}
+
+fn render(
+    json: &serde_json::Value,
+    format: Format,
+    resolved: bool,
+    project: &compose::Project,
+) -> String {
+    match format {
+        Format::Json => {
+            let mut text = serde_json::to_string_pretty(json).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+        Format::Yaml if resolved => json_to_node(json).to_yaml_string(),
+        Format::Yaml => project.model.to_yaml_string(),
+    }
+}
+
+/// JSON to a YAML tree, for printing the manifest as YAML.
+pub fn json_to_node(value: &serde_json::Value) -> Node {
+    use serde_json::Value;
+    let pos = Pos::synthetic("manifest");
+    match value {
+        Value::Null => Node::new(Kind::Null, pos),
+        Value::Bool(b) => Node::plain(b.to_string(), pos),
+        Value::Number(n) => Node::plain(n.to_string(), pos),
+        Value::String(s) => Node::string(s.clone(), pos),
+        Value::Array(items) => Node::seq(items.iter().map(json_to_node).collect(), pos),
+        Value::Object(map) => Node::map(
+            map.iter()
+                .map(|(k, v)| (Node::string(k.clone(), pos.clone()), json_to_node(v)))
+                .collect(),
+            pos.clone(),
+        ),
+    }
+}

@@ -1,0 +1,323 @@
+//! From the merged YAML tree to the typed `Manifest`: strict keys, every
+//! service field, then the project-wide parts (dependency order, IPs, MACs,
+//! port overlaps, `/etc/hosts`).
+
+pub mod keys;
+pub mod ports;
+pub mod reader;
+pub mod service;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use crate::compose::Project;
+use crate::diag::{Diag, Diags, did_you_mean};
+use crate::manifest::{Forward, HostEntry, Instance, Manifest, NetworkPlan, Service, Volume};
+use crate::network;
+use crate::yaml::Node;
+use reader::{Reader, child, parse_bytes};
+use service::{Context, decode_service};
+
+/// Resolves a loaded project. `existing_ips` are the allocations the
+/// runtime already holds (empty for `holos config`).
+pub fn resolve(
+    project: &Project,
+    existing_ips: &BTreeMap<String, Ipv4Addr>,
+) -> Result<Manifest, Vec<Diag>> {
+    let mut r = Reader {
+        diags: Diags::default(),
+    };
+    let root = &project.model;
+    r.mapping(root, "", keys::TOP_LEVEL);
+    if let Some(v) = root.get("version") {
+        r.string(v, "version");
+    }
+
+    let mut volumes = Vec::new();
+    if let Some(node) = root.get("volumes").filter(|n| !n.is_null())
+        && let Some(entries) = r
+            .mapping(node, "volumes", &[])
+            .map(|_| node.as_map().unwrap_or_default())
+    {
+        // Every key here is a volume name, so only x-* is special.
+        r.diags
+            .list
+            .retain(|d| !(d.path.starts_with("volumes.") && d.message.starts_with("unknown key")));
+        for (k, v) in entries {
+            let name = k.as_str().unwrap_or_default().to_string();
+            if name.starts_with("x-") {
+                continue;
+            }
+            volumes.push(decode_volume(&mut r, name, v));
+        }
+    }
+    let volume_names: Vec<String> = volumes.iter().map(|v: &Volume| v.name.clone()).collect();
+
+    let mut metadata = BTreeMap::new();
+    for key in ["networks", "configs", "secrets", "models"] {
+        if let Some(n) = root.get(key).filter(|n| !n.is_null()) {
+            if n.as_map().is_none() {
+                r.error(
+                    n,
+                    key,
+                    format!("must be a mapping, found {}", n.type_name()),
+                );
+            }
+            metadata.insert(key.to_string(), n.to_json());
+        }
+    }
+    if let Some(v) = root.get("version") {
+        metadata.insert("version".into(), v.to_json());
+    }
+
+    let cx = Context {
+        volume_names: &volume_names,
+        environment: &project.environment,
+    };
+    let mut services: Vec<Service> = Vec::new();
+    let mut service_pos: BTreeMap<String, Node> = BTreeMap::new();
+    match root.get("services") {
+        None => {}
+        Some(node) if node.is_null() => {}
+        Some(node) => match node.as_map() {
+            None => r.error(
+                node,
+                "services",
+                "must be a mapping of service names to definitions",
+            ),
+            Some(entries) => {
+                for (k, v) in entries {
+                    let name = k.as_str().unwrap_or_default().to_string();
+                    if name.starts_with("x-") {
+                        continue;
+                    }
+                    if !valid_service_name(&name) {
+                        r.error(k, &child("services", &name), "service names may use only a-z, 0-9, _ and -, and must start with a letter or digit");
+                    }
+                    service_pos.insert(name.clone(), k.clone());
+                    if let Some(s) = decode_service(&mut r, &name, v, &cx) {
+                        services.push(s);
+                    }
+                }
+            }
+        },
+    }
+    // Inactive services are still checked, as Compose does.
+    let inactive: Vec<String> = project
+        .inactive
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.as_str()?.to_string();
+            decode_service(&mut r, &name, v, &cx);
+            Some(name)
+        })
+        .collect();
+
+    // depends_on targets.
+    let known: Vec<String> = service_pos.keys().cloned().collect();
+    for s in &mut services {
+        let pos = service_pos.get(&s.name).map(|n| n.pos.clone());
+        let mut kept = Vec::new();
+        for dep in std::mem::take(&mut s.depends_on) {
+            if known.contains(&dep.service) {
+                kept.push(dep);
+                continue;
+            }
+            if !dep.required {
+                continue;
+            }
+            let message = if inactive.contains(&dep.service) {
+                format!(
+                    "depends on {:?}, which its profiles disable; enable the profile or set required: false",
+                    dep.service
+                )
+            } else {
+                let hint = did_you_mean(&dep.service, known.iter().map(String::as_str))
+                    .map(|h| format!("did you mean {h:?}? "))
+                    .unwrap_or_default();
+                format!(
+                    "depends on undefined service {:?}; {hint}define it or remove the dependency",
+                    dep.service
+                )
+            };
+            if let Some(pos) = &pos {
+                r.diags
+                    .push(pos, format!("services.{}.depends_on", s.name), message);
+            }
+        }
+        s.depends_on = kept;
+    }
+
+    if !r.diags.is_empty() {
+        return Err(r.diags.list);
+    }
+
+    let deps: BTreeMap<String, Vec<String>> = services
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.depends_on.iter().map(|d| d.service.clone()).collect(),
+            )
+        })
+        .collect();
+    let order = match network::topological_order(&deps) {
+        Ok(order) => order,
+        Err(cycle) => {
+            let first = cycle.first().cloned().unwrap_or_default();
+            let pos = service_pos
+                .get(&first)
+                .map(|n| n.pos.clone())
+                .unwrap_or_else(|| project.model.pos.clone());
+            return Err(vec![Diag::at(
+                &pos,
+                format!("services.{first}.depends_on"),
+                format!(
+                    "depends_on cycle: {}; remove one of these dependencies",
+                    cycle.join(" -> ")
+                ),
+            )]);
+        }
+    };
+    let mut by_name: BTreeMap<String, Service> =
+        services.into_iter().map(|s| (s.name.clone(), s)).collect();
+    let mut ordered: Vec<Service> = order.iter().filter_map(|n| by_name.remove(n)).collect();
+
+    let instance_names: Vec<String> = ordered
+        .iter()
+        .flat_map(|s| (0..s.replicas).map(move |i| format!("{}-{i}", s.name)))
+        .collect();
+    let ips = network::allocate_ips(&instance_names, existing_ips)
+        .map_err(|e| vec![Diag::at(&project.model.pos, "services", e)])?;
+
+    let mut diags = Diags::default();
+    let mut published: Vec<(Ipv4Addr, u16, String)> = Vec::new();
+    let mut hosts = Vec::new();
+    for s in &mut ordered {
+        for index in 0..s.replicas {
+            let name = format!("{}-{index}", s.name);
+            let Some(ip) = ips.get(&name).copied() else {
+                continue;
+            };
+            let mut forwards = Vec::new();
+            for (p, port) in s.ports.iter().enumerate() {
+                let host_port = match port.host_port {
+                    Some(h) => match h
+                        .checked_add(index as u16)
+                        .filter(|_| u32::from(h) + index <= 65535)
+                    {
+                        Some(h) => Some(h),
+                        None => {
+                            if let Some(n) = service_pos.get(&s.name) {
+                                diags.push(&n.pos, format!("services.{}.ports", s.name), format!("host port {h} + replica {index} exceeds 65535; lower the port or the replicas"));
+                            }
+                            None
+                        }
+                    },
+                    None => None,
+                };
+                if let Some(h) = host_port {
+                    let who = format!("services.{}.ports[{p}] (replica {index})", s.name);
+                    let clash = published.iter().find(|(ip0, h0, _)| {
+                        *h0 == h
+                            && (*ip0 == port.host_ip
+                                || ip0.is_unspecified()
+                                || port.host_ip.is_unspecified())
+                    });
+                    match clash {
+                        Some((_, _, other)) => {
+                            if let Some(n) = service_pos.get(&s.name) {
+                                diags.push(&n.pos, format!("services.{}.ports", s.name), format!("{who} and {other} both publish {}:{h}; change one host port", port.host_ip));
+                            }
+                        }
+                        None => published.push((port.host_ip, h, who)),
+                    }
+                }
+                forwards.push(Forward {
+                    host_ip: port.host_ip,
+                    host_port,
+                    guest_ip: port.guest_ip,
+                    guest_port: port.guest_port,
+                });
+            }
+            let mut names = vec![name.clone()];
+            if index == 0 {
+                names.push(s.name.clone());
+            }
+            hosts.push(HostEntry {
+                ip: ip.to_string(),
+                names,
+            });
+            s.instances.push(Instance {
+                hostname: s
+                    .cloud_init
+                    .hostname
+                    .clone()
+                    .unwrap_or_else(|| name.clone()),
+                name,
+                index,
+                ip,
+                mac_internal: network::internal_mac(ip),
+                mac_user: network::user_mac(ip),
+                ports: forwards,
+            });
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags.list);
+    }
+    let (multicast_group, multicast_port) = network::multicast_for(&project.name);
+    Ok(Manifest {
+        project: project.name.clone(),
+        directory: project.directory.display().to_string(),
+        network: NetworkPlan {
+            subnet: network::SUBNET.into(),
+            multicast_group,
+            multicast_port,
+        },
+        hosts,
+        services: ordered,
+        volumes,
+        metadata,
+    })
+}
+
+fn valid_service_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+fn decode_volume(r: &mut Reader, name: String, node: &Node) -> Volume {
+    let path = child("volumes", &name);
+    let mut out = Volume {
+        name,
+        size_bytes: None,
+        metadata: BTreeMap::new(),
+    };
+    if node.is_null() {
+        return out;
+    }
+    let Some(entries) = r.mapping(node, &path, keys::TOP_VOLUME) else {
+        return out;
+    };
+    for (k, v) in entries {
+        let key = k.as_str().unwrap_or_default();
+        if key == "size" {
+            if let Some(text) = r.string(v, &child(&path, "size")) {
+                match parse_bytes(&text) {
+                    Some(bytes) => out.size_bytes = Some(bytes),
+                    None => r.error(
+                        v,
+                        &child(&path, "size"),
+                        format!("{text:?} is not a size; write e.g. 20G"),
+                    ),
+                }
+            }
+        } else if !key.starts_with("x-") {
+            out.metadata.insert(key.to_string(), v.to_json());
+        }
+    }
+    out
+}

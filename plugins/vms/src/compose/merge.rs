@@ -1,0 +1,200 @@
+//! Compose's merge rules: how a later file (or an extending service, or the
+//! main file over its includes) combines with what came before.
+//!
+//! Mappings merge key by key; `!reset` removes an inherited value and
+//! `!override` replaces it whole. Key/value lists (environment, labels, …)
+//! merge as mappings; volumes merge by target; commands are replaced; other
+//! lists append without duplicates.
+
+use crate::yaml::{Kind, MergeTag, Node};
+
+/// How the value at a path combines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    Deep,
+    KeyValues,
+    Replace,
+    ByTarget,
+}
+
+fn rule_for(path: &[&str]) -> Rule {
+    match path {
+        ["services", _, field] => match *field {
+            "environment" | "labels" | "annotations" | "extra_hosts" | "sysctls" | "depends_on" => {
+                Rule::KeyValues
+            }
+            "command" | "entrypoint" | "dns" | "dns_search" | "dns_opt" | "tmpfs" => Rule::Replace,
+            "volumes" => Rule::ByTarget,
+            _ => Rule::Deep,
+        },
+        ["services", _, "healthcheck", "test"] | ["services", _, "vm", "extra_args"] => {
+            Rule::Replace
+        }
+        ["services", _, "build", "args" | "labels"] => Rule::KeyValues,
+        ["services", _, "deploy", "labels"] => Rule::KeyValues,
+        _ => Rule::Deep,
+    }
+}
+
+/// Merges `over` onto `base`. `path` is the key path of both.
+pub fn merge(base: Node, over: Node, path: &[&str]) -> Node {
+    if over.tag == Some(MergeTag::Override) {
+        return normalize_tags(over);
+    }
+    let rule = rule_for(path);
+    match rule {
+        Rule::Replace => return normalize_tags(over),
+        Rule::KeyValues => {
+            let base = key_values_to_map(base, path);
+            let over = key_values_to_map(over, path);
+            return merge_maps(base, over, path);
+        }
+        Rule::ByTarget => {
+            if let (Kind::Seq(base_items), Kind::Seq(over_items)) = (&base.kind, &over.kind) {
+                let mut items = base_items.clone();
+                for item in over_items {
+                    let target = volume_target(item);
+                    match items
+                        .iter()
+                        .position(|b| target.is_some() && volume_target(b) == target)
+                    {
+                        Some(i) => items[i] = normalize_tags(item.clone()),
+                        None => items.push(normalize_tags(item.clone())),
+                    }
+                }
+                return Node::seq(items, over.pos);
+            }
+        }
+        Rule::Deep => {}
+    }
+    match (&base.kind, &over.kind) {
+        (Kind::Map(_), Kind::Map(_)) => merge_maps(base, over, path),
+        (Kind::Seq(base_items), Kind::Seq(over_items)) => {
+            let mut items = base_items.clone();
+            for item in over_items {
+                let item = normalize_tags(item.clone());
+                let json = item.to_json();
+                if !items.iter().any(|b| b.to_json() == json) {
+                    items.push(item);
+                }
+            }
+            let mut merged = Node::seq(items, over.pos);
+            merged.tag = None;
+            merged
+        }
+        _ => normalize_tags(over),
+    }
+}
+
+fn merge_maps(base: Node, over: Node, path: &[&str]) -> Node {
+    let pos = over.pos.clone();
+    let Kind::Map(mut entries) = base.kind else {
+        return normalize_tags(over);
+    };
+    let Kind::Map(over_entries) = over.kind else {
+        return Node::map(entries, pos);
+    };
+    for (key, value) in over_entries {
+        let name = key.as_str().unwrap_or_default().to_string();
+        let existing = entries.iter().position(|(k, _)| k.as_str() == Some(&name));
+        if value.tag == Some(MergeTag::Reset) {
+            if let Some(i) = existing {
+                entries.remove(i);
+            }
+            continue;
+        }
+        match existing {
+            Some(i) => {
+                let mut child_path: Vec<&str> = path.to_vec();
+                child_path.push(&name);
+                let old = std::mem::replace(&mut entries[i].1, Node::new(Kind::Null, pos.clone()));
+                entries[i].1 = merge(old, value, &child_path);
+            }
+            None => entries.push((key, normalize_tags(value))),
+        }
+    }
+    Node::map(entries, pos)
+}
+
+/// Drops `!reset` entries and clears `!override` below a node that has no
+/// inherited value to act on.
+pub fn normalize_tags(mut node: Node) -> Node {
+    node.tag = None;
+    match node.kind {
+        Kind::Map(entries) => {
+            node.kind = Kind::Map(
+                entries
+                    .into_iter()
+                    .filter(|(_, v)| v.tag != Some(MergeTag::Reset))
+                    .map(|(k, v)| (k, normalize_tags(v)))
+                    .collect(),
+            );
+        }
+        Kind::Seq(items) => {
+            node.kind = Kind::Seq(
+                items
+                    .into_iter()
+                    .filter(|v| v.tag != Some(MergeTag::Reset))
+                    .map(normalize_tags)
+                    .collect(),
+            );
+        }
+        _ => {}
+    }
+    node
+}
+
+/// Turns a `KEY=VALUE` list (or `host:ip`, or a depends_on name list) into a
+/// mapping so that entries merge by key.
+pub fn key_values_to_map(node: Node, path: &[&str]) -> Node {
+    let Kind::Seq(items) = &node.kind else {
+        return node;
+    };
+    let field = path.last().copied().unwrap_or_default();
+    let mut entries = Vec::new();
+    for item in items {
+        let Some(text) = item.as_str() else {
+            // Not a list of strings: leave it for the validator to report.
+            return node;
+        };
+        let (key, value) = if field == "depends_on" {
+            let condition = Node::map(
+                vec![(
+                    Node::string("condition", item.pos.clone()),
+                    Node::string("service_started", item.pos.clone()),
+                )],
+                item.pos.clone(),
+            );
+            (text.to_string(), condition)
+        } else {
+            let split = if field == "extra_hosts" {
+                text.find('=').or_else(|| text.find(':'))
+            } else {
+                text.find('=')
+            };
+            match split {
+                Some(i) => (
+                    text[..i].to_string(),
+                    Node::string(&text[i + 1..], item.pos.clone()),
+                ),
+                None => (text.to_string(), Node::new(Kind::Null, item.pos.clone())),
+            }
+        };
+        entries.push((Node::string(key, item.pos.clone()), value));
+    }
+    Node::map(entries, node.pos)
+}
+
+/// The mount target of a volume entry, in short or long syntax.
+fn volume_target(node: &Node) -> Option<String> {
+    if let Some(text) = node.as_str() {
+        let parts: Vec<&str> = text.split(':').collect();
+        return match parts.len() {
+            1 => Some(parts[0].to_string()),
+            _ => Some(parts[1].to_string()),
+        };
+    }
+    node.get("target")
+        .and_then(Node::as_str)
+        .map(str::to_string)
+}

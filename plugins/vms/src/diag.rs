@@ -1,0 +1,116 @@
+//! Diagnostics: one error with its source position and key path.
+//!
+//! Every stage collects these instead of stopping at the first problem, so
+//! that `holos validate` can list everything that is wrong at once.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::yaml::Pos;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diag {
+    pub pos: Pos,
+    /// Dotted key path such as `services.web.ports[0]`; empty when the
+    /// position alone says enough.
+    pub path: String,
+    pub message: String,
+}
+
+impl Diag {
+    pub fn at(pos: &Pos, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diag {
+            pos: pos.clone(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An error about a whole file (it could not be read, for example).
+    pub fn file(path: &Path, message: impl Into<String>) -> Self {
+        Diag {
+            pos: Pos {
+                file: Arc::new(path.to_path_buf()),
+                line: 0,
+                col: 0,
+            },
+            path: String::new(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.pos, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.pos, self.path, self.message)
+        }
+    }
+}
+
+/// Collects diagnostics while a stage keeps going.
+#[derive(Default, Debug)]
+pub struct Diags {
+    pub list: Vec<Diag>,
+}
+
+impl Diags {
+    pub fn push(&mut self, pos: &Pos, path: impl Into<String>, message: impl Into<String>) {
+        self.list.push(Diag::at(pos, path, message));
+    }
+
+    pub fn extend(&mut self, more: impl IntoIterator<Item = Diag>) {
+        self.list.extend(more);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// The closest candidate within a small edit distance, for "did you mean".
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let len = word.chars().count();
+    let limit = if len <= 3 { 1 } else { (len / 3).clamp(2, 3) };
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, c)| (*d, *c))
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_keys_only() {
+        let keys = ["ports", "image", "volumes"];
+        assert_eq!(did_you_mean("prots", keys), Some("ports"));
+        assert_eq!(did_you_mean("imag", keys), Some("image"));
+        assert_eq!(did_you_mean("zzzzzz", keys), None);
+    }
+}
