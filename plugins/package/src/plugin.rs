@@ -457,7 +457,7 @@ fn render_side(name: &str, version: Option<&str>, arch: Option<&str>) -> String 
 
 fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf, PathBuf)>> {
     let dev_null = PathBuf::from("/dev/null");
-    let (name, kind, observed, desired) = match &entity.spec {
+    let (name, observed, desired) = match &entity.spec {
         Some(declared) => {
             let spec = &declared.spec;
             let observed = declared.observed.as_ref().map(Installed::from);
@@ -487,7 +487,7 @@ fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf,
                     observed.as_ref().map(|p| p.arch.as_str()),
                 )
             });
-            (spec.name.clone(), spec.provider, observed, desired)
+            (spec.name.clone(), observed, desired)
         }
         None => {
             let Some(record) = state::read::<Record>(env, &entity.id)? else {
@@ -504,10 +504,9 @@ fn render_diff(env: &Env, entity: &EntityCtx<Entity>) -> Result<Option<(PathBuf,
             } else {
                 None
             };
-            (record.name.clone(), record.provider, observed, desired)
+            (record.name.clone(), observed, desired)
         }
     };
-    let _ = kind;
     let actual = observed
         .as_ref()
         .map(|p| render_side(&name, Some(&p.full_version()), Some(&p.arch)));

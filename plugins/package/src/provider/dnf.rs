@@ -41,6 +41,10 @@ pub fn install_argv(name: &str, version: Option<&str>) -> Vec<String> {
     argv
 }
 
+pub fn upgrade_argv(name: &str) -> Vec<String> {
+    strings(&["dnf", "upgrade", "-y", name])
+}
+
 pub fn downgrade_argv(name: &str, version: &str) -> Vec<String> {
     let mut argv = strings(&["dnf", "downgrade", "-y"]);
     argv.push(spec(name, Some(version)));
@@ -140,7 +144,10 @@ impl PackageManager for Dnf {
     fn converge(&mut self, name: &str, step: &Step) -> Result<()> {
         let argv = match step {
             Step::Nothing => return Ok(()),
-            Step::Install | Step::InstallLatest | Step::UpgradeLatest => install_argv(name, None),
+            Step::Install | Step::InstallLatest => install_argv(name, None),
+            // `dnf install` leaves an installed package alone, so `latest`
+            // upgrades explicitly (the seed's `install` would never upgrade).
+            Step::UpgradeLatest => upgrade_argv(name),
             Step::InstallVersion(version) | Step::Upgrade(version) => {
                 install_argv(name, Some(version))
             }
@@ -198,6 +205,7 @@ mod tests {
             "dnf downgrade -y zsh-5.8-9.el9"
         );
         assert_eq!(remove_argv("zsh").join(" "), "dnf remove -y zsh");
+        assert_eq!(upgrade_argv("tmux").join(" "), "dnf upgrade -y tmux");
         assert!(query_argv(&["zsh".into()])[3].ends_with("%{ARCH}\n"));
     }
 

@@ -443,9 +443,20 @@ impl Executor for MockExecutor {
             }
             ["apt-get", "-q", "update"] => return self.touch("var/lib/apt/lists"),
             ["dnf", "makecache"] => return self.touch("var/cache/dnf"),
-            ["dnf", "install" | "downgrade", "-y", spec] => {
+            ["dnf", "install", "-y", spec] => {
+                let (name, version) = Self::split_dnf_spec(&db, spec);
+                // Like dnf: installing an installed package without a version does nothing.
+                let installed = db.installed.iter().any(|p| p.name == name);
+                if version.is_some() || !installed {
+                    self.install(argv, &mut db, name, version, true)?;
+                }
+            }
+            ["dnf", "downgrade", "-y", spec] => {
                 let (name, version) = Self::split_dnf_spec(&db, spec);
                 self.install(argv, &mut db, name, version, true)?;
+            }
+            ["dnf", "upgrade", "-y", name] => {
+                self.install(argv, &mut db, name, None, true)?;
             }
             _ => return Err(Self::unsupported(argv)),
         }
