@@ -8,30 +8,17 @@
 //! that repository through `APT_CONFIG`. Needs the Debian packages `dpkg`,
 //! `apt` and `apt-utils`, and the `holo` driver built beside `holo-package`.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{Holo, Restore, install_plugin, run};
+
 const PACKAGE: &str = "holo-test-pkg";
 const VERSIONS: &[&str] = &["1.0-1", "1.1-1", "2.0-1"];
 const ENTITY: &str = "package:holo-test-pkg";
-
-fn run(program: &str, args: &[&str], cwd: Option<&Path>) -> String {
-    let mut command = Command::new(program);
-    command.args(args);
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
-    let output = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e} (install dpkg, apt and apt-utils)"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 /// The package's version if dpkg has it installed.
 fn dpkg_installed_version() -> Option<String> {
@@ -42,60 +29,6 @@ fn dpkg_installed_version() -> Option<String> {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let (version, status) = text.split_once(' ')?;
     (status == "installed").then(|| version.to_owned())
-}
-
-/// Puts back every file and directory the test created or replaced.
-#[derive(Default)]
-struct Restore {
-    files: Vec<(PathBuf, Option<Vec<u8>>)>,
-    created_dirs: Vec<PathBuf>,
-}
-
-impl Restore {
-    fn create_dirs(&mut self, dir: &Path) {
-        let mut missing = Vec::new();
-        let mut cursor = Some(dir);
-        while let Some(path) = cursor {
-            if path.exists() {
-                break;
-            }
-            missing.push(path.to_path_buf());
-            cursor = path.parent();
-        }
-        for path in missing.into_iter().rev() {
-            fs::create_dir(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
-            self.created_dirs.push(path);
-        }
-    }
-
-    fn write(&mut self, path: &Path, text: &str) {
-        if !self.files.iter().any(|(known, _)| known == path) {
-            self.files.push((path.to_path_buf(), fs::read(path).ok()));
-        }
-        self.create_dirs(path.parent().expect("absolute path"));
-        fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    }
-
-    fn forget_on_exit(&mut self, path: &Path) {
-        if !self.files.iter().any(|(known, _)| known == path) {
-            self.files.push((path.to_path_buf(), fs::read(path).ok()));
-        }
-    }
-}
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        let _ = Command::new("dpkg").args(["--purge", PACKAGE]).output();
-        for (path, original) in self.files.iter().rev() {
-            let _ = match original {
-                Some(bytes) => fs::write(path, bytes),
-                None => fs::remove_file(path).or(Ok(())),
-            };
-        }
-        for dir in self.created_dirs.iter().rev() {
-            let _ = fs::remove_dir(dir);
-        }
-    }
 }
 
 fn build_repository(dir: &Path) -> PathBuf {
@@ -162,34 +95,6 @@ fn apt_config(dir: &Path, repo: &Path) -> PathBuf {
     config
 }
 
-struct Holo {
-    driver: PathBuf,
-    apt_config: PathBuf,
-}
-
-impl Holo {
-    /// `holo apply [--force] package:holo-test-pkg`; returns its output.
-    fn apply(&self, extra: &[&str]) -> String {
-        let output = Command::new(&self.driver)
-            .arg("apply")
-            .args(extra)
-            .arg(ENTITY)
-            .env("HOLO_ROOT_DIR", "/")
-            .env("APT_CONFIG", &self.apt_config)
-            .env("HOLO_PACKAGE_LISTS_MAX_AGE", "0")
-            .output()
-            .expect("run holo");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(output.status.success(), "holo apply failed:\n{text}");
-        eprintln!("--- holo apply {extra:?}:{text}");
-        text
-    }
-}
-
 #[test]
 fn real_apt_install_latest_downgrade_heal_remove_scrub() {
     if std::env::var("HOLO_TEST_REAL_APT").as_deref() != Ok("1") {
@@ -197,12 +102,6 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
         return;
     }
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_holo-package"));
-    let driver = plugin.with_file_name("holo");
-    assert!(
-        driver.is_file(),
-        "{} is missing: build the driver first (cargo build -p holo)",
-        driver.display()
-    );
     assert_eq!(
         dpkg_installed_version(),
         None,
@@ -211,24 +110,25 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
 
     let scratch = tempfile::tempdir().expect("tempdir");
     let repo = build_repository(scratch.path());
-    let holo = Holo {
-        driver,
-        apt_config: apt_config(&scratch.path().join("apt"), &repo),
-    };
+    let config = apt_config(&scratch.path().join("apt"), &repo);
+    let holo = Holo::new(
+        &plugin,
+        ENTITY,
+        vec![
+            ("APT_CONFIG".into(), config.display().to_string()),
+            // The test's lists start empty: always refresh once per run.
+            ("HOLO_PACKAGE_LISTS_MAX_AGE".into(), "0".into()),
+        ],
+    );
 
     let mut restore = Restore::default();
-    restore.write(
-        Path::new("/etc/holorc.d/10-package"),
-        &format!("plugin package={}\n", plugin.display()),
-    );
-    let resource = Path::new("/usr/share/holo/package/zz-real-apt-test.toml");
-    restore.forget_on_exit(Path::new(
-        "/var/lib/holo/package/package:holo-test-pkg.toml",
-    ));
-    restore.create_dirs(Path::new("/var/lib/holo/package"));
+    restore
+        .cleanup
+        .push(("dpkg".into(), vec!["--purge".into(), PACKAGE.into()]));
+    let resource = install_plugin(&mut restore, &plugin, ENTITY);
     let declare = |restore: &mut Restore, ensure: &str| {
         restore.write(
-            resource,
+            &resource,
             &format!(
                 "[[package]]\nname = \"{PACKAGE}\"\nprovider = \"apt\"\nensure = \"{ensure}\"\n"
             ),
@@ -237,7 +137,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
 
     // Install a pinned version.
     declare(&mut restore, "1.0-1");
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert!(
         output.contains("Working on package:holo-test-pkg"),
         "{output}"
@@ -247,7 +147,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
         Some("1.0-1"),
         "{output}"
     );
-    let again = holo.apply(&[]);
+    let again = holo.apply();
     assert!(
         !again.contains("Working on"),
         "a second apply changes nothing:\n{again}"
@@ -255,7 +155,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
 
     // latest upgrades to the repository's newest.
     declare(&mut restore, "latest");
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert_eq!(
         dpkg_installed_version().as_deref(),
         Some("2.0-1"),
@@ -264,7 +164,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
 
     // A pin to an older version is a real downgrade.
     declare(&mut restore, "1.1-1");
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert_eq!(
         dpkg_installed_version().as_deref(),
         Some("1.1-1"),
@@ -274,7 +174,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
     // Self-healing after an admin's `dpkg -r`.
     run("dpkg", &["-r", PACKAGE], None);
     assert_eq!(dpkg_installed_version(), None);
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert_eq!(
         dpkg_installed_version().as_deref(),
         Some("1.1-1"),
@@ -283,19 +183,19 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
 
     // Removal.
     declare(&mut restore, "absent");
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert_eq!(dpkg_installed_version(), None, "{output}");
 
     // Installed again, then the resource is deleted: scrubbing removes it.
     declare(&mut restore, "present");
-    let output = holo.apply(&[]);
+    let output = holo.apply();
     assert_eq!(
         dpkg_installed_version().as_deref(),
         Some("2.0-1"),
         "{output}"
     );
-    fs::remove_file(resource).expect("delete the resource");
-    let output = holo.apply(&[]);
+    fs::remove_file(&resource).expect("delete the resource");
+    let output = holo.apply();
     assert!(
         output.contains("Scrubbing package:holo-test-pkg"),
         "{output}"
