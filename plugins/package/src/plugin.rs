@@ -299,6 +299,10 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
 
     if mode == Mode::Noop {
         let current = current_of(entity.observed.as_ref().map(Installed::from).as_ref());
+        let recorded: Option<Record> = state::read(env, id)?;
+        if let Some(outcome) = protected(spec, recorded.as_ref(), &current) {
+            return Ok(outcome);
+        }
         let step = apply::decide(&spec.ensure, &current, &order);
         let candidate = match step {
             Step::Install => manager.candidate(&spec.name)?,
@@ -318,14 +322,10 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
     let before = before.get(&spec.name);
     let current = current_of(before);
     let recorded: Option<Record> = state::read(env, id)?;
-
-    if spec.protect && mode == Mode::Apply {
-        let recorded_current = recorded.as_ref().map(Record::current);
-        match apply::protection(&spec.ensure, recorded_current.as_ref(), &current, &order) {
-            Protection::Proceed => {}
-            Protection::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
-            Protection::RequiresForceOverwrite => return Ok(Outcome::RequiresForceOverwrite),
-        }
+    if mode == Mode::Apply
+        && let Some(outcome) = protected(spec, recorded.as_ref(), &current)
+    {
+        return Ok(outcome);
     }
 
     let present_before = recorded
@@ -366,6 +366,25 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
     } else {
         Outcome::Changed
     })
+}
+
+/// With `protect = true`: the outcome that leaves a package changed by hand
+/// alone (`None` when apply may go ahead).
+fn protected(spec: &PackageSpec, recorded: Option<&Record>, current: &Current) -> Option<Outcome> {
+    if !spec.protect {
+        return None;
+    }
+    let recorded = recorded.map(Record::current);
+    match apply::protection(
+        &spec.ensure,
+        recorded.as_ref(),
+        current,
+        &Order(spec.provider),
+    ) {
+        Protection::Proceed => None,
+        Protection::RequiresForceRestore => Some(Outcome::RequiresForceRestore),
+        Protection::RequiresForceOverwrite => Some(Outcome::RequiresForceOverwrite),
+    }
 }
 
 /// Writes the state record when it differs from the one on disk.
