@@ -21,8 +21,15 @@ pub use diag::Diag;
 pub use manifest::Manifest;
 
 /// Loads and resolves a project in one call, with no prior IP allocations.
+/// Errors come sorted by file and position.
 pub fn resolve(options: &compose::Options) -> Result<(compose::Project, Manifest), Vec<Diag>> {
-    let project = compose::load(options)?;
-    let manifest = compose::decode::resolve(&project, &BTreeMap::new())?;
+    let sorted = |mut diags: Vec<Diag>| {
+        diags.sort_by(|a, b| {
+            (&a.pos.file, a.pos.line, a.pos.col).cmp(&(&b.pos.file, b.pos.line, b.pos.col))
+        });
+        diags
+    };
+    let project = compose::load(options).map_err(sorted)?;
+    let manifest = compose::decode::resolve(&project, &BTreeMap::new()).map_err(sorted)?;
     Ok((project, manifest))
 }

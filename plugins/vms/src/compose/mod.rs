@@ -152,6 +152,20 @@ pub fn load_file(
     Some(root)
 }
 
+/// Puts the top-level keys in Compose's order, extensions last, so that
+/// `holos config` reads the same whichever file defined what.
+fn order_top_level(model: &mut Node) {
+    const ORDER: [&str; 8] = [
+        "name", "version", "services", "volumes", "networks", "configs", "secrets", "models",
+    ];
+    if let Some(entries) = model.as_map_mut() {
+        entries.sort_by_key(|(k, _)| {
+            let key = k.as_str().unwrap_or_default();
+            ORDER.iter().position(|o| *o == key).unwrap_or(ORDER.len())
+        });
+    }
+}
+
 /// Loads the whole project as Compose would.
 pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
     let files = if options.files.is_empty() {
@@ -227,6 +241,7 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
         )]);
     }
     model.set("name", Node::string(&name, model.pos.clone()));
+    order_top_level(&mut model);
 
     let enabled = profiles::enabled_profiles(
         &options.profiles,
