@@ -230,6 +230,13 @@ fn read_copy_source(
     canonical_context: &Path,
 ) -> Result<Vec<u8>, String> {
     let joined: PathBuf = context.join(source);
+    let lexical = crate::compose::paths::absolutize(context, source);
+    if !Path::new(&lexical).starts_with(crate::compose::paths::absolutize(context, ".")) {
+        return Err(format!(
+            "COPY source {source} is outside the build context {}; move it inside",
+            context.display()
+        ));
+    }
     let resolved = joined.canonicalize().map_err(|e| {
         format!(
             "COPY source {source} cannot be read ({e}); it is looked up in {}",

@@ -89,11 +89,14 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
     let mut min_memory: u64 = 0;
     let image = match image_text {
         None => {
-            r.error(
-                node,
-                &path,
-                "needs image: (an alias such as ubuntu:noble, or a local disk image) or build:",
-            );
+            // A build that failed has already been reported.
+            if node.get("build").is_none() && node.get("dockerfile").is_none() {
+                r.error(
+                    node,
+                    &path,
+                    "needs image: (an alias such as ubuntu:noble, or a local disk image) or build:",
+                );
+            }
             None
         }
         Some(text) if images::is_image_path(&text) => {

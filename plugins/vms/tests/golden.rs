@@ -1,0 +1,83 @@
+//! Golden resolved manifests for every example in `share/examples/compose`
+//! (the seed's examples and a fuller project). Run with `HOLOS_BLESS=1` to
+//! rewrite the goldens after an intended change, then review the diff.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use holo_vms::cli::{Command, Format, run};
+use holo_vms::compose::Options;
+
+fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/examples/compose")
+}
+
+fn resolved(dir: &Path, format: Format) -> String {
+    let options = Options {
+        working_dir: dir.to_path_buf(),
+        environment: BTreeMap::new(),
+        ..Options::default()
+    };
+    let command = Command::Config {
+        resolved: true,
+        format,
+    };
+    match run(&command, &options) {
+        Ok(text) => text.replace(&dir.display().to_string(), "$EXAMPLE"),
+        Err(errors) => panic!(
+            "{} does not resolve:\n{}",
+            dir.display(),
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+    }
+}
+
+#[test]
+fn every_example_matches_its_golden_manifest() {
+    let examples = examples_dir()
+        .canonicalize()
+        .expect("share/examples/compose exists");
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&examples)
+        .expect("list examples")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    assert!(
+        entries.len() >= 9,
+        "expected the seed examples and full-stack"
+    );
+    let bless = std::env::var_os("HOLOS_BLESS").is_some();
+    let mut mismatches = Vec::new();
+    for dir in entries {
+        let name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(format!("{name}.yaml"));
+        let got = resolved(&dir, Format::Yaml);
+        if bless {
+            std::fs::write(&golden, &got).expect("write golden");
+            continue;
+        }
+        let want = std::fs::read_to_string(&golden).unwrap_or_default();
+        if got != want {
+            mismatches.push(format!(
+                "{name}: golden {} differs; got:\n{got}",
+                golden.display()
+            ));
+        }
+        // The JSON form carries the same manifest.
+        let json: serde_json::Value =
+            serde_json::from_str(&resolved(&dir, Format::Json)).expect("valid JSON");
+        assert_eq!(json["project"].as_str().is_some(), true, "{name}");
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
