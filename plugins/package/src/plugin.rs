@@ -318,8 +318,8 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
     }
 
     // Query again: an earlier install in this run may have changed it.
-    let before = manager.status(std::slice::from_ref(&spec.name))?;
-    let before = before.get(&spec.name);
+    let before = provider::installed(manager.as_mut(), &spec.name)?;
+    let before = before.as_ref();
     let current = current_of(before);
     let recorded: Option<Record> = state::read(env, id)?;
     if mode == Mode::Apply
@@ -348,10 +348,11 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
         )?;
     }
     provider::wait_for_locks(&manager.lock_files(), timeout)?;
+    provider::forget_installed(spec.provider);
     manager.converge(&spec.name, &step)?;
 
-    let after = manager.status(std::slice::from_ref(&spec.name))?;
-    let after = after.get(&spec.name);
+    let after = provider::installed(manager.as_mut(), &spec.name)?;
+    let after = after.as_ref();
     let reached = current_of(after);
     if !apply::is_desired_state(&spec.ensure, &reached, &order) {
         return Err(Error::new(format!(
@@ -426,8 +427,7 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         return forget(env);
     }
     let mut manager = provider::open(record.provider, &env.root, env.test_mode);
-    let status = manager.status(std::slice::from_ref(&record.name))?;
-    if !status.contains_key(&record.name) {
+    if provider::installed(manager.as_mut(), &record.name)?.is_none() {
         return forget(env);
     }
     let casualties = manager.removal_casualties(&record.name)?;
@@ -444,9 +444,9 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         return Ok(Outcome::Changed);
     }
     provider::wait_for_locks(&manager.lock_files(), lock_timeout()?)?;
+    provider::forget_installed(record.provider);
     manager.converge(&record.name, &Step::Uninstall)?;
-    let after = manager.status(std::slice::from_ref(&record.name))?;
-    if let Some(left) = after.get(&record.name) {
+    if let Some(left) = provider::installed(manager.as_mut(), &record.name)? {
         return Err(Error::new(format!(
             "desired state not achieved: scrubbing should have removed it, but version {} is still installed",
             left.full_version()

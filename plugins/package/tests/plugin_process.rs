@@ -26,6 +26,8 @@ printf '%s\n' "$*" | tr '\n' ' ' >> "$FAKE_LOG"; echo >> "$FAKE_LOG"
 case "$2" in -f=*) ;; *) echo "dpkg-query: expected -f=" >&2; exit 2 ;; esac
 shift 2
 status=0
+# Without names: every package dpkg knows.
+[ $# -gt 0 ] || set -- $(seq -f 'pkg%g' 0 2 "$((FAKE_COUNT - 1))")
 for name in "$@"; do
     case "$name" in
         pkg*[02468]) echo "$name 1.0-1 amd64 installed" ;;
@@ -65,6 +67,7 @@ fn system_mode_with_packages(count: usize) -> SystemModeSetup {
         ("HOLO_STATE_DIR", dir.path().join("state")),
         ("HOLO_CACHE_DIR", dir.path().join("cache")),
         ("FAKE_LOG", log.clone()),
+        ("FAKE_COUNT", PathBuf::from(count.to_string())),
     ];
     SystemModeSetup {
         _dir: dir,
@@ -82,6 +85,15 @@ impl SystemModeSetup {
             command.env(key, value);
         }
         command.args(args).assert()
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: String) -> assert_cmd::assert::Assert {
+        let mut command = plugin();
+        command.env_remove("HOLO_ROOT_DIR").env("PATH", &self.path);
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        command.args(args).write_stdin(stdin).assert()
     }
 
     fn calls(&self) -> Vec<String> {
@@ -112,6 +124,32 @@ fn scan_queries_dpkg_once_for_all_packages_and_noop_not_at_all() {
     // An installed package with ensure = present: noop answers from the scan.
     setup.run(&["noop", "package:pkg2"]).success().stdout("");
     assert_eq!(setup.calls().len(), 1, "noop must not query again");
+}
+
+#[test]
+fn a_batch_apply_queries_once_for_all_its_entities() {
+    let setup = system_mode_with_packages(40);
+    setup.run(&["scan"]).success();
+    // The installed (even-numbered) packages: ensure = present holds for each.
+    let ids: String = (0..40)
+        .step_by(2)
+        .map(|index| format!("package:pkg{index}\n"))
+        .collect();
+    setup.run_with_stdin(&["apply-batch"], ids).success();
+    let calls = setup.calls();
+    assert_eq!(
+        calls.len(),
+        2,
+        "scan, then one query for the batch: {calls:?}"
+    );
+    assert!(
+        !calls[1].contains("pkg"),
+        "the batch lists every package: {calls:?}"
+    );
+    // Each process applying one entity queries afresh.
+    setup.run(&["apply", "package:pkg2"]).success();
+    setup.run(&["apply", "package:pkg4"]).success();
+    assert_eq!(setup.calls().len(), 4);
 }
 
 /// Takes a write lock on `path` the way dpkg does (fcntl), in this process.

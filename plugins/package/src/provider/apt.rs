@@ -145,6 +145,20 @@ impl PackageManager for Apt {
         Ok(parse_query(&output.stdout))
     }
 
+    fn status_all(&mut self) -> Result<BTreeMap<String, Installed>> {
+        let argv = query_argv(&[]);
+        let output = self.executor.query(&argv)?;
+        if output.code != 0 {
+            return Err(Error::new(format!(
+                "{} failed with exit code {}: {}",
+                command_line(&argv),
+                output.code,
+                output.stderr.trim()
+            )));
+        }
+        Ok(parse_query(&output.stdout))
+    }
+
     fn candidate(&mut self, name: &str) -> Result<Option<String>> {
         let argv = policy_argv(name);
         let output = self.executor.query(&argv)?;

@@ -27,6 +27,11 @@ pub fn query_argv(names: &[String]) -> Vec<String> {
     argv
 }
 
+/// `rpm -qa --queryformat FORMAT`: every installed package.
+pub fn query_all_argv() -> Vec<String> {
+    strings(&["rpm", "-qa", "--queryformat", QUERY_FORMAT])
+}
+
 /// `NAME` or `NAME-[EPOCH:]VERSION[-RELEASE]`, as dnf takes package specs.
 fn spec(name: &str, version: Option<&str>) -> String {
     match version {
@@ -126,6 +131,20 @@ impl PackageManager for Dnf {
         let output = self.executor.query(&argv)?;
         // rpm exits with the number of names that are not installed.
         if output.code != 0 && stdout_not_installed(&output.stdout) == 0 {
+            return Err(Error::new(format!(
+                "{} failed with exit code {}: {}",
+                command_line(&argv),
+                output.code,
+                output.stderr.trim()
+            )));
+        }
+        Ok(parse_query(&output.stdout))
+    }
+
+    fn status_all(&mut self) -> Result<BTreeMap<String, Installed>> {
+        let argv = query_all_argv();
+        let output = self.executor.query(&argv)?;
+        if output.code != 0 {
             return Err(Error::new(format!(
                 "{} failed with exit code {}: {}",
                 command_line(&argv),

@@ -318,7 +318,16 @@ impl MockExecutor {
 
     fn query_dpkg(&self, argv: &[String], db: &MockDb) -> Output {
         let (mut stdout, mut stderr, mut code) = (String::new(), String::new(), 0);
-        for name in argv.iter().skip(3) {
+        let names: Vec<&String> = argv.iter().skip(3).collect();
+        if names.is_empty() {
+            // Without names dpkg-query lists every package it knows.
+            for p in &db.installed {
+                let arch = p.arch.as_deref().unwrap_or(self.default_arch());
+                stdout += &format!("{} {} {arch} {}\n", p.name, p.version, p.status);
+            }
+            return output(0, stdout, stderr);
+        }
+        for name in names {
             match db.installed.iter().find(|p| &p.name == name) {
                 Some(p) => {
                     let arch = p.arch.as_deref().unwrap_or(self.default_arch());
@@ -349,7 +358,12 @@ impl MockExecutor {
 
     fn query_rpm(&self, argv: &[String], db: &MockDb) -> Output {
         let (mut stdout, mut missing) = (String::new(), 0);
-        for name in argv.iter().skip(4) {
+        let names: Vec<&String> = if argv.get(1).is_some_and(|flag| flag == "-qa") {
+            db.installed.iter().map(|p| &p.name).collect()
+        } else {
+            argv.iter().skip(4).collect()
+        };
+        for name in names {
             match db.installed.iter().find(|p| &p.name == name) {
                 Some(p) => {
                     let evr = version::rpm::split(&p.version);
@@ -418,7 +432,7 @@ impl Executor for MockExecutor {
             ["apt-get", "-s", "remove", name] | ["dnf", "remove", "--assumeno", name] => {
                 Ok(self.simulate_removal(&db, name))
             }
-            ["rpm", "-q", "--queryformat", ..] => Ok(self.query_rpm(argv, &db)),
+            ["rpm", "-q" | "-qa", "--queryformat", ..] => Ok(self.query_rpm(argv, &db)),
             // Unknown in test mode: the providers fall back to the root's paths.
             ["apt-config", ..] => Ok(output(100, String::new(), String::new())),
             _ => Err(Self::unsupported(argv)),

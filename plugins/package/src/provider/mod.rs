@@ -9,9 +9,11 @@ pub mod dnf;
 pub mod mock;
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use holo_plugin::command::command_line;
@@ -138,6 +140,8 @@ pub trait PackageManager {
     fn kind(&self) -> ProviderKind;
     /// The installed packages among `names`, in one query however many.
     fn status(&mut self, names: &[String]) -> Result<BTreeMap<String, Installed>>;
+    /// Every installed package, in one query.
+    fn status_all(&mut self) -> Result<BTreeMap<String, Installed>>;
     /// The version an install without a version would pick, if known.
     fn candidate(&mut self, name: &str) -> Result<Option<String>>;
     /// Runs the commands for one step of the decision table.
@@ -183,6 +187,34 @@ impl crate::apply::VersionOrder for Order {
             ProviderKind::Dnf => version::rpm::satisfies(installed, wanted),
         }
     }
+}
+
+/// What is installed, as far as this process knows: filled by one query for
+/// all packages, dropped whenever this process changes something. A batch
+/// of N entities then costs one query instead of N; a process per entity
+/// still queries afresh.
+static INSTALLED: Mutex<BTreeMap<ProviderKind, BTreeMap<String, Installed>>> =
+    Mutex::new(BTreeMap::new());
+
+/// The installed package `name`, if any (see [`INSTALLED`]).
+pub fn installed(manager: &mut dyn PackageManager, name: &str) -> Result<Option<Installed>> {
+    let mut known = INSTALLED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let kind = manager.kind();
+    let all = match known.entry(kind) {
+        Entry::Occupied(entry) => entry.into_mut(),
+        Entry::Vacant(entry) => entry.insert(manager.status_all()?),
+    };
+    Ok(all.get(name).cloned())
+}
+
+/// Forgets what [`installed`] knew, after this process changed packages.
+pub fn forget_installed(kind: ProviderKind) {
+    INSTALLED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .remove(&kind);
 }
 
 /// Whether a step installs or upgrades (and so wants fresh package lists).
