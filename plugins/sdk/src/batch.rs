@@ -12,6 +12,10 @@
 //! at the end of each entity the main thread drains whatever is left. Output
 //! that a background child writes after its entity finished lands in the
 //! next entity's record.
+//!
+//! Records of entities that printed nothing and changed nothing are collected
+//! into larger FD 3 writes (a no-op run of thousands of entities is then a
+//! few dozen writes); every other record is written as soon as it is known.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -34,6 +38,9 @@ use crate::report;
 
 /// Exit code of a handler that panicked, as for a process that panics.
 const PANIC_EXIT: u8 = 101;
+
+/// Bytes of quiet records held back before one write on FD 3.
+const PENDING_LIMIT: usize = 32 * 1024;
 
 /// One line of the batch input.
 struct BatchLine<'a> {
@@ -92,6 +99,7 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         Err(err) => return fail(&err),
     };
     let engine = base64::engine::general_purpose::STANDARD;
+    let mut pending = Vec::with_capacity(PENDING_LIMIT + 256);
     for line in lines {
         let entity = match line.error {
             Some(err) => Err(err),
@@ -102,27 +110,35 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
                 exit: PANIC_EXIT,
                 fd3: None,
             });
-        let output = capture
+        let output: Vec<(&'static str, String)> = capture
             .cut()
             .into_iter()
             .map(|(stream, bytes)| (stream.name(), engine.encode(bytes)))
             .collect();
+        let quiet_no_change =
+            output.is_empty() && result.exit == 0 && result.fd3 == Some("not changed");
         let record = Record {
             entity: line.id,
             output,
             fd3: result.fd3.into_iter().collect(),
             exit: result.exit,
         };
-        let written = serde_json::to_vec(&record)
+        let written = serde_json::to_writer(&mut pending, &record)
             .map_err(|err| {
                 Error::new(format!(
                     "entity {}: cannot encode the batch record: {err}",
                     line.id
                 ))
             })
-            .and_then(|mut json| {
-                json.push(b'\n');
-                report::fd3_write(&json)
+            .and_then(|()| {
+                pending.push(b'\n');
+                // Records of quiet no-ops are batched into larger writes: if
+                // the process dies, losing them only fails entities that did
+                // nothing. Every other record is sent at once.
+                if quiet_no_change && pending.len() < PENDING_LIMIT {
+                    return Ok(());
+                }
+                report::fd3_write(&std::mem::take(&mut pending))
             });
         if let Err(err) = written {
             capture.stop();
@@ -130,7 +146,10 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         }
     }
     capture.stop();
-    ExitCode::SUCCESS
+    match report::fd3_write(&pending) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => fail(&err),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -263,8 +282,22 @@ impl Capture {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let mut guard = lock(&self.chunks);
-        drain(self.readers[0].as_fd(), Stream::Out, &mut guard);
-        drain(self.readers[1].as_fd(), Stream::Err, &mut guard);
+        // One poll tells which pipe holds data; most entities print nothing.
+        let mut fds = [
+            PollFd::new(self.readers[0].as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.readers[1].as_fd(), PollFlags::POLLIN),
+        ];
+        let ready = match poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => [false, false],
+            Ok(_) => [0, 1].map(|i| fds[i].revents().is_some_and(|r| !r.is_empty())),
+            Err(_) => [true, true],
+        };
+        if ready[0] {
+            drain(self.readers[0].as_fd(), Stream::Out, &mut guard);
+        }
+        if ready[1] {
+            drain(self.readers[1].as_fd(), Stream::Err, &mut guard);
+        }
         std::mem::take(&mut *guard)
     }
 

@@ -161,7 +161,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             origin: origin.clone(),
             line: lines.line_of(offset),
         };
-        let document = match DeTable::parse(&text) {
+        let mut document = match DeTable::parse(&text) {
             Ok(document) => document.into_inner(),
             Err(err) => {
                 let location = at(err.span().map_or(0, |span| span.start));
@@ -172,15 +172,16 @@ impl<'e, R: Resource> Loader<'e, R> {
                 return;
             }
         };
-        let Some(value) = document.get(R::KIND) else {
+        let Some(value) = document.remove(R::KIND) else {
             return;
         };
-        let tables = match value.get_ref() {
-            DeValue::Array(array) => array.iter().collect::<Vec<_>>(),
+        let value_start = value.span().start;
+        let tables = match value.into_inner() {
+            DeValue::Array(array) => array,
             DeValue::Table(_) => {
                 self.errors.push(Error::new(format!(
                     "{}: [{kind}] is a single table; write [[{kind}]] (one per resource)",
-                    at(value.span().start),
+                    at(value_start),
                     kind = R::KIND
                 )));
                 return;
@@ -188,7 +189,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             other => {
                 self.errors.push(Error::new(format!(
                     "{}: {kind} is a {}, expected [[{kind}]] tables",
-                    at(value.span().start),
+                    at(value_start),
                     other.type_str(),
                     kind = R::KIND
                 )));
@@ -196,14 +197,13 @@ impl<'e, R: Resource> Loader<'e, R> {
             }
         };
         for table in tables {
-            let location = at(table.span().start);
-            match table.get_ref() {
-                DeValue::Table(entries) => {
-                    match self.load_table(entries.clone(), table.span(), &location, &at) {
-                        Ok(declared) => self.add(declared),
-                        Err(err) => self.errors.push(err),
-                    }
-                }
+            let span = table.span();
+            let location = at(span.start);
+            match table.into_inner() {
+                DeValue::Table(entries) => match self.load_table(entries, span, &location, &at) {
+                    Ok(declared) => self.add(declared),
+                    Err(err) => self.errors.push(err),
+                },
                 other => self.errors.push(Error::new(format!(
                     "{location}: {} in {}, expected a [[{}]] table",
                     other.type_str(),

@@ -410,3 +410,28 @@ fn batch_refresh_flag_and_bad_lines_are_per_entity() {
     assert_eq!(records[1].1.code, 1);
     assert!(text(&records[1].1.stderr).contains("unknown flag \"bogus\""));
 }
+
+#[test]
+fn a_batch_of_many_quiet_entities_delivers_every_record_in_order() {
+    let count = 1500;
+    let resources: String = (0..count)
+        .map(|n| format!("[[demo]]\nname = \"e{n:04}\"\nvalue = \"{n}\"\n"))
+        .collect();
+    let fixture = Fixture::new(&resources);
+    std::fs::create_dir_all(fixture.target("")).expect("mkdir");
+    for n in 0..count {
+        std::fs::write(fixture.target(&format!("e{n:04}")), n.to_string()).expect("write");
+    }
+    let input: String = (0..count).map(|n| format!("demo:e{n:04}\n")).collect();
+    let run = fixture.run_batch("apply-batch", &input);
+    assert_eq!(run.code, 0, "{}", text(&run.stderr));
+    let records = batch_runs(&run.fd3);
+    assert_eq!(records.len(), count);
+    for (n, (id, record)) in records.iter().enumerate() {
+        assert_eq!(id, &format!("demo:e{n:04}"));
+        assert_eq!(
+            (text(&record.fd3), record.code),
+            ("not changed\n".to_string(), 0)
+        );
+    }
+}
