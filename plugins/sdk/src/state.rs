@@ -132,7 +132,8 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
         let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".toml")) else {
             continue;
         };
-        if let Some(id) = decode_entity_id(stem) {
+        // Only names this module wrote count; other files are not records.
+        if let Some(id) = decode_entity_id(stem).filter(|id| encode_entity_id(id) == stem) {
             ids.push(id);
         }
     }
@@ -240,6 +241,8 @@ mod tests {
         };
         write(&env, "demo:kept", &record).expect("write");
         write(&env, "demo:gone", &record).expect("write");
+        std::fs::write(env.state_dir.join("notes by hand.toml"), "x").expect("stray file");
+        std::fs::create_dir_all(env.state_dir.join("base")).expect("base dir");
         let mut scanned = vec![crate::Scanned::new("demo:kept", ())];
         add_orphans(&env, &mut scanned).expect("orphans");
         let ids: Vec<&str> = scanned.iter().map(|s| s.id.as_str()).collect();
