@@ -238,4 +238,20 @@ proptest! {
     fn debian_order_is_antisymmetric((a, b) in related_pair(debian_version)) {
         prop_assert_eq!(deb::compare(&a, &b), deb::compare(&b, &a).reverse());
     }
+
+    #[test]
+    fn no_ordering_or_validation_panics_on_any_input(a in ".{0,12}", b in "[0-9a-z.~^+:_-]{0,12}") {
+        for (x, y) in [(a.as_str(), b.as_str()), (b.as_str(), a.as_str())] {
+            let _ = deb::compare(x, y);
+            let _ = rpm::compare(x, y);
+            let _ = generic::compare(x, y, true);
+            let _ = generic::compare(x, y, false);
+            let _ = deb::validate_strict(x);
+            let _ = rpm::validate(x);
+        }
+        prop_assert_eq!(rpm::compare(&a, &b), rpm::compare(&b, &a).reverse());
+        let args = vec!["generic".to_owned(), a.clone(), b.clone()];
+        let outcome = holo_package::version::version_compare_command(&args);
+        prop_assert!(outcome.exit_code == 0 || outcome.exit_code == 2);
+    }
 }

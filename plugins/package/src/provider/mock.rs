@@ -128,7 +128,10 @@ impl MockExecutor {
         toml::from_str(&text).map_err(|err| {
             let line = err
                 .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1))
+                .map(|span| {
+                    let before = text.get(..span.start).unwrap_or(&text);
+                    before.lines().count().max(1)
+                })
                 .unwrap_or(1);
             Error::new(format!(
                 "{}:{line}: invalid mock package database: {}; see the schema in holo-package's provider/mock.rs",
