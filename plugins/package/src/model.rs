@@ -140,12 +140,18 @@ pub fn choose_provider(
     match (hints.apt_on_path, hints.dnf_on_path) {
         (true, false) => Ok(ProviderKind::Apt),
         (false, true) => Ok(ProviderKind::Dnf),
-        _ => Err(format!(
-            "cannot choose a package provider (os {:?}, apt-get {} and dnf {} on PATH): set provider = \"apt\" or \"dnf\"",
-            hints.os_ids.join(" "),
-            found(hints.apt_on_path),
-            found(hints.dnf_on_path),
-        )),
+        _ => {
+            let os = if hints.os_ids.is_empty() {
+                "os-release names no distribution".to_owned()
+            } else {
+                format!("os-release names {}", hints.os_ids.join(", "))
+            };
+            Err(format!(
+                "cannot choose a package provider ({os}; apt-get {}, dnf {} on PATH): set provider = \"apt\" or \"dnf\"",
+                found(hints.apt_on_path),
+                found(hints.dnf_on_path),
+            ))
+        }
     }
 }
 
