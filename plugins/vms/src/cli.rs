@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::compose::{self, Options};
+use crate::compose::Options;
 use crate::diag::Diag;
 use crate::yaml::{Kind, Node, Pos};
 
@@ -96,36 +96,43 @@ pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
         }
         Command::Config { resolved, format } => {
             let (project, manifest) = crate::resolve(options)?;
-            let json = if *resolved {
-                serde_json::to_value(&manifest).map_err(|e| {
+            if *resolved {
+                let json = serde_json::to_value(&manifest).map_err(|e| {
                     vec![Diag::at(
                         &project.model.pos,
                         "",
                         format!("cannot serialise the manifest: {e}"),
                     )]
-                })?
-            } else {
-                project.model.to_json()
-            };
-            Ok(render(&json, *format, *resolved, &project))
+                })?;
+                return Ok(match format {
+                    Format::Json => pretty_json(&json),
+                    Format::Yaml => json_to_node(&json).to_yaml_string(),
+                });
+            }
+            // Interpolation is done: escape `$` again so that the output
+            // reads back to the same values.
+            let mut model = project.model.clone();
+            escape_dollars(&mut model);
+            Ok(match format {
+                Format::Json => pretty_json(&model.to_json()),
+                Format::Yaml => model.to_yaml_string(),
+            })
         }
     }
 }
 
-fn render(
-    json: &serde_json::Value,
-    format: Format,
-    resolved: bool,
-    project: &compose::Project,
-) -> String {
-    match format {
-        Format::Json => {
-            let mut text = serde_json::to_string_pretty(json).unwrap_or_default();
-            text.push('\n');
-            text
-        }
-        Format::Yaml if resolved => json_to_node(json).to_yaml_string(),
-        Format::Yaml => project.model.to_yaml_string(),
+fn pretty_json(json: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(json).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn escape_dollars(node: &mut Node) {
+    match &mut node.kind {
+        Kind::Scalar { text, .. } if text.contains('$') => *text = text.replace('$', "$$"),
+        Kind::Seq(items) => items.iter_mut().for_each(escape_dollars),
+        Kind::Map(entries) => entries.iter_mut().for_each(|(_, v)| escape_dollars(v)),
+        _ => {}
     }
 }
 

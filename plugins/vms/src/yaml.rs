@@ -330,6 +330,9 @@ pub fn load_file(path: &Path) -> Result<Node, Vec<Diag>> {
 /// "billion laughs" file fails instead of eating the machine.
 const MAX_ALIAS_NODES: usize = 1_000_000;
 
+/// Deeper nesting is refused so that recursive walks cannot overflow the stack.
+const MAX_DEPTH: usize = 128;
+
 /// Parses one YAML document. An empty document is `Null`.
 pub fn parse_str(text: &str, path: &Path) -> Result<Node, Vec<Diag>> {
     let file = Arc::new(path.to_path_buf());
@@ -550,6 +553,22 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
                 node.tag = tag;
                 self.finish(node, anchor);
             }
+            Event::SequenceStart(..) | Event::MappingStart(..) if self.stack.len() >= MAX_DEPTH => {
+                if self.errors.is_empty() {
+                    self.errors.push(Diag::at(
+                        &pos,
+                        "",
+                        format!("nesting deeper than {MAX_DEPTH} levels; flatten the document"),
+                    ));
+                }
+                // Keep the frames balanced so the matching end events pop them.
+                self.stack.push(Frame::Seq {
+                    anchor: 0,
+                    tag: None,
+                    pos,
+                    items: Vec::new(),
+                });
+            }
             Event::SequenceStart(anchor, tag) => {
                 let tag = self.merge_tag(tag.as_deref(), &pos);
                 self.stack.push(Frame::Seq {
@@ -568,6 +587,9 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
                     entries: Vec::new(),
                     pending_key: None,
                 });
+            }
+            Event::SequenceEnd | Event::MappingEnd if self.stack.len() > MAX_DEPTH => {
+                self.stack.pop();
             }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq {
@@ -626,5 +648,78 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
             | Event::DocumentStart(_)
             | Event::DocumentEnd => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Node, Vec<Diag>> {
+        parse_str(text, Path::new("t.yaml"))
+    }
+
+    #[test]
+    fn keeps_positions_and_scalar_styles() {
+        let doc = parse("a:\n  b: '1'\n  c: 2\n").unwrap();
+        let b = doc.get("a").and_then(|a| a.get("b")).unwrap();
+        assert_eq!((b.pos.line, b.pos.col), (2, 6));
+        assert_eq!(b.to_json(), serde_json::json!("1"));
+        assert_eq!(
+            doc.get("a").and_then(|a| a.get("c")).unwrap().to_json(),
+            serde_json::json!(2)
+        );
+    }
+
+    #[test]
+    fn merge_keys_and_aliases() {
+        let doc =
+            parse("base: &b {x: 1, y: 1}\nother: &o {z: 3}\nm:\n  <<: [*b, *o]\n  y: 2\n").unwrap();
+        assert_eq!(
+            doc.get("m").unwrap().to_json(),
+            serde_json::json!({"y": 2, "x": 1, "z": 3})
+        );
+    }
+
+    #[test]
+    fn merge_tags_are_recorded() {
+        let doc = parse("a: !reset []\nb: !override {x: 1}\n").unwrap();
+        assert_eq!(doc.get("a").unwrap().tag, Some(MergeTag::Reset));
+        assert_eq!(doc.get("b").unwrap().tag, Some(MergeTag::Override));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(parse(&deep).is_err());
+        let nested = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let errors = parse(&nested).unwrap_err();
+        assert!(
+            errors[0].message.contains("nesting deeper than 128"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let errors = parse(&text).unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.message.contains("too many nodes")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn emits_yaml_that_reads_back() {
+        let doc = parse("s: \"8080:80\"\nn: 3\nt: \"true\"\nm: |\n  two\n  lines\n").unwrap();
+        let again = parse(&doc.to_yaml_string()).unwrap();
+        assert_eq!(doc.to_json(), again.to_json());
     }
 }

@@ -168,11 +168,26 @@ fn order_top_level(model: &mut Node) {
 
 /// Loads the whole project as Compose would.
 pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
-    let files = if options.files.is_empty() {
+    // COMPOSE_FILE stands in for -f, as in Docker Compose.
+    let from_env: Vec<PathBuf> = options
+        .environment
+        .get("COMPOSE_FILE")
+        .map(|v| {
+            v.split(':')
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let requested = if options.files.is_empty() {
+        &from_env
+    } else {
+        &options.files
+    };
+    let files = if requested.is_empty() {
         discover(&options.working_dir).map_err(|d| vec![d])?
     } else {
-        options
-            .files
+        requested
             .iter()
             .map(|f| {
                 if f.is_absolute() {
