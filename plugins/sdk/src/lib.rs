@@ -45,13 +45,10 @@
 //!     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Spec>>> {
 //!         let mut found = Vec::new();
 //!         for declared in resources::load::<Greeting>(env)? {
-//!             let id = declared.resource.entity_id();
-//!             let spec = Spec { text: declared.resource.text };
-//!             found.push(
-//!                 Scanned::new(id, spec)
-//!                     .source(&declared.location.path)
-//!                     .info("found in", declared.location.path.display().to_string()),
-//!             );
+//!             let spec = Spec { text: declared.resource.text.clone() };
+//!             // Entity id, SOURCE, REQUIRES/SUBSCRIBES from the resource.
+//!             let scanned = declared.scanned(spec);
+//!             found.push(scanned.info("found in", declared.location.path.display().to_string()));
 //!         }
 //!         // Entities applied earlier but no longer declared get scrubbed.
 //!         holo_plugin::state::add_orphans(env, &mut found)?;

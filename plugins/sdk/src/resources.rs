@@ -76,6 +76,19 @@ pub struct Declared<R> {
     pub location: Location,
 }
 
+impl<R: Resource> Declared<R> {
+    /// The scan entry for this resource: its entity id, `SOURCE:` path and
+    /// `REQUIRES:`/`SUBSCRIBES:` from `require`/`subscribe`. Add info lines
+    /// and the action to the result.
+    pub fn scanned<S>(&self, spec: S) -> crate::Scanned<S> {
+        let mut scanned =
+            crate::Scanned::new(self.resource.entity_id(), spec).source(&self.location.path);
+        scanned.requires = self.common.require.clone();
+        scanned.subscribes = self.common.subscribe.clone();
+        scanned
+    }
+}
+
 /// Properties the SDK handles for every kind.
 const COMMON_PROPERTIES: &[&str] = &[
     "require",
@@ -613,6 +626,11 @@ mod tests {
             format!("{}:5", origin(&fixture, "00-a.toml"))
         );
         assert!(a.location.path.starts_with(&fixture.env.resource_dir));
+        let scanned = a.scanned(());
+        assert_eq!(scanned.id, "demo:a");
+        assert_eq!(scanned.sources, std::slice::from_ref(&a.location.path));
+        assert_eq!(scanned.requires, ["package:nginx", "file:/etc/x"]);
+        assert_eq!(scanned.subscribes, ["service:a"]);
     }
 
     #[test]

@@ -54,19 +54,13 @@ impl Plugin for DemoPlugin {
         let mut found: Vec<Scanned<Spec>> = resources::load::<Demo>(env)?
             .into_iter()
             .map(|declared| {
-                let demo = declared.resource;
-                let mut scanned = Scanned::new(
-                    demo.entity_id(),
-                    Spec {
-                        value: demo.value,
-                        announce: demo.announce,
-                    },
-                )
-                .source(&declared.location.path)
-                .info("found in", declared.location.path.display().to_string());
-                scanned.requires = declared.common.require;
-                scanned.subscribes = declared.common.subscribe;
-                scanned
+                let spec = Spec {
+                    value: declared.resource.value.clone(),
+                    announce: declared.resource.announce.clone(),
+                };
+                declared
+                    .scanned(spec)
+                    .info("found in", declared.location.path.display().to_string())
             })
             .collect();
         state::add_orphans(env, &mut found)?;
