@@ -233,6 +233,15 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
     }
 
     let name_node = model.get("name").cloned();
+    if let Some(node) = &name_node
+        && node.as_str().is_none()
+    {
+        return Err(vec![Diag::at(
+            &node.pos,
+            "name",
+            format!("must be a string, found {}", node.type_name()),
+        )]);
+    }
     let raw_name = match name_node.as_ref().and_then(Node::as_str) {
         Some(n) => n.to_string(),
         None => options.project_name.clone().unwrap_or_else(|| {

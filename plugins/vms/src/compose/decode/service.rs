@@ -37,7 +37,9 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
     let mut metadata = BTreeMap::new();
     for (key, value) in entries {
         let key = key.as_str().unwrap_or_default();
-        if keys::SERVICE_METADATA.contains(&key) {
+        // deploy and build carry Swarm and BuildKit fields holos keeps as
+        // metadata beside the parts it maps.
+        if keys::SERVICE_METADATA.contains(&key) || key == "deploy" || key == "build" {
             metadata.insert(key.to_string(), value.to_json());
         }
     }
