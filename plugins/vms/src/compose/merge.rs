@@ -3,8 +3,8 @@
 //!
 //! Mappings merge key by key; `!reset` removes an inherited value and
 //! `!override` replaces it whole. Key/value lists (environment, labels, …)
-//! merge as mappings; volumes merge by target; commands are replaced; other
-//! lists append without duplicates.
+//! merge as mappings; volumes, secrets and configs merge by target; commands
+//! are replaced; other lists append without duplicates.
 
 use crate::yaml::{Kind, MergeTag, Node};
 
@@ -24,7 +24,7 @@ fn rule_for(path: &[&str]) -> Rule {
                 Rule::KeyValues
             }
             "command" | "entrypoint" | "dns" | "dns_search" | "dns_opt" | "tmpfs" => Rule::Replace,
-            "volumes" => Rule::ByTarget,
+            "volumes" | "secrets" | "configs" => Rule::ByTarget,
             _ => Rule::Deep,
         },
         ["services", _, "healthcheck", "test"] | ["services", _, "vm", "extra_args"] => {
@@ -185,7 +185,8 @@ pub fn key_values_to_map(node: Node, path: &[&str]) -> Node {
     Node::map(entries, node.pos)
 }
 
-/// The mount target of a volume entry, in short or long syntax.
+/// The target of a volume, secret or config entry, in short or long syntax
+/// (a short secret or config names its own target).
 fn volume_target(node: &Node) -> Option<String> {
     if let Some(text) = node.as_str() {
         let parts: Vec<&str> = text.split(':').collect();
@@ -197,4 +198,46 @@ fn volume_target(node: &Node) -> Option<String> {
     node.get("target")
         .and_then(Node::as_str)
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_str;
+    use std::path::Path;
+
+    fn merged(base: &str, over: &str) -> serde_json::Value {
+        let base = parse_str(base, Path::new("base.yaml")).unwrap();
+        let over = parse_str(over, Path::new("over.yaml")).unwrap();
+        normalize_tags(merge(base, over, &[])).to_json()
+    }
+
+    #[test]
+    fn follows_composes_rules() {
+        let got = merged(
+            "services:\n  a:\n    environment: [A=1, B=1]\n    dns: [1.1.1.1]\n    secrets: [s1, {source: s2, target: t}]\n    healthcheck: {test: [CMD, a], interval: 1s}\n    expose: [\"80\"]\n",
+            "services:\n  a:\n    environment: {B: \"2\", A: !reset null}\n    dns: [8.8.8.8]\n    secrets: [{source: s3, target: t}]\n    healthcheck: {test: [CMD, b]}\n    expose: [\"80\", \"81\"]\n",
+        );
+        let a = &got["services"]["a"];
+        assert_eq!(a["environment"], serde_json::json!({"B": "2"}));
+        assert_eq!(a["dns"], serde_json::json!(["8.8.8.8"]));
+        assert_eq!(
+            a["secrets"],
+            serde_json::json!(["s1", {"source": "s3", "target": "t"}])
+        );
+        assert_eq!(
+            a["healthcheck"],
+            serde_json::json!({"test": ["CMD", "b"], "interval": "1s"})
+        );
+        assert_eq!(a["expose"], serde_json::json!(["80", "81"]));
+    }
+
+    #[test]
+    fn override_and_reset_tags() {
+        let got = merged(
+            "a: {x: [1, 2], y: {k: v}, z: 1}\n",
+            "a: {x: !override [3], y: !reset {}, w: !reset 5}\n",
+        );
+        assert_eq!(got, serde_json::json!({"a": {"x": [3], "z": 1}}));
+    }
 }
