@@ -175,6 +175,33 @@ pub fn fd3_diff(desired: &Path, current: &Path) -> Result<()> {
     fd3_write(&bytes)
 }
 
+/// For an entity that is not a file: writes the desired and the current state
+/// as text below `$HOLO_CACHE_DIR/diff/` (`<encoded id>.desired` and
+/// `.current`) and returns the two paths for [`crate::Plugin::diff`]. A side
+/// given as `None` (no desired state, or nothing there) is `/dev/null`.
+pub fn diff_texts(
+    env: &crate::Env,
+    id: &str,
+    desired: Option<&str>,
+    current: Option<&str>,
+) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
+    let dir = env.cache_dir.join("diff");
+    let name = crate::state::encode_entity_id(id);
+    let write_side = |text: Option<&str>, suffix: &str| -> Result<std::path::PathBuf> {
+        let Some(text) = text else {
+            return Ok(std::path::PathBuf::from("/dev/null"));
+        };
+        std::fs::create_dir_all(&dir).map_err(|err| Error::io("create directory", &dir, &err))?;
+        let path = dir.join(format!("{name}.{suffix}"));
+        std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))?;
+        Ok(path)
+    };
+    Ok((
+        write_side(desired, "desired")?,
+        write_side(current, "current")?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +230,27 @@ mod tests {
             report(&[entity], true),
             "ENTITY: demo:a\nSOURCE: /res/00.toml\nfound in: /res/00.toml\nvalue: x\\ny\nREQUIRES: demo:b\n"
         );
+    }
+
+    #[test]
+    fn diff_texts_writes_both_sides_or_dev_null() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = dir.path().to_path_buf();
+        let env = crate::Env::from_lookup("demo", |key| {
+            (key == "HOLO_CACHE_DIR").then(|| cache.clone().into())
+        })
+        .expect("env");
+        let (desired, current) =
+            diff_texts(&env, "vm:proj/web", Some("image = \"a\"\n"), None).expect("written");
+        assert_eq!(desired, dir.path().join("diff/vm:proj%2Fweb.desired"));
+        assert_eq!(
+            std::fs::read_to_string(&desired).expect("read"),
+            "image = \"a\"\n"
+        );
+        assert_eq!(current, Path::new("/dev/null"));
+        let (desired, current) = diff_texts(&env, "demo:x", None, Some("y")).expect("written");
+        assert_eq!(desired, Path::new("/dev/null"));
+        assert_eq!(std::fs::read_to_string(current).expect("read"), "y");
     }
 
     #[test]
