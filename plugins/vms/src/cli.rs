@@ -65,8 +65,12 @@ pub fn main() -> ExitCode {
         environment,
     };
     let mut stdout = std::io::stdout().lock();
-    match run(&cli.command, &options) {
-        Ok(text) => {
+    match run_with_warnings(&cli.command, &options) {
+        Ok((text, warnings)) => {
+            let mut stderr = std::io::stderr().lock();
+            for w in &warnings {
+                let _ = writeln!(stderr, "warning: {w}");
+            }
             // A closed stdout (holos config | head) is not an error worth reporting.
             let _ = stdout.write_all(text.as_bytes());
             ExitCode::SUCCESS
@@ -89,15 +93,29 @@ pub fn main() -> ExitCode {
 
 /// Runs one command and returns what it prints on success.
 pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
+    run_with_warnings(command, options).map(|(text, _)| text)
+}
+
+/// Runs one command; on success also returns the warnings to show.
+pub fn run_with_warnings(
+    command: &Command,
+    options: &Options,
+) -> Result<(String, Vec<Diag>), Vec<Diag>> {
+    let (project, manifest) = crate::resolve(options)?;
+    let text = render(command, &project, &manifest)?;
+    Ok((text, project.warnings))
+}
+
+fn render(
+    command: &Command,
+    project: &crate::compose::Project,
+    manifest: &crate::Manifest,
+) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Validate => {
-            crate::resolve(options)?;
-            Ok(String::new())
-        }
+        Command::Validate => Ok(String::new()),
         Command::Config { resolved, format } => {
-            let (project, manifest) = crate::resolve(options)?;
             if *resolved {
-                let json = serde_json::to_value(&manifest).map_err(|e| {
+                let json = serde_json::to_value(manifest).map_err(|e| {
                     vec![Diag::at(
                         &project.model.pos,
                         "",

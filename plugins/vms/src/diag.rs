@@ -55,9 +55,15 @@ impl fmt::Display for Diag {
 #[derive(Default, Debug)]
 pub struct Diags {
     pub list: Vec<Diag>,
+    /// Problems that do not stop the load (an unset variable, for example).
+    pub warnings: Vec<Diag>,
 }
 
 impl Diags {
+    pub fn warn(&mut self, pos: &Pos, path: impl Into<String>, message: impl Into<String>) {
+        self.warnings.push(Diag::at(pos, path, message));
+    }
+
     pub fn push(&mut self, pos: &Pos, path: impl Into<String>, message: impl Into<String>) {
         self.list.push(Diag::at(pos, path, message));
     }

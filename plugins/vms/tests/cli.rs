@@ -170,3 +170,19 @@ fn holo_vms_answers_info_and_rejects_the_rest() {
         .code(1)
         .stderr("!! unknown operation: scan\n");
 }
+
+#[test]
+fn unset_variables_warn_but_do_not_fail() {
+    let f = Fixture::new(&[(
+        "holos.yaml",
+        "services:\n  web:\n    image: alpine\n    environment: {A: \"${MISSING}\", B: \"${MISSING:-ok}\"}\n",
+    )]);
+    let out = holos(&f).arg("validate").output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr =
+        String::from_utf8_lossy(&out.stderr).replace(&f.path().display().to_string(), "DIR");
+    assert_eq!(
+        stderr,
+        "warning: DIR/holos.yaml:4:22: services.web.environment.A: variable MISSING is not set, using an empty string; set it or give a default with ${MISSING:-…}\n"
+    );
+}

@@ -23,9 +23,17 @@ pub fn interpolate_tree(node: &mut Node, env: &dyn Lookup, path: &str, diags: &m
     match &mut node.kind {
         Kind::Scalar { text, .. } => {
             if text.contains('$') {
-                match interpolate(text, env) {
+                let mut unset = Vec::new();
+                match interpolate_noting_unset(text, env, &mut unset) {
                     Ok(value) => *text = value,
                     Err(message) => diags.push(&node.pos, path, message),
+                }
+                for name in unset {
+                    diags.warn(
+                        &node.pos,
+                        path,
+                        format!("variable {name} is not set, using an empty string; set it or give a default with ${{{name}:-…}}"),
+                    );
                 }
             }
         }
@@ -59,6 +67,16 @@ fn is_name_char(c: char) -> bool {
 
 /// Interpolates one string. The error text says what to fix.
 pub fn interpolate(input: &str, env: &dyn Lookup) -> Result<String, String> {
+    interpolate_noting_unset(input, env, &mut Vec::new())
+}
+
+/// Like [`interpolate`], and adds to `unset` every `$VAR` or `${VAR}` that
+/// had no value and no default (Compose warns about those).
+pub fn interpolate_noting_unset(
+    input: &str,
+    env: &dyn Lookup,
+    unset: &mut Vec<String>,
+) -> Result<String, String> {
     let chars: Vec<char> = input.chars().collect();
     let mut out = String::with_capacity(input.len());
     let mut i = 0;
@@ -79,7 +97,7 @@ pub fn interpolate(input: &str, env: &dyn Lookup) -> Result<String, String> {
                     format!("invalid interpolation format in {input:?}: missing '}}'")
                 })?;
                 let body: String = chars[i + 2..close].iter().collect();
-                out.push_str(&expand_braced(&body, input, env)?);
+                out.push_str(&expand_braced(&body, input, env, unset)?);
                 i = close + 1;
             }
             Some(&n) if is_name_start(n) => {
@@ -89,7 +107,10 @@ pub fn interpolate(input: &str, env: &dyn Lookup) -> Result<String, String> {
                     end += 1;
                 }
                 let name: String = chars[start..end].iter().collect();
-                out.push_str(&env.lookup(&name).unwrap_or_default());
+                match env.lookup(&name) {
+                    Some(value) => out.push_str(&value),
+                    None => unset.push(name),
+                }
                 i = end;
             }
             _ => {
@@ -126,7 +147,12 @@ fn matching_brace(chars: &[char], from: usize) -> Option<usize> {
     None
 }
 
-fn expand_braced(body: &str, input: &str, env: &dyn Lookup) -> Result<String, String> {
+fn expand_braced(
+    body: &str,
+    input: &str,
+    env: &dyn Lookup,
+    unset: &mut Vec<String>,
+) -> Result<String, String> {
     let name_len = body.chars().take_while(|c| is_name_char(*c)).count();
     let name = &body[..name_len];
     if name.is_empty() || !body.starts_with(is_name_start) {
@@ -157,17 +183,20 @@ fn expand_braced(body: &str, input: &str, env: &dyn Lookup) -> Result<String, St
     };
     let set_nonempty = value.as_deref().is_some_and(|v| !v.is_empty());
     match op {
-        "" => Ok(value.unwrap_or_default()),
+        "" => Ok(value.unwrap_or_else(|| {
+            unset.push(name.to_string());
+            String::new()
+        })),
         ":-" if set_nonempty => Ok(value.unwrap_or_default()),
         "-" if value.is_some() => Ok(value.unwrap_or_default()),
-        ":-" | "-" => interpolate(arg, env),
-        ":+" if set_nonempty => interpolate(arg, env),
-        "+" if value.is_some() => interpolate(arg, env),
+        ":-" | "-" => interpolate_noting_unset(arg, env, unset),
+        ":+" if set_nonempty => interpolate_noting_unset(arg, env, unset),
+        "+" if value.is_some() => interpolate_noting_unset(arg, env, unset),
         ":+" | "+" => Ok(String::new()),
         ":?" if set_nonempty => Ok(value.unwrap_or_default()),
         "?" if value.is_some() => Ok(value.unwrap_or_default()),
         _ => {
-            let message = interpolate(arg, env)?;
+            let message = interpolate_noting_unset(arg, env, unset)?;
             let state = if value.is_some() { "empty" } else { "unset" };
             Err(format!(
                 "required variable {name} is {state}: {message}; set it in the environment or in .env"
@@ -218,6 +247,14 @@ mod tests {
         let err = run("${EMPTY:?need it}").unwrap_err();
         assert!(err.contains("EMPTY is empty: need it"), "{err}");
         assert_eq!(run("${EMPTY?x}").as_deref(), Ok(""));
+    }
+
+    #[test]
+    fn notes_unset_variables_without_defaults() {
+        let mut unset = Vec::new();
+        let got = interpolate_noting_unset("$A ${B} ${C:-x} ${D-y} ${SET}", &env, &mut unset);
+        assert_eq!(got.as_deref(), Ok("  x y value"));
+        assert_eq!(unset, ["A", "B"]);
     }
 
     #[test]

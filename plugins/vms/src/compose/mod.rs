@@ -73,6 +73,8 @@ pub struct Project {
     pub environment: Environment,
     /// The merged tree, with services disabled by profiles removed.
     pub model: Node,
+    /// Non-fatal problems found while loading, such as unset variables.
+    pub warnings: Vec<Diag>,
     /// Services that profiles switched off: still validated, never resolved.
     pub inactive: Vec<(Node, Node)>,
 }
@@ -286,6 +288,7 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
         files,
         environment,
         model,
+        warnings: diags.warnings,
         inactive,
     })
 }
