@@ -34,21 +34,25 @@ pub fn resolve(
     }
 
     let mut volumes = Vec::new();
-    if let Some(node) = root.get("volumes").filter(|n| !n.is_null())
-        && let Some(entries) = r
-            .mapping(node, "volumes", &[])
-            .map(|_| node.as_map().unwrap_or_default())
-    {
-        // Every key here is a volume name, so only x-* is special.
-        r.diags
-            .list
-            .retain(|d| !(d.path.starts_with("volumes.") && d.message.starts_with("unknown key")));
-        for (k, v) in entries {
-            let name = k.as_str().unwrap_or_default().to_string();
-            if name.starts_with("x-") {
-                continue;
+    if let Some(node) = root.get("volumes").filter(|n| !n.is_null()) {
+        match node.as_map() {
+            // Every key here is a volume name; only x-* is special.
+            Some(entries) => {
+                for (k, v) in entries {
+                    let name = k.as_str().unwrap_or_default().to_string();
+                    if !name.starts_with("x-") {
+                        volumes.push(decode_volume(&mut r, name, v));
+                    }
+                }
             }
-            volumes.push(decode_volume(&mut r, name, v));
+            None => r.error(
+                node,
+                "volumes",
+                format!(
+                    "must be a mapping of volume names, found {}",
+                    node.type_name()
+                ),
+            ),
         }
     }
     let volume_names: Vec<String> = volumes.iter().map(|v: &Volume| v.name.clone()).collect();
