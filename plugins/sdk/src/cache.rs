@@ -62,7 +62,10 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
         Err(err) => return Err(Error::io("clear scan cache", &dir, &err)),
     }
     std::fs::create_dir_all(&dir).map_err(|err| {
-        Error::io("create scan cache", &dir, &err).context("check HOLO_CACHE_DIR")
+        Error::new(format!(
+            "cannot create the scan cache {}: {err}; set HOLO_CACHE_DIR (or TMPDIR) to a writable directory",
+            dir.display()
+        ))
     })?;
     let mut buckets: Vec<String> = vec![String::new(); BUCKETS as usize];
     let mut seen = std::collections::HashSet::with_capacity(entities.len());

@@ -66,16 +66,18 @@ impl Env {
             Some(dir) => (PathBuf::from(dir), None),
             None => {
                 // Run by hand: a fresh cache, so that nothing stale is reused.
-                let dir = tempfile::Builder::new()
+                // If none can be made, subcommands that need no cache still
+                // work; writing the scan cache then fails naming the path.
+                match tempfile::Builder::new()
                     .prefix(&format!("holo-{plugin_id}."))
                     .tempdir()
-                    .map_err(|err| {
-                        Error::new(format!(
-                            "cannot create a cache directory below {}: {err}; set HOLO_CACHE_DIR or TMPDIR to a writable directory",
-                            std::env::temp_dir().display()
-                        ))
-                    })?;
-                (dir.path().to_path_buf(), Some(dir))
+                {
+                    Ok(dir) => (dir.path().to_path_buf(), Some(dir)),
+                    Err(_) => (
+                        std::env::temp_dir().join(format!("holo-{plugin_id}.unavailable")),
+                        None,
+                    ),
+                }
             }
         };
         let resource_origin = non_empty("HOLO_RESOURCE_ORIGIN")
