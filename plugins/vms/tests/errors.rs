@@ -155,7 +155,7 @@ fn overlapping_host_ports_name_both() {
     .errors();
     assert_eq!(
         errors,
-        "DIR/holos.yaml:6:3: services.b.ports: services.b.ports[0] (replica 0) and services.a.ports[0] (replica 1) both publish 0.0.0.0:8081; change one host port"
+        "DIR/holos.yaml:8:12: services.b.ports: service b replica 0 (guest port 81) and service a replica 1 (guest port 80) both publish 0.0.0.0:8081; change one host port"
     );
 }
 

@@ -204,24 +204,37 @@ pub fn resolve(
                 continue;
             };
             let mut forwards = Vec::new();
-            for (p, port) in s.ports.iter().enumerate() {
+            let ports_path = format!("services.{}.ports", s.name);
+            let ports_pos = project
+                .model
+                .get("services")
+                .and_then(|all| all.get(&s.name))
+                .and_then(|svc| svc.get("ports"))
+                .map(|n| n.pos.clone())
+                .unwrap_or_else(|| project.model.pos.clone());
+            for port in &s.ports {
                 let host_port = match port.host_port {
-                    Some(h) => match h
-                        .checked_add(index as u16)
-                        .filter(|_| u32::from(h) + index <= 65535)
-                    {
-                        Some(h) => Some(h),
-                        None => {
-                            if let Some(n) = service_pos.get(&s.name) {
-                                diags.push(&n.pos, format!("services.{}.ports", s.name), format!("host port {h} + replica {index} exceeds 65535; lower the port or the replicas"));
-                            }
+                    // Replica N publishes on the declared host port + N.
+                    Some(h) => match u16::try_from(u32::from(h) + index) {
+                        Ok(shifted) => Some(shifted),
+                        Err(_) => {
+                            diags.push(
+                                &ports_pos,
+                                &ports_path,
+                                format!(
+                                    "host port {h} + replica {index} exceeds 65535; lower the port or the replicas"
+                                ),
+                            );
                             None
                         }
                     },
                     None => None,
                 };
                 if let Some(h) = host_port {
-                    let who = format!("services.{}.ports[{p}] (replica {index})", s.name);
+                    let who = format!(
+                        "service {} replica {index} (guest port {})",
+                        s.name, port.guest_port
+                    );
                     let clash = published.iter().find(|(ip0, h0, _)| {
                         *h0 == h
                             && (*ip0 == port.host_ip
@@ -229,11 +242,14 @@ pub fn resolve(
                                 || port.host_ip.is_unspecified())
                     });
                     match clash {
-                        Some((_, _, other)) => {
-                            if let Some(n) = service_pos.get(&s.name) {
-                                diags.push(&n.pos, format!("services.{}.ports", s.name), format!("{who} and {other} both publish {}:{h}; change one host port", port.host_ip));
-                            }
-                        }
+                        Some((_, _, other)) => diags.push(
+                            &ports_pos,
+                            &ports_path,
+                            format!(
+                                "{who} and {other} both publish {}:{h}; change one host port",
+                                port.host_ip
+                            ),
+                        ),
                         None => published.push((port.host_ip, h, who)),
                     }
                 }
