@@ -2,6 +2,8 @@
 //! Status, the decisions of [`crate::apply`], the provider's changes, the
 //! verification and the state record, in that order.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use holo_plugin::{Env, Error, Mode, Outcome, Result, owners, state};
@@ -164,30 +166,43 @@ pub fn diff(
         Ensure::Present => {
             let current = posix::status(&target).map_err(context)?;
             let contents = desired_contents(spec, &target, &current).map_err(context)?;
+            let mode = spec.mode.unwrap_or(0o644);
+            let in_place = current.kind == Kind::File
+                && current.mode == mode
+                && current.checksum.as_deref() == Some(posix::checksum_bytes(&contents).as_str());
+            if in_place {
+                // Nothing to show; spare the driver a copy to compare.
+                return Ok(Some((target.clone(), target)));
+            }
             let desired = env
                 .cache_dir
                 .join("desired")
                 .join(path.trim_start_matches('/'));
-            if let Some(parent) = desired.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|err| Error::io("create directory", parent, &err))?;
-            }
-            let options = holo_plugin::atomic::WriteOptions::mode(spec.mode.unwrap_or(0o644));
-            holo_plugin::atomic::write(&desired, &contents, &options)?;
+            write_scratch(&desired, &contents, mode)?;
             Ok(Some((desired, target)))
         }
     }
 }
 
+/// Writes a file in the cache: it lives for one run, so no fsync.
+fn write_scratch(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|err| Error::io("create directory", parent, &err))?;
+    }
+    std::fs::write(path, contents).map_err(|err| Error::io("write", path, &err))?;
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+        .map_err(|err| Error::io("change the mode of", path, &err))
+}
+
 /// The desired state with owner and group looked up now (a package applied
 /// earlier in this run may have created them).
 fn wanted(env: &Env, spec: &FileSpec) -> Result<Wanted> {
-    let lookup =
-        |principal: &Option<Principal>, find: fn(&Env, &str) -> Result<u32>| match principal {
-            Some(Principal::Id(id)) => Ok(*id),
-            Some(Principal::Name(name)) => find(env, name),
-            None => Ok(0),
-        };
+    let lookup = |principal: &Option<Principal>, kind: IdKind| match principal {
+        Some(Principal::Id(id)) => Ok(*id),
+        Some(Principal::Name(name)) => cached_id(env, kind, name),
+        None => Ok(0),
+    };
     let checksum = match (&spec.ensure, &spec.content) {
         (Ensure::Present, Content::Inline(text)) => Some(posix::checksum_bytes(text.as_bytes())),
         (Ensure::Present, Content::Source { path, .. }) => Some(posix::checksum_file(path)?),
@@ -196,10 +211,36 @@ fn wanted(env: &Env, spec: &FileSpec) -> Result<Wanted> {
     Ok(Wanted {
         ensure: spec.ensure,
         checksum,
-        uid: lookup(&spec.owner, owners::uid)?,
-        gid: lookup(&spec.group, owners::gid)?,
+        uid: lookup(&spec.owner, IdKind::User)?,
+        gid: lookup(&spec.group, IdKind::Group)?,
         mode: spec.mode.unwrap_or(0o644),
     })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum IdKind {
+    User,
+    Group,
+}
+
+thread_local! {
+    /// Names resolved in this process. A process applies either one entity
+    /// or one batch of consecutive file entities, so no other plugin can
+    /// create a user between two lookups that this cache answers.
+    static RESOLVED: RefCell<HashMap<(IdKind, String), u32>> = RefCell::new(HashMap::new());
+}
+
+fn cached_id(env: &Env, kind: IdKind, name: &str) -> Result<u32> {
+    let key = (kind, name.to_string());
+    if let Some(id) = RESOLVED.with(|cache| cache.borrow().get(&key).copied()) {
+        return Ok(id);
+    }
+    let id = match kind {
+        IdKind::User => owners::uid(env, name)?,
+        IdKind::Group => owners::gid(env, name)?,
+    };
+    RESOLVED.with(|cache| cache.borrow_mut().insert(key, id));
+    Ok(id)
 }
 
 fn desired_contents(spec: &FileSpec, target: &Path, current: &Observed) -> Result<Vec<u8>> {

@@ -56,8 +56,10 @@ pub fn checksum_file(path: &Path) -> Result<String> {
 fn format_digest(digest: &[u8]) -> String {
     let mut text = String::with_capacity(7 + digest.len() * 2);
     text.push_str("sha256:");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for byte in digest {
-        text.push_str(&format!("{byte:02x}"));
+        text.push(char::from(HEX[usize::from(byte >> 4)]));
+        text.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     text
 }
