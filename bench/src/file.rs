@@ -9,7 +9,7 @@ use crate::util::{release_binaries, report, root_with_plugins, time_holo};
 
 /// Runs the benchmark for each size in `sizes`, printing one line per step.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
-    let bin = release_binaries()?;
+    let bin = release_binaries(&["holo", "holo-file"])?;
     println!("# holo-file benchmark (release build, N files with inline content)");
     for &n in sizes {
         let root = root_with_plugins(&bin, &["file"])?;
