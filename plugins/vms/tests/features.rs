@@ -502,3 +502,18 @@ fn images_aliases_paths_and_formats() {
     assert_eq!(img("d").format, "raw");
     assert_eq!(img("e").format, "raw", "image_format overrides the table");
 }
+
+#[test]
+fn later_files_resolve_paths_against_the_project_directory() {
+    let f = Fixture::new(&[
+        ("holos.yaml", "services:\n  a: {image: alpine}\n"),
+        (
+            "overrides/extra.yaml",
+            "services:\n  a: {env_file: vars.env}\n",
+        ),
+        ("vars.env", "FROM=project-dir\n"),
+    ])
+    .file("holos.yaml")
+    .file("overrides/extra.yaml");
+    assert_eq!(f.manifest().services[0].environment["FROM"], "project-dir");
+}

@@ -218,9 +218,10 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
     let mut diags = Diags::default();
     let mut merged: Option<Node> = None;
     for file in &files {
-        let base = file.parent().unwrap_or(&directory).to_path_buf();
+        // As in Compose, relative paths in every -f file are relative to the
+        // project directory (the first file's), not to the file itself.
         let mut stack = vec![file.clone()];
-        if let Some(node) = load_file(file, &base, &environment, &mut stack, &mut diags) {
+        if let Some(node) = load_file(file, &directory, &environment, &mut stack, &mut diags) {
             merged = Some(match merged {
                 None => node,
                 Some(acc) => merge::merge(acc, node, &[]),
