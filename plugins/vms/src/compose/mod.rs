@@ -154,7 +154,8 @@ pub fn load_file(
     Some(root)
 }
 
-/// Puts the top-level keys in Compose's order, extensions last, so that
+/// Puts the top-level keys in Compose's order (extensions last) and the
+/// services and volumes in name order, so that
 /// `holos config` reads the same whichever file defined what.
 fn order_top_level(model: &mut Node) {
     const ORDER: [&str; 8] = [
@@ -165,6 +166,12 @@ fn order_top_level(model: &mut Node) {
             let key = k.as_str().unwrap_or_default();
             ORDER.iter().position(|o| *o == key).unwrap_or(ORDER.len())
         });
+    }
+    // Services and volumes by name, as `docker compose config` prints them.
+    for section in ["services", "volumes"] {
+        if let Some(entries) = model.get_mut(section).and_then(Node::as_map_mut) {
+            entries.sort_by(|(a, _), (b, _)| a.as_str().cmp(&b.as_str()));
+        }
     }
 }
 
