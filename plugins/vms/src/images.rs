@@ -81,8 +81,11 @@ pub fn resolve_alias(reference: &str) -> Result<(Image, &'static ImageAlias), St
         None => (reference, None),
     };
     let Some(alias) = table.find(name) else {
+        let hint = crate::diag::did_you_mean(name, table.aliases())
+            .map(|a| format!("did you mean {a:?}? "))
+            .unwrap_or_default();
         return Err(format!(
-            "unknown image alias {name:?}; use one of {} or a local image path such as ./disk.qcow2",
+            "unknown image alias {name:?}; {hint}use one of {} or a local image path such as ./disk.qcow2",
             table.aliases().join(", ")
         ));
     };

@@ -111,7 +111,7 @@ fn missing_required_variable_quotes_the_message() {
 fn unknown_image_alias_lists_the_known_ones() {
     let errors = project("services:\n  web:\n    image: ubuntoo\n").errors();
     assert!(
-        errors.contains("unknown image alias \"ubuntoo\"; use one of ubuntu, debian, alpine, arch, fedora, almalinux, rocky, centos-stream"),
+        errors.contains("unknown image alias \"ubuntoo\"; did you mean \"ubuntu\"? use one of ubuntu, debian, alpine, arch, fedora, almalinux, rocky, centos-stream"),
         "{errors}"
     );
     let errors = project("services:\n  web:\n    image: ./disk.vhd\n").errors();
@@ -304,4 +304,23 @@ fn missing_compose_file() {
     let fixture = common::Fixture::new(&[]);
     let errors = fixture.errors();
     assert!(errors.starts_with("DIR: no compose file found"), "{errors}");
+}
+
+#[test]
+fn positions_survive_includes_merge_keys_and_interpolation() {
+    let f = common::Fixture::new(&[
+        ("holos.yaml", "include: [inc.yaml]\nx-base: &base\n  image: alpine\n  vm: {vcpus: 2}\nservices:\n  a:\n    <<: *base\n  b:\n    image: alpine\n    replicas: ${N}\n"),
+        ("inc.yaml", "services:\n  c:\n    image: alpine\n    prots: []\n"),
+    ])
+    .env("N", "lots");
+    let errors = f.errors();
+    let lines: Vec<&str> = errors.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "DIR/holos.yaml:4:8: services.a.vm.vcpus: unknown key; did you mean \"vcpu\"?",
+            "DIR/holos.yaml:10:15: services.b.replicas: must be an integer, found \"lots\"",
+            "DIR/inc.yaml:4:5: services.c.prots: unknown key; did you mean \"ports\"?",
+        ]
+    );
 }

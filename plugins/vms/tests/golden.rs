@@ -1,4 +1,5 @@
-//! Golden resolved manifests for every example in `share/examples/compose`
+//! Golden resolved manifests (`NAME.yaml`) and normalised files
+//! (`NAME.config.yaml`) for every example in `share/examples/compose`
 //! (the seed's examples and a fuller project). Run with `HOLOS_BLESS=1` to
 //! rewrite the goldens after an intended change, then review the diff.
 
@@ -13,14 +14,20 @@ fn examples_dir() -> PathBuf {
 }
 
 fn resolved(dir: &Path, format: Format) -> String {
+    output(
+        dir,
+        Command::Config {
+            resolved: true,
+            format,
+        },
+    )
+}
+
+fn output(dir: &Path, command: Command) -> String {
     let options = Options {
         working_dir: dir.to_path_buf(),
         environment: BTreeMap::new(),
         ..Options::default()
-    };
-    let command = Command::Config {
-        resolved: true,
-        format,
     };
     match run(&command, &options) {
         Ok(text) => text,
@@ -62,17 +69,29 @@ fn every_example_matches_its_golden_manifest() {
         let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/golden")
             .join(format!("{name}.yaml"));
-        let got = resolved(&dir, Format::Yaml).replace(&dir.display().to_string(), "$EXAMPLE");
+        let hide_dir = |text: String| text.replace(&dir.display().to_string(), "$EXAMPLE");
+        let config_golden = golden.with_extension("config.yaml");
+        let got = hide_dir(resolved(&dir, Format::Yaml));
+        let got_config = hide_dir(output(
+            &dir,
+            Command::Config {
+                resolved: false,
+                format: Format::Yaml,
+            },
+        ));
         if bless {
             std::fs::write(&golden, &got).expect("write golden");
+            std::fs::write(&config_golden, &got_config).expect("write golden");
             continue;
         }
-        let want = std::fs::read_to_string(&golden).unwrap_or_default();
-        if got != want {
-            mismatches.push(format!(
-                "{name}: golden {} differs; got:\n{got}",
-                golden.display()
-            ));
+        for (path, got) in [(&golden, &got), (&config_golden, &got_config)] {
+            let want = std::fs::read_to_string(path).unwrap_or_default();
+            if *got != want {
+                mismatches.push(format!(
+                    "{name}: golden {} differs; got:\n{got}",
+                    path.display()
+                ));
+            }
         }
         // The JSON form carries the same manifest as the library returns.
         let from_json: holo_vms::Manifest = serde_json::from_str(&resolved(&dir, Format::Json))
