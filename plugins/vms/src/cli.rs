@@ -44,6 +44,8 @@ pub enum Command {
     },
     /// Check the project; list every error and exit 1 if there are any.
     Validate,
+    /// List the built-in image aliases with their tags and defaults.
+    Images,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -101,6 +103,9 @@ pub fn run_with_warnings(
     command: &Command,
     options: &Options,
 ) -> Result<(String, Vec<Diag>), Vec<Diag>> {
+    if let Command::Images = command {
+        return Ok((images_table(), Vec::new()));
+    }
     let (project, manifest) = crate::resolve(options)?;
     let text = render(command, &project, &manifest)?;
     Ok((text, project.warnings))
@@ -112,7 +117,7 @@ fn render(
     manifest: &crate::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Validate => Ok(String::new()),
+        Command::Validate | Command::Images => Ok(String::new()),
         Command::Config { resolved, format } => {
             if *resolved {
                 let json = serde_json::to_value(manifest).map_err(|e| {
@@ -137,6 +142,27 @@ fn render(
             })
         }
     }
+}
+
+/// `holos images`: one line per alias.
+fn images_table() -> String {
+    let mut out = format!(
+        "{:<14} {:<10} {:<8} {:<10} {:>10}  {}\n",
+        "ALIAS", "DEFAULT", "OS", "USER", "MIN_MB", "TAGS"
+    );
+    for image in &crate::images::table().image {
+        let tags: Vec<&str> = image.tags.keys().map(String::as_str).collect();
+        out.push_str(&format!(
+            "{:<14} {:<10} {:<8} {:<10} {:>10}  {}\n",
+            image.alias,
+            image.default_tag,
+            image.os,
+            image.user,
+            image.min_memory_mb,
+            tags.join(", ")
+        ));
+    }
+    out
 }
 
 fn pretty_json(json: &serde_json::Value) -> String {

@@ -186,3 +186,20 @@ fn unset_variables_warn_but_do_not_fail() {
         "warning: DIR/holos.yaml:4:22: services.web.environment.A: variable MISSING is not set, using an empty string; set it or give a default with ${MISSING:-…}\n"
     );
 }
+
+#[test]
+fn images_lists_the_aliases_without_a_project() {
+    let f = Fixture::new(&[]);
+    let text = stdout(holos(&f).arg("images"));
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("ALIAS"), "{text}");
+    let ubuntu = text
+        .lines()
+        .find(|l| l.starts_with("ubuntu "))
+        .unwrap_or_default();
+    assert!(
+        ubuntu.contains("noble") && ubuntu.contains("systemd") && ubuntu.contains("jammy"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 9);
+}
