@@ -324,3 +324,12 @@ fn positions_survive_includes_merge_keys_and_interpolation() {
         ]
     );
 }
+
+#[test]
+fn bad_dotenv_lines_are_reported_with_their_line() {
+    let f = common::Fixture::new(&[("holos.yaml", "services: {}\n"), (".env", "A=1\n9B=2\n")]);
+    assert_eq!(
+        f.errors(),
+        "DIR/.env:2:1: invalid variable name \"9B\"; use KEY=VALUE"
+    );
+}

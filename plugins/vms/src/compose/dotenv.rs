@@ -74,7 +74,10 @@ pub fn parse(text: &str, env: &dyn Lookup) -> Result<Vec<EnvEntry>, (usize, Stri
         let Some(split) = line.find(['=', ':']) else {
             let key = line.trim();
             if !valid_key(key) {
-                return Err((line_no, format!("invalid variable name {key:?}")));
+                return Err((
+                    line_no,
+                    format!("invalid variable name {key:?}; use KEY=VALUE"),
+                ));
             }
             entries.push(EnvEntry {
                 key: key.to_string(),
@@ -100,13 +103,17 @@ pub fn parse(text: &str, env: &dyn Lookup) -> Result<Vec<EnvEntry>, (usize, Stri
                 .or_else(|| env.lookup(name))
         };
         let value = if let Some(body) = rest.strip_prefix('\'') {
-            let (content, consumed) = quoted(body, '\'', &lines, &mut i)
-                .ok_or((line_no, "unterminated single quote".to_string()))?;
+            let (content, consumed) = quoted(body, '\'', &lines, &mut i).ok_or((
+                line_no,
+                "unterminated single quote; close it with '".to_string(),
+            ))?;
             let _ = consumed;
             content
         } else if let Some(body) = rest.strip_prefix('"') {
-            let (content, _) = quoted(body, '"', &lines, &mut i)
-                .ok_or((line_no, "unterminated double quote".to_string()))?;
+            let (content, _) = quoted(body, '"', &lines, &mut i).ok_or((
+                line_no,
+                "unterminated double quote; close it with \"".to_string(),
+            ))?;
             let unescaped = unescape(&content);
             interpolate(&unescaped, &scope).map_err(|e| (line_no, e))?
         } else {

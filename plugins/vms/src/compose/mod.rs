@@ -51,8 +51,16 @@ impl Environment {
         let mut vars = BTreeMap::new();
         if dotenv.is_file() {
             let lookup = |name: &str| process.get(name).cloned();
-            let entries = dotenv::read_env_file(dotenv, false, &lookup)
-                .map_err(|e| Diag::file(dotenv, format!("{e}; fix the line or remove the file")))?;
+            let text = std::fs::read_to_string(dotenv).map_err(|e| {
+                Diag::file(
+                    dotenv,
+                    format!("cannot read: {e}; fix its permissions or remove it"),
+                )
+            })?;
+            let entries = dotenv::parse(&text, &lookup).map_err(|(line, message)| {
+                let file = std::sync::Arc::new(dotenv.to_path_buf());
+                Diag::at(&Pos::new(&file, line, 1), "", message)
+            })?;
             for entry in entries {
                 if let Some(value) = entry.value {
                     vars.insert(entry.key, value);
