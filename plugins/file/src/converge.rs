@@ -119,6 +119,10 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
             posix::set_directory_attributes(&target, uid, gid, original_mode).map_err(context)?
         }
         Scrub::RestoreOriginal => {
+            if current.kind == Kind::Directory && record.ensure == Ensure::Directory {
+                // The plugin put a directory where the original file was.
+                posix::remove(&target, false).map_err(context)?;
+            }
             let base_root = base_root(env);
             posix::restore_original(
                 &base_path(env, path),

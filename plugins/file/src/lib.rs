@@ -81,6 +81,9 @@ impl Plugin for FilePlugin {
             return Err(Error::many(errors));
         }
         holo_plugin::state::add_orphans(env, &mut found)?;
+        for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
+            describe_scrub(env, orphan)?;
+        }
         Ok(found)
     }
 
@@ -119,6 +122,26 @@ impl Plugin for FilePlugin {
                 }),
         )
     }
+}
+
+/// Adds what scrubbing will do to an orphan's scan lines.
+fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
+    let path = path_of(&orphan.id)?;
+    let base = converge::base_path(env, path);
+    let line = if base.is_file() {
+        Some(("restore", base.display().to_string()))
+    } else {
+        match holo_plugin::state::read::<state::Record>(env, &orphan.id)? {
+            Some(record) if record.original.kind == state::OriginalKind::None => {
+                Some(("delete", env.root_join(path).display().to_string()))
+            }
+            _ => None,
+        }
+    };
+    if let Some((key, value)) = line {
+        orphan.info.push((key.to_string(), value));
+    }
+    Ok(())
 }
 
 /// `file:/etc/motd` → `/etc/motd`, for entities known only from their record.
