@@ -333,3 +333,17 @@ fn bad_dotenv_lines_are_reported_with_their_line() {
         "DIR/.env:2:1: invalid variable name \"9B\"; use KEY=VALUE"
     );
 }
+
+#[test]
+fn long_extends_chains_are_refused_not_overflowed() {
+    let mut yaml = String::from("services:\n  s0: {image: alpine}\n");
+    for i in 1..100 {
+        yaml.push_str(&format!("  s{i}: {{extends: s{}}}\n", i - 1));
+    }
+    let errors = project(&yaml).errors();
+    assert!(
+        errors.contains("extends chain longer than 64 services"),
+        "{}",
+        &errors[..200.min(errors.len())]
+    );
+}

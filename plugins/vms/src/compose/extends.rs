@@ -9,6 +9,9 @@ use super::{Environment, interpolate, merge, paths};
 use crate::diag::Diags;
 use crate::yaml::{self, Node};
 
+/// Longer chains are refused: resolution recurses once per link.
+const MAX_CHAIN: usize = 64;
+
 /// Resolves every service's `extends` in `root`, in place.
 pub fn apply_extends(root: &mut Node, env: &Environment, diags: &mut Diags) {
     let Some(services) = root.get("services").and_then(Node::as_map) else {
@@ -64,6 +67,14 @@ fn resolve(
     let Some(extends) = service.get("extends") else {
         return Some(service.clone());
     };
+    if chain.len() >= MAX_CHAIN {
+        diags.push(
+            &extends.pos,
+            format!("{path}.extends"),
+            format!("extends chain longer than {MAX_CHAIN} services; flatten it"),
+        );
+        return None;
+    }
     let (base_name, base_file) = match (extends.as_str(), extends.get("service")) {
         (Some(n), _) => (n.to_string(), None),
         (None, Some(n)) => match n.as_str() {

@@ -12,6 +12,9 @@ use super::{Environment, load_file, merge, paths};
 use crate::diag::Diags;
 use crate::yaml::{Kind, Node};
 
+/// Deeper include chains are refused: loading recurses once per level.
+const MAX_DEPTH: usize = 64;
+
 struct IncludeEntry {
     node: Node,
     paths: Vec<PathBuf>,
@@ -170,6 +173,14 @@ pub fn apply_includes(
                         "include cycle: {}; remove one of these includes",
                         chain.join(" -> ")
                     ),
+                );
+                continue;
+            }
+            if stack.len() >= MAX_DEPTH {
+                diags.push(
+                    &entry.node.pos,
+                    "include",
+                    format!("includes nest deeper than {MAX_DEPTH} files; flatten them"),
                 );
                 continue;
             }
