@@ -392,23 +392,26 @@ enum Frame {
 struct Builder {
     file: Arc<PathBuf>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, (Node, usize)>,
+    /// Anchored nodes with their node count and depth.
+    anchors: HashMap<usize, (Node, usize, usize)>,
     docs: Vec<Node>,
     errors: Vec<Diag>,
     alias_budget: usize,
 }
 
-fn node_count(node: &Node) -> usize {
-    match &node.kind {
-        Kind::Seq(items) => 1 + items.iter().map(node_count).sum::<usize>(),
-        Kind::Map(entries) => {
-            1 + entries
-                .iter()
-                .map(|(k, v)| node_count(k) + node_count(v))
-                .sum::<usize>()
-        }
-        _ => 1,
-    }
+/// Node count and nesting depth, so that aliases can be bounded in both.
+fn measure(node: &Node) -> (usize, usize) {
+    let children: Vec<(usize, usize)> = match &node.kind {
+        Kind::Seq(items) => items.iter().map(measure).collect(),
+        Kind::Map(entries) => entries
+            .iter()
+            .flat_map(|(k, v)| [measure(k), measure(v)])
+            .collect(),
+        _ => Vec::new(),
+    };
+    let count = 1 + children.iter().map(|(c, _)| c).sum::<usize>();
+    let depth = 1 + children.iter().map(|(_, d)| *d).max().unwrap_or(0);
+    (count, depth)
 }
 
 impl Builder {
@@ -438,8 +441,8 @@ impl Builder {
 
     fn finish(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            let size = node_count(&node);
-            self.anchors.insert(anchor, (node.clone(), size));
+            let (size, depth) = measure(&node);
+            self.anchors.insert(anchor, (node.clone(), size, depth));
         }
         match self.stack.last_mut() {
             None => self.docs.push(node),
@@ -620,7 +623,17 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
                 }
             }
             Event::Alias(id) => match self.anchors.get(&id) {
-                Some((node, size)) if *size <= self.alias_budget => {
+                Some((_, _, depth)) if self.stack.len() + depth > MAX_DEPTH => {
+                    self.errors.push(Diag::at(
+                        &pos,
+                        "",
+                        format!(
+                            "aliases nest deeper than {MAX_DEPTH} levels; simplify the anchors"
+                        ),
+                    ));
+                    self.finish(Node::new(Kind::Null, pos), 0);
+                }
+                Some((node, size, _)) if *size <= self.alias_budget => {
                     self.alias_budget -= *size;
                     let mut node = node.clone();
                     // The alias's own position is more useful for errors
@@ -696,6 +709,26 @@ mod tests {
         let errors = parse(&nested).unwrap_err();
         assert!(
             errors[0].message.contains("nesting deeper than 128"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn aliases_cannot_nest_past_the_depth_limit() {
+        let mut text = format!("a0: &a0 {}1{}\n", "[".repeat(60), "]".repeat(60));
+        for i in 1..5 {
+            text.push_str(&format!(
+                "a{i}: &a{i} {}*a{}{}\n",
+                "[".repeat(60),
+                i - 1,
+                "]".repeat(60)
+            ));
+        }
+        let errors = parse(&text).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.message.contains("aliases nest deeper")),
             "{errors:?}"
         );
     }
