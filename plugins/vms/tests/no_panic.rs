@@ -104,3 +104,29 @@ proptest! {
         resolve_text(&dir, &text);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn field_parsers_never_panic(text in "\\PC{0,40}") {
+        let env = |name: &str| (name == "SET").then(|| "v".to_string());
+        let _ = holo_vms::compose::interpolate::interpolate(&text, &env);
+        let _ = holo_vms::compose::dotenv::parse(&text, &env);
+        let _ = holo_vms::compose::dotenv::parse_raw(&text);
+        let _ = holo_vms::compose::decode::ports::parse_short(&text);
+        let _ = holo_vms::compose::decode::reader::parse_duration_ms(&text);
+        let _ = holo_vms::compose::decode::reader::parse_bytes(&text);
+        let _ = holo_vms::images::resolve_alias(&text);
+        let _ = holo_vms::images::format_from_extension(&text);
+        let dir = std::env::temp_dir();
+        let _ = holo_vms::dockerfile::translate(&text, &dir);
+    }
+
+    #[test]
+    fn dollar_heavy_strings_never_panic(text in "[${}:?+\\-a-zA-Z_0-9 ]{0,30}") {
+        let env = |name: &str| (name == "SET").then(|| "v".to_string());
+        let _ = holo_vms::compose::interpolate::interpolate(&text, &env);
+        let _ = holo_vms::compose::dotenv::parse(&format!("K={text}\nexport L=\"{text}\"\n"), &env);
+    }
+}
