@@ -332,7 +332,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 20, ..ProptestConfig::default() })]
 
     #[test]
     fn large_rewrites_match_git((old, new) in large_pair()) {
