@@ -2,10 +2,14 @@
 //! service field, then the project-wide parts (dependency order, IPs, MACs,
 //! port overlaps, `/etc/hosts`).
 
+pub mod build;
+pub mod commands;
 pub mod keys;
 pub mod ports;
 pub mod reader;
+pub mod resources;
 pub mod service;
+pub mod storage;
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;

@@ -1,0 +1,144 @@
+//! Replicas and virtual hardware: `replicas`, `scale`, `deploy`, `vm`,
+//! `cpus` and `mem_limit`.
+
+use super::keys;
+use super::reader::{Reader, child, parse_bytes};
+use crate::manifest::Vm;
+use crate::yaml::Node;
+
+const DEFAULT_MEMORY_MB: u64 = 512;
+
+pub fn decode_replicas(r: &mut Reader, node: &Node, path: &str) -> u32 {
+    let mut found: Vec<(String, u32, &Node)> = Vec::new();
+    for key in ["replicas", "scale"] {
+        if let Some(n) = node.get(key).filter(|n| !n.is_null())
+            && let Some(v) = r.unsigned(n, &child(path, key), 253)
+        {
+            found.push((child(path, key), v as u32, n));
+        }
+    }
+    if let Some(deploy) = node.get("deploy").filter(|n| !n.is_null()) {
+        let dpath = child(path, "deploy");
+        if r.mapping(deploy, &dpath, keys::DEPLOY).is_some() {
+            if let Some(n) = deploy.get("replicas").filter(|n| !n.is_null())
+                && let Some(v) = r.unsigned(n, &child(&dpath, "replicas"), 253)
+            {
+                found.push((child(&dpath, "replicas"), v as u32, n));
+            }
+            if let Some(res) = deploy.get("resources").filter(|n| !n.is_null()) {
+                let rpath = child(&dpath, "resources");
+                if r.mapping(res, &rpath, keys::RESOURCES).is_some() {
+                    for key in keys::RESOURCES {
+                        if let Some(l) = res.get(key).filter(|n| !n.is_null()) {
+                            r.mapping(l, &child(&rpath, key), keys::LIMITS);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some((first_path, first, _)) = found.first() {
+        for (other_path, other, n) in &found[1..] {
+            if other != first {
+                r.error(
+                    n,
+                    other_path,
+                    format!("{other} conflicts with {first_path}: {first}; keep one of them"),
+                );
+            }
+        }
+        return *first;
+    }
+    1
+}
+
+pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Option<Vm> {
+    let vpath = child(path, "vm");
+    let vm_node = node.get("vm").filter(|n| !n.is_null());
+    if let Some(v) = vm_node {
+        r.mapping(v, &vpath, keys::VM)?;
+    }
+    let get = |k: &str| vm_node.and_then(|v| v.get(k)).filter(|n| !n.is_null());
+    let limits = node
+        .get("deploy")
+        .and_then(|d| d.get("resources"))
+        .and_then(|d| d.get("limits"));
+    let vcpu = match get("vcpu") {
+        Some(n) => r
+            .unsigned(n, &child(&vpath, "vcpu"), 1024)
+            .map(|v| v.max(1) as u32),
+        None => {
+            let cpus = node
+                .get("cpus")
+                .filter(|n| !n.is_null())
+                .map(|n| (n, child(path, "cpus")))
+                .or_else(|| {
+                    limits
+                        .and_then(|l| l.get("cpus"))
+                        .map(|n| (n, format!("{path}.deploy.resources.limits.cpus")))
+                });
+            match cpus {
+                Some((n, p)) => r.number(n, &p).map(|c| (c.ceil().max(1.0)) as u32),
+                None => Some(1),
+            }
+        }
+    };
+    let memory_mb = match get("memory_mb") {
+        Some(n) => r.unsigned(n, &child(&vpath, "memory_mb"), 1 << 24),
+        None => {
+            let limit = node
+                .get("mem_limit")
+                .filter(|n| !n.is_null())
+                .map(|n| (n, child(path, "mem_limit")))
+                .or_else(|| {
+                    limits
+                        .and_then(|l| l.get("memory"))
+                        .map(|n| (n, format!("{path}.deploy.resources.limits.memory")))
+                });
+            match limit {
+                Some((n, p)) => {
+                    let text = r.string(n, &p)?;
+                    match parse_bytes(&text) {
+                        Some(bytes) => Some(bytes.div_ceil(1 << 20).max(1)),
+                        None => {
+                            r.error(
+                                n,
+                                &p,
+                                format!("{text:?} is not a size; write e.g. 512m, 2g or 1.5G"),
+                            );
+                            None
+                        }
+                    }
+                }
+                None => Some(DEFAULT_MEMORY_MB.max(min_memory)),
+            }
+        }
+    };
+    if let (Some(mem), Some(n)) = (memory_mb, get("memory_mb"))
+        && mem < min_memory
+    {
+        r.error(
+            n,
+            &child(&vpath, "memory_mb"),
+            format!("{mem} MB is below the {min_memory} MB this image needs; raise it"),
+        );
+    }
+    let machine = get("machine")
+        .and_then(|n| r.string(n, &child(&vpath, "machine")))
+        .unwrap_or_else(|| "q35".into());
+    let cpu_model = get("cpu_model").and_then(|n| r.string(n, &child(&vpath, "cpu_model")));
+    let uefi = get("uefi")
+        .and_then(|n| r.boolean(n, &child(&vpath, "uefi")))
+        .unwrap_or(false);
+    let extra_args = get("extra_args")
+        .map(|n| r.strings(n, &child(&vpath, "extra_args")))
+        .unwrap_or_default();
+    Some(Vm {
+        vcpu: vcpu?,
+        memory_mb: memory_mb?,
+        machine,
+        cpu_model,
+        uefi,
+        extra_args,
+    })
+}
