@@ -23,6 +23,15 @@ pub use manifest::Manifest;
 /// Loads and resolves a project in one call, with no prior IP allocations.
 /// Errors come sorted by file and position.
 pub fn resolve(options: &compose::Options) -> Result<(compose::Project, Manifest), Vec<Diag>> {
+    resolve_with_allocations(options, &BTreeMap::new())
+}
+
+/// Like [`resolve`], keeping the instance IPs the runtime already assigned
+/// (instance name to address), so that running instances keep theirs.
+pub fn resolve_with_allocations(
+    options: &compose::Options,
+    existing_ips: &BTreeMap<String, std::net::Ipv4Addr>,
+) -> Result<(compose::Project, Manifest), Vec<Diag>> {
     let sorted = |mut diags: Vec<Diag>| {
         diags.sort_by(|a, b| {
             (&a.pos.file, a.pos.line, a.pos.col).cmp(&(&b.pos.file, b.pos.line, b.pos.col))
@@ -30,6 +39,6 @@ pub fn resolve(options: &compose::Options) -> Result<(compose::Project, Manifest
         diags
     };
     let project = compose::load(options).map_err(sorted)?;
-    let manifest = compose::decode::resolve(&project, &BTreeMap::new()).map_err(sorted)?;
+    let manifest = compose::decode::resolve(&project, existing_ips).map_err(sorted)?;
     Ok((project, manifest))
 }

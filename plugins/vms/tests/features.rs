@@ -517,3 +517,33 @@ fn later_files_resolve_paths_against_the_project_directory() {
     .file("overrides/extra.yaml");
     assert_eq!(f.manifest().services[0].environment["FROM"], "project-dir");
 }
+
+#[test]
+fn existing_allocations_survive_a_new_service() {
+    let before = project("services:\n  b: {image: alpine}\n  c: {image: alpine}\n").manifest();
+    let existing = before
+        .services
+        .iter()
+        .flat_map(|s| s.instances.iter().map(|i| (i.name.clone(), i.ip)))
+        .collect();
+    let f =
+        project("services:\n  a: {image: alpine}\n  b: {image: alpine}\n  c: {image: alpine}\n");
+    let (_, after) = holo_vms::resolve_with_allocations(&f.options(), &existing).expect("resolves");
+    assert_eq!(
+        service(&after, "b").instances[0].ip,
+        Ipv4Addr::new(10, 10, 0, 2)
+    );
+    assert_eq!(
+        service(&after, "c").instances[0].ip,
+        Ipv4Addr::new(10, 10, 0, 3)
+    );
+    assert_eq!(
+        service(&after, "a").instances[0].ip,
+        Ipv4Addr::new(10, 10, 0, 4)
+    );
+    // Without them, a takes .2, as config shows it.
+    assert_eq!(
+        service(&f.manifest(), "a").instances[0].ip,
+        Ipv4Addr::new(10, 10, 0, 2)
+    );
+}

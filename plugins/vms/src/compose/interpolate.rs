@@ -198,8 +198,13 @@ fn expand_braced(
         _ => {
             let message = interpolate_noting_unset(arg, env, unset)?;
             let state = if value.is_some() { "empty" } else { "unset" };
+            let message = if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {message}")
+            };
             Err(format!(
-                "required variable {name} is {state}: {message}; set it in the environment or in .env"
+                "required variable {name} is {state}{message}; set it in the environment or in .env"
             ))
         }
     }
@@ -247,6 +252,11 @@ mod tests {
         let err = run("${EMPTY:?need it}").unwrap_err();
         assert!(err.contains("EMPTY is empty: need it"), "{err}");
         assert_eq!(run("${EMPTY?x}").as_deref(), Ok(""));
+        let err = run("${UNSET:?}").unwrap_err();
+        assert!(
+            err.starts_with("required variable UNSET is unset; set it"),
+            "{err}"
+        );
     }
 
     #[test]
