@@ -213,11 +213,13 @@ impl Runner {
     /// directory. With an `env.sh`, sh sources it first, so that it can set
     /// variables or wrap `$HOLO_BINARY` in a function (as in Holo's suites).
     fn run_driver(&self, case_dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
-        let mut command = if case_dir.join("env.sh").is_file() {
+        let with_env_sh = case_dir.join("env.sh").is_file();
+        let mut command = if with_env_sh {
             let mut command = Command::new("sh");
             command
                 .arg("-c")
-                // env.sh's own output goes to our stderr, not into the outputs
+                // sh's stderr is ours: env.sh's own output stays out of the
+                // outputs, while the driver's stderr joins its stdout
                 .arg(". ./env.sh >&2\n$HOLO_BINARY \"$@\" 2>&1")
                 .arg("holo-test")
                 .args(args);
@@ -235,9 +237,17 @@ impl Runner {
             command.env_remove(variable);
         }
         let (reader, writer) = io::pipe().map_err(|err| format!("cannot create a pipe: {err}"))?;
-        let writer_for_stderr = writer
-            .try_clone()
-            .map_err(|err| format!("cannot duplicate a pipe: {err}"))?;
+        // every copy of the write end must be gone after the spawn, or the
+        // reader never sees the end of the output
+        let stderr = if with_env_sh {
+            Stdio::inherit()
+        } else {
+            Stdio::from(
+                writer
+                    .try_clone()
+                    .map_err(|err| format!("cannot duplicate a pipe: {err}"))?,
+            )
+        };
         command
             .current_dir(case_dir)
             .env("HOLO_BINARY", &self.driver)
@@ -245,41 +255,54 @@ impl Runner {
             .env("TMPDIR", "./target/tmp")
             .stdin(Stdio::null())
             .stdout(writer)
-            .stderr(writer_for_stderr)
+            .stderr(stderr)
             // a group of its own, so that a timeout kills the plugins as well
             .process_group(0);
         let mut child = command.spawn().map_err(|err| err.to_string())?;
         drop(command); // closes our copies of the pipe's write end
 
-        let collector = thread::spawn(move || {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        thread::spawn(move || {
             let mut output = Vec::new();
             let mut reader = reader;
-            reader.read_to_end(&mut output).map(|_| output)
+            // the receiver is gone only when we gave up on this run
+            let _ = sender.send(reader.read_to_end(&mut output).map(|_| output));
         });
+        let group = nix::unistd::Pid::from_raw(child.id() as i32);
+        let kill_group = || {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        };
+        let timed_out = || {
+            format!(
+                "no result after {} s (set HOLO_TEST_TIMEOUT to allow more)",
+                self.timeout.as_secs()
+            )
+        };
         let started = Instant::now();
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) if started.elapsed() > self.timeout => {
-                    // SAFETY-free: killpg on the group we created above
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(child.id() as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
+                    kill_group();
                     let _ = child.wait();
-                    return Err(format!(
-                        "no result after {} s (set HOLO_TEST_TIMEOUT to allow more)",
-                        self.timeout.as_secs()
-                    ));
+                    return Err(timed_out());
                 }
                 Ok(None) => thread::sleep(Duration::from_millis(5)),
                 Err(err) => return Err(err.to_string()),
             }
         };
-        let mut output = collector
-            .join()
-            .map_err(|_| "the output reader thread died".to_string())?
-            .map_err(|err| format!("cannot read the output: {err}"))?;
+        // a process that the driver left behind may still hold the output open
+        let remaining = self.timeout.saturating_sub(started.elapsed());
+        let mut output = match receiver.recv_timeout(remaining) {
+            Ok(result) => result.map_err(|err| format!("cannot read the output: {err}"))?,
+            Err(_) => {
+                kill_group();
+                return Err(format!(
+                    "{}: the driver exited, but a process it started kept the output open",
+                    timed_out()
+                ));
+            }
+        };
         // the shell's `$?`: a signal shows as 128 + its number
         let code = status
             .code()
@@ -602,6 +625,144 @@ mod tests {
         );
         assert_eq!(resolve_driver("holo --x", cwd), "holo --x");
         assert_eq!(resolve_driver("/usr/bin/holo", cwd), "/usr/bin/holo");
+    }
+
+    /// A stand-in for holo: prints its arguments and the root, leaves a
+    /// marker in the root on apply, and asks for --force until it gets it.
+    const FAKE_DRIVER: &str = r#"#!/bin/sh
+echo "ran: $* (root $HOLO_ROOT_DIR)"
+echo "to stderr" >&2
+if [ "$1" = apply ]; then
+    echo "applied: $*" > target/etc/marker
+    [ "${2:-}" = --force ] || { echo "needs --force"; exit 1; }
+fi
+"#;
+
+    fn fake_case() -> (tempfile::TempDir, Runner) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let driver = dir.path().join("fake-holo");
+        fs::write(&driver, FAKE_DRIVER).expect("write driver");
+        fs::set_permissions(&driver, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let case = dir.path().join("case");
+        fs::create_dir(&case).expect("mkdir");
+        fs::write(
+            case.join("source-tree"),
+            "file      0644 ./etc/holorc\nplugin none=/bin/false\n----------------------------------------\n",
+        )
+        .expect("write source-tree");
+        let runner = Runner {
+            driver: driver.display().to_string(),
+            plugin_dirs: Vec::new(),
+            update: true,
+            timeout: Duration::from_secs(30),
+        };
+        (dir, runner)
+    }
+
+    #[test]
+    fn update_then_compare_then_detect_a_deviation() {
+        let (dir, mut runner) = fake_case();
+        let case = dir.path().join("case");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Updated
+        );
+        assert_eq!(
+            fs::read_to_string(case.join("expected-apply-output")).expect("written"),
+            "ran: apply (root ./target/)\nto stderr\nneeds --force\nexit status 1\n"
+        );
+        assert_eq!(
+            fs::read_to_string(case.join("expected-apply-force-output")).expect("written"),
+            "ran: apply --force (root ./target/)\nto stderr\nexit status 0\n"
+        );
+        assert!(
+            fs::read_to_string(case.join("expected-tree"))
+                .expect("written")
+                .contains("file      0644 ./etc/marker\napplied: apply --force\n")
+        );
+        assert!(
+            !case.join("target").exists(),
+            "target/ is removed after success"
+        );
+
+        runner.update = false;
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Passed
+        );
+
+        fs::write(case.join("expected-scan-output"), "something else\n").expect("write");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        let report = String::from_utf8_lossy(&report);
+        assert!(report.contains("!! The scan-output deviates from our expectation. Diff follows:"));
+        assert!(report.contains("    -something else\n    +ran: scan (root ./target/)\n"));
+        assert!(case.join("target").is_dir(), "a failed run is kept");
+    }
+
+    #[test]
+    fn env_sh_can_wrap_the_driver() {
+        let (dir, mut runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::write(
+            case.join("env.sh"),
+            "echo 'env.sh output stays out'\nwrapped() { $REAL \"$@\" extra; }\nREAL=$HOLO_BINARY\nHOLO_BINARY=wrapped\n",
+        )
+        .expect("write env.sh");
+        let mut report = Vec::new();
+        runner.run(&case, &mut report).expect("run");
+        assert_eq!(
+            fs::read_to_string(case.join("expected-diff-output")).expect("written"),
+            "ran: diff extra (root ./target/)\nto stderr\nexit status 0\n"
+        );
+        runner.update = false;
+        assert_eq!(
+            runner.run(&case, &mut Vec::new()).expect("run"),
+            Outcome::Passed
+        );
+    }
+
+    #[test]
+    fn a_missing_source_tree_fails_the_case_with_a_hint() {
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::remove_file(case.join("source-tree")).expect("rm");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        assert!(String::from_utf8_lossy(&report).contains("every case needs a source-tree"));
+    }
+
+    #[test]
+    fn a_process_left_behind_cannot_hang_the_run() {
+        let (dir, mut runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::write(
+            dir.path().join("fake-holo"),
+            "#!/bin/sh\nsleep 30 &\necho started\n",
+        )
+        .expect("write driver");
+        runner.timeout = Duration::from_secs(1);
+        let started = Instant::now();
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(
+            String::from_utf8_lossy(&report).contains("kept the output open"),
+            "{}",
+            String::from_utf8_lossy(&report)
+        );
     }
 
     #[test]
