@@ -8,3 +8,5 @@ holo_noop() {
 }
 HOLO_DRIVER=$HOLO_BINARY
 HOLO_BINARY=holo_noop
+# holo-shell declares noop unless told otherwise
+export HOLO_SHELL_EXTENSIONS=order
