@@ -28,7 +28,8 @@ resulting tree with the expected-* files.
   --update          write the expected-* files from this run instead of
                     comparing (also HOLO_TEST_UPDATE=1)
 
-Environment: HOLO_BINARY (the driver; default: holo beside holo-test),
+Environment: HOLO_BINARY (the driver; default: holo beside holo-test, else
+holo from PATH),
 HOLO_TEST_TIMEOUT (seconds per driver run, default 120).
 See holo-test(7) for details.
 ";
@@ -81,19 +82,19 @@ fn run(args: Vec<std::ffi::OsString>) -> Result<ExitCode, String> {
         .ok()
         .and_then(|exe| exe.parent().map(PathBuf::from));
     if plugin_dirs.is_empty() {
+        // beside holo-test for a build tree, else where packages install them
         plugin_dirs.extend(own_dir.clone());
+        plugin_dirs.push(PathBuf::from("/usr/lib/holo"));
     }
     let plugin_dirs = plugin_dirs.into_iter().map(|dir| cwd.join(dir)).collect();
 
     let driver = match std::env::var("HOLO_BINARY") {
         Ok(driver) if !driver.trim().is_empty() => case::resolve_driver(&driver, &cwd),
-        _ => {
-            let default = own_dir
-                .map(|dir| dir.join("holo"))
-                .filter(|path| path.is_file())
-                .ok_or("cannot find the holo driver beside holo-test: build it (cargo build --bin holo) or set HOLO_BINARY")?;
-            default.display().to_string()
-        }
+        // holo beside holo-test (a build tree), else holo from PATH
+        _ => own_dir
+            .map(|dir| dir.join("holo"))
+            .filter(|path| path.is_file())
+            .map_or_else(|| "holo".to_string(), |path| path.display().to_string()),
     };
     let runner = case::Runner {
         driver,

@@ -59,6 +59,26 @@ pub enum Outcome {
 impl Runner {
     /// Runs the case in `case_dir`, reporting on `report`.
     pub fn run(&self, case_dir: &Path, report: &mut dyn Write) -> io::Result<Outcome> {
+        // concurrent runs of one case (two test suites at once) would share
+        // target/; a lock on the case directory serializes them
+        let _lock = match fs::File::open(case_dir)
+            .map(|dir| nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockExclusive))
+        {
+            Ok(Ok(lock)) => lock,
+            Ok(Err((_, errno))) => {
+                writeln!(report, "!! cannot lock {}: {}", case_dir.display(), errno)?;
+                return Ok(Outcome::Failed);
+            }
+            Err(err) => {
+                writeln!(
+                    report,
+                    "!! cannot open the case directory {}: {}",
+                    case_dir.display(),
+                    err
+                )?;
+                return Ok(Outcome::Failed);
+            }
+        };
         let target = case_dir.join("target");
         if let Err(message) = self.prepare(case_dir, &target) {
             writeln!(report, "!! {message}")?;
