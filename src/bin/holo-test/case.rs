@@ -762,6 +762,68 @@ fi
     }
 
     #[test]
+    fn plugins_are_linked_and_left_out_of_the_tree() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, mut runner) = fake_case();
+        let case = dir.path().join("case");
+        let plugins = dir.path().join("plugins");
+        fs::create_dir(&plugins).expect("mkdir");
+        fs::write(plugins.join("holo-x"), "#!/bin/sh\n").expect("write plugin");
+        fs::set_permissions(plugins.join("holo-x"), fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        runner.plugin_dirs = vec![dir.path().join("nowhere"), plugins.clone()];
+        fs::write(
+            case.join("source-tree"),
+            "file      0644 ./etc/holorc\nplugin x\nplugin missing\n----------------------------------------\n",
+        )
+        .expect("write source-tree");
+        fs::write(
+            dir.path().join("fake-holo"),
+            "#!/bin/sh\nls target/usr/lib/holo\nreadlink target/usr/lib/holo/holo-x\n",
+        )
+        .expect("write driver");
+        runner.run(&case, &mut Vec::new()).expect("run");
+        let scan = fs::read_to_string(case.join("expected-scan-output")).expect("written");
+        let linked = fs::canonicalize(plugins.join("holo-x")).expect("canonical");
+        assert_eq!(
+            scan,
+            format!("holo-x\n{}\nexit status 0\n", linked.display())
+        );
+        assert_eq!(
+            fs::read_to_string(case.join("expected-tree")).expect("written"),
+            "file      0644 ./etc/holorc\nplugin x\nplugin missing\n----------------------------------------\n\
+             directory 0755 ./run/\n----------------------------------------\n\
+             directory 0755 ./tmp/\n----------------------------------------\n\
+             directory 0755 ./usr/share/holo/missing/\n----------------------------------------\n\
+             directory 0755 ./usr/share/holo/x/\n----------------------------------------\n"
+        );
+    }
+
+    #[test]
+    fn a_source_tree_directory_is_copied_with_modes_and_links() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        let source = case.join("source-tree");
+        fs::remove_file(&source).expect("rm");
+        fs::create_dir_all(source.join("etc/private")).expect("mkdir");
+        fs::set_permissions(
+            source.join("etc/private"),
+            fs::Permissions::from_mode(0o700),
+        )
+        .expect("chmod");
+        fs::write(source.join("etc/holorc"), "plugin none=/bin/false\n").expect("write");
+        symlink("holorc", source.join("etc/link")).expect("symlink");
+        runner.run(&case, &mut Vec::new()).expect("run");
+        let tree = fs::read_to_string(case.join("expected-tree")).expect("written");
+        assert!(
+            tree.contains("symlink   0777 ./etc/link\nholorc\n"),
+            "{tree}"
+        );
+        assert!(tree.contains("directory 0700 ./etc/private/\n"), "{tree}");
+    }
+
+    #[test]
     fn a_process_left_behind_cannot_hang_the_run() {
         let (dir, mut runner) = fake_case();
         let case = dir.path().join("case");
