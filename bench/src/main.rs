@@ -3,6 +3,7 @@
 //! and runs them as a user would, against a fresh temporary root.
 
 mod driver;
+mod file;
 mod util;
 
 const USAGE: &str = "\
@@ -12,7 +13,11 @@ Benchmarks:
   driver    holo scan/apply over the trivial SDK plugin holo-demo (batch and
             per-entity), the driver's own cost per entity, and parsing a
             scan report
+  file      holo-file over N generated [[file]] resources: scan, first
+            apply, no-op apply (batch and per-entity), diff
   all       every benchmark
+
+The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
 SIZES is a comma-separated list of entity counts (default: 1000,10000).
 ";
@@ -35,7 +40,8 @@ fn main() -> std::process::ExitCode {
     };
     let result = match name.as_str() {
         "driver" => driver::run(&sizes),
-        "all" => driver::run(&sizes),
+        "file" => file::run(&sizes),
+        "all" => driver::run(&sizes).and_then(|()| file::run(&sizes)),
         "--help" | "-h" | "help" => {
             print!("{USAGE}");
             return std::process::ExitCode::SUCCESS;
