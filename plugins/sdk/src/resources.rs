@@ -172,7 +172,7 @@ impl<'e, R: Resource> Loader<'e, R> {
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
             origin: origin.clone(),
-            line: lines.line_of(offset),
+            line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(&text, offset)),
         };
         let mut document = match DeTable::parse(&text) {
             Ok(document) => document.into_inner(),
@@ -495,6 +495,15 @@ impl Templates {
     }
 }
 
+/// A `"""` or `'''` string whose first newline TOML trims: its content
+/// starts on the next line, and so do line numbers inside it.
+fn opens_trimmed_multiline(text: &str, offset: usize) -> bool {
+    let rest = text.get(offset..).unwrap_or("");
+    ["\"\"\"\n", "\"\"\"\r\n", "'''\n", "'''\r\n"]
+        .iter()
+        .any(|open| rest.starts_with(open))
+}
+
 fn looks_like_template(text: &str) -> bool {
     TemplateContext::is_template(text)
 }
@@ -710,6 +719,18 @@ mod tests {
         )]);
         let err = load::<Demo>(&fixture.env).expect_err("undefined");
         let expected = format!("{}:4: property content", origin(&fixture, "a.toml"));
+        assert!(err.message().starts_with(&expected), "{err}");
+    }
+
+    #[test]
+    fn undefined_variable_in_a_multiline_string_names_its_own_line() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"x\"\ncontent = \"\"\"\nfirst\n{{ data.nope }}\n\"\"\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("undefined");
+        // line 3 opens the string, line 4 is "first", line 5 has the error
+        let expected = format!("{}:5: property content", origin(&fixture, "a.toml"));
         assert!(err.message().starts_with(&expected), "{err}");
     }
 
