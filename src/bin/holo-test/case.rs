@@ -79,6 +79,14 @@ impl Runner {
                 return Ok(Outcome::Failed);
             }
         };
+        if self.update && is_known_failure(case_dir) {
+            writeln!(
+                report,
+                ">> not updating {}: KNOWN_FAILURES lists it, so its expectations are written by hand",
+                case_dir.display()
+            )?;
+            return Ok(Outcome::Updated);
+        }
         let target = case_dir.join("target");
         if let Err(message) = self.prepare(case_dir, &target) {
             writeln!(report, "!! {message}")?;
@@ -416,6 +424,25 @@ fn compare_with_expectations(
     Ok(outcome)
 }
 
+/// Whether the suite's KNOWN_FAILURES file (beside the case directory, one
+/// `CASE  reason` per line) lists this case.
+fn is_known_failure(case_dir: &Path) -> bool {
+    let Some(name) = case_dir.file_name().and_then(|name| name.to_str()) else {
+        return false;
+    };
+    let Some(list) = fs::canonicalize(case_dir)
+        .ok()
+        .and_then(|dir| dir.parent().map(|suite| suite.join("KNOWN_FAILURES")))
+    else {
+        return false;
+    };
+    fs::read_to_string(list).is_ok_and(|text| {
+        text.lines()
+            .filter_map(|line| line.split('#').next()?.split_whitespace().next())
+            .any(|listed| listed == name)
+    })
+}
+
 /// A plugin line of holorc, as far as preparing the root needs it.
 struct PluginLine {
     id: String,
@@ -746,6 +773,28 @@ fi
             runner.run(&case, &mut Vec::new()).expect("run"),
             Outcome::Passed
         );
+    }
+
+    #[test]
+    fn update_leaves_known_failures_alone() {
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::write(
+            dir.path().join("KNOWN_FAILURES"),
+            "# hand-written\ncase  reason\n",
+        )
+        .expect("write list");
+        fs::write(case.join("expected-scan-output"), "by hand\n").expect("write");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Updated
+        );
+        assert_eq!(
+            fs::read_to_string(case.join("expected-scan-output")).expect("read"),
+            "by hand\n"
+        );
+        assert!(String::from_utf8_lossy(&report).contains("not updating"));
     }
 
     #[test]
