@@ -5,7 +5,7 @@
 use crate::config::EXIT_FATAL;
 use crate::output::{Output, Stream};
 use crate::paths;
-use crate::plugin::{Chunk, Plugin, describe_status};
+use crate::plugin::{Chunk, Plugin, StderrLines, describe_status};
 use crate::resources::{self, Runtime};
 use crate::scan::Entity;
 use std::collections::HashMap;
@@ -177,7 +177,7 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
 struct EntityView<'e> {
     entity: &'e Entity,
     prologue_done: bool,
-    stderr_partial: Vec<u8>,
+    stderr: StderrLines,
 }
 
 impl<'e> EntityView<'e> {
@@ -185,7 +185,7 @@ impl<'e> EntityView<'e> {
         EntityView {
             entity,
             prologue_done: false,
-            stderr_partial: Vec::new(),
+            stderr: StderrLines::default(),
         }
     }
 
@@ -204,23 +204,20 @@ impl<'e> EntityView<'e> {
     }
 
     fn stderr(&mut self, out: &mut Output, bytes: &[u8]) {
-        self.stderr_partial.extend_from_slice(bytes);
-        while let Some(newline) = self.stderr_partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.stderr_partial.drain(..=newline).collect();
-            let line = out.colorize_plugin_line(&line);
-            self.prologue(out);
-            out.write(Stream::Err, &line);
-        }
+        let mut stderr = std::mem::take(&mut self.stderr);
+        stderr.push(bytes, &mut |line| self.stderr_line(out, line));
+        self.stderr = stderr;
     }
 
     fn finish_stderr(&mut self, out: &mut Output) {
-        if !self.stderr_partial.is_empty() {
-            let mut rest = std::mem::take(&mut self.stderr_partial);
-            rest.push(b'\n');
-            let line = out.colorize_plugin_line(&rest);
-            self.prologue(out);
-            out.write(Stream::Err, &line);
-        }
+        let mut stderr = std::mem::take(&mut self.stderr);
+        stderr.finish(&mut |line| self.stderr_line(out, line));
+    }
+
+    fn stderr_line(&mut self, out: &mut Output, line: &[u8]) {
+        let line = out.colorize_plugin_line(line);
+        self.prologue(out);
+        out.write(Stream::Err, &line);
     }
 
     /// What Holo 3 does after the plugin exited.
@@ -469,7 +466,7 @@ pub fn render_entity_diff(
     out: &mut Output,
 ) -> Result<Vec<u8>, String> {
     let mut fd3 = Vec::new();
-    let mut stderr_partial: Vec<u8> = Vec::new();
+    let mut stderr = StderrLines::default();
     let result = plugin.run(
         &["diff", &entity.id],
         &[],
@@ -477,22 +474,11 @@ pub fn render_entity_diff(
         true,
         |chunk| match chunk {
             Chunk::Stdout(b) => out.write(Stream::Out, b),
-            Chunk::Stderr(b) => {
-                stderr_partial.extend_from_slice(b);
-                while let Some(newline) = stderr_partial.iter().position(|c| *c == b'\n') {
-                    let line: Vec<u8> = stderr_partial.drain(..=newline).collect();
-                    let line = out.colorize_plugin_line(&line);
-                    out.write(Stream::Err, &line);
-                }
-            }
+            Chunk::Stderr(b) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
             Chunk::Fd3(b) => fd3.extend_from_slice(b),
         },
     );
-    if !stderr_partial.is_empty() {
-        stderr_partial.push(b'\n');
-        let line = out.colorize_plugin_line(&stderr_partial);
-        out.write(Stream::Err, &line);
-    }
+    stderr.finish(&mut |line| plugin_stderr_line(out, line));
     match result {
         Ok(status) if status.success() => {}
         Ok(status) => return Err(describe_status(status)),
@@ -522,6 +508,12 @@ pub fn render_entity_diff(
     } else {
         diff
     })
+}
+
+/// A line of plugin stderr outside an entity's prologue (scan, info, diff).
+pub fn plugin_stderr_line(out: &mut Output, line: &[u8]) {
+    let line = out.colorize_plugin_line(line);
+    out.write(Stream::Err, &line);
 }
 
 /// `$ROOT/run/holo.pid`, created exclusively, holding `PID\n`.

@@ -5,7 +5,7 @@
 use crate::apply::{self, Mode};
 use crate::config::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
-use crate::plugin::{Chunk, Plugin, describe_status};
+use crate::plugin::{Chunk, Plugin, StderrLines, describe_status};
 use crate::resources::{self, Runtime};
 use crate::scan::{self, Entity};
 use crate::{order, report};
@@ -180,24 +180,13 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
     let mut owner: HashMap<String, usize> = HashMap::new();
     for (index, plugin) in plugins.iter().enumerate() {
         let mut stdout = Vec::new();
-        let mut stderr_partial: Vec<u8> = Vec::new();
+        let mut stderr = StderrLines::default();
         let result = plugin.run(&["scan"], &[], None, false, |chunk| match chunk {
             Chunk::Stdout(b) => stdout.extend_from_slice(b),
-            Chunk::Stderr(b) => {
-                stderr_partial.extend_from_slice(b);
-                while let Some(newline) = stderr_partial.iter().position(|c| *c == b'\n') {
-                    let line: Vec<u8> = stderr_partial.drain(..=newline).collect();
-                    let line = out.colorize_plugin_line(&line);
-                    out.write(Stream::Err, &line);
-                }
-            }
+            Chunk::Stderr(b) => stderr.push(b, &mut |line| apply::plugin_stderr_line(out, line)),
             Chunk::Fd3(_) => {}
         });
-        if !stderr_partial.is_empty() {
-            stderr_partial.push(b'\n');
-            let line = out.colorize_plugin_line(&stderr_partial);
-            out.write(Stream::Err, &line);
-        }
+        stderr.finish(&mut |line| apply::plugin_stderr_line(out, line));
         let failure = match result {
             Ok(status) if status.success() => None,
             Ok(status) => Some(describe_status(status)),

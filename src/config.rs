@@ -42,7 +42,10 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<Vec<Plugin>, 
             )),
             state: paths::normalize(&paths::join(root, &format!("var/lib/holo/{}", decl.id))),
         };
-        match Plugin::load(&decl.id, &decl.binary, &dirs) {
+        let loaded = Plugin::load(&decl.id, &decl.binary, &dirs, |line| {
+            crate::apply::plugin_stderr_line(out, line)
+        });
+        match loaded {
             Ok(plugin) => {
                 for dir in [&dirs.cache, &dirs.state] {
                     if let Err(e) = std::fs::create_dir_all(dir) {

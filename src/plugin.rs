@@ -41,7 +41,13 @@ pub struct PluginDirs {
 
 impl Plugin {
     /// Runs `BINARY info` and checks the API version range.
-    pub fn load(id: &str, binary: &str, dirs: &PluginDirs) -> Result<Plugin, String> {
+    /// `on_stderr` receives the complete lines the plugin writes on stderr.
+    pub fn load(
+        id: &str,
+        binary: &str,
+        dirs: &PluginDirs,
+        mut on_stderr: impl FnMut(&[u8]),
+    ) -> Result<Plugin, String> {
         let mut plugin = Plugin {
             id: id.to_string(),
             binary: binary.to_string(),
@@ -50,37 +56,25 @@ impl Plugin {
         };
         plugin.env = plugin.environment(dirs);
         let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
+        let mut stderr = StderrLines::default();
         let status = plugin
             .run(&["info"], &[], None, false, |chunk| match chunk {
                 Chunk::Stdout(b) => stdout.extend_from_slice(b),
-                Chunk::Stderr(b) => stderr.extend_from_slice(b),
+                Chunk::Stderr(b) => stderr.push(b, &mut |line| on_stderr(line)),
                 Chunk::Fd3(_) => {}
             })
-            .map_err(|e| format!("cannot run {binary} info: {}", paths::errno_text(&e)))?;
+            .map_err(|e| format!("fork/exec {binary}: {}", paths::errno_text(&e)))?;
+        stderr.finish(&mut |line| on_stderr(line));
         if !status.success() {
-            let detail = String::from_utf8_lossy(&stderr).trim().to_string();
-            let detail = if detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {detail}")
-            };
-            return Err(format!(
-                "plugin holo-{id}: `{binary} info` failed with {}{detail}",
-                describe_status(status)
-            ));
+            // Holo 3 passes the plugin's stderr through and prints the status.
+            return Err(describe_status(status));
         }
         let metadata = parse_info(&String::from_utf8_lossy(&stdout));
-        let version = |key: &str| -> Result<u32, String> {
-            let value = metadata.get(key).map(String::as_str).unwrap_or("");
-            value.trim().parse().map_err(|_| {
-                format!(
-                    "plugin holo-{id}: `info` must print {key}=N with a positive integer, got \"{value}\""
-                )
-            })
+        let version = |key: &str| -> Result<i64, String> {
+            go_atoi(metadata.get(key).map(String::as_str).unwrap_or(""))
         };
         let (min, max) = (version("MIN_API_VERSION")?, version("MAX_API_VERSION")?);
-        if min > API_VERSION || max < API_VERSION {
+        if min > i64::from(API_VERSION) || max < i64::from(API_VERSION) {
             return Err(format!(
                 "plugin holo-{id} is incompatible with this Holo (plugin min: {min}, plugin max: {max}, Holo: {API_VERSION})"
             ));
@@ -251,6 +245,44 @@ fn pump(
     Ok(())
 }
 
+/// Splits plugin stderr into complete lines; a last partial line is
+/// completed with a newline at the end.
+#[derive(Default)]
+pub struct StderrLines {
+    partial: Vec<u8>,
+}
+
+impl StderrLines {
+    pub fn push(&mut self, bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) {
+        self.partial.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(offset) = self.partial[start..].iter().position(|b| *b == b'\n') {
+            each_line(&self.partial[start..start + offset + 1]);
+            start += offset + 1;
+        }
+        self.partial.drain(..start);
+    }
+
+    pub fn finish(&mut self, each_line: &mut dyn FnMut(&[u8])) {
+        if !self.partial.is_empty() {
+            let mut rest = std::mem::take(&mut self.partial);
+            rest.push(b'\n');
+            each_line(&rest);
+        }
+    }
+}
+
+/// Go's `strconv.Atoi`, with its error text (Holo 3 prints it as is).
+fn go_atoi(value: &str) -> Result<i64, String> {
+    let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("strconv.Atoi: parsing \"{value}\": invalid syntax"));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("strconv.Atoi: parsing \"{value}\": value out of range"))
+}
+
 /// `KEY=VALUE` lines; others are ignored, as in Holo 3.
 pub fn parse_info(text: &str) -> HashMap<String, String> {
     text.lines()
@@ -305,6 +337,43 @@ mod tests {
         assert_eq!(info["MIN_API_VERSION"], "3");
         assert_eq!(info["EXTENSIONS"], "noop,batch");
         assert_eq!(info.len(), 3);
+    }
+
+    #[test]
+    fn atoi_errors_read_like_go() {
+        assert_eq!(go_atoi("3"), Ok(3));
+        assert_eq!(go_atoi("+3"), Ok(3));
+        assert_eq!(go_atoi("-1"), Ok(-1));
+        assert_eq!(
+            go_atoi(""),
+            Err("strconv.Atoi: parsing \"\": invalid syntax".to_string())
+        );
+        assert_eq!(
+            go_atoi("3.0"),
+            Err("strconv.Atoi: parsing \"3.0\": invalid syntax".to_string())
+        );
+        assert_eq!(
+            go_atoi("99999999999999999999"),
+            Err("strconv.Atoi: parsing \"99999999999999999999\": value out of range".to_string())
+        );
+    }
+
+    #[test]
+    fn stderr_lines_split_and_complete_the_last_line() {
+        let mut lines = StderrLines::default();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        lines.push(b"a\nb", &mut |l| seen.push(l.to_vec()));
+        lines.push(b"c\n\nd", &mut |l| seen.push(l.to_vec()));
+        lines.finish(&mut |l| seen.push(l.to_vec()));
+        assert_eq!(
+            seen,
+            vec![
+                b"a\n".to_vec(),
+                b"bc\n".to_vec(),
+                b"\n".to_vec(),
+                b"d\n".to_vec()
+            ]
+        );
     }
 
     #[test]

@@ -298,8 +298,7 @@ fn a_batch_is_cut_where_an_entity_requires_one_in_the_same_run() {
     assert_eq!(log, "scan\napply\napply-batch\n");
 }
 
-/// The operations the plugin logged, without `info` (which runs before the
-/// driver creates the state directory on a first run).
+/// The operations the plugin logged, without `info`.
 fn operations(log: &Path) -> String {
     std::fs::read_to_string(log)
         .unwrap()
