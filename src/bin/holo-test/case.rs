@@ -642,6 +642,20 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn normalizing_never_panics_or_grows(
+            output in proptest::collection::vec(proptest::prop_oneof![
+                proptest::strategy::Just(b"\x1b[".to_vec()),
+                proptest::strategy::Just(b"target/tmp/holo.".to_vec()),
+                proptest::collection::vec(proptest::num::u8::ANY, 0..8),
+            ], 0..20)
+        ) {
+            let output = output.concat();
+            proptest::prop_assert!(normalize_output(&output).len() <= output.len());
+        }
+    }
+
     #[test]
     fn holorc_plugin_lines_are_found_in_snippets_and_holorc() {
         let dir = tempfile::tempdir().expect("tempdir");

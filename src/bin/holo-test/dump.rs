@@ -298,6 +298,43 @@ file      0755 ./usr/bin/tool
         assert_eq!(String::from_utf8_lossy(&dumped), "");
     }
 
+    proptest::proptest! {
+        /// Any input either materializes or gives an error; it never panics
+        /// and never writes outside the destination.
+        #[test]
+        fn arbitrary_dumps_never_panic(lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("file      0644 ./etc/a".to_string()),
+                proptest::strategy::Just("file 0600 ./etc/a/b".to_string()),
+                proptest::strategy::Just("directory 0700 ./etc/".to_string()),
+                proptest::strategy::Just("symlink   0777 ./etc/l".to_string()),
+                proptest::strategy::Just("file 0644 ../../escape".to_string()),
+                proptest::strategy::Just(String::from_utf8_lossy(SEPARATOR).into_owned()),
+                proptest::strategy::Just(String::new()),
+                "[ -~]{0,50}",
+            ],
+            0..30,
+        )) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let dest = dir.path().join("root");
+            fs::create_dir(&dest).expect("mkdir");
+            let _ = materialize(lines.join("\n").as_bytes(), &dest, Path::new("source-tree"));
+            let outside: Vec<_> = fs::read_dir(dir.path()).expect("list").collect();
+            proptest::prop_assert_eq!(outside.len(), 1);
+            make_writable_for_cleanup(&dest);
+        }
+    }
+
+    /// Lets the tempdir cleanup remove directories the dump made read-only.
+    fn make_writable_for_cleanup(directory: &Path) {
+        let _ = fs::set_permissions(directory, fs::Permissions::from_mode(0o755));
+        for entry in fs::read_dir(directory).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                make_writable_for_cleanup(&entry.path());
+            }
+        }
+    }
+
     #[test]
     fn errors_name_the_file_and_line() {
         let dir = tempfile::tempdir().expect("tempdir");
