@@ -3,11 +3,12 @@
 
 use crate::paths;
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitStatus, Stdio};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 
 pub const API_VERSION: u32 = 3;
 /// The extensions this driver understands, exported as `HOLO_EXTENSIONS`.
@@ -20,7 +21,8 @@ pub struct Plugin {
     /// As Holo 3 prints it.
     pub binary: String,
     pub extensions: BTreeSet<String>,
-    env: Vec<(OsString, OsString)>,
+    /// `KEY=VALUE` for posix_spawn, built once per plugin.
+    env: Vec<CString>,
 }
 
 /// What a running plugin produced, in arrival order.
@@ -93,7 +95,7 @@ impl Plugin {
         self.extensions.contains(name)
     }
 
-    fn environment(&self, dirs: &PluginDirs) -> Vec<(OsString, OsString)> {
+    fn environment(&self, dirs: &PluginDirs) -> Vec<CString> {
         let ours = [
             "HOLO_API_VERSION",
             "HOLO_CACHE_DIR",
@@ -115,7 +117,15 @@ impl Plugin {
         set("HOLO_STATE_DIR", &dirs.state);
         set("HOLO_ROOT_DIR", &dirs.root);
         set("HOLO_EXTENSIONS", DRIVER_EXTENSIONS);
-        env
+        env.into_iter()
+            .filter_map(|(key, value)| {
+                let mut pair = key.into_vec();
+                pair.push(b'=');
+                pair.extend(value.into_vec());
+                // a variable with a NUL byte cannot be passed on at all
+                CString::new(pair).ok()
+            })
+            .collect()
     }
 
     /// Runs the plugin and hands every chunk of output to `sink` as it
@@ -128,58 +138,102 @@ impl Plugin {
         with_fd3: bool,
         sink: impl FnMut(Chunk),
     ) -> std::io::Result<ExitStatus> {
-        let mut command = Command::new(executable_path(&self.binary));
-        command
-            .args(args)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .envs(extra_env.iter().copied())
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let fd3_pair = if with_fd3 {
-            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-            let raw = write.as_raw_fd();
-            // SAFETY: only async-signal-safe calls (dup2, fcntl) between fork and exec.
-            unsafe {
-                command.pre_exec(move || {
-                    if raw == 3 {
-                        if libc::fcntl(3, libc::F_SETFD, 0) == -1 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    } else if libc::dup2(raw, 3) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+        use nix::fcntl::OFlag;
+        use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
+        let to_c = |s: &str| {
+            CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let path = to_c(&executable_path(&self.binary))?;
+        let mut argv = vec![to_c(&self.binary)?];
+        for arg in args {
+            argv.push(to_c(arg)?);
+        }
+        let mut envp = self.env.clone();
+        for (key, value) in extra_env {
+            envp.push(to_c(&format!("{key}={value}"))?);
+        }
+
+        // Pipes are close-on-exec; the child gets its ends through dup2.
+        let (stdin_read, stdin_write) = match stdin {
+            Some(_) => {
+                let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+                (Some(r), Some(w))
             }
-            Some((read, write))
+            None => (None, None),
+        };
+        let (out_read, out_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (err_read, err_write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let fd3 = if with_fd3 {
+            let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+            Some((r, above_stdio_and_fd3(w)?))
         } else {
             None
         };
-        let mut child = command.spawn()?;
-        let fd3_read = fd3_pair.map(|(read, write)| {
+        let null = std::fs::File::open("/dev/null")?;
+
+        let mut actions = PosixSpawnFileActions::init()?;
+        let stdin_fd = stdin_read
+            .as_ref()
+            .map_or(null.as_raw_fd(), |fd| fd.as_raw_fd());
+        actions.add_dup2(stdin_fd, 0)?;
+        actions.add_dup2(out_write.as_raw_fd(), 1)?;
+        actions.add_dup2(err_write.as_raw_fd(), 2)?;
+        if let Some((_, write)) = &fd3 {
+            actions.add_dup2(write.as_raw_fd(), 3)?;
+        }
+        // The driver blocks SIGINT/SIGTERM/SIGHUP for its cleanup thread and
+        // ignores SIGPIPE (Rust runtime); plugins start with the defaults.
+        let mut attr = PosixSpawnAttr::init()?;
+        attr.set_sigmask(&nix::sys::signal::SigSet::empty())?;
+        let mut defaults = nix::sys::signal::SigSet::empty();
+        defaults.add(nix::sys::signal::Signal::SIGPIPE);
+        attr.set_sigdefault(&defaults)?;
+        attr.set_flags(
+            PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+        )?;
+        let pid = posix_spawn(path.as_c_str(), &actions, &attr, &argv, &envp)?;
+
+        drop((out_write, err_write, stdin_read, null));
+        let fd3_read = fd3.map(|(read, write)| {
             drop(write);
             read
         });
-        let writer = match (child.stdin.take(), stdin) {
-            (Some(mut pipe), Some(data)) => Some(std::thread::spawn(move || {
-                let _ = pipe.write_all(&data);
+        let writer = match (stdin_write, stdin) {
+            (Some(pipe), Some(data)) => Some(std::thread::spawn(move || {
+                let _ = std::fs::File::from(pipe).write_all(&data);
             })),
             _ => None,
         };
-        let stdout: Option<OwnedFd> = child.stdout.take().map(OwnedFd::from);
-        let stderr: Option<OwnedFd> = child.stderr.take().map(OwnedFd::from);
-        pump(stdout, stderr, fd3_read, sink)?;
+        let pumped = pump(Some(out_read), Some(err_read), fd3_read, sink);
         if let Some(writer) = writer {
             let _ = writer.join();
         }
-        child.wait()
+        let status = loop {
+            match nix::sys::wait::waitpid(pid, None) {
+                Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => {
+                    break ExitStatus::from_raw((code & 0xff) << 8);
+                }
+                Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => {
+                    break ExitStatus::from_raw(signal as i32);
+                }
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        pumped?;
+        Ok(status)
     }
+}
+
+/// Moves a pipe end off fds 0-3, so that `dup2(fd, 3)` in the child never
+/// meets `fd == 3` (which would leave it close-on-exec).
+fn above_stdio_and_fd3(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    if fd.as_raw_fd() > 3 {
+        return Ok(fd);
+    }
+    let moved = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(moved) })
 }
 
 /// A relative binary is resolved against the working directory, never `PATH`.
