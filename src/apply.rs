@@ -5,7 +5,7 @@
 use crate::config::EXIT_FATAL;
 use crate::output::{Output, Stream};
 use crate::paths;
-use crate::plugin::{Chunk, Plugin, StderrLines, describe_status};
+use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::resources::{self, Runtime};
 use crate::scan::Entity;
 use std::collections::HashMap;
@@ -325,15 +325,7 @@ fn run_single(
             Chunk::Fd3(b) => fd3.extend_from_slice(b),
         },
     );
-    let failure = match result {
-        Ok(status) if status.success() => None,
-        Ok(status) => Some(describe_status(status)),
-        Err(e) => Some(format!(
-            "fork/exec {}: {}",
-            plugin.binary,
-            paths::errno_text(&e)
-        )),
-    };
+    let failure = plugin.failure(&result);
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
 }
 
@@ -437,14 +429,12 @@ fn run_batch(
         let text = out.colorize_plugin_line(&stray_stderr);
         out.write(Stream::Err, &text);
     }
-    let failure = match result {
-        Ok(status) if status.success() => format!(
+    let failure = plugin.failure(&result).unwrap_or_else(|| {
+        format!(
             "plugin holo-{} finished {operation} without a result for this entity",
             plugin.id
-        ),
-        Ok(status) => describe_status(status),
-        Err(e) => format!("fork/exec {}: {}", plugin.binary, paths::errno_text(&e)),
-    };
+        )
+    });
     outcomes
         .into_iter()
         .enumerate()
@@ -479,16 +469,8 @@ pub fn render_entity_diff(
         },
     );
     stderr.finish(&mut |line| plugin_stderr_line(out, line));
-    match result {
-        Ok(status) if status.success() => {}
-        Ok(status) => return Err(describe_status(status)),
-        Err(e) => {
-            return Err(format!(
-                "fork/exec {}: {}",
-                plugin.binary,
-                paths::errno_text(&e)
-            ));
-        }
+    if let Some(failure) = plugin.failure(&result) {
+        return Err(failure);
     }
     let text = String::from_utf8_lossy(&fd3);
     let parts: Vec<&str> = text.split('\0').collect();

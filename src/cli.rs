@@ -5,7 +5,7 @@
 use crate::apply::{self, Mode};
 use crate::config::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
-use crate::plugin::{Chunk, Plugin, StderrLines, describe_status};
+use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::resources::{self, Runtime};
 use crate::scan::{self, Entity};
 use crate::{order, report};
@@ -187,16 +187,7 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
             Chunk::Fd3(_) => {}
         });
         stderr.finish(&mut |line| apply::plugin_stderr_line(out, line));
-        let failure = match result {
-            Ok(status) if status.success() => None,
-            Ok(status) => Some(describe_status(status)),
-            Err(e) => Some(format!(
-                "fork/exec {}: {}",
-                plugin.binary,
-                crate::paths::errno_text(&e)
-            )),
-        };
-        if let Some(failure) = failure {
+        if let Some(failure) = plugin.failure(&result) {
             out.error(
                 Stream::Err,
                 &format!("scan with plugin {} failed: {failure}", plugin.id),

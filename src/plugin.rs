@@ -91,6 +91,20 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// Holo 3's text for a run that did not succeed (`exit status 1`,
+    /// `signal: killed`, `fork/exec PATH: …`); `None` on success.
+    pub fn failure(&self, result: &std::io::Result<ExitStatus>) -> Option<String> {
+        match result {
+            Ok(status) if status.success() => None,
+            Ok(status) => Some(describe_status(*status)),
+            Err(e) => Some(format!(
+                "fork/exec {}: {}",
+                self.binary,
+                paths::errno_text(e)
+            )),
+        }
+    }
+
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions.contains(name)
     }
