@@ -5,19 +5,17 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use holo_plugin::command::command_line;
 use holo_plugin::{Error, Result};
 
-use super::{Executor, Installed, PackageManager, age_of};
+use super::{
+    Executor, Installed, PackageManager, age_of, checked_query, other_casualties, query_failure,
+    strings,
+};
 use crate::apply::Step;
 use crate::model::ProviderKind;
 
 /// `-f` for `dpkg-query -W`: the seed's fields, one package per line.
 pub const QUERY_FORMAT: &str = "${Package} ${Version} ${Architecture} ${db:Status-Status}\n";
-
-fn strings(words: &[&str]) -> Vec<String> {
-    words.iter().map(|word| (*word).to_owned()).collect()
-}
 
 /// `dpkg-query -W -f=FORMAT NAME...`
 pub fn query_argv(names: &[String]) -> Vec<String> {
@@ -131,45 +129,24 @@ impl PackageManager for Apt {
         if names.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let argv = query_argv(names);
-        let output = self.executor.query(&argv)?;
         // Exit 1 only says that some name is unknown to dpkg: it is absent.
-        if output.code != 0 && output.code != 1 {
-            return Err(Error::new(format!(
-                "{} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
-        }
+        let output = checked_query(&mut *self.executor, &query_argv(names), |output| {
+            output.code == 0 || output.code == 1
+        })?;
         Ok(parse_query(&output.stdout))
     }
 
     fn status_all(&mut self) -> Result<BTreeMap<String, Installed>> {
-        let argv = query_argv(&[]);
-        let output = self.executor.query(&argv)?;
-        if output.code != 0 {
-            return Err(Error::new(format!(
-                "{} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
-        }
+        let output = checked_query(&mut *self.executor, &query_argv(&[]), |output| {
+            output.code == 0
+        })?;
         Ok(parse_query(&output.stdout))
     }
 
     fn candidate(&mut self, name: &str) -> Result<Option<String>> {
-        let argv = policy_argv(name);
-        let output = self.executor.query(&argv)?;
-        if output.code != 0 {
-            return Err(Error::new(format!(
-                "{} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
-        }
+        let output = checked_query(&mut *self.executor, &policy_argv(name), |output| {
+            output.code == 0
+        })?;
         Ok(parse_candidate(&output.stdout))
     }
 
@@ -196,20 +173,13 @@ impl PackageManager for Apt {
         let argv = simulate_remove_argv(name);
         let output = self.executor.query(&argv)?;
         if output.code != 0 {
-            return Err(Error::new(format!(
-                "simulating the removal with {} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
+            let failure = query_failure(&argv, &output);
+            return Err(Error::new(format!("simulating the removal with {failure}")));
         }
-        let mut others: Vec<String> = parse_simulated_removals(&output.stdout)
-            .into_iter()
-            .filter(|removed| removed != name)
-            .collect();
-        others.sort();
-        others.dedup();
-        Ok(others)
+        Ok(other_casualties(
+            parse_simulated_removals(&output.stdout),
+            name,
+        ))
     }
 
     fn refresh_lists(&mut self) -> Result<()> {

@@ -6,19 +6,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use holo_plugin::command::command_line;
-use holo_plugin::{Error, Result};
+use holo_plugin::Result;
 
-use super::{Executor, Installed, PackageManager, age_of};
+use super::{
+    Executor, Installed, PackageManager, age_of, checked_query, other_casualties, strings,
+};
 use crate::apply::Step;
 use crate::model::ProviderKind;
 
 /// `--queryformat` for `rpm -q`: the seed's NEVRA, one package per line.
 pub const QUERY_FORMAT: &str = "%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARCH}\n";
-
-fn strings(words: &[&str]) -> Vec<String> {
-    words.iter().map(|word| (*word).to_owned()).collect()
-}
 
 /// `rpm -q --queryformat FORMAT NAME...`
 pub fn query_argv(names: &[String]) -> Vec<String> {
@@ -127,31 +124,17 @@ impl PackageManager for Dnf {
         if names.is_empty() {
             return Ok(BTreeMap::new());
         }
-        let argv = query_argv(names);
-        let output = self.executor.query(&argv)?;
         // rpm exits with the number of names that are not installed.
-        if output.code != 0 && stdout_not_installed(&output.stdout) == 0 {
-            return Err(Error::new(format!(
-                "{} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
-        }
+        let output = checked_query(&mut *self.executor, &query_argv(names), |output| {
+            output.code == 0 || stdout_not_installed(&output.stdout) != 0
+        })?;
         Ok(parse_query(&output.stdout))
     }
 
     fn status_all(&mut self) -> Result<BTreeMap<String, Installed>> {
-        let argv = query_all_argv();
-        let output = self.executor.query(&argv)?;
-        if output.code != 0 {
-            return Err(Error::new(format!(
-                "{} failed with exit code {}: {}",
-                command_line(&argv),
-                output.code,
-                output.stderr.trim()
-            )));
-        }
+        let output = checked_query(&mut *self.executor, &query_all_argv(), |output| {
+            output.code == 0
+        })?;
         Ok(parse_query(&output.stdout))
     }
 
@@ -179,13 +162,10 @@ impl PackageManager for Dnf {
     fn removal_casualties(&mut self, name: &str) -> Result<Vec<String>> {
         // `--assumeno` always ends with exit 1 ("Operation aborted").
         let output = self.executor.query(&simulate_remove_argv(name))?;
-        let mut others: Vec<String> = parse_simulated_removals(&output.stdout)
-            .into_iter()
-            .filter(|removed| removed != name)
-            .collect();
-        others.sort();
-        others.dedup();
-        Ok(others)
+        Ok(other_casualties(
+            parse_simulated_removals(&output.stdout),
+            name,
+        ))
     }
 
     fn refresh_lists(&mut self) -> Result<()> {

@@ -488,10 +488,7 @@ impl Executor for MockExecutor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn argv(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| (*w).to_owned()).collect()
-    }
+    use crate::provider::strings;
 
     fn executor_with(db: &str, kind: ProviderKind) -> (tempfile::TempDir, MockExecutor) {
         let root = tempfile::tempdir().expect("tempdir");
@@ -608,6 +605,6 @@ versions = ["2:9.0.1378-2", "2:9.1.0016-1"]
     #[test]
     fn unknown_commands_are_refused() {
         let (_root, mut mock) = executor_with("", ProviderKind::Apt);
-        assert!(mock.query(&argv(&["rm", "-rf", "/"])).is_err());
+        assert!(mock.query(&strings(&["rm", "-rf", "/"])).is_err());
     }
 }

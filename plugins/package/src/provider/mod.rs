@@ -82,6 +82,49 @@ pub trait Executor {
     fn root(&self) -> &Path;
 }
 
+/// An argument vector from string literals.
+fn strings(words: &[&str]) -> Vec<String> {
+    words.iter().map(|word| (*word).to_owned()).collect()
+}
+
+/// Runs a query and keeps its output when `accepted` takes its exit code
+/// for success; otherwise the error names the command line, the exit code
+/// and what the command printed on stderr.
+fn checked_query(
+    executor: &mut dyn Executor,
+    argv: &[String],
+    accepted: impl FnOnce(&Output) -> bool,
+) -> Result<Output> {
+    let output = executor.query(argv)?;
+    if accepted(&output) {
+        Ok(output)
+    } else {
+        Err(query_failure(argv, &output))
+    }
+}
+
+/// `CMD failed with exit code N: STDERR`, for a query that failed.
+fn query_failure(argv: &[String], output: &Output) -> Error {
+    Error::new(format!(
+        "{} failed with exit code {}: {}",
+        command_line(argv),
+        output.code,
+        output.stderr.trim()
+    ))
+}
+
+/// What a simulated removal of `name` takes besides `name` itself: sorted,
+/// each package once.
+fn other_casualties(removed: Vec<String>, name: &str) -> Vec<String> {
+    let mut others: Vec<String> = removed
+        .into_iter()
+        .filter(|removed| removed != name)
+        .collect();
+    others.sort();
+    others.dedup();
+    others
+}
+
 /// The executor for the real system.
 pub struct SystemExecutor;
 
@@ -342,6 +385,98 @@ mod tests {
         std::fs::write(&lock, b"").expect("create lock file");
         let missing = dir.path().join("missing");
         wait_for_locks(&[lock, missing], Duration::ZERO).expect("nothing holds them");
+    }
+
+    /// Answers every query with the same output.
+    struct Canned(Output);
+
+    impl Executor for Canned {
+        fn query(&mut self, _argv: &[String]) -> Result<Output> {
+            Ok(self.0.clone())
+        }
+        fn change(&mut self, _argv: &[String]) -> Result<()> {
+            Ok(())
+        }
+        fn root(&self) -> &Path {
+            Path::new("/")
+        }
+    }
+
+    fn canned(code: i32, stdout: &str, stderr: &str) -> Box<dyn Executor> {
+        Box::new(Canned(Output {
+            code,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        }))
+    }
+
+    fn message<T: std::fmt::Debug>(result: Result<T>) -> String {
+        result.expect_err("the query fails").message().to_owned()
+    }
+
+    #[test]
+    fn failed_queries_name_the_command_line_exit_code_and_stderr() {
+        let names = ["vim".to_owned()];
+        let mut apt = apt::Apt::new(canned(2, "", "E: broken\n"));
+        assert_eq!(
+            message(apt.status(&names)),
+            "dpkg-query -W '-f=${Package} ${Version} ${Architecture} ${db:Status-Status}\n' vim \
+             failed with exit code 2: E: broken"
+        );
+        assert_eq!(
+            message(apt.candidate("vim")),
+            "apt-cache policy vim failed with exit code 2: E: broken"
+        );
+        assert_eq!(
+            message(apt.removal_casualties("vim")),
+            "simulating the removal with apt-get -s remove vim failed with exit code 2: E: broken"
+        );
+        let mut dnf = dnf::Dnf::new(canned(1, "", " rpm: broken \n"));
+        assert_eq!(
+            message(dnf.status_all()),
+            "rpm -qa --queryformat '%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARCH}\n' \
+             failed with exit code 1: rpm: broken"
+        );
+    }
+
+    #[test]
+    fn exit_codes_that_only_report_unknown_names_are_no_failure() {
+        let names = ["vim".to_owned(), "nope".to_owned()];
+        let mut apt = apt::Apt::new(canned(1, "vim 2:9.0 amd64 installed\n", "no nope\n"));
+        let found = apt.status(&names).expect("exit 1 names an unknown package");
+        assert_eq!(found.keys().collect::<Vec<_>>(), ["vim"]);
+        assert!(
+            apt.status_all().is_err(),
+            "listing everything has no excuse"
+        );
+
+        let stdout = "vim 0 9.0 1.el9 x86_64\npackage nope is not installed\n";
+        let mut dnf = dnf::Dnf::new(canned(1, stdout, ""));
+        let found = dnf.status(&names).expect("rpm counts the missing names");
+        assert_eq!(found.keys().collect::<Vec<_>>(), ["vim"]);
+        let mut dnf = dnf::Dnf::new(canned(1, "vim 0 9.0 1.el9 x86_64\n", "rpm: broken"));
+        assert!(
+            dnf.status(&names).is_err(),
+            "a failure with no missing name"
+        );
+    }
+
+    #[test]
+    fn casualties_leave_out_the_package_itself_sorted_and_once() {
+        let removed = ["vim", "vim-addon", "libfoo", "vim-addon", "vim"].map(String::from);
+        assert_eq!(
+            other_casualties(removed.to_vec(), "vim"),
+            ["libfoo", "vim-addon"]
+        );
+        let mut dnf = dnf::Dnf::new(canned(
+            1,
+            "Removing:\n zsh x86_64 5.8 @baseos 1 M\nRemoving dependent packages:\n zsh-syntax noarch 1.0 @epel 1 k\n",
+            "Operation aborted.\n",
+        ));
+        assert_eq!(
+            dnf.removal_casualties("zsh").expect("--assumeno exits 1"),
+            ["zsh-syntax"]
+        );
     }
 
     #[test]
