@@ -219,6 +219,23 @@ mod tests {
         }
     }
 
+    /// What an earlier apply left: `kind`, with `checksum` when it managed
+    /// the content.
+    fn left_behind(kind: Kind, checksum: Option<&str>) -> Left {
+        Left {
+            kind,
+            checksum: checksum.map(str::to_string),
+        }
+    }
+
+    /// A regular file (0644, root) with content `checksum`.
+    fn file_with(checksum: &str) -> Observed {
+        Observed {
+            checksum: Some(checksum.to_string()),
+            ..observed(Kind::File)
+        }
+    }
+
     fn directory_wanted() -> Wanted {
         Wanted {
             mode: 0o755,
@@ -315,10 +332,7 @@ mod tests {
 
     #[test]
     fn row_present_with_wrong_content_stores() {
-        let current = Observed {
-            checksum: Some(SUM_B.to_string()),
-            ..observed(Kind::File)
-        };
+        let current = file_with(SUM_B);
         assert_eq!(decide(&wanted(Ensure::Present), &current), Action::Store);
         assert_eq!(differences(&wanted(Ensure::Present), &current), ["content"]);
     }
@@ -366,10 +380,7 @@ mod tests {
             checksum: None,
             ..wanted(Ensure::Present)
         };
-        let current = Observed {
-            checksum: Some(SUM_B.to_string()),
-            ..observed(Kind::File)
-        };
+        let current = file_with(SUM_B);
         assert_eq!(decide(&unmanaged, &current), Action::None);
     }
 
@@ -387,34 +398,19 @@ mod tests {
 
     #[test]
     fn guard_lets_first_applies_and_unedited_paths_through() {
-        let current = Observed {
-            checksum: Some(SUM_B.to_string()),
-            ..observed(Kind::File)
-        };
+        let current = file_with(SUM_B);
         assert_eq!(guard(None, &current), Guard::Proceed);
-        let left = Left {
-            kind: Kind::File,
-            checksum: Some(SUM_B.to_string()),
-        };
+        let left = left_behind(Kind::File, Some(SUM_B));
         assert_eq!(guard(Some(&left), &current), Guard::Proceed);
         // Unmanaged content: content edits are the user's business.
-        let left = Left {
-            kind: Kind::File,
-            checksum: None,
-        };
+        let left = left_behind(Kind::File, None);
         assert_eq!(guard(Some(&left), &current), Guard::Proceed);
     }
 
     #[test]
     fn guard_detects_edits_and_deletions() {
-        let left = Left {
-            kind: Kind::File,
-            checksum: Some(SUM_A.to_string()),
-        };
-        let edited = Observed {
-            checksum: Some(SUM_B.to_string()),
-            ..observed(Kind::File)
-        };
+        let left = left_behind(Kind::File, Some(SUM_A));
+        let edited = file_with(SUM_B);
         assert_eq!(guard(Some(&left), &edited), Guard::RequiresForceOverwrite);
         assert_eq!(
             guard(Some(&left), &Observed::absent()),
@@ -424,10 +420,7 @@ mod tests {
             guard(Some(&left), &observed(Kind::Directory)),
             Guard::RequiresForceOverwrite
         );
-        let removed = Left {
-            kind: Kind::Absent,
-            checksum: None,
-        };
+        let removed = left_behind(Kind::Absent, None);
         assert_eq!(
             guard(Some(&removed), &observed(Kind::File)),
             Guard::RequiresForceOverwrite
@@ -436,10 +429,7 @@ mod tests {
 
     #[test]
     fn scrub_restores_the_original_or_removes_what_was_created() {
-        let left = Left {
-            kind: Kind::File,
-            checksum: Some(SUM_A.to_string()),
-        };
+        let left = left_behind(Kind::File, Some(SUM_A));
         let current = observed(Kind::File);
         assert_eq!(
             scrub(Original::File, &left, &current, false),
@@ -454,10 +444,7 @@ mod tests {
             scrub(Original::File, &left, &Observed::absent(), false),
             Scrub::RestoreOriginal
         );
-        let dir_left = Left {
-            kind: Kind::Directory,
-            checksum: None,
-        };
+        let dir_left = left_behind(Kind::Directory, None);
         assert_eq!(
             scrub(
                 Original::Directory,
@@ -467,10 +454,7 @@ mod tests {
             ),
             Scrub::RestoreOriginal
         );
-        let removed = Left {
-            kind: Kind::Absent,
-            checksum: None,
-        };
+        let removed = left_behind(Kind::Absent, None);
         assert_eq!(
             scrub(Original::None, &removed, &Observed::absent(), false),
             Scrub::Forget
@@ -479,14 +463,8 @@ mod tests {
 
     #[test]
     fn scrub_refuses_an_edited_path_unless_forced() {
-        let left = Left {
-            kind: Kind::File,
-            checksum: Some(SUM_A.to_string()),
-        };
-        let edited = Observed {
-            checksum: Some(SUM_B.to_string()),
-            ..observed(Kind::File)
-        };
+        let left = left_behind(Kind::File, Some(SUM_A));
+        let edited = file_with(SUM_B);
         assert_eq!(
             scrub(Original::None, &left, &edited, false),
             Scrub::RequiresForceOverwrite
