@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Holo, Restore, install_plugin, run};
+use common::{Holo, Restore, declare_package, enabled, install_plugin, run};
 
 const PACKAGE: &str = "holo-test-pkg";
 const VERSIONS: &[&str] = &["1.0-1", "1.1-1", "2.0-1"];
@@ -97,8 +97,7 @@ fn apt_config(dir: &Path, repo: &Path) -> PathBuf {
 
 #[test]
 fn real_apt_install_latest_downgrade_heal_remove_scrub() {
-    if std::env::var("HOLO_TEST_REAL_APT").as_deref() != Ok("1") {
-        eprintln!("skipped: set HOLO_TEST_REAL_APT=1 (as root) to run the real apt test");
+    if !enabled("HOLO_TEST_REAL_APT", "apt") {
         return;
     }
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_holo-package"));
@@ -127,12 +126,7 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
         .push(("dpkg".into(), vec!["--purge".into(), PACKAGE.into()]));
     let resource = install_plugin(&mut restore, &plugin, ENTITY);
     let declare = |restore: &mut Restore, ensure: &str| {
-        restore.write(
-            &resource,
-            &format!(
-                "[[package]]\nname = \"{PACKAGE}\"\nprovider = \"apt\"\nensure = \"{ensure}\"\n"
-            ),
-        );
+        declare_package(restore, &resource, PACKAGE, "apt", ensure);
     };
 
     // Install a pinned version.
@@ -147,53 +141,28 @@ fn real_apt_install_latest_downgrade_heal_remove_scrub() {
         Some("1.0-1"),
         "{output}"
     );
-    let again = holo.apply();
-    assert!(
-        !again.contains("Working on"),
-        "a second apply changes nothing:\n{again}"
-    );
+    holo.apply_changes_nothing();
 
     // latest upgrades to the repository's newest.
     declare(&mut restore, "latest");
-    let output = holo.apply();
-    assert_eq!(
-        dpkg_installed_version().as_deref(),
-        Some("2.0-1"),
-        "{output}"
-    );
+    holo.apply_expecting(dpkg_installed_version, Some("2.0-1"));
 
     // A pin to an older version is a real downgrade.
     declare(&mut restore, "1.1-1");
-    let output = holo.apply();
-    assert_eq!(
-        dpkg_installed_version().as_deref(),
-        Some("1.1-1"),
-        "{output}"
-    );
+    holo.apply_expecting(dpkg_installed_version, Some("1.1-1"));
 
     // Self-healing after an admin's `dpkg -r`.
     run("dpkg", &["-r", PACKAGE], None);
     assert_eq!(dpkg_installed_version(), None);
-    let output = holo.apply();
-    assert_eq!(
-        dpkg_installed_version().as_deref(),
-        Some("1.1-1"),
-        "{output}"
-    );
+    holo.apply_expecting(dpkg_installed_version, Some("1.1-1"));
 
     // Removal.
     declare(&mut restore, "absent");
-    let output = holo.apply();
-    assert_eq!(dpkg_installed_version(), None, "{output}");
+    holo.apply_expecting(dpkg_installed_version, None);
 
     // Installed again, then the resource is deleted: scrubbing removes it.
     declare(&mut restore, "present");
-    let output = holo.apply();
-    assert_eq!(
-        dpkg_installed_version().as_deref(),
-        Some("2.0-1"),
-        "{output}"
-    );
+    holo.apply_expecting(dpkg_installed_version, Some("2.0-1"));
     fs::remove_file(&resource).expect("delete the resource");
     let output = holo.apply();
     assert!(

@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Holo, Restore, install_plugin, run};
+use common::{Holo, Restore, declare_package, enabled, install_plugin, run};
 
 const PACKAGE: &str = "holo-test-rpm";
 const VERSIONS: &[&str] = &["1.0", "1.1", "2.0"];
@@ -107,8 +107,7 @@ fn rpm_installed_version(bin: &Path) -> Option<String> {
 
 #[test]
 fn real_dnf_install_latest_downgrade_heal_remove_scrub() {
-    if std::env::var("HOLO_TEST_REAL_DNF").as_deref() != Ok("1") {
-        eprintln!("skipped: set HOLO_TEST_REAL_DNF=1 (as root) to run the real dnf test");
+    if !enabled("HOLO_TEST_REAL_DNF", "dnf") {
         return;
     }
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_holo-package"));
@@ -132,27 +131,16 @@ fn real_dnf_install_latest_downgrade_heal_remove_scrub() {
     let mut restore = Restore::default();
     let resource = install_plugin(&mut restore, &plugin, ENTITY);
     let declare = |restore: &mut Restore, ensure: &str| {
-        restore.write(
-            &resource,
-            &format!(
-                "[[package]]\nname = \"{PACKAGE}\"\nprovider = \"dnf\"\nensure = \"{ensure}\"\n"
-            ),
-        );
+        declare_package(restore, &resource, PACKAGE, "dnf", ensure);
     };
     let installed = || rpm_installed_version(&bin);
 
     declare(&mut restore, "1.0-1");
-    let output = holo.apply();
-    assert_eq!(installed().as_deref(), Some("1.0-1"), "{output}");
-    let again = holo.apply();
-    assert!(
-        !again.contains("Working on"),
-        "a second apply changes nothing:\n{again}"
-    );
+    holo.apply_expecting(installed, Some("1.0-1"));
+    holo.apply_changes_nothing();
 
     declare(&mut restore, "latest");
-    let output = holo.apply();
-    assert_eq!(installed().as_deref(), Some("2.0-1"), "{output}");
+    holo.apply_expecting(installed, Some("2.0-1"));
 
     // A version without a release: dnf picks the release, and it verifies.
     declare(&mut restore, "1.1");
@@ -169,16 +157,13 @@ fn real_dnf_install_latest_downgrade_heal_remove_scrub() {
         None,
     );
     assert_eq!(installed(), None);
-    let output = holo.apply();
-    assert_eq!(installed().as_deref(), Some("1.1-1"), "{output}");
+    holo.apply_expecting(installed, Some("1.1-1"));
 
     declare(&mut restore, "absent");
-    let output = holo.apply();
-    assert_eq!(installed(), None, "{output}");
+    holo.apply_expecting(installed, None);
 
     declare(&mut restore, "present");
-    let output = holo.apply();
-    assert_eq!(installed().as_deref(), Some("2.0-1"), "{output}");
+    holo.apply_expecting(installed, Some("2.0-1"));
     fs::remove_file(&resource).expect("delete the resource");
     let output = holo.apply();
     assert!(

@@ -7,6 +7,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Whether the real test for `manager` may run: `VARIABLE=1` says so (as
+/// root); otherwise it says how to run it and the test passes empty.
+pub fn enabled(variable: &str, manager: &str) -> bool {
+    if std::env::var(variable).as_deref() == Ok("1") {
+        return true;
+    }
+    eprintln!("skipped: set {variable}=1 (as root) to run the real {manager} test");
+    false
+}
+
 pub fn run(program: &str, args: &[&str], cwd: Option<&Path>) -> String {
     let mut command = Command::new(program);
     command.args(args);
@@ -122,6 +132,29 @@ impl Holo {
         eprintln!("--- holo apply {}:{text}", self.entity);
         text
     }
+
+    /// `holo apply`, then the package's installed version (from
+    /// `installed`) must be `expected`; returns the apply's output.
+    #[track_caller]
+    pub fn apply_expecting(
+        &self,
+        installed: impl Fn() -> Option<String>,
+        expected: Option<&str>,
+    ) -> String {
+        let output = self.apply();
+        assert_eq!(installed().as_deref(), expected, "{output}");
+        output
+    }
+
+    /// Applies again: the previous apply converged, so nothing is worked on.
+    #[track_caller]
+    pub fn apply_changes_nothing(&self) {
+        let again = self.apply();
+        assert!(
+            !again.contains("Working on"),
+            "a second apply changes nothing:\n{again}"
+        );
+    }
 }
 
 /// Declares the plugin in `/etc/holorc.d/10-package` and returns the
@@ -135,4 +168,20 @@ pub fn install_plugin(restore: &mut Restore, plugin: &Path, entity: &str) -> Pat
     restore.forget_on_exit(Path::new(&record));
     restore.create_dirs(Path::new("/var/lib/holo/package"));
     PathBuf::from("/usr/share/holo/package/zz-real-package-test.toml")
+}
+
+/// Writes the test's one `[[package]]` into `resource`.
+pub fn declare_package(
+    restore: &mut Restore,
+    resource: &Path,
+    package: &str,
+    provider: &str,
+    ensure: &str,
+) {
+    restore.write(
+        resource,
+        &format!(
+            "[[package]]\nname = \"{package}\"\nprovider = \"{provider}\"\nensure = \"{ensure}\"\n"
+        ),
+    );
 }
