@@ -1,9 +1,11 @@
 //! The scan cache in `$HOLO_CACHE_DIR`: scan stores every entity's cached
 //! form, and apply/diff/noop of one entity read it back without rescanning.
 //!
-//! Entities are spread over a fixed number of bucket files by a hash of their
-//! id, so that scan writes few files and a single lookup reads one small
-//! file. Each bucket line is `<percent-encoded id> TAB <json>`.
+//! Entities are spread over bucket files by a hash of their id. The number of
+//! buckets grows with the number of entities (about 32 per bucket, at least
+//! 64 files), so that scan writes few files and a single lookup reads one
+//! small file whatever the size of the run. The completion marker holds the
+//! bucket count. Each bucket line is `<percent-encoded id> TAB <json>`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::plugin::{Action, EntityCtx, Scanned};
 use crate::state::encode_entity_id;
 
-const BUCKETS: u64 = 64;
+const MIN_BUCKETS: u64 = 64;
+const MAX_BUCKETS: u64 = 1 << 16;
+const ENTITIES_PER_BUCKET: u64 = 32;
 const DIR_NAME: &str = "holo-plugin-scan";
 /// Written last: its presence means the cache is complete.
 const COMPLETE_MARKER: &str = "complete";
@@ -39,14 +43,21 @@ fn cache_dir(env: &Env) -> PathBuf {
     env.cache_dir.join(DIR_NAME)
 }
 
-fn bucket_of(encoded_id: &str) -> u64 {
+/// How many bucket files `entities` entities are spread over.
+fn bucket_count(entities: usize) -> u64 {
+    (entities as u64 / ENTITIES_PER_BUCKET)
+        .next_power_of_two()
+        .clamp(MIN_BUCKETS, MAX_BUCKETS)
+}
+
+fn bucket_of(encoded_id: &str, buckets: u64) -> u64 {
     // FNV-1a: stable across runs and processes, unlike std's hasher.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in encoded_id.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    hash % BUCKETS
+    hash % buckets
 }
 
 fn bucket_path(dir: &Path, bucket: u64) -> PathBuf {
@@ -67,7 +78,8 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
             dir.display()
         ))
     })?;
-    let mut buckets: Vec<String> = vec![String::new(); BUCKETS as usize];
+    let count = bucket_count(entities.len());
+    let mut buckets: Vec<String> = vec![String::new(); count as usize];
     let mut seen = std::collections::HashSet::with_capacity(entities.len());
     for entity in entities {
         if !seen.insert(entity.id.as_str()) {
@@ -88,7 +100,7 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
                 entity.id
             ))
         })?;
-        let bucket = &mut buckets[bucket_of(&encoded) as usize];
+        let bucket = &mut buckets[bucket_of(&encoded, count) as usize];
         bucket.push_str(&encoded);
         bucket.push('\t');
         bucket.push_str(&json);
@@ -102,7 +114,25 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
         }
     }
     let marker = dir.join(COMPLETE_MARKER);
-    std::fs::write(&marker, b"").map_err(|err| Error::io("write scan cache", &marker, &err))
+    std::fs::write(&marker, count.to_string())
+        .map_err(|err| Error::io("write scan cache", &marker, &err))
+}
+
+/// The bucket count that the completion marker records.
+fn stored_bucket_count(env: &Env) -> Result<u64> {
+    let marker = cache_dir(env).join(COMPLETE_MARKER);
+    let text = std::fs::read_to_string(&marker)
+        .map_err(|err| Error::io("read scan cache", &marker, &err))?;
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|count| (MIN_BUCKETS..=MAX_BUCKETS).contains(count))
+        .ok_or_else(|| {
+            Error::new(format!(
+                "the scan cache {} is damaged; run the scan again",
+                marker.display()
+            ))
+        })
 }
 
 /// Whether a complete scan cache exists.
@@ -154,28 +184,31 @@ pub(crate) fn lookup<S: DeserializeOwned>(
     refresh: bool,
 ) -> Result<EntityCtx<S>> {
     let encoded = encode_entity_id(id);
-    let text = read_bucket(&bucket_path(&cache_dir(env), bucket_of(&encoded)))?;
+    let count = stored_bucket_count(env)?;
+    let text = read_bucket(&bucket_path(&cache_dir(env), bucket_of(&encoded, count)))?;
     let json = find_in_bucket(&text, &encoded).ok_or_else(|| unknown_entity(env, id))?;
     parse_entry(id, json, refresh)
 }
 
-/// The whole cache loaded once, for batches.
+/// The whole cache loaded once and indexed by id, for batches.
 pub(crate) struct Loaded {
-    buckets: HashMap<u64, String>,
+    entries: HashMap<String, String>,
 }
 
 impl Loaded {
     /// Reads every bucket file.
     pub(crate) fn read(env: &Env) -> Result<Loaded> {
         let dir = cache_dir(env);
-        let mut buckets = HashMap::new();
-        for bucket in 0..BUCKETS {
+        let mut entries = HashMap::new();
+        for bucket in 0..stored_bucket_count(env)? {
             let text = read_bucket(&bucket_path(&dir, bucket))?;
-            if !text.is_empty() {
-                buckets.insert(bucket, text);
+            for line in text.lines() {
+                if let Some((key, json)) = line.split_once('\t') {
+                    entries.insert(key.to_string(), json.to_string());
+                }
             }
         }
-        Ok(Loaded { buckets })
+        Ok(Loaded { entries })
     }
 
     /// Looks up one entity.
@@ -185,11 +218,9 @@ impl Loaded {
         id: &str,
         refresh: bool,
     ) -> Result<EntityCtx<S>> {
-        let encoded = encode_entity_id(id);
         let json = self
-            .buckets
-            .get(&bucket_of(&encoded))
-            .and_then(|text| find_in_bucket(text, &encoded))
+            .entries
+            .get(&encode_entity_id(id))
             .ok_or_else(|| unknown_entity(env, id))?;
         parse_entry(id, json, refresh)
     }
@@ -234,6 +265,33 @@ mod tests {
         }
         let err = lookup::<String>(&env, "demo:nope", false).expect_err("unknown");
         assert!(err.message().contains("unknown entity demo:nope"));
+    }
+
+    #[test]
+    fn buckets_grow_with_the_number_of_entities() {
+        assert_eq!(bucket_count(0), 64);
+        assert_eq!(bucket_count(2_000), 64);
+        assert_eq!(bucket_count(10_000), 512);
+        assert_eq!(bucket_count(100_000), 4096);
+        assert_eq!(bucket_count(usize::MAX), MAX_BUCKETS);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let entities: Vec<Scanned<u32>> = (0..5000)
+            .map(|n| Scanned::new(format!("demo:e{n}"), n))
+            .collect();
+        store(&env, &entities).expect("store");
+        let files = std::fs::read_dir(cache_dir(&env)).expect("dir").count();
+        assert_eq!(
+            files,
+            256 + 1,
+            "5000 entities in 256 buckets plus the marker"
+        );
+        assert_eq!(
+            lookup::<u32>(&env, "demo:e4321", false)
+                .expect("found")
+                .spec,
+            Some(4321)
+        );
     }
 
     #[test]
