@@ -213,13 +213,12 @@ impl Node {
                     return Value::String(text.clone());
                 }
                 match classify_plain(text) {
-                    ScalarType::Null => Value::Null,
                     ScalarType::Bool(b) => Value::Bool(b),
                     ScalarType::Int(i) => Value::from(i),
                     ScalarType::Float(f) => serde_json::Number::from_f64(f)
                         .map(Value::Number)
                         .unwrap_or_else(|| Value::String(text.clone())),
-                    ScalarType::Str => Value::String(text.clone()),
+                    ScalarType::Null | ScalarType::Str => Value::String(text.clone()),
                 }
             }
             Kind::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
@@ -238,10 +237,15 @@ impl Node {
         match &self.kind {
             Kind::Null => Yaml::Value(Scalar::Null),
             Kind::Scalar { text, plain } => match (plain, classify_plain(text)) {
-                (true, ScalarType::Str) | (false, _) => {
-                    Yaml::Value(Scalar::String(text.clone().into()))
+                (true, ScalarType::Bool(_) | ScalarType::Int(_) | ScalarType::Float(_)) => {
+                    Yaml::Representation(text.clone().into(), ScalarStyle::Plain, None)
                 }
-                (true, _) => Yaml::Representation(text.clone().into(), ScalarStyle::Plain, None),
+                _ if is_yaml11_keyword(text) => {
+                    Yaml::Representation(text.clone().into(), ScalarStyle::DoubleQuoted, None)
+                }
+                // saphyr quotes (or writes as a literal block) every other
+                // string that would not read back as itself.
+                _ => Yaml::Value(Scalar::String(text.clone().into())),
             },
             Kind::Seq(items) => Yaml::Sequence(items.iter().map(Node::to_saphyr).collect()),
             Kind::Map(entries) => {
@@ -281,9 +285,20 @@ pub enum ScalarType {
     Str,
 }
 
+/// Words that YAML 1.1 readers take as booleans or null in any letter case.
+/// saphyr quotes only their usual spellings (`yes`, `Yes`, `YES`), so the
+/// others are quoted here; all are plain letters, so no escaping is needed.
+fn is_yaml11_keyword(text: &str) -> bool {
+    const KEYWORDS: [&str; 9] = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
+    KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(text))
+}
+
+/// Types the text of a plain scalar. Null-looking text is a string here:
+/// the parser turns plain nulls into [`Kind::Null`], so a scalar node only
+/// holds such text after interpolation (`A: ${EMPTY}`), and Compose reads
+/// interpolated values as strings.
 fn classify_plain(text: &str) -> ScalarType {
     match text {
-        "" | "~" | "null" | "Null" | "NULL" => return ScalarType::Null,
         "true" | "True" | "TRUE" => return ScalarType::Bool(true),
         "false" | "False" | "FALSE" => return ScalarType::Bool(false),
         _ => {}
@@ -754,5 +769,67 @@ mod tests {
         let doc = parse("s: \"8080:80\"\nn: 3\nt: \"true\"\nm: |\n  two\n  lines\n").unwrap();
         let again = parse(&doc.to_yaml_string()).unwrap();
         assert_eq!(doc.to_json(), again.to_json());
+    }
+
+    #[test]
+    fn strings_that_look_like_other_types_are_quoted() {
+        let pos = Pos::synthetic("test");
+        let texts = [
+            "",
+            "~",
+            "null",
+            "NuLl",
+            "true",
+            "tRUE",
+            "yEs",
+            "No",
+            "ON",
+            "oFf",
+            "y",
+            "N",
+            "12",
+            "-1.5e3",
+            "0x1f",
+            " lead",
+            "trail ",
+            "a: b",
+            "a #b",
+            "- a",
+            "? a",
+            "*a",
+            "&a",
+            "!a",
+            "|",
+            ">",
+            "'a'",
+            "\"a\"",
+            "%a",
+            "@a",
+            "`a`",
+            "two\nlines",
+            "\n",
+        ];
+        for text in texts {
+            // Interpolation leaves its result in a plain scalar, so both
+            // styles must print as strings.
+            for node in [
+                Node::plain(text, pos.clone()),
+                Node::string(text, pos.clone()),
+            ] {
+                if node.scalar_type() != ScalarType::Str {
+                    continue; // A real number or boolean, printed as one.
+                }
+                let doc = Node::map(vec![(Node::string("A", pos.clone()), node)], pos.clone());
+                let yaml = doc.to_yaml_string();
+                let again = parse(&yaml).unwrap();
+                let value = again.get("A").unwrap();
+                assert_eq!(value.scalar_type(), ScalarType::Str, "{text:?} as {yaml:?}");
+                assert_eq!(value.as_str(), Some(text), "{text:?} as {yaml:?}");
+                let bare = yaml.trim_start_matches("A: ").trim_end();
+                if is_yaml11_keyword(text) || text.is_empty() {
+                    assert_eq!(bare, format!("\"{text}\""), "{text:?}");
+                }
+            }
+        }
     }
 }
