@@ -109,13 +109,26 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
                 end += 1;
             }
         }
+        // Entities that are skipped end the pending run, so that the output
+        // keeps the apply order whether or not batching is on.
         let mut runnable = Vec::new();
         for index in start..end {
             let entity = &entities[index];
-            if let Some(failed) = deps[index]
+            let failed_requirement = deps[index]
                 .iter()
-                .find(|d| matches!(outcomes[**d], Some(Outcome::Failed | Outcome::Skipped)))
-            {
+                .find(|d| matches!(outcomes[**d], Some(Outcome::Failed | Outcome::Skipped)));
+            let skip_noop = mode == Mode::Noop && !plugin.has_extension("noop");
+            if failed_requirement.is_none() && !skip_noop {
+                let refresh = entity.subscribes.iter().any(|id| {
+                    position
+                        .get(id.as_str())
+                        .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
+                });
+                runnable.push((index, refresh));
+                continue;
+            }
+            run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
+            if let Some(failed) = failed_requirement {
                 let mut view = EntityView::new(entity);
                 view.prologue(out);
                 out.error(
@@ -125,12 +138,8 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
                         entities[*failed].id
                     ),
                 );
-                out.end_paragraph(Stream::Out);
-                out.flush();
                 outcomes[index] = Some(Outcome::Skipped);
-                continue;
-            }
-            if mode == Mode::Noop && !plugin.has_extension("noop") {
+            } else {
                 out.warn(
                     Stream::Err,
                     &format!(
@@ -138,38 +147,44 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
                         entity.id, plugin.id
                     ),
                 );
-                out.end_paragraph(Stream::Out);
                 outcomes[index] = Some(Outcome::NotSupported);
-                continue;
             }
-            let refresh = entity.subscribes.iter().any(|id| {
-                position
-                    .get(id.as_str())
-                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
-            });
-            runnable.push((index, refresh));
+            out.end_paragraph(Stream::Out);
+            out.flush();
         }
-        if runnable.len() > 1 {
-            let results = run_batch(ctx, out, plugin, mode, &runnable);
-            for ((index, _), outcome) in runnable.iter().zip(results) {
-                outcomes[*index] = Some(outcome);
-            }
-        } else if let Some(&(index, refresh)) = runnable.first() {
-            outcomes[index] = Some(run_single(
-                ctx,
-                out,
-                plugin,
-                mode,
-                &entities[index],
-                refresh,
-            ));
-        }
+        run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
         start = end;
     }
     outcomes
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Failed))
         .collect()
+}
+
+/// Applies the pending entities: one batch call for two or more, else a
+/// call of their own.
+fn run_pending(
+    ctx: &Context,
+    out: &mut Output,
+    plugin: &Plugin,
+    mode: Mode,
+    runnable: &mut Vec<(usize, bool)>,
+    outcomes: &mut [Option<Outcome>],
+) {
+    match runnable.as_slice() {
+        [] => {}
+        [(index, refresh)] => {
+            let entity = &ctx.entities[*index];
+            outcomes[*index] = Some(run_single(ctx, out, plugin, mode, entity, *refresh));
+        }
+        many => {
+            let results = run_batch(ctx, out, plugin, mode, many);
+            for ((index, _), outcome) in many.iter().zip(results) {
+                outcomes[*index] = Some(outcome);
+            }
+        }
+    }
+    runnable.clear();
 }
 
 /// Renders one entity: the report as a prologue before its first output,

@@ -104,10 +104,18 @@ fn install_signal_cleanup() {
 }
 
 fn run(command: Command, options: &Options, selectors: &[String], out: &mut Output) -> i32 {
-    let root = std::env::var("HOLO_ROOT_DIR")
-        .ok()
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| "/".to_string());
+    let root = match utf8_env("HOLO_ROOT_DIR") {
+        Ok(Some(root)) => root,
+        Ok(None) => "/".to_string(),
+        Err(message) => {
+            out.error(Stream::Err, &message);
+            return EXIT_FATAL;
+        }
+    };
+    if let Err(message) = utf8_env("TMPDIR") {
+        out.error(Stream::Err, &message);
+        return EXIT_FATAL;
+    }
     let mut runtime = match Runtime::create(&root) {
         Ok(runtime) => runtime,
         Err(message) => {
@@ -115,13 +123,14 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             return EXIT_FATAL;
         }
     };
-    let plugins = match config::load_plugins(&runtime, out) {
-        Ok(plugins) => plugins,
+    let loaded = match config::load_plugins(&runtime, out) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = config::prepare_resources(&mut runtime, &plugins, out) {
+    if let Err(code) = config::prepare_resources(&mut runtime, &loaded, out) {
         return code;
     }
+    let plugins = loaded.plugins;
     let entities = match scan_all(&runtime, &plugins, out) {
         Ok(entities) => entities,
         Err(code) => return code,
@@ -171,6 +180,21 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             };
             apply::run(&ctx, out, mode)
         }
+    }
+}
+
+/// A path from the environment; unset or empty is `None`. A path that is
+/// not UTF-8 is an error rather than a silent fallback to `/`.
+fn utf8_env(name: &str) -> Result<Option<String>, String> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(value) if value.is_empty() => Ok(None),
+        Some(value) => value.into_string().map(Some).map_err(|value| {
+            format!(
+                "{name}={} is not valid UTF-8; holo needs a UTF-8 path there",
+                value.to_string_lossy()
+            )
+        }),
     }
 }
 

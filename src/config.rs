@@ -12,14 +12,12 @@ pub const EXIT_FATAL: i32 = 255;
 
 /// Reads holorc and loads every plugin. Errors are printed; the caller exits
 /// with the returned code.
-pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<Vec<Plugin>, i32> {
+pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins, i32> {
     let root = &runtime.root;
-    let decls = holorc::read(root).map_err(|e| {
-        out.error(Stream::Err, &e.0);
-        EXIT_FATAL
-    })?;
+    let holorc = holorc::read(root);
     let mut plugins = Vec::new();
-    for decl in decls {
+    let mut dirs_to_create = Vec::new();
+    for decl in holorc.decls {
         if let Err(e) = std::fs::metadata(&decl.binary) {
             if e.kind() == std::io::ErrorKind::NotFound {
                 out.error(Stream::Err, &format!("{}: file not found", decl.binary));
@@ -47,15 +45,8 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<Vec<Plugin>, 
         });
         match loaded {
             Ok(plugin) => {
-                for dir in [&dirs.cache, &dirs.state] {
-                    if let Err(e) = std::fs::create_dir_all(dir) {
-                        out.error(
-                            Stream::Err,
-                            &format!("mkdir {dir}: {}", paths::errno_text(&e)),
-                        );
-                        return Err(EXIT_FATAL);
-                    }
-                }
+                dirs_to_create.push(dirs.cache);
+                dirs_to_create.push(dirs.state);
                 plugins.push(plugin);
             }
             Err(message) => {
@@ -64,16 +55,31 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<Vec<Plugin>, 
             }
         }
     }
-    Ok(plugins)
+    if let Some(error) = holorc.error {
+        out.error(Stream::Err, &error.0);
+        return Err(EXIT_FATAL);
+    }
+    Ok(LoadedPlugins {
+        plugins,
+        dirs_to_create,
+    })
+}
+
+/// The plugins, and the cache and state directories to create once every
+/// resource directory is known to exist (as Holo 3 does).
+pub struct LoadedPlugins {
+    pub plugins: Vec<Plugin>,
+    dirs_to_create: Vec<String>,
 }
 
 /// Runs the generators and fills the virtual resource root. Every missing
 /// static resource directory is reported before the run stops.
 pub fn prepare_resources(
     runtime: &mut Runtime,
-    plugins: &[Plugin],
+    loaded: &LoadedPlugins,
     out: &mut Output,
 ) -> Result<(), i32> {
+    let plugins = &loaded.plugins;
     let mut missing = false;
     for plugin in plugins {
         let dir = paths::join(&runtime.root, &format!("usr/share/holo/{}", plugin.id));
@@ -94,6 +100,15 @@ pub fn prepare_resources(
     }
     if missing {
         return Err(EXIT_FATAL);
+    }
+    for dir in &loaded.dirs_to_create {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            out.error(
+                Stream::Err,
+                &format!("mkdir {dir}: {}", paths::errno_text(&e)),
+            );
+            return Err(EXIT_FATAL);
+        }
     }
     if let Err(message) = runtime.run_generators(out) {
         out.error(Stream::Err, &message);

@@ -1,7 +1,6 @@
 //! holorc(5): `$ROOT/etc/holorc.d/*` in byte order, then `$ROOT/etc/holorc`.
 
 use crate::paths;
-use std::collections::HashMap;
 
 /// One `plugin` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,20 +49,59 @@ pub fn config_files(root: &str) -> Result<Vec<String>, HolorcError> {
     Ok(files)
 }
 
-/// Reads and parses every holorc file.
-pub fn read(root: &str) -> Result<Vec<PluginDecl>, HolorcError> {
-    let mut decls = Vec::new();
-    for file in config_files(root)? {
-        let text = std::fs::read(&file).map_err(|e| {
-            HolorcError(format!(
-                "cannot read {file}: open {file}: {}",
-                paths::errno_text(&e)
-            ))
-        })?;
-        decls.extend(parse(&file, &String::from_utf8_lossy(&text), root)?);
+/// What holorc declares: the plugin lines up to the first bad line, and
+/// that line's error. Holo 3 loads the plugins before it reaches the bad
+/// line, so their messages come first.
+#[derive(Debug, Default)]
+pub struct Holorc {
+    pub decls: Vec<PluginDecl>,
+    pub error: Option<HolorcError>,
+}
+
+/// Reads every holorc file (a file that cannot be read stops everything),
+/// then parses them in order.
+pub fn read(root: &str) -> Holorc {
+    let mut texts = Vec::new();
+    let files = match config_files(root) {
+        Ok(files) => files,
+        Err(error) => {
+            return Holorc {
+                decls: Vec::new(),
+                error: Some(error),
+            };
+        }
+    };
+    for file in files {
+        match std::fs::read(&file) {
+            Ok(text) => texts.push((file, String::from_utf8_lossy(&text).into_owned())),
+            Err(e) => {
+                let error = HolorcError(format!(
+                    "cannot read {file}: open {file}: {}",
+                    paths::errno_text(&e)
+                ));
+                return Holorc {
+                    decls: Vec::new(),
+                    error: Some(error),
+                };
+            }
+        }
     }
-    check_duplicates(&decls)?;
-    Ok(decls)
+    let mut holorc = Holorc::default();
+    for (file, text) in &texts {
+        let (decls, error) = parse(file, text, root);
+        for decl in decls {
+            if let Some(first) = holorc.decls.iter().find(|d| d.id == decl.id) {
+                holorc.error = Some(duplicate(first, &decl));
+                return holorc;
+            }
+            holorc.decls.push(decl);
+        }
+        if error.is_some() {
+            holorc.error = error;
+            return holorc;
+        }
+    }
+    holorc
 }
 
 /// `[a-z0-9][a-z0-9-]*`
@@ -73,9 +111,20 @@ pub fn is_valid_plugin_id(id: &str) -> bool {
         && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
 }
 
-/// Parses one holorc file.
-pub fn parse(file: &str, text: &str, root: &str) -> Result<Vec<PluginDecl>, HolorcError> {
+/// Parses one holorc file: the plugin lines before the first bad line, and
+/// that line's error.
+pub fn parse(file: &str, text: &str, root: &str) -> (Vec<PluginDecl>, Option<HolorcError>) {
     let mut decls = Vec::new();
+    let error = parse_into(file, text, root, &mut decls).err();
+    (decls, error)
+}
+
+fn parse_into(
+    file: &str,
+    text: &str,
+    root: &str,
+    decls: &mut Vec<PluginDecl>,
+) -> Result<(), HolorcError> {
     for (index, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -113,21 +162,14 @@ pub fn parse(file: &str, text: &str, root: &str) -> Result<Vec<PluginDecl>, Holo
             line: index + 1,
         });
     }
-    Ok(decls)
+    Ok(())
 }
 
-fn check_duplicates(decls: &[PluginDecl]) -> Result<(), HolorcError> {
-    let mut seen: HashMap<&str, &PluginDecl> = HashMap::new();
-    for decl in decls {
-        if let Some(first) = seen.get(decl.id.as_str()) {
-            return Err(HolorcError(format!(
-                "plugin {} is declared twice, at {}:{} and at {}:{}; remove one of the two lines",
-                decl.id, first.file, first.line, decl.file, decl.line
-            )));
-        }
-        seen.insert(&decl.id, decl);
-    }
-    Ok(())
+fn duplicate(first: &PluginDecl, again: &PluginDecl) -> HolorcError {
+    HolorcError(format!(
+        "plugin {} is declared twice, at {}:{} and at {}:{}; remove one of the two lines",
+        again.id, first.file, first.line, again.file, again.line
+    ))
 }
 
 #[cfg(test)]
@@ -137,7 +179,7 @@ mod tests {
     #[test]
     fn parses_plugin_lines_comments_and_blank_lines() {
         let text = "# comment\n\n  plugin files  \nplugin foo=./bin/holo-foo\n";
-        let decls = parse("rc", text, "./target/").unwrap();
+        let decls = parse("rc", text, "./target/").0;
         assert_eq!(decls.len(), 2);
         assert_eq!(decls[0].id, "files");
         assert_eq!(decls[0].binary, "target/usr/lib/holo/holo-files");
@@ -148,42 +190,52 @@ mod tests {
 
     #[test]
     fn binary_splits_at_first_equals_sign() {
-        let decls = parse("rc", "plugin foo=/a=b\n", "/").unwrap();
+        let decls = parse("rc", "plugin foo=/a=b\n", "/").0;
         assert_eq!(decls[0].binary, "/a=b");
     }
 
     #[test]
     fn unknown_command_keeps_holo3_text() {
-        let err = parse("rc", "plugins foo\n", "/").unwrap_err();
+        let (decls, err) = parse("rc", "plugin a\nplugins foo\nplugin b\n", "/");
+        assert_eq!(decls.len(), 1, "the lines before the bad one count");
+        let err = err.unwrap();
         assert_eq!(
             err.0,
             "cannot parse configuration: unknown command: plugins foo"
         );
-        let err = parse("rc", "plugin\n", "/").unwrap_err();
+        let err = parse("rc", "plugin\n", "/").1.unwrap();
         assert_eq!(err.0, "cannot parse configuration: unknown command: plugin");
     }
 
     #[test]
     fn invalid_id_names_file_and_line() {
-        let err = parse("etc/holorc", "\nplugin Foo\n", "/").unwrap_err();
+        let err = parse("etc/holorc", "\nplugin Foo\n", "/").1.unwrap();
         assert!(
             err.0.starts_with("etc/holorc:2: invalid plugin ID \"Foo\""),
             "{}",
             err.0
         );
-        assert!(parse("rc", "plugin -x\n", "/").is_err());
-        assert!(parse("rc", "plugin a_b\n", "/").is_err());
-        assert!(parse("rc", "plugin 9a-b\n", "/").is_ok());
+        assert!(parse("rc", "plugin -x\n", "/").1.is_some());
+        assert!(parse("rc", "plugin a_b\n", "/").1.is_some());
+        assert!(parse("rc", "plugin 9a-b\n", "/").1.is_none());
     }
 
     #[test]
     fn duplicate_names_both_places() {
-        let mut decls = parse("a", "plugin x\n", "/").unwrap();
-        decls.extend(parse("b", "\n\nplugin x=/bin/x\n", "/").unwrap());
-        let err = check_duplicates(&decls).unwrap_err();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("etc/holorc.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("10-a"), "plugin x\nplugin y\n").unwrap();
+        std::fs::write(dir.join("20-b"), "\n\nplugin x=/bin/x\nplugin z\n").unwrap();
+        let root = root.path().to_str().unwrap();
+        let holorc = read(root);
+        let ids: Vec<&str> = holorc.decls.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["x", "y"]);
         assert_eq!(
-            err.0,
-            "plugin x is declared twice, at a:1 and at b:3; remove one of the two lines"
+            holorc.error.unwrap().0,
+            format!(
+                "plugin x is declared twice, at {root}/etc/holorc.d/10-a:1 and at {root}/etc/holorc.d/20-b:3; remove one of the two lines"
+            )
         );
     }
 

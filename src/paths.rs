@@ -40,13 +40,20 @@ pub fn join(base: &str, rel: &str) -> String {
     clean(&format!("{base}/{rel}"))
 }
 
-/// Holo 3's `normalizePath`: strips a leading `./` and a trailing `/`.
+/// Holo 3's `normalizePath`: strips a leading `./` and a trailing `/`. A
+/// path that would become empty (`./`) stays `.`: an empty HOLO_ROOT_DIR
+/// would mean `/` to a plugin.
 pub fn normalize(path: &str) -> String {
     if path == "/" {
         return path.to_string();
     }
     let path = path.strip_prefix("./").unwrap_or(path);
-    path.strip_suffix('/').unwrap_or(path).to_string()
+    let path = path.strip_suffix('/').unwrap_or(path);
+    if path.is_empty() {
+        ".".to_string()
+    } else {
+        path.to_string()
+    }
 }
 
 /// Lossy conversion for display and for the environment of plugins.

@@ -227,8 +227,8 @@ impl Plugin {
                 Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => {
                     break ExitStatus::from_raw((code & 0xff) << 8);
                 }
-                Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, _)) => {
-                    break ExitStatus::from_raw(signal as i32);
+                Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, core)) => {
+                    break ExitStatus::from_raw(signal as i32 | if core { 0x80 } else { 0 });
                 }
                 Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e.into()),
@@ -369,27 +369,53 @@ pub fn describe_status(status: ExitStatus) -> String {
             let name = nix::sys::signal::Signal::try_from(signal)
                 .map(signal_text)
                 .unwrap_or_else(|_| format!("signal {signal}"));
-            format!("signal: {name}")
+            let core = if status.core_dumped() {
+                " (core dumped)"
+            } else {
+                ""
+            };
+            format!("signal: {name}{core}")
         }
         None => "exit status unknown".to_string(),
     }
 }
 
+/// Go's names for signals (`syscall.Signal.String()` on Linux).
 fn signal_text(signal: nix::sys::signal::Signal) -> String {
     use nix::sys::signal::Signal::*;
     match signal {
-        SIGKILL => "killed",
-        SIGTERM => "terminated",
-        SIGINT => "interrupt",
-        SIGSEGV => "segmentation fault",
-        SIGABRT => "aborted",
         SIGHUP => "hangup",
-        SIGPIPE => "broken pipe",
+        SIGINT => "interrupt",
+        SIGQUIT => "quit",
+        SIGILL => "illegal instruction",
+        SIGTRAP => "trace/breakpoint trap",
+        SIGABRT => "aborted",
         SIGBUS => "bus error",
         SIGFPE => "floating point exception",
-        SIGILL => "illegal instruction",
-        SIGQUIT => "quit",
-        other => return other.as_str().to_lowercase(),
+        SIGKILL => "killed",
+        SIGUSR1 => "user defined signal 1",
+        SIGSEGV => "segmentation fault",
+        SIGUSR2 => "user defined signal 2",
+        SIGPIPE => "broken pipe",
+        SIGALRM => "alarm clock",
+        SIGTERM => "terminated",
+        SIGSTKFLT => "stack fault",
+        SIGCHLD => "child exited",
+        SIGCONT => "continued",
+        SIGSTOP => "stopped (signal)",
+        SIGTSTP => "stopped",
+        SIGTTIN => "stopped (tty input)",
+        SIGTTOU => "stopped (tty output)",
+        SIGURG => "urgent I/O condition",
+        SIGXCPU => "CPU time limit exceeded",
+        SIGXFSZ => "file size limit exceeded",
+        SIGVTALRM => "virtual timer expired",
+        SIGPROF => "profiling timer expired",
+        SIGWINCH => "window changed",
+        SIGIO => "I/O possible",
+        SIGPWR => "power failure",
+        SIGSYS => "bad system call",
+        _ => return format!("signal {}", signal as i32),
     }
     .to_string()
 }
@@ -441,6 +467,23 @@ mod tests {
                 b"\n".to_vec(),
                 b"d\n".to_vec()
             ]
+        );
+    }
+
+    #[test]
+    fn signal_texts_read_like_go() {
+        assert_eq!(describe_status(ExitStatus::from_raw(9)), "signal: killed");
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(10)),
+            "signal: user defined signal 1"
+        );
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(11 | 0x80)),
+            "signal: segmentation fault (core dumped)"
+        );
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(3 << 8)),
+            "exit status 3"
         );
     }
 

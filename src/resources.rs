@@ -80,7 +80,7 @@ impl Runtime {
     pub fn run_generators(&mut self, out: &mut Output) -> Result<(), String> {
         let dir = paths::join(&self.root, "usr/share/holo/generators");
         let mut generators = Vec::new();
-        collect_files(Path::new(&dir), &mut generators)
+        collect_files(Path::new(&dir), &mut generators, false)
             .map_err(|e| format!("cannot read {dir}: {}", paths::errno_text(&e)))?;
         generators.sort();
         for generator in generators {
@@ -105,29 +105,37 @@ impl Runtime {
         );
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("mkdir {cache}: {}", paths::errno_text(&e)))?;
-        let result = std::process::Command::new(generator)
-            .env("HOLO_CACHE_DIR", &cache)
-            .env(
-                "HOLO_RESOURCE_ROOT",
-                paths::join(&self.root, "usr/share/holo"),
-            )
-            .env("OUT", &self.virtual_root)
-            .stdin(std::process::Stdio::null())
-            .output();
-        let output =
-            result.map_err(|e| format!("could not run {generator}: {}", paths::errno_text(&e)))?;
-        let mut combined = output.stdout;
-        combined.extend_from_slice(&output.stderr);
+        // One pipe for stdout and stderr keeps their order, as Go's
+        // CombinedOutput does.
+        let run = || -> std::io::Result<(std::process::ExitStatus, Vec<u8>)> {
+            let (mut reader, writer) = std::io::pipe()?;
+            let mut child = std::process::Command::new(generator)
+                .env("HOLO_CACHE_DIR", &cache)
+                .env(
+                    "HOLO_RESOURCE_ROOT",
+                    paths::join(&self.root, "usr/share/holo"),
+                )
+                .env("OUT", &self.virtual_root)
+                .stdin(std::process::Stdio::null())
+                .stdout(writer.try_clone()?)
+                .stderr(writer)
+                .spawn()?;
+            let mut combined = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut combined)?;
+            Ok((child.wait()?, combined))
+        };
+        let (status, combined) =
+            run().map_err(|e| format!("could not run {generator}: {}", paths::errno_text(&e)))?;
         for line in String::from_utf8_lossy(&combined).lines() {
             let line = line.trim();
             if !line.is_empty() {
                 out.warn(Stream::Err, &format!("output from {generator}: {line}"));
             }
         }
-        if !output.status.success() {
+        if !status.success() {
             return Err(format!(
                 "could not run {generator}: {}",
-                crate::plugin::describe_status(output.status)
+                crate::plugin::describe_status(status)
             ));
         }
         let relative = generator
@@ -135,7 +143,7 @@ impl Runtime {
             .unwrap_or(generator)
             .to_string();
         let mut produced = Vec::new();
-        collect_files(Path::new(&self.virtual_root), &mut produced).map_err(|e| {
+        collect_files(Path::new(&self.virtual_root), &mut produced, true).map_err(|e| {
             format!(
                 "cannot read {}: {}",
                 self.virtual_root,
@@ -208,7 +216,8 @@ impl Drop for Runtime {
     }
 }
 
-fn collect_files(dir: &Path, files: &mut Vec<String>) -> std::io::Result<()> {
+/// Regular files below `dir` (with `any_kind`, every non-directory).
+fn collect_files(dir: &Path, files: &mut Vec<String>, any_kind: bool) -> std::io::Result<()> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -219,8 +228,8 @@ fn collect_files(dir: &Path, files: &mut Vec<String>) -> std::io::Result<()> {
         let kind = entry.file_type()?;
         let path = paths::join(&paths::display(dir), &entry.file_name().to_string_lossy());
         if kind.is_dir() {
-            collect_files(Path::new(&path), files)?;
-        } else if kind.is_file() {
+            collect_files(Path::new(&path), files, any_kind)?;
+        } else if kind.is_file() || any_kind {
             files.push(path);
         }
     }
@@ -246,6 +255,12 @@ fn copy_tree(source: &Path, target: &Path) -> std::io::Result<()> {
             continue;
         } else if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(&from)?, &to)?;
+        } else if !kind.is_file() {
+            // a FIFO or device would block or make no sense as a resource
+            return Err(std::io::Error::other(format!(
+                "{} is not a regular file, directory or symlink; remove it",
+                from.display()
+            )));
         } else {
             let mode = entry.metadata()?.permissions().mode();
             std::fs::copy(&from, &to)?;

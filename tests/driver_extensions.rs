@@ -307,3 +307,19 @@ fn operations(log: &Path) -> String {
         .map(|l| format!("{l}\n"))
         .collect()
 }
+
+#[test]
+fn skipped_entities_inside_a_batch_run_keep_the_apply_order() {
+    // ext:1 and ext:b are skipped in the same run as ext:a, which is applied
+    let root = Root::new(
+        "ext:0fail|||fail\next:1|ext:0fail||change\next:a|||change\next:b|ext:0fail||change\n",
+    );
+    let (out, code) = root.apply_both_ways(&[]);
+    assert_eq!(code, 1, "{out}");
+    let pos = |s: &str| {
+        out.find(s)
+            .unwrap_or_else(|| panic!("{s} missing in {out}"))
+    };
+    assert!(pos("Working on ext:1") < pos("applied ext:a"), "{out}");
+    assert!(pos("applied ext:a") < pos("Working on ext:b"), "{out}");
+}
