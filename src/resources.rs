@@ -82,7 +82,6 @@ impl Runtime {
         let mut generators = Vec::new();
         collect_files(Path::new(&dir), &mut generators, false)
             .map_err(|e| format!("cannot read {dir}: {}", paths::errno_text(&e)))?;
-        generators.sort();
         for generator in generators {
             let meta = std::fs::metadata(&generator);
             if !meta.is_ok_and(|m| m.permissions().mode() & 0o111 != 0) {
@@ -216,15 +215,16 @@ impl Drop for Runtime {
     }
 }
 
-/// Regular files below `dir` (with `any_kind`, every non-directory).
+/// Regular files below `dir` (with `any_kind`, every non-directory), depth
+/// first with each directory's entries in byte order, as Go's `filepath.Walk`.
 fn collect_files(dir: &Path, files: &mut Vec<String>, any_kind: bool) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
+    let mut entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.collect::<std::io::Result<Vec<_>>>()?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
+    entries.sort_by_key(|entry| entry.file_name());
     for entry in entries {
-        let entry = entry?;
         let kind = entry.file_type()?;
         let path = paths::join(&paths::display(dir), &entry.file_name().to_string_lossy());
         if kind.is_dir() {

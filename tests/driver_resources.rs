@@ -131,3 +131,21 @@ fn a_root_that_is_not_utf8_is_an_error() {
     assert_eq!(output.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not valid UTF-8"));
 }
+
+#[test]
+fn generators_run_in_walk_order() {
+    // Go's filepath.Walk runs a/x before a-b ('a' sorts before 'a-b').
+    let dir = root("plugin res\n");
+    let generators = dir.path().join("usr/share/holo/generators");
+    write_exec(&generators.join("a-b"), "#!/bin/sh\necho a-b\n");
+    write_exec(&generators.join("a/x"), "#!/bin/sh\necho a/x\n");
+    let (out, code) = holo(dir.path(), "./", &["scan"]);
+    assert_eq!(code, 0, "{out}");
+    let first = out
+        .find("from usr/share/holo/generators/a/x")
+        .expect("a/x ran");
+    let second = out
+        .find("from usr/share/holo/generators/a-b")
+        .expect("a-b ran");
+    assert!(first < second, "{out}");
+}
