@@ -487,17 +487,21 @@ pub fn render_entity_diff(
     if let Some(failure) = plugin.failure(&result) {
         return Err(failure);
     }
-    let text = String::from_utf8_lossy(&fd3);
-    let parts: Vec<&str> = text.split('\0').collect();
+    // The paths are bytes: a file name need not be UTF-8.
+    let parts: Vec<&[u8]> = fd3.split(|b| *b == 0).collect();
     if parts.len() < 2 {
         return Ok(Vec::new());
     }
-    let (from, to) = (parts[0], parts[1]);
+    use std::os::unix::ffi::OsStrExt;
+    let (from, to) = (
+        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[0])),
+        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[1])),
+    );
     let diff = crate::diff::render_file_diff(
-        std::path::Path::new(from),
-        std::path::Path::new(to),
-        &runtime.translate(from),
-        &runtime.translate(to),
+        from,
+        to,
+        &runtime.translate(&from.to_string_lossy()),
+        &runtime.translate(&to.to_string_lossy()),
     )
     .map_err(|e| e.to_string())?;
     Ok(if out.color(Stream::Out) {
