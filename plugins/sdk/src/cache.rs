@@ -5,7 +5,8 @@
 //! buckets grows with the number of entities (about 32 per bucket, at least
 //! 64 files), so that scan writes few files and a single lookup reads one
 //! small file whatever the size of the run. The completion marker holds the
-//! bucket count. Each bucket line is `<percent-encoded id> TAB <json>`.
+//! bucket count. Each bucket line is `<percent-encoded id> TAB <json>`; the
+//! encoded id is never a file name here, so ids of any length work.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -265,6 +266,30 @@ mod tests {
         }
         let err = lookup::<String>(&env, "demo:nope", false).expect_err("unknown");
         assert!(err.message().contains("unknown entity demo:nope"));
+    }
+
+    #[test]
+    fn ids_too_long_for_a_file_name_are_cached_and_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let long_id = format!("file:/{}{}", "d/".repeat(40), "f".repeat(300));
+        let odd_id = format!("demo:tab\there\nnewline {}", "x".repeat(300));
+        let entities = [
+            Scanned::new(long_id.clone(), 1),
+            Scanned::new(odd_id.clone(), 2),
+        ];
+        store(&env, &entities).expect("store");
+        assert_eq!(
+            lookup::<i32>(&env, &long_id, false).expect("long").spec,
+            Some(1)
+        );
+        assert_eq!(
+            lookup::<i32>(&env, &odd_id, false).expect("odd").spec,
+            Some(2)
+        );
+        let loaded = Loaded::read(&env).expect("loaded");
+        let found: EntityCtx<i32> = loaded.lookup(&env, &long_id, false).expect("long");
+        assert_eq!((found.id.as_str(), found.spec), (long_id.as_str(), Some(1)));
     }
 
     #[test]

@@ -1,13 +1,19 @@
-//! Per-entity state records: `$HOLO_STATE_DIR/<percent-encoded id>.toml`
-//! holding `version = 1` and what the plugin last applied.
+//! Per-entity state records in `$HOLO_STATE_DIR`, holding `version = 1` and
+//! what the plugin last applied.
+//!
+//! A record is named `<percent-encoded id>.toml` when that name fits in a
+//! file name (255 bytes), so records stay readable. A longer id gets
+//! `<first 120 bytes of the encoding>~<sha256 hex of the id>.toml`, and that
+//! record also holds `entity = "<id>"` so that [`list`] can give the id back.
 //!
 //! Records are written atomically and only after an apply succeeded, so a
 //! crash leaves the old record or the new one, never a torn one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
 
 use crate::atomic;
 use crate::env::Env;
@@ -15,6 +21,19 @@ use crate::error::{Error, Result};
 
 /// The record format version this SDK writes and reads.
 pub const RECORD_VERSION: i64 = 1;
+
+/// The key holding the format version.
+const VERSION_KEY: &str = "version";
+/// The key holding the entity id in records with a hashed name.
+const ENTITY_KEY: &str = "entity";
+const RECORD_SUFFIX: &str = ".toml";
+/// The longest file name Linux file systems take (NAME_MAX).
+const MAX_FILE_NAME_BYTES: usize = 255;
+/// How much of the encoded id a hashed name keeps, so it stays recognisable.
+const HASHED_PREFIX_BYTES: usize = 120;
+/// Separates the prefix from the hash; never produced by the encoding.
+const HASH_SEPARATOR: char = '~';
+const SHA256_HEX_LEN: usize = 64;
 
 /// Encodes an entity id into a single file name: bytes outside
 /// `[A-Za-z0-9:_@+,=-]` and `.` (except a leading one) become `%XX`.
@@ -51,61 +70,133 @@ pub fn decode_entity_id(encoded: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
-/// The path of the record for entity `id`.
-pub fn record_path(env: &Env, id: &str) -> PathBuf {
-    env.state_dir.join(format!("{}.toml", encode_entity_id(id)))
+/// A file name for entity `id` ending in `suffix`: `<encoded id><suffix>`
+/// when that fits in a file name, else
+/// `<first 120 bytes of the encoding>~<sha256 hex of id><suffix>`.
+/// The two forms never collide: the encoding turns `~` into `%7E`.
+pub fn entity_file_name(id: &str, suffix: &str) -> String {
+    let encoded = encode_entity_id(id);
+    if fits_file_name(&encoded, suffix) {
+        format!("{encoded}{suffix}")
+    } else {
+        format!("{}{suffix}", hashed_stem(id, &encoded))
+    }
 }
 
-/// Writes the record for `id` atomically: `version = 1` followed by the
-/// fields of `record` (which must serialise to a TOML table).
+fn fits_file_name(encoded: &str, suffix: &str) -> bool {
+    encoded.len() + suffix.len() <= MAX_FILE_NAME_BYTES
+}
+
+fn hashed_stem(id: &str, encoded: &str) -> String {
+    let mut cut = HASHED_PREFIX_BYTES.min(encoded.len());
+    // Back off rather than split a `%XX` escape, so the prefix still decodes.
+    if let Some(percent) = encoded[..cut].rfind('%')
+        && percent + 3 > cut
+    {
+        cut = percent;
+    }
+    let digest = Sha256::digest(id.as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    // `encoded` is ASCII, so every byte index is a char boundary.
+    format!("{}{HASH_SEPARATOR}{hex}", &encoded[..cut])
+}
+
+/// Whether `stem` has the shape of a name from [`hashed_stem`].
+fn is_hashed_stem(stem: &str) -> bool {
+    stem.split_once(HASH_SEPARATOR)
+        .is_some_and(|(prefix, hex)| {
+            prefix.len() <= HASHED_PREFIX_BYTES
+                && hex.len() == SHA256_HEX_LEN
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
+/// The path of the record for entity `id` (see [`entity_file_name`]).
+pub fn record_path(env: &Env, id: &str) -> PathBuf {
+    env.state_dir.join(entity_file_name(id, RECORD_SUFFIX))
+}
+
+/// Writes the record for `id` atomically: `version = 1`, for a hashed name
+/// `entity = "<id>"`, then the fields of `record` (which must serialise to a
+/// TOML table without a top-level `version` or `entity` key).
 pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     let path = record_path(env, id);
-    let body = toml::to_string(record).map_err(|err| {
+    let cannot_serialise = |err: &dyn std::fmt::Display| {
         Error::new(format!(
             "entity {id}: cannot serialise the state record for {}: {err}",
             path.display()
         ))
-    })?;
+    };
+    let body = toml::to_string(record).map_err(|err| cannot_serialise(&err))?;
+    let fields: toml::Table = toml::from_str(&body).map_err(|err| cannot_serialise(&err))?;
+    for key in [VERSION_KEY, ENTITY_KEY] {
+        if fields.contains_key(key) {
+            return Err(Error::new(format!(
+                "entity {id}: the state record has a top-level `{key}` field, which the SDK keeps for itself; rename that field"
+            )));
+        }
+    }
+    let mut contents = format!("{VERSION_KEY} = {RECORD_VERSION}\n");
+    if !fits_file_name(&encode_entity_id(id), RECORD_SUFFIX) {
+        // The name no longer spells the id, so the record must.
+        let entity =
+            toml::Table::from_iter([(ENTITY_KEY.to_string(), toml::Value::String(id.to_string()))]);
+        contents.push_str(&toml::to_string(&entity).map_err(|err| cannot_serialise(&err))?);
+    }
+    contents.push_str(&body);
     std::fs::create_dir_all(&env.state_dir)
         .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
-    let contents = format!("version = {RECORD_VERSION}\n{body}");
     atomic::write(&path, contents.as_bytes(), &atomic::WriteOptions::default())
+}
+
+fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
+    Error::new(format!(
+        "{}: invalid state record: {problem}; remove the file to forget what was applied",
+        path.display()
+    ))
+}
+
+/// Reads a record file into a table without its `version` key.
+fn read_table(path: &Path) -> Result<Option<toml::Table>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Error::io("read state record", path, &err)),
+    };
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|err| invalid_record(path, err.message()))?;
+    match table.remove(VERSION_KEY) {
+        Some(toml::Value::Integer(RECORD_VERSION)) => Ok(Some(table)),
+        other => Err(Error::new(format!(
+            "{}: state record has version {}, this plugin reads version {RECORD_VERSION}; remove the file to forget what was applied",
+            path.display(),
+            other.map_or_else(|| "(none)".to_string(), |v| v.to_string())
+        ))),
+    }
 }
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
     let path = record_path(env, id);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(Error::io("read state record", &path, &err)),
+    let Some(mut table) = read_table(&path)? else {
+        return Ok(None);
     };
-    let mut table: toml::Table = toml::from_str(&text).map_err(|err| {
-        Error::new(format!(
-            "{}: invalid state record: {}; remove the file to forget what was applied",
-            path.display(),
-            err.message()
-        ))
-    })?;
-    match table.remove("version") {
-        Some(toml::Value::Integer(RECORD_VERSION)) => {}
-        other => {
-            return Err(Error::new(format!(
-                "{}: state record has version {}, this plugin reads version {RECORD_VERSION}; remove the file to forget what was applied",
-                path.display(),
-                other.map_or_else(|| "(none)".to_string(), |v| v.to_string())
-            )));
+    match table.remove(ENTITY_KEY) {
+        // Records with a readable name have no `entity` key.
+        None => {}
+        Some(toml::Value::String(recorded)) if recorded == id => {}
+        Some(other) => {
+            return Err(invalid_record(
+                &path,
+                format_args!("it is for entity {other}, not {id}"),
+            ));
         }
     }
     T::deserialize(toml::Value::Table(table))
         .map(Some)
-        .map_err(|err| {
-            Error::new(format!(
-                "{}: invalid state record: {}; remove the file to forget what was applied",
-                path.display(),
-                err.message()
-            ))
-        })
+        .map_err(|err| invalid_record(&path, err.message()))
 }
 
 /// Removes the record for `id`; a missing record is fine.
@@ -116,6 +207,27 @@ pub fn remove(env: &Env, id: &str) -> Result<()> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(Error::io("remove state record", &path, &err)),
     }
+}
+
+/// The entity id held by the record at `path`, whose name is hashed.
+fn recorded_entity(path: &Path, file_name: &str) -> Result<Option<String>> {
+    let Some(mut table) = read_table(path)? else {
+        // Removed since the directory was listed.
+        return Ok(None);
+    };
+    let Some(toml::Value::String(id)) = table.remove(ENTITY_KEY) else {
+        return Err(invalid_record(
+            path,
+            format_args!("it has no `{ENTITY_KEY}` string, so its entity is unknown"),
+        ));
+    };
+    if entity_file_name(&id, RECORD_SUFFIX) != file_name {
+        return Err(invalid_record(
+            path,
+            format_args!("it is for entity {id}, whose record has another name"),
+        ));
+    }
+    Ok(Some(id))
 }
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
@@ -129,11 +241,16 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
     for entry in entries {
         let entry = entry.map_err(|err| Error::io("list state directory", &env.state_dir, &err))?;
         let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".toml")) else {
+        let Some(file_name) = name.to_str() else {
+            continue;
+        };
+        let Some(stem) = file_name.strip_suffix(RECORD_SUFFIX) else {
             continue;
         };
         // Only names this module wrote count; other files are not records.
-        if let Some(id) = decode_entity_id(stem).filter(|id| encode_entity_id(id) == stem) {
+        if is_hashed_stem(stem) {
+            ids.extend(recorded_entity(&entry.path(), file_name)?);
+        } else if let Some(id) = decode_entity_id(stem).filter(|id| encode_entity_id(id) == stem) {
             ids.push(id);
         }
     }
@@ -218,6 +335,89 @@ mod tests {
         remove(&env, "file:/etc/motd").expect("remove");
         assert_eq!(read::<Record>(&env, "file:/etc/motd").expect("read"), None);
         assert!(list(&env).expect("list").is_empty());
+    }
+
+    #[test]
+    fn names_that_fit_stay_readable_and_longer_ones_are_hashed() {
+        // `x:` plus 248 bytes gives a 250-byte encoding: `.toml` just fits.
+        let longest_readable = format!("x:{}", "a".repeat(248));
+        assert_eq!(
+            entity_file_name(&longest_readable, ".toml"),
+            format!("{longest_readable}.toml")
+        );
+        let one_more = format!("x:{}", "a".repeat(249));
+        let hashed = entity_file_name(&one_more, ".toml");
+        let digest = Sha256::digest(one_more.as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(hashed, format!("{}~{hex}.toml", &one_more[..120]));
+        assert!(is_hashed_stem(hashed.trim_end_matches(".toml")));
+        assert!(!is_hashed_stem("file:%2Fetc%2Fmotd"));
+    }
+
+    #[test]
+    fn hashed_names_do_not_split_an_escape_and_tell_ids_apart() {
+        // 118 bytes, then `%2F` would straddle the 120-byte cut.
+        let id = format!("x:{}/{}", "a".repeat(116), "b".repeat(300));
+        let name = entity_file_name(&id, ".toml");
+        let (prefix, _) = name.split_once('~').expect("hashed");
+        assert_eq!(prefix, format!("x:{}", "a".repeat(116)));
+        let sibling = format!("x:{}/{}c", "a".repeat(116), "b".repeat(299));
+        assert_ne!(entity_file_name(&sibling, ".toml"), name);
+        assert!(name.len() <= 255, "{}", name.len());
+    }
+
+    #[test]
+    fn reserved_keys_in_a_record_type_are_an_error_naming_the_entity() {
+        #[derive(Serialize)]
+        struct Clashing {
+            entity: String,
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let err = write(&env, "demo:a", &Clashing { entity: "x".into() })
+            .expect_err("entity is reserved");
+        assert!(err.message().contains("demo:a"), "{}", err.message());
+        assert!(err.message().contains("`entity`"), "{}", err.message());
+        assert!(!record_path(&env, "demo:a").exists());
+    }
+
+    #[test]
+    fn a_record_for_another_entity_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        std::fs::create_dir_all(&env.state_dir).expect("mkdir");
+        let path = record_path(&env, "demo:a");
+        std::fs::write(
+            &path,
+            "version = 1\nentity = 'demo:b'\nchecksum = 'x'\nmode = 1\n",
+        )
+        .expect("write");
+        let err = read::<Record>(&env, "demo:a").expect_err("other entity");
+        assert!(err.message().contains(&path.display().to_string()));
+        assert!(err.message().contains("demo:b"), "{}", err.message());
+    }
+
+    #[test]
+    fn a_hashed_record_without_its_id_is_an_error_when_listing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let id = format!("demo:{}", "z".repeat(300));
+        let record = Record {
+            checksum: "abc".into(),
+            mode: 1,
+        };
+        write(&env, &id, &record).expect("write");
+        let path = record_path(&env, &id);
+        std::fs::write(&path, "version = 1\nchecksum = 'abc'\nmode = 1\n").expect("strip id");
+        // The caller knows the id, so reading still works.
+        assert_eq!(read::<Record>(&env, &id).expect("read"), Some(record));
+        let err = list(&env).expect_err("id unknown");
+        assert!(err.message().contains(&path.display().to_string()));
+        assert!(
+            err.message().contains("remove the file"),
+            "{}",
+            err.message()
+        );
     }
 
     #[test]
