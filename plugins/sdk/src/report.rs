@@ -186,13 +186,12 @@ pub fn diff_texts(
     current: Option<&str>,
 ) -> Result<(std::path::PathBuf, std::path::PathBuf)> {
     let dir = env.cache_dir.join("diff");
-    let name = crate::state::encode_entity_id(id);
     let write_side = |text: Option<&str>, suffix: &str| -> Result<std::path::PathBuf> {
         let Some(text) = text else {
             return Ok(std::path::PathBuf::from("/dev/null"));
         };
         std::fs::create_dir_all(&dir).map_err(|err| Error::io("create directory", &dir, &err))?;
-        let path = dir.join(format!("{name}.{suffix}"));
+        let path = dir.join(crate::state::entity_file_name(id, &format!(".{suffix}")));
         std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))?;
         Ok(path)
     };
