@@ -1,15 +1,18 @@
 //! The scan cache in `$HOLO_CACHE_DIR`: scan stores every entity's cached
 //! form, and apply/diff/noop of one entity read it back without rescanning.
 //!
-//! Entities are spread over bucket files by a hash of their id. The number of
-//! buckets grows with the number of entities (about 32 per bucket, at least
-//! 64 files), so that scan writes few files and a single lookup reads one
-//! small file whatever the size of the run. The completion marker holds the
-//! bucket count. Each bucket line is `<percent-encoded id> TAB <json>`; the
-//! encoded id is never a file name here, so ids of any length work.
+//! Two files, whatever the number of entities (creating files is slow on
+//! some filesystems): `entries` holds one line per entity,
+//! `<percent-encoded id> TAB <json>`, and `index` is an open-addressing hash
+//! table of 16-byte slots (offset + 1 and length of an entry, little endian)
+//! with at least twice as many slots as entities. A lookup reads one or two
+//! slots and one entry: O(1) whatever the size of the run. Ids are stored
+//! encoded, so tabs and newlines in ids cannot break a line, and no id ever
+//! becomes a file name. The completion marker holds the slot count.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -19,12 +22,13 @@ use crate::error::{Error, Result};
 use crate::plugin::{Action, EntityCtx, Scanned};
 use crate::state::encode_entity_id;
 
-const MIN_BUCKETS: u64 = 64;
-const MAX_BUCKETS: u64 = 1 << 16;
-const ENTITIES_PER_BUCKET: u64 = 32;
 const DIR_NAME: &str = "holo-plugin-scan";
+const ENTRIES: &str = "entries";
+const INDEX: &str = "index";
 /// Written last: its presence means the cache is complete.
 const COMPLETE_MARKER: &str = "complete";
+const SLOT_BYTES: u64 = 16;
+const MIN_SLOTS: u64 = 64;
 
 #[derive(Serialize)]
 struct CachedRef<'a, S> {
@@ -44,25 +48,22 @@ fn cache_dir(env: &Env) -> PathBuf {
     env.cache_dir.join(DIR_NAME)
 }
 
-/// How many bucket files `entities` entities are spread over.
-fn bucket_count(entities: usize) -> u64 {
-    (entities as u64 / ENTITIES_PER_BUCKET)
+/// At least twice as many slots as entities, so probes stay short.
+fn slot_count(entities: usize) -> u64 {
+    (entities as u64)
+        .saturating_mul(2)
         .next_power_of_two()
-        .clamp(MIN_BUCKETS, MAX_BUCKETS)
+        .max(MIN_SLOTS)
 }
 
-fn bucket_of(encoded_id: &str, buckets: u64) -> u64 {
+fn hash(encoded_id: &str) -> u64 {
     // FNV-1a: stable across runs and processes, unlike std's hasher.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in encoded_id.bytes() {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    hash % buckets
-}
-
-fn bucket_path(dir: &Path, bucket: u64) -> PathBuf {
-    dir.join(format!("bucket-{bucket:02}"))
+    hash
 }
 
 /// Stores the scan result. Duplicate ids are an error naming the entity.
@@ -79,16 +80,10 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
             dir.display()
         ))
     })?;
-    let count = bucket_count(entities.len());
-    let mut buckets: Vec<String> = vec![String::new(); count as usize];
-    let mut seen = std::collections::HashSet::with_capacity(entities.len());
+    let slots = slot_count(entities.len());
+    let mut index = vec![0u8; (slots * SLOT_BYTES) as usize];
+    let mut data = String::with_capacity(entities.len() * 128);
     for entity in entities {
-        if !seen.insert(entity.id.as_str()) {
-            return Err(Error::new(format!(
-                "entity {} was reported twice by scan; every entity id must be unique",
-                entity.id
-            )));
-        }
         let encoded = encode_entity_id(&entity.id);
         let json = serde_json::to_string(&CachedRef {
             sources: &entity.sources,
@@ -101,39 +96,57 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
                 entity.id
             ))
         })?;
-        let bucket = &mut buckets[bucket_of(&encoded, count) as usize];
-        bucket.push_str(&encoded);
-        bucket.push('\t');
-        bucket.push_str(&json);
-        bucket.push('\n');
-    }
-    for (index, bucket) in buckets.iter().enumerate() {
-        if !bucket.is_empty() {
-            let path = bucket_path(&dir, index as u64);
-            std::fs::write(&path, bucket)
-                .map_err(|err| Error::io("write scan cache", &path, &err))?;
+        let offset = data.len() as u64;
+        data.push_str(&encoded);
+        data.push('\t');
+        data.push_str(&json);
+        let length = data.len() as u64 - offset;
+        data.push('\n');
+        let mut slot = hash(&encoded) % slots;
+        loop {
+            let at = (slot * SLOT_BYTES) as usize;
+            let stored = u64::from_le_bytes(index[at..at + 8].try_into().unwrap_or([0; 8]));
+            if stored == 0 {
+                index[at..at + 8].copy_from_slice(&(offset + 1).to_le_bytes());
+                index[at + 8..at + 16].copy_from_slice(&length.to_le_bytes());
+                break;
+            }
+            let start = (stored - 1) as usize;
+            if data[start..].split_once('\t').map(|(key, _)| key) == Some(encoded.as_str()) {
+                return Err(Error::new(format!(
+                    "entity {} was reported twice by scan; every entity id must be unique",
+                    entity.id
+                )));
+            }
+            slot = (slot + 1) % slots;
         }
     }
+    for (name, bytes) in [(ENTRIES, data.as_bytes()), (INDEX, index.as_slice())] {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|err| Error::io("write scan cache", &path, &err))?;
+    }
     let marker = dir.join(COMPLETE_MARKER);
-    std::fs::write(&marker, count.to_string())
+    std::fs::write(&marker, slots.to_string())
         .map_err(|err| Error::io("write scan cache", &marker, &err))
 }
 
-/// The bucket count that the completion marker records.
-fn stored_bucket_count(env: &Env) -> Result<u64> {
+/// The slot count that the completion marker records.
+fn stored_slot_count(env: &Env) -> Result<u64> {
     let marker = cache_dir(env).join(COMPLETE_MARKER);
     let text = std::fs::read_to_string(&marker)
         .map_err(|err| Error::io("read scan cache", &marker, &err))?;
     text.trim()
-        .parse()
+        .parse::<u64>()
         .ok()
-        .filter(|count| (MIN_BUCKETS..=MAX_BUCKETS).contains(count))
-        .ok_or_else(|| {
-            Error::new(format!(
-                "the scan cache {} is damaged; run the scan again",
-                marker.display()
-            ))
-        })
+        .filter(|count| *count >= MIN_SLOTS && count.is_power_of_two())
+        .ok_or_else(|| damaged(&marker))
+}
+
+fn damaged(path: &std::path::Path) -> Error {
+    Error::new(format!(
+        "the scan cache {} is damaged; run the scan again",
+        path.display()
+    ))
 }
 
 /// Whether a complete scan cache exists.
@@ -163,32 +176,51 @@ fn unknown_entity(env: &Env, id: &str) -> Error {
     ))
 }
 
-fn read_bucket(path: &Path) -> Result<String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(err) => Err(Error::io("read scan cache", path, &err)),
-    }
+fn open(env: &Env, name: &str) -> Result<(std::fs::File, PathBuf)> {
+    let path = cache_dir(env).join(name);
+    let file =
+        std::fs::File::open(&path).map_err(|err| Error::io("read scan cache", &path, &err))?;
+    Ok((file, path))
 }
 
-fn find_in_bucket<'t>(text: &'t str, encoded: &str) -> Option<&'t str> {
-    text.lines().find_map(|line| {
-        let (key, json) = line.split_once('\t')?;
-        (key == encoded).then_some(json)
-    })
-}
-
-/// Looks up one entity in a complete cache.
+/// Looks up one entity in a complete cache: reads index slots until the
+/// entity or an empty slot, then its entry.
 pub(crate) fn lookup<S: DeserializeOwned>(
     env: &Env,
     id: &str,
     refresh: bool,
 ) -> Result<EntityCtx<S>> {
     let encoded = encode_entity_id(id);
-    let count = stored_bucket_count(env)?;
-    let text = read_bucket(&bucket_path(&cache_dir(env), bucket_of(&encoded, count)))?;
-    let json = find_in_bucket(&text, &encoded).ok_or_else(|| unknown_entity(env, id))?;
-    parse_entry(id, json, refresh)
+    let slots = stored_slot_count(env)?;
+    let (index, index_path) = open(env, INDEX)?;
+    let (entries, entries_path) = open(env, ENTRIES)?;
+    let mut slot = hash(&encoded) % slots;
+    for _ in 0..slots {
+        let mut raw = [0u8; SLOT_BYTES as usize];
+        index
+            .read_exact_at(&mut raw, slot * SLOT_BYTES)
+            .map_err(|_| damaged(&index_path))?;
+        let (offset, length) = raw.split_at(8);
+        let offset = u64::from_le_bytes(offset.try_into().map_err(|_| damaged(&index_path))?);
+        let length = u64::from_le_bytes(length.try_into().map_err(|_| damaged(&index_path))?);
+        if offset == 0 {
+            break;
+        }
+        let length = usize::try_from(length).map_err(|_| damaged(&index_path))?;
+        let mut line = vec![0u8; length];
+        entries
+            .read_exact_at(&mut line, offset - 1)
+            .map_err(|_| damaged(&entries_path))?;
+        let line = String::from_utf8(line).map_err(|_| damaged(&entries_path))?;
+        let (key, json) = line
+            .split_once('\t')
+            .ok_or_else(|| damaged(&entries_path))?;
+        if key == encoded {
+            return parse_entry(id, json, refresh);
+        }
+        slot = (slot + 1) % slots;
+    }
+    Err(unknown_entity(env, id))
 }
 
 /// The whole cache loaded once and indexed by id, for batches.
@@ -197,18 +229,16 @@ pub(crate) struct Loaded {
 }
 
 impl Loaded {
-    /// Reads every bucket file.
+    /// Reads the entries file.
     pub(crate) fn read(env: &Env) -> Result<Loaded> {
-        let dir = cache_dir(env);
-        let mut entries = HashMap::new();
-        for bucket in 0..stored_bucket_count(env)? {
-            let text = read_bucket(&bucket_path(&dir, bucket))?;
-            for line in text.lines() {
-                if let Some((key, json)) = line.split_once('\t') {
-                    entries.insert(key.to_string(), json.to_string());
-                }
-            }
-        }
+        let path = cache_dir(env).join(ENTRIES);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| Error::io("read scan cache", &path, &err))?;
+        let entries = text
+            .lines()
+            .filter_map(|line| line.split_once('\t'))
+            .map(|(key, json)| (key.to_string(), json.to_string()))
+            .collect();
         Ok(Loaded { entries })
     }
 
@@ -231,7 +261,7 @@ impl Loaded {
 mod tests {
     use super::*;
 
-    fn env_in(dir: &Path) -> Env {
+    fn env_in(dir: &std::path::Path) -> Env {
         let cache = dir.to_path_buf();
         Env::from_lookup("demo", |key| {
             (key == "HOLO_CACHE_DIR").then(|| cache.clone().into())
@@ -293,12 +323,9 @@ mod tests {
     }
 
     #[test]
-    fn buckets_grow_with_the_number_of_entities() {
-        assert_eq!(bucket_count(0), 64);
-        assert_eq!(bucket_count(2_000), 64);
-        assert_eq!(bucket_count(10_000), 512);
-        assert_eq!(bucket_count(100_000), 4096);
-        assert_eq!(bucket_count(usize::MAX), MAX_BUCKETS);
+    fn any_number_of_entities_takes_two_files_and_every_one_is_found() {
+        assert_eq!(slot_count(0), 64);
+        assert_eq!(slot_count(10_000), 32_768);
         let dir = tempfile::tempdir().expect("tempdir");
         let env = env_in(dir.path());
         let entities: Vec<Scanned<u32>> = (0..5000)
@@ -306,17 +333,22 @@ mod tests {
             .collect();
         store(&env, &entities).expect("store");
         let files = std::fs::read_dir(cache_dir(&env)).expect("dir").count();
-        assert_eq!(
-            files,
-            256 + 1,
-            "5000 entities in 256 buckets plus the marker"
-        );
-        assert_eq!(
-            lookup::<u32>(&env, "demo:e4321", false)
-                .expect("found")
-                .spec,
-            Some(4321)
-        );
+        assert_eq!(files, 3, "entries, index and the marker");
+        for n in (0..5000).step_by(7) {
+            let found: EntityCtx<u32> = lookup(&env, &format!("demo:e{n}"), false).expect("found");
+            assert_eq!(found.spec, Some(n));
+        }
+        assert!(lookup::<u32>(&env, "demo:e5000", false).is_err());
+    }
+
+    #[test]
+    fn a_damaged_index_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        store(&env, &[Scanned::new("demo:a", 1)]).expect("store");
+        std::fs::write(cache_dir(&env).join(INDEX), [0xffu8; 40]).expect("damage");
+        let err = lookup::<i32>(&env, "demo:a", false).expect_err("damaged");
+        assert!(err.message().contains("damaged"), "{err}");
     }
 
     #[test]
