@@ -3,7 +3,7 @@
 //! driver's own cost per entity beyond the plugin process; and parsing a
 //! scan report in-process.
 
-use crate::util::{release_binaries, report, root_with_plugins, time_holo};
+use crate::util::{release_binaries, report, root_with_plugins, scan_and_applies, time_holo};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -20,19 +20,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         std::fs::write(root.path().join("usr/share/holo/demo/demo.toml"), toml)
             .map_err(|e| e.to_string())?;
         let root = root.path();
-        report("holo scan", n, time_holo(&bin, root, &["scan"], &[], &[0])?);
-        report(
-            "holo apply (first, batch)",
-            n,
-            time_holo(&bin, root, &["apply"], &[], &[0])?,
-        );
-        report(
-            "holo apply (no-op, batch)",
-            n,
-            time_holo(&bin, root, &["apply"], &[], &[0])?,
-        );
-        let no_batch = time_holo(&bin, root, &["apply"], &[("HOLO_NO_BATCH", "1")], &[0])?;
-        report("holo apply (no-op, HOLO_NO_BATCH=1)", n, no_batch);
+        let no_batch = scan_and_applies(&bin, root, n)?;
         let direct = time_plugin_calls(&bin, root, n)?;
         report("  of which plugin processes alone", n, direct);
         let own = no_batch.saturating_sub(direct);

@@ -5,7 +5,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::util::{release_binaries, report, root_with_plugins, time_holo};
+use crate::util::{release_binaries, report, root_with_plugins, scan_and_applies, time_holo};
 
 /// Runs the benchmark for each size in `sizes`, printing one line per step.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
@@ -15,22 +15,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         let root = root_with_plugins(&bin, &["file"])?;
         write_fixture(root.path(), n)?;
         let root = root.path();
-        report("holo scan", n, time_holo(&bin, root, &["scan"], &[], &[0])?);
-        report(
-            "holo apply (first, batch)",
-            n,
-            time_holo(&bin, root, &["apply"], &[], &[0])?,
-        );
-        report(
-            "holo apply (no-op, batch)",
-            n,
-            time_holo(&bin, root, &["apply"], &[], &[0])?,
-        );
-        report(
-            "holo apply (no-op, HOLO_NO_BATCH=1)",
-            n,
-            time_holo(&bin, root, &["apply"], &[("HOLO_NO_BATCH", "1")], &[0])?,
-        );
+        scan_and_applies(&bin, root, n)?;
         report(
             "holo diff (no changes)",
             n,

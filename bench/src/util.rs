@@ -88,3 +88,16 @@ pub fn report(what: &str, n: usize, elapsed: Duration) {
         elapsed.as_secs_f64() * 1e3
     );
 }
+
+/// The steps every plugin benchmark times, in order: scan, the first apply,
+/// a no-op apply with batching and one without. Returns the last time.
+pub fn scan_and_applies(bin: &Path, root: &Path, n: usize) -> Result<Duration, String> {
+    report("holo scan", n, time_holo(bin, root, &["scan"], &[], &[0])?);
+    let first = time_holo(bin, root, &["apply"], &[], &[0])?;
+    report("holo apply (first, batch)", n, first);
+    let noop = time_holo(bin, root, &["apply"], &[], &[0])?;
+    report("holo apply (no-op, batch)", n, noop);
+    let no_batch = time_holo(bin, root, &["apply"], &[("HOLO_NO_BATCH", "1")], &[0])?;
+    report("holo apply (no-op, HOLO_NO_BATCH=1)", n, no_batch);
+    Ok(no_batch)
+}
