@@ -15,6 +15,7 @@ use crate::report;
 /// Runs the plugin with this process's arguments and environment. A plugin's
 /// `main` is just `holo_plugin::run(MyPlugin)`.
 pub fn run<P: Plugin>(plugin: P) -> ExitCode {
+    restore_default_sigpipe();
     let mut args = Vec::new();
     for arg in std::env::args_os().skip(1) {
         match arg.into_string() {
@@ -272,5 +273,17 @@ mod tests {
             info::<Minimal>(),
             "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order\n"
         );
+    }
+}
+
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`holo-file scan |
+/// head`) would panic. Like other command-line tools, a plugin ends quietly
+/// there instead. The driver and the SDK's own batch pipes read to the end,
+/// so this never cuts a normal run short.
+fn restore_default_sigpipe() {
+    // SAFETY: setting a signal disposition to its default at start-up, before
+    // any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
