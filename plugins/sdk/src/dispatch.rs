@@ -212,6 +212,18 @@ pub(crate) fn apply_entity<P: Plugin>(
     }
 }
 
+/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`holo-file scan |
+/// head`) would panic. Like other command-line tools, a plugin ends quietly
+/// there instead. The driver and the SDK's own batch pipes read to the end,
+/// so this never cuts a normal run short.
+fn restore_default_sigpipe() {
+    // SAFETY: setting a signal disposition to its default at start-up, before
+    // any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,17 +285,5 @@ mod tests {
             info::<Minimal>(),
             "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order\n"
         );
-    }
-}
-
-/// Rust ignores SIGPIPE, so `println!` into a closed pipe (`holo-file scan |
-/// head`) would panic. Like other command-line tools, a plugin ends quietly
-/// there instead. The driver and the SDK's own batch pipes read to the end,
-/// so this never cuts a normal run short.
-fn restore_default_sigpipe() {
-    // SAFETY: setting a signal disposition to its default at start-up, before
-    // any thread is spawned.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
