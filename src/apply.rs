@@ -2,11 +2,11 @@
 //! extension, per-entity calls and batches, and rendering each entity's
 //! output exactly as Holo 3 does.
 
-use crate::config::EXIT_FATAL;
+use crate::loading::EXIT_FATAL;
 use crate::output::{Output, Stream};
 use crate::paths;
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::resources::{self, Runtime};
+use crate::run_dir::{self, Runtime};
 use crate::scan::Entity;
 use std::collections::HashMap;
 
@@ -527,7 +527,7 @@ fn acquire_lock(root: &str, out: &mut Output) -> Result<String, i32> {
         .open(&path);
     match file {
         Ok(mut file) => {
-            resources::register_cleanup(&path);
+            run_dir::register_cleanup(&path);
             let _ = writeln!(file, "{}", std::process::id());
             let _ = file.sync_all();
             Ok(path)
@@ -562,7 +562,7 @@ fn release_lock(path: &str, out: &mut Output) {
             &format!("remove {path}: {}", paths::errno_text(&e)),
         );
     }
-    resources::unregister_cleanup(path);
+    run_dir::unregister_cleanup(path);
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 //! run: holorc, generators, scan, order, selection, command.
 
 use crate::apply::{self, Mode};
-use crate::config::{self, EXIT_FATAL};
+use crate::loading::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::resources::{self, Runtime};
+use crate::run_dir::{self, Runtime};
 use crate::scan::{self, Entity};
 use crate::{order, report};
 use std::collections::{BTreeSet, HashMap};
@@ -96,7 +96,7 @@ fn install_signal_cleanup() {
     if set.thread_block().is_ok() {
         std::thread::spawn(move || {
             if let Ok(signal) = set.wait() {
-                resources::run_cleanup();
+                run_dir::run_cleanup();
                 std::process::exit(128 + signal as i32);
             }
         });
@@ -123,11 +123,11 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             return EXIT_FATAL;
         }
     };
-    let loaded = match config::load_plugins(&runtime, out) {
+    let loaded = match loading::load_plugins(&runtime, out) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = config::prepare_resources(&mut runtime, &loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &loaded, out) {
         return code;
     }
     let plugins = loaded.plugins;

@@ -6,13 +6,13 @@
 
 pub mod apply;
 pub mod cli;
-pub mod config;
 pub mod diff;
 pub mod holorc;
+pub mod loading;
 pub mod order;
 pub mod output;
 pub mod paths;
 pub mod plugin;
 pub mod report;
-pub mod resources;
+pub mod run_dir;
 pub mod scan;

@@ -5,7 +5,7 @@ use crate::holorc;
 use crate::output::{Output, Stream};
 use crate::paths;
 use crate::plugin::{Plugin, PluginDirs};
-use crate::resources::Runtime;
+use crate::run_dir::Runtime;
 
 /// Exit code for holorc, plugin, scan, selector and lock errors (as Holo 3).
 pub const EXIT_FATAL: i32 = 255;
