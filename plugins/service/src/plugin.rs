@@ -68,7 +68,7 @@ impl Plugin for ServicePlugin {
             let with = describe(&spec);
             found.push(
                 item.scanned(spec)
-                    .info("found in", item.location.origin.display().to_string())
+                    .info("found in", item.location.to_string())
                     .info("with", with),
             );
         }

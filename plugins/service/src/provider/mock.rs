@@ -99,10 +99,15 @@ impl Mock {
     }
 
     fn write_state(&self, unit: &str, state: &UnitState) -> Result<()> {
+        // Both keys, so the file reads as what systemctl would print.
+        let state = UnitState {
+            active: Some(state.active().to_owned()),
+            enabled: Some(state.enabled().to_owned()),
+        };
         let path = self.state_path(unit);
         let dir = self.root.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
-        let text = toml::to_string(state)
+        let text = toml::to_string(&state)
             .map_err(|err| Error::new(format!("cannot serialise {}: {err}", path.display())))?;
         atomic::write(&path, text.as_bytes(), &atomic::WriteOptions::default())
     }
