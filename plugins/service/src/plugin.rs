@@ -224,16 +224,7 @@ fn render_diff(env: &Env, entity: &EntityCtx<ServiceSpec>) -> Result<Option<(Pat
     if desired == actual {
         return Ok(None);
     }
-    let dir = env.cache_dir.join(&entity.id);
-    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
-    let write_side = |file: &str, text: String| -> Result<PathBuf> {
-        let path = dir.join(file);
-        std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))?;
-        Ok(path)
-    };
-    let desired = write_side("desired.toml", desired)?;
-    let actual = write_side("actual.toml", actual)?;
-    Ok(Some((desired, actual)))
+    holo_plugin::report::diff_texts(env, &entity.id, Some(&desired), Some(&actual)).map(Some)
 }
 
 #[cfg(test)]
