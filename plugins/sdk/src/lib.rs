@@ -84,6 +84,7 @@ pub mod atomic;
 mod batch;
 mod cache;
 pub mod command;
+pub mod common;
 pub mod data;
 mod dispatch;
 pub mod env;
