@@ -77,7 +77,9 @@ impl Machine {
             std::env::var("PATH").unwrap_or_default()
         );
         self.runs.set(self.runs.get() + 1);
+        // The driver creates a fresh cache directory for every run.
         let cache = self.dir.path().join(format!("cache-{}", self.runs.get()));
+        fs::create_dir_all(&cache).expect("cache dir");
         let resources = self.dir.path().join("resources");
         let mut command = Command::new("sh");
         command
