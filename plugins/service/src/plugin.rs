@@ -2,6 +2,7 @@
 //! refresh, self-healing or opt-in protection, verification after a change,
 //! noop, diff, and the state records of what apply left behind.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use holo_plugin::resources::{self, Resource};
@@ -72,8 +73,9 @@ impl Plugin for ServicePlugin {
                     .info("with", with),
             );
         }
+        let declared_ids: HashSet<String> = found.iter().map(|entity| entity.id.clone()).collect();
         for id in state::list(env)? {
-            if found.iter().any(|entity| entity.id == id) {
+            if declared_ids.contains(&id) {
                 continue;
             }
             found.push(Scanned::orphan(id).action(
@@ -129,16 +131,17 @@ fn converge(env: &Env, id: &str, spec: &ServiceSpec, mode: Mode, refresh: bool) 
     .into_iter()
     .flatten()
     .collect();
+    let outcome = if steps.is_empty() {
+        Outcome::NotChanged
+    } else {
+        Outcome::Changed
+    };
 
     if mode == Mode::Noop {
         for verb in &steps {
             println!("{}", apply::noop_message(*verb));
         }
-        return Ok(if steps.is_empty() {
-            Outcome::NotChanged
-        } else {
-            Outcome::Changed
-        });
+        return Ok(outcome);
     }
 
     let after = if steps.is_empty() {
@@ -157,11 +160,7 @@ fn converge(env: &Env, id: &str, spec: &ServiceSpec, mode: Mode, refresh: bool) 
         after
     };
     write_record(env, id, spec, &after, recorded.as_ref())?;
-    Ok(if steps.is_empty() {
-        Outcome::NotChanged
-    } else {
-        Outcome::Changed
-    })
+    Ok(outcome)
 }
 
 fn write_record(
