@@ -275,6 +275,19 @@ impl Command {
         }
     }
 
+    /// Runs the command with its output forwarded, like
+    /// [`Command::run_forwarded`], for callers to whom anything but exit
+    /// code 0 is a failure: the error names the command line and the status.
+    pub fn run_forwarded_checked(&self) -> Result<()> {
+        match self.run_forwarded()? {
+            Status::Exited(0) => Ok(()),
+            status => Err(Error::new(format!(
+                "{} failed with {status}",
+                self.command_line()
+            ))),
+        }
+    }
+
     fn wait_error(&self, err: &std::io::Error) -> Error {
         Error::new(format!("cannot wait for {}: {err}", self.command_line()))
     }
@@ -583,6 +596,17 @@ mod tests {
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+
+    #[test]
+    fn checked_runs_name_the_failing_command_line() {
+        Command::new("true")
+            .run_forwarded_checked()
+            .expect("true succeeds");
+        let err = Command::shell("exit 3")
+            .run_forwarded_checked()
+            .expect_err("fails");
+        assert_eq!(err.message(), "/bin/sh -c 'exit 3' failed with exit code 3");
     }
 
     #[test]
