@@ -158,10 +158,16 @@ pub fn check_succeeds(env: &Env, spec: &ExecSpec, text: &str) -> Result<bool> {
 const STDERR_LINES: usize = 10;
 
 /// Runs the command; stdout lines go to the user as they come when
-/// `logoutput` is set. An exit code outside `returns`, a signal or a timeout
-/// is an error with the code and the last lines of stderr.
-pub fn execute(env: &Env, spec: &ExecSpec) -> Result<()> {
-    let command = command(env, spec, &spec.command)?;
+/// `logoutput` is set. The command sees `HOLO_REFRESH=1` exactly when a
+/// subscribed entity changed, whether the plugin runs per entity or in a
+/// batch. An exit code outside `returns`, a signal or a timeout is an error
+/// with the code and the last lines of stderr.
+pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
+    let mut command = command(env, spec, &spec.command)?;
+    command = match refresh {
+        true => command.env("HOLO_REFRESH", "1"),
+        false => command.env_remove("HOLO_REFRESH"),
+    };
     let mut stdout = std::io::stdout();
     let finished = command.run_streaming(|stream, line| {
         if spec.logoutput && stream == Stream::Stdout {

@@ -89,7 +89,7 @@ impl Plugin for ExecPlugin {
             }
             return Ok(Outcome::Changed);
         }
-        apply::execute(env, spec)?;
+        apply::execute(env, spec, run == Run::Refresh)?;
         Ok(Outcome::Changed)
     }
 }
