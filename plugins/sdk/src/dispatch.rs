@@ -182,8 +182,8 @@ pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
 /// Scans, adds what the common properties show, and caches the result.
 fn scan_and_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<Vec<crate::Scanned<P::Spec>>> {
     let mut entities = plugin.scan(env)?;
-    common::store(env, &mut entities)?;
     cache::store(env, &entities)?;
+    common::store(env, &mut entities)?;
     Ok(entities)
 }
 
