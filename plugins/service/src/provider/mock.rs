@@ -117,7 +117,7 @@ impl Mock {
 fn refuse(argv: &[&str], message: String) -> Result<()> {
     eprintln!("{message}");
     Err(Error::new(format!(
-        "{} failed with exit code 1; see systemctl's message above",
+        "{} failed with exit code 1",
         command::command_line(argv)
     )))
 }

@@ -36,16 +36,7 @@ fn run_query(argv: [&str; 4]) -> Result<(String, Finished)> {
 }
 
 fn run_change(argv: &[&str]) -> Result<()> {
-    let command = Command::from_argv(argv)?;
-    let status = command.run_forwarded()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::new(format!(
-            "{} failed with {status}; see systemctl's message above",
-            command.command_line()
-        )))
-    }
+    Command::from_argv(argv)?.run_forwarded_checked()
 }
 
 /// Whether systemd < 253 said the unit does not exist (those versions print
