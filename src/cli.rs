@@ -130,6 +130,7 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
     if let Err(code) = loading::prepare_resources(&mut runtime, &loaded, out) {
         return code;
     }
+    let missing_plugins = loaded.missing_plugins;
     let plugins = loaded.plugins;
     let entities = match scan_all(&runtime, &plugins, out) {
         Ok(entities) => entities,
@@ -178,7 +179,14 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
                 runtime: &runtime,
                 entities: &entities,
             };
-            apply::run(&ctx, out, mode)
+            let code = apply::run(&ctx, out, mode);
+            // Unlike Holo 3: a skipped plugin is a failure, so that a cron
+            // job learns that its entities are no longer managed.
+            if missing_plugins && matches!(code, 0 | 2) {
+                1
+            } else {
+                code
+            }
         }
     }
 }

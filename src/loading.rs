@@ -17,11 +17,13 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
     let holorc = holorc::read(root);
     let mut plugins = Vec::new();
     let mut dirs_to_create = Vec::new();
+    let mut missing_plugins = false;
     for decl in holorc.decls {
         if let Err(e) = std::fs::metadata(&decl.binary) {
             if e.kind() == std::io::ErrorKind::NotFound {
                 out.error(Stream::Err, &format!("{}: file not found", decl.binary));
                 out.warn(Stream::Err, &format!("Skipping plugin: {}", decl.id));
+                missing_plugins = true;
                 continue;
             }
             out.error(
@@ -56,11 +58,15 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
         }
     }
     if let Some(error) = holorc.error {
-        out.error(Stream::Err, &error.0);
+        out.error(Stream::Err, &error.message);
+        if let Some(hint) = error.hint {
+            out.write(Stream::Err, format!("{hint}\n").as_bytes());
+        }
         return Err(EXIT_FATAL);
     }
     Ok(LoadedPlugins {
         plugins,
+        missing_plugins,
         dirs_to_create,
     })
 }
@@ -69,6 +75,9 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
 /// resource directory is known to exist (as Holo 3 does).
 pub struct LoadedPlugins {
     pub plugins: Vec<Plugin>,
+    /// A declared plugin's binary is missing (`Skipping plugin: ID`): its
+    /// entities went unmanaged, so `holo apply` must not exit 0.
+    pub missing_plugins: bool,
     dirs_to_create: Vec<String>,
 }
 

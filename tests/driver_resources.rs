@@ -64,7 +64,7 @@ fn plugins_before_a_bad_holorc_line_are_loaded_first() {
     assert_eq!(code, 255, "{out}");
     assert_eq!(
         out,
-        "\n!! usr/lib/holo/holo-missing: file not found\n>> Skipping plugin: missing\n!! cannot parse configuration: unknown command: bogus line\n"
+        "\n!! usr/lib/holo/holo-missing: file not found\n>> Skipping plugin: missing\n!! cannot parse configuration: unknown command: bogus line\netc/holorc:3: a holorc line is `plugin ID`, `plugin ID=BINARY`, a comment (#) or empty; fix or remove this line (see holorc(5))\n"
     );
     // Holo 3 creates state directories only once everything has loaded.
     assert!(!dir.path().join("var/lib/holo/res").exists());
