@@ -104,3 +104,157 @@ fn a_bad_holorc_line_keeps_holo3_text_then_names_file_and_line() {
         )
     );
 }
+
+/// Holo 3's message for a lock held by a live process.
+fn lock_held_message(root: &Path) -> String {
+    let path = root.join("run/holo.pid");
+    format!(
+        "!! Cannot create lock file {0}: open {0}: file exists\n\
+         This usually means that another instance of Holo is currently running.\n\
+         If not, you can try to delete the lock file manually.\n",
+        path.display()
+    )
+}
+
+fn takeover_warning(root: &Path, pid: u32) -> String {
+    format!(
+        ">> Lock file {} names process {pid}, which is no longer running; taking the lock over\n",
+        root.join("run/holo.pid").display()
+    )
+}
+
+/// The pid of a process that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+#[test]
+fn a_lock_of_a_live_process_gets_holo3_message() {
+    let dir = root("plugin steady\n");
+    let root = dir.path();
+    let lock = root.join("run/holo.pid");
+    // This test process is alive, as a running Holo 3 or holo would be.
+    let holder = format!("{}\n", std::process::id());
+    std::fs::write(&lock, &holder).unwrap();
+    let (out, code) = holo(root, &["apply"]);
+    assert_eq!(code, 255, "{out}");
+    assert!(out.contains(&lock_held_message(root)), "{out}");
+    assert!(!out.contains(">> "), "{out}");
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), holder);
+
+    // A lock that names no process (Holo 3's own test writes `0`) or is
+    // still being written stays held too.
+    for content in ["0\n", "", "12"] {
+        std::fs::write(&lock, content).unwrap();
+        let (out, code) = holo(root, &["apply"]);
+        assert_eq!(code, 255, "{content:?}: {out}");
+        assert!(out.contains(&lock_held_message(root)), "{out}");
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), content);
+    }
+}
+
+#[test]
+fn a_lock_of_a_dead_process_is_taken_over_with_a_warning() {
+    let dir = root("plugin steady\n");
+    let root = dir.path();
+    let lock = root.join("run/holo.pid");
+    let pid = dead_pid();
+    std::fs::write(&lock, format!("{pid}\n")).unwrap();
+    let (out, code) = holo(root, &["apply"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&takeover_warning(root, pid)), "{out}");
+    assert!(!out.contains("!! "), "{out}");
+    assert!(!lock.exists(), "the lock is released at the end");
+    // The next run finds no lock at all.
+    let (out, code) = holo(root, &["apply"]);
+    assert_eq!((code, out.contains(">> ")), (0, false), "{out}");
+}
+
+/// A plugin whose apply waits until `$HOLO_ROOT_DIR/release` exists, so
+/// that the run holding the lock stays alive while the others try.
+const WAITING_PLUGIN: &str = r#"#!/bin/sh
+case "$1" in
+  info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;
+  scan) echo "ENTITY: waiting:one" ;;
+  apply|force-apply)
+    while [ ! -e "$HOLO_ROOT_DIR/release" ]; do sleep 0.02; done
+    echo "not changed" >&3 ;;
+  *) exit 0 ;;
+esac
+"#;
+
+#[test]
+fn concurrent_runs_take_a_stale_lock_over_exactly_once() {
+    const RUNS: usize = 6;
+    let dir = root("plugin waiting\n");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("usr/share/holo/waiting")).unwrap();
+    let plugin = root.join("usr/lib/holo/holo-waiting");
+    std::fs::write(&plugin, WAITING_PLUGIN).unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lock = root.join("run/holo.pid");
+    let release = root.join("release");
+
+    for round in 0..4 {
+        let stale = dead_pid();
+        std::fs::write(&lock, format!("{stale}\n")).unwrap();
+        let _ = std::fs::remove_file(&release);
+        let mut children: Vec<std::process::Child> = (0..RUNS)
+            .map(|_| {
+                holo_command(root, &["apply"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+
+        // All but the holder give up; the holder waits for `release`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut running: Vec<usize> = (0..RUNS).collect();
+        while running.len() > 1 && std::time::Instant::now() < deadline {
+            running.retain(|&i| children[i].try_wait().unwrap().is_none());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(
+            running.len(),
+            1,
+            "round {round}: runs still going: {running:?}"
+        );
+        let holder = running[0];
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            format!("{}\n", children[holder].id()),
+            "round {round}: the lock names the run that holds it"
+        );
+        std::fs::write(&release, "").unwrap();
+
+        let mut warnings = 0;
+        for (index, child) in children.drain(..).enumerate() {
+            let output = child.wait_with_output().unwrap();
+            let out = text(&output);
+            warnings += out.matches(&takeover_warning(root, stale)).count();
+            if index == holder {
+                assert_eq!(output.status.code(), Some(0), "round {round}: {out}");
+                assert!(!out.contains("!! "), "round {round}: {out}");
+            } else {
+                assert_eq!(output.status.code(), Some(255), "round {round}: {out}");
+                assert!(
+                    out.contains(&lock_held_message(root)),
+                    "round {round}: {out}"
+                );
+            }
+        }
+        assert_eq!(
+            warnings, 1,
+            "round {round}: the stale lock is taken over once"
+        );
+        assert!(
+            !lock.exists(),
+            "round {round}: the holder released the lock"
+        );
+    }
+}
