@@ -34,8 +34,11 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
     let mut attempts = 0;
     loop {
         let error = match create_exclusive(&path) {
-            Ok(()) => {
+            Ok(file) => {
+                // Registered before the pid is written: a signal from now on
+                // removes the lock.
                 run_dir::register_cleanup(&path);
+                write_pid(file);
                 return Ok(path);
             }
             Err(error) => error,
@@ -78,15 +81,17 @@ pub fn release(path: &str, out: &mut Output) {
     run_dir::unregister_cleanup(path);
 }
 
-fn create_exclusive(path: &str) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
+fn create_exclusive(path: &str) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(path)?;
+        .open(path)
+}
+
+fn write_pid(mut file: std::fs::File) {
     // One write, so that a reader sees all of `PID\n` or nothing.
     let _ = file.write_all(format!("{}\n", std::process::id()).as_bytes());
     let _ = file.sync_all();
-    Ok(())
 }
 
 /// Holo 3's message; the two hint lines only when the file exists.
