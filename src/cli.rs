@@ -123,11 +123,11 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             return EXIT_FATAL;
         }
     };
-    let loaded = match loading::load_plugins(&runtime, out) {
+    let mut loaded = match loading::load_plugins(&runtime, out) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = loading::prepare_resources(&mut runtime, &loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
         return code;
     }
     let missing_plugins = loaded.missing_plugins;

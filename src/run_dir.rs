@@ -179,6 +179,14 @@ impl Runtime {
         })
     }
 
+    /// Whether a generator wrote anything for this plugin.
+    pub fn generated_for(&self, plugin_id: &str) -> bool {
+        let prefix = format!("{plugin_id}/");
+        self.generator_for
+            .iter()
+            .any(|(path, generator)| path.starts_with(&prefix) && !generator.is_empty())
+    }
+
     /// Holo 3's `TranslateIfResourcePath`.
     pub fn translate(&self, input: &str) -> String {
         let rel = input

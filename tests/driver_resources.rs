@@ -111,7 +111,7 @@ fn a_fifo_among_the_resources_is_an_error_not_a_hang() {
     let fifo = dir.path().join("usr/share/holo/res/fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let (out, code) = holo(dir.path(), "./", &["scan"]);
-    assert_eq!(code, 255, "{out}");
+    assert_eq!(code, 1, "as Holo 3 for a resource it cannot copy: {out}");
     assert!(
         out.contains("is not a regular file, directory or symlink"),
         "{out}"
