@@ -1,5 +1,6 @@
 //! What an admin's cron job or timer meets, against real files: a plugin
-//! whose binary is missing, a bad holorc line, and the lock file
+//! whose binary is missing, a bad holorc line, an entity ID that is not
+//! UTF-8, and the lock file
 //! `run/holo.pid` (held by a live process, left behind by a dead one, and
 //! two runs racing to take a stale one over).
 
@@ -257,4 +258,27 @@ fn concurrent_runs_take_a_stale_lock_over_exactly_once() {
             "round {round}: the holder released the lock"
         );
     }
+}
+
+#[test]
+fn an_entity_id_that_is_not_utf8_is_named_in_a_warning() {
+    let dir = root("plugin latin\n");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("usr/share/holo/latin")).unwrap();
+    let plugin = root.join("usr/lib/holo/holo-latin");
+    std::fs::write(
+        &plugin,
+        "#!/bin/sh\ncase \"$1\" in\n  info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\n  scan) printf 'ENTITY: latin:ok\\nENTITY: latin:caf\\351\\n' ;;\nesac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (out, code) = holo(root, &["scan", "--short"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            ">> plugin latin reported entity ID \"latin:caf\u{FFFD}\", which is not valid UTF-8;"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches(">> ").count(), 1, "{out}");
 }
