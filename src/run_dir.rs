@@ -4,6 +4,7 @@
 
 use crate::output::{Output, Stream};
 use crate::paths;
+use sha2::Digest;
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
@@ -95,10 +96,10 @@ impl Runtime {
         generator: &str,
         out: &mut Output,
     ) -> Result<(), String> {
-        let cache = paths::join(
-            &self.cache,
-            &format!("generator-{}", stable_hash(generator)),
-        );
+        // Holo 3's name: the SHA-256 of the generator's path, in hex.
+        let digest = sha2::Sha256::digest(generator.as_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let cache = paths::join(&self.cache, &name);
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("mkdir {cache}: {}", paths::errno_text(&e)))?;
         // One pipe for stdout and stderr keeps their order, as Go's
@@ -321,17 +322,6 @@ fn copy_tree(source: &Path, target: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// A stable, distinct name per generator path for its cache directory.
-fn stable_hash(text: &str) -> String {
-    // FNV-1a: no cryptographic strength needed here.
-    let mut hash: u64 = 0xcbf29ce484222325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x100000001b3);
-    }
-    format!("{hash:016x}")
 }
 
 #[cfg(test)]

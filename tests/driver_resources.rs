@@ -149,3 +149,24 @@ fn generators_run_in_walk_order() {
         .expect("a-b ran");
     assert!(first < second, "{out}");
 }
+
+#[test]
+fn a_generator_cache_dir_is_named_as_holo3_names_it() {
+    use sha2::Digest;
+    let dir = root("plugin res\n");
+    write_exec(
+        &dir.path().join("usr/share/holo/generators/gen"),
+        "#!/bin/sh\nbasename \"$HOLO_CACHE_DIR\"\n[ -d \"$HOLO_CACHE_DIR\" ] && echo exists\n",
+    );
+    let (out, code) = holo(dir.path(), "./", &["scan"]);
+    assert_eq!(code, 0, "{out}");
+    let path = "usr/share/holo/generators/gen";
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    assert!(
+        out.contains(&format!(
+            ">> output from {path}: {hex}\n>> output from {path}: exists\n"
+        )),
+        "{out}"
+    );
+}
