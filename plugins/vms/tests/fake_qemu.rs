@@ -69,15 +69,39 @@ impl Fake {
         .collect()
     }
 
-    fn spawn(&self, args: &[String], env: &[(&str, &str)]) -> Child {
+    fn spawn(&self, args: &[String], env: &[(&str, &str)]) -> Running {
         let mut cmd = self.command();
         cmd.args(args);
         for (key, value) in env {
             cmd.env(key, value);
         }
-        let child = cmd.spawn().expect("start the fake");
+        let child = Running(cmd.spawn().expect("start the fake"));
         wait_for(|| self.path("qmp.sock").exists(), "the QMP socket");
         child
+    }
+}
+
+/// A started fake, killed when the test ends (also when it fails), so that
+/// no QEMU stand-in outlives its test.
+struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
