@@ -374,3 +374,25 @@ fn bad_command_lines_fail_with_qemus_messages() {
     let out = fake.command().arg("-version").output().expect("run");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("QEMU emulator version 7.2."));
 }
+
+#[test]
+fn a_server_socket_without_nowait_blocks_until_a_client_connects() {
+    let fake = Fake::new();
+    let dir = fake.dir.path().display().to_string();
+    let mut cmd = fake.command();
+    cmd.args(["-qmp", &format!("unix:{dir}/qmp.sock,server")]);
+    let mut child = Running(cmd.spawn().expect("start the fake"));
+    wait_for(|| fake.path("qmp.sock").exists(), "the QMP socket");
+    // The waiting QEMU serves the first client once it connects.
+    let mut qmp = Qmp::connect(&fake.path("qmp.sock"));
+    assert!(qmp.line().starts_with(r#"{"QMP": "#));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("SIGTERM");
+    wait_exit(&mut child);
+    let stderr = stderr_of(&mut child);
+    assert!(
+        stderr.starts_with(&format!(
+            "qemu-system-x86_64: -qmp unix:{dir}/qmp.sock,server: info: QEMU waiting for connection on: disconnected:unix:{dir}/qmp.sock,server=on\n"
+        )),
+        "{stderr}"
+    );
+}
