@@ -12,7 +12,7 @@ pub mod model;
 pub mod provider;
 pub mod state;
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use holo_plugin::resources;
@@ -31,7 +31,7 @@ impl Plugin for FilePlugin {
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();
-        for declared in resources::load::<FileResource>(env)? {
+        for declared in resources::load_reading::<FileResource>(env, names_as_source)? {
             let id = resources::Resource::entity_id(&declared.resource);
             let location = declared.location;
             let spec =
@@ -122,6 +122,35 @@ impl Plugin for FilePlugin {
                 }),
         )
     }
+}
+
+/// Whether a resource reads `path` (below the resource directory) as its
+/// relative `source`; every other file there gets a `>>` warning.
+fn names_as_source(path: &Path, declared: &[resources::Declared<FileResource>]) -> bool {
+    let path = lexically_normal(path);
+    declared.iter().any(|declared| {
+        let (Some(source), Some(dir)) =
+            (&declared.resource.source, declared.location.path.parent())
+        else {
+            return false;
+        };
+        !Path::new(source).is_absolute() && lexically_normal(&dir.join(source)) == path
+    })
+}
+
+/// `path` without `.` components and with `..` taken back lexically.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// Adds what scrubbing will do to an orphan's scan lines.
