@@ -16,6 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use holo_plugin::resources;
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::template::TemplateContext;
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 
@@ -31,13 +32,14 @@ impl Plugin for FilePlugin {
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();
+        let fs = RootFs::of(env)?;
         for declared in resources::load_reading::<FileResource>(env, names_as_source)? {
             let id = resources::Resource::entity_id(&declared.resource);
             let location = declared.location;
             let spec =
                 match declared
                     .resource
-                    .validate(&location, declared.common.protect, |path| {
+                    .validate(&location, declared.common.protect, &fs, |path| {
                         env.root_join(path)
                     }) {
                     Ok(spec) => spec,
@@ -157,7 +159,7 @@ fn lexically_normal(path: &Path) -> PathBuf {
 fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
     let path = path_of(&orphan.id)?;
     let base = converge::base_path(env, path);
-    let line = if base.is_file() {
+    let line = if RootFs::of(env)?.is_file(&base) {
         Some(("restore", base.display().to_string()))
     } else {
         match holo_plugin::state::read::<state::Record>(env, &orphan.id)? {

@@ -3,7 +3,8 @@
 //! It owns what the plugins share: the `HOLO_*` environment and test mode
 //! ([`Env`]), operation dispatch with the noop/order/batch extensions
 //! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
-//! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
+//! TOML resources ([`resources`]), file access contained in the root in test
+//! mode ([`root_fs`]), atomic writes ([`atomic`]), owners
 //! ([`owners`]), state records ([`state`]), command mocks ([`command`]),
 //! facts, data and templates.
 //!
@@ -93,6 +94,7 @@ pub mod owners;
 pub mod plugin;
 pub mod report;
 pub mod resources;
+pub mod root_fs;
 pub mod state;
 pub mod template;
 
