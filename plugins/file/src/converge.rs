@@ -314,14 +314,22 @@ fn save_original(
     spec: &FileSpec,
     current: &Observed,
 ) -> Result<OriginalRecord> {
+    let base = base_path(env, &spec.path);
+    // A saved original without a record: an apply was killed after saving
+    // it, and the path may hold what that apply wrote. The copy is the
+    // original, so keep it rather than save the new content over it.
+    let saved = posix::status(fs, &base)?;
+    if saved.kind == Kind::File {
+        return Ok(OriginalRecord::existing(
+            OriginalKind::File,
+            saved.uid,
+            saved.gid,
+            saved.mode,
+        ));
+    }
     match current.kind {
         Kind::File => {
-            posix::save_original(
-                fs,
-                &env.root_join(&spec.path),
-                &base_path(env, &spec.path),
-                current,
-            )?;
+            posix::save_original(fs, &env.root_join(&spec.path), &base, current)?;
             Ok(OriginalRecord::existing(
                 OriginalKind::File,
                 current.uid,

@@ -5,17 +5,32 @@
 //! The directory is resolved once through [`RootFs`] (inside the root in
 //! test mode), and the temp file, the rename and the sync all go through
 //! that directory's descriptor.
+//!
+//! A writer killed between creating its temp file and the rename leaves the
+//! temp file behind. `O_TMPFILE` with `linkat` would not avoid that: `linkat`
+//! cannot replace an existing target, so the content still needs a name of
+//! its own before the rename. So temp files carry our prefix, and the first
+//! write into a directory in each process sweeps the leftovers there
+//! ([`sweep_leftovers`]): a writer holds a shared `flock` on the directory
+//! while its temp file exists, so when the sweep gets the lock exclusively,
+//! every temp file there belongs to a writer that is gone. A retried write
+//! lands in the same directory as the one that was killed, so the next
+//! apply cleans up.
 
 use std::fs::{File, Permissions};
 use std::hash::{BuildHasher, RandomState};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use std::collections::BTreeSet;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Mutex;
+
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 
 use crate::error::{Error, Result};
-use crate::root_fs::RootFs;
+use crate::root_fs::{RootFs, entry_names};
 
 /// Attributes of the written file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,6 +80,8 @@ pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) 
         rustix::fs::statat(&dir, name.as_os_str(), AtFlags::empty())
             .map_or(0o644, |stat| stat.st_mode & 0o7777)
     });
+    sweep_once(&dir, path.parent().unwrap_or(Path::new("."))).map_err(fail)?;
+    rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
     let temp = TempFile::create(&dir).map_err(fail)?;
     let file = &temp.file;
     file.set_permissions(Permissions::from_mode(mode))
@@ -86,6 +103,60 @@ pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) 
             &err,
         )
     })
+}
+
+/// Sweeps `dir` unless this process already did: writes into one directory
+/// follow each other, and a listing per write would make a large directory
+/// quadratic.
+fn sweep_once(dir: &File, path: &Path) -> io::Result<()> {
+    // Keyed by path, not inode: an inode number is reused once a directory
+    // is removed, and a skipped sweep would go unnoticed.
+    static SWEPT: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    let mut swept = SWEPT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !swept.contains(path) && sweep(dir)? {
+        swept.insert(path.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Removes the temp files that killed writers left in directory `path`
+/// (see the module documentation). A directory that does not exist has none.
+pub fn sweep_leftovers(fs: &RootFs, path: &Path) -> Result<()> {
+    let dir = match fs.open(path) {
+        Ok(dir) => dir,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(Error::io("open directory", path, &err)),
+    };
+    sweep(&dir)
+        .map(drop)
+        .map_err(|err| Error::io("remove leftover temp files in", path, &err))
+}
+
+/// Removes every temp file in `dir` when no writer is busy there; false
+/// when one is (it, or a later run, sweeps instead).
+fn sweep(dir: &File) -> io::Result<bool> {
+    match rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => return Ok(false),
+        Err(err) => return Err(err.into()),
+    }
+    let names = entry_names(dir);
+    let removed = names.and_then(|names| {
+        for name in names {
+            if !name.as_bytes().starts_with(TEMP_PREFIX.as_bytes()) {
+                continue;
+            }
+            match rustix::fs::unlinkat(dir, name.as_os_str(), AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(true)
+    });
+    rustix::fs::flock(dir, FlockOperation::Unlock)?;
+    removed
 }
 
 /// A temp file in an open directory, removed again unless renamed.
@@ -201,6 +272,40 @@ mod tests {
             .map(|entry| entry.expect("entry").file_name())
             .collect();
         assert_eq!(untouched, ["secret"]);
+    }
+
+    #[test]
+    fn leftover_temp_files_are_swept_unless_a_writer_is_busy() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let busy = tempfile::tempdir().expect("tempdir");
+        for place in [dir.path(), busy.path()] {
+            std::fs::write(place.join(".holo-tmp-killed"), "half a fi").expect("leftover");
+            std::fs::write(place.join("unrelated"), "x").expect("other file");
+        }
+        // A writer in another process holds its shared lock on `busy`.
+        let writer = File::open(busy.path()).expect("open");
+        rustix::fs::flock(&writer, FlockOperation::LockShared).expect("lock");
+        let fs = RootFs::unconfined();
+        for place in [dir.path(), busy.path()] {
+            write(&fs, &place.join("motd"), b"new\n", &WriteOptions::default()).expect("write");
+        }
+        let names = |place: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(place)
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(dir.path()), ["motd", "unrelated"]);
+        assert_eq!(
+            names(busy.path()),
+            [".holo-tmp-killed", "motd", "unrelated"],
+            "a busy writer's temp file stays"
+        );
+        drop(writer);
+        sweep_leftovers(&fs, busy.path()).expect("sweep");
+        assert_eq!(names(busy.path()), ["motd", "unrelated"]);
     }
 
     #[test]

@@ -240,6 +240,9 @@ fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<S
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
     let fs = RootFs::of(env)?;
+    // Scan lists the records each run: the place to remove what a killed
+    // record write left, even when no record is written again.
+    atomic::sweep_leftovers(&fs, &env.state_dir)?;
     let names = match fs.read_dir_names(&env.state_dir) {
         Ok(names) => names,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
