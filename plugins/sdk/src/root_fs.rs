@@ -196,8 +196,26 @@ impl RootFs {
         }
         // Through a descriptor of the object resolved in the root; a chmod
         // by name would follow a final symlink out of it.
-        let file = self.open_with(path, OFlags::RDONLY | OFlags::NONBLOCK)?;
-        file.set_permissions(Permissions::from_mode(mode))
+        match self.open_with(path, OFlags::RDONLY | OFlags::NONBLOCK) {
+            Ok(file) => file.set_permissions(Permissions::from_mode(mode)),
+            // Unreadable to us (a directory of mode 0300, without root):
+            // chmod the entry by name once it is known not to be a symlink.
+            Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+                let (dir, name) = self.open_parent(path)?;
+                let stat = rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode).is_symlink() {
+                    return Err(err);
+                }
+                rustix::fs::chmodat(
+                    &dir,
+                    name.as_os_str(),
+                    Mode::from_raw_mode(mode),
+                    AtFlags::empty(),
+                )
+                .map_err(io::Error::from)
+            }
+            Err(err) => Err(err),
+        }
     }
 
     /// Sets the owner of `path` itself, not following a final symlink.
