@@ -305,5 +305,5 @@ fn thousands_of_files_on_tmpfs_survive_kills() {
 
 #[test]
 fn kills_during_fsync_bound_writes_leave_nothing_behind() {
-    kill_then_converge(120, None);
+    kill_then_converge(80, None);
 }
