@@ -3,9 +3,10 @@
 //! It owns what the plugins share: the `HOLO_*` environment and test mode
 //! ([`Env`]), operation dispatch with the noop/order/batch extensions
 //! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
-//! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
-//! ([`owners`]), state records ([`state`]), the process runner ([`process`]),
-//! command lines and mocks ([`command`]), common properties ([`common`]),
+//! TOML resources ([`resources`]), file access contained in the root in test
+//! mode ([`root_fs`]), atomic writes ([`atomic`]), owners ([`owners`]),
+//! state records ([`state`]), the process runner ([`process`]), command
+//! lines and mocks ([`command`]), common properties ([`common`]),
 //! facts, data and templates.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
@@ -96,6 +97,7 @@ pub mod plugin;
 pub mod process;
 pub mod report;
 pub mod resources;
+pub mod root_fs;
 pub mod state;
 pub mod template;
 
