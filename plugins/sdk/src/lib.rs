@@ -86,6 +86,8 @@ mod cache;
 pub mod command;
 pub mod data;
 mod dispatch;
+#[cfg(feature = "download")]
+pub mod download;
 pub mod env;
 pub mod error;
 pub mod facts;
