@@ -131,11 +131,11 @@ impl Stager {
         }
     }
 
-    /// Creates the parent directories of `parts` in staging, refusing to go
-    /// through a symlink or a file; returns the full path of the entry.
-    fn prepare(&self, parts: &[OsString], raw: &Path) -> Result<PathBuf, String> {
+    /// Creates the directories `parts` in staging, refusing to go through
+    /// a symlink or a file; returns the full path.
+    fn make_dirs(&self, parts: &[OsString], raw: &Path) -> Result<PathBuf, String> {
         let mut current = self.root.clone();
-        for (index, part) in parts[..parts.len() - 1].iter().enumerate() {
+        for (index, part) in parts.iter().enumerate() {
             current.push(part);
             match fs::symlink_metadata(&current) {
                 Ok(meta) if meta.is_dir() => {}
@@ -157,6 +157,13 @@ impl Stager {
                     .map_err(|err| format!("entry {}: {err}", raw.display()))?,
             }
         }
+        Ok(current)
+    }
+
+    /// Creates the parent directories of entry `parts` and clears the way
+    /// for it; returns the full path of the entry.
+    fn prepare(&self, parts: &[OsString], raw: &Path) -> Result<PathBuf, String> {
+        let mut current = self.make_dirs(&parts[..parts.len() - 1], raw)?;
         current.push(&parts[parts.len() - 1]);
         // A later entry replaces an earlier one, but never a directory.
         match fs::symlink_metadata(&current) {
@@ -199,24 +206,7 @@ impl Stager {
         if parts.is_empty() {
             return Ok(());
         }
-        let mut current = self.root.clone();
-        for (index, part) in parts.iter().enumerate() {
-            current.push(part);
-            match fs::symlink_metadata(&current) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => {
-                    return Err(format!(
-                        "entry {} would go through {}, which is not a directory in the archive",
-                        raw.display(),
-                        join(&parts[..=index]).display()
-                    ));
-                }
-                Err(_) => fs::DirBuilder::new()
-                    .mode(0o755)
-                    .create(&current)
-                    .map_err(|err| format!("entry {}: {err}", raw.display()))?,
-            }
-        }
+        let current = self.make_dirs(&parts, raw)?;
         self.dir_modes.push((current, self.mode(mode)));
         self.entries += 1;
         Ok(())

@@ -164,6 +164,14 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     if plan.download {
         let uid = owners::uid(env, &spec.owner)?;
         let gid = owners::gid(env, &spec.group)?;
+        let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
+        if !env.root_join(parent).is_dir() {
+            return Err(Error::new(format!(
+                "cannot download to {}: directory {} does not exist; create it first (for example with a [[file]] resource with ensure = \"directory\")",
+                spec.name,
+                parent.display()
+            )));
+        }
         let credentials = credentials(env, id)?;
         let done = http::fetch(env, spec, &credentials, uid, gid)?;
         println!(
