@@ -174,6 +174,35 @@ pub fn plan(desired: &Desired, status: &Status) -> Plan {
     }
 }
 
+/// Holo's protection, for resources with `protect = true`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    Proceed,
+    /// The archive apply left was deleted: `requires --force to restore`.
+    RequiresForceRestore,
+    /// The archive apply left was replaced: `requires --force to overwrite`.
+    RequiresForceOverwrite,
+}
+
+/// `recorded` is the checksum apply left (`None`: no archive, or never
+/// applied). An archive that differs both from the record and from the
+/// desired state was changed by hand.
+pub fn protection(desired: &Desired, recorded: Option<&str>, status: &Status) -> Protection {
+    let Some(recorded) = recorded else {
+        return Protection::Proceed;
+    };
+    if desired.ensure == Ensure::Absent || desired.cleanup {
+        return Protection::Proceed;
+    }
+    match status.checksum.as_deref() {
+        None => Protection::RequiresForceRestore,
+        Some(current) if current != recorded && check(desired, status).is_some() => {
+            Protection::RequiresForceOverwrite
+        }
+        Some(_) => Protection::Proceed,
+    }
+}
+
 /// The noop message: CCM's sentences joined with ". ".
 pub fn noop_message(plan: &Plan) -> Option<String> {
     let mut sentences = Vec::new();
@@ -397,6 +426,27 @@ mod tests {
             Some("Would have removed")
         );
         assert_eq!(noop_message(&Plan::default()), None);
+    }
+
+    #[test]
+    fn protection_asks_for_force_only_after_a_manual_change() {
+        let replaced = Status {
+            checksum: Some("bbbb".into()),
+            ..archive(true, true)
+        };
+        assert_eq!(protection(&desired(), None, &replaced), Protection::Proceed);
+        assert_eq!(
+            protection(&desired(), Some(SUM), &replaced),
+            Protection::RequiresForceOverwrite
+        );
+        assert_eq!(
+            protection(&desired(), Some(SUM), &archive(false, true)),
+            Protection::RequiresForceRestore
+        );
+        assert_eq!(
+            protection(&desired(), Some(SUM), &archive(true, false)),
+            Protection::Proceed
+        );
     }
 
     #[test]

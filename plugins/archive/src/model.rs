@@ -114,6 +114,9 @@ pub struct ArchiveSpec {
     pub ensure: Ensure,
     pub timeout_ms: u64,
     pub keep_setuid: bool,
+    /// Holo's protection of manual changes (opt-in: archives converge by default).
+    #[serde(default)]
+    pub protect: bool,
 }
 
 impl ArchiveSpec {
@@ -237,6 +240,7 @@ impl ArchiveTable {
             ensure,
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             keep_setuid: self.keep_setuid,
+            protect: false,
         })
     }
 }

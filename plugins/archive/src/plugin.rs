@@ -9,7 +9,7 @@ use holo_plugin::resources::{self, Resource};
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, owners, state};
 use serde::{Deserialize, Serialize};
 
-use crate::apply::{self, Desired, Status};
+use crate::apply::{self, Desired, Protection, Status};
 use crate::extract;
 use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
 use crate::provider::http;
@@ -52,7 +52,10 @@ impl Plugin for ArchivePlugin {
         let mut errors = Vec::new();
         for declared in resources::load::<ArchiveTable>(env)? {
             let spec = match declared.resource.validate() {
-                Ok(spec) => spec,
+                Ok(spec) => ArchiveSpec {
+                    protect: declared.common.protect.unwrap_or(false),
+                    ..spec
+                },
                 Err(message) => {
                     errors.push(Error::new(format!(
                         "{}: archive {:?}: {message}",
@@ -74,6 +77,7 @@ impl Plugin for ArchivePlugin {
                 ("owner", Some(spec.owner.clone())),
                 ("group", Some(spec.group.clone())),
                 ("auth", spec.basic_auth.then(|| "basic".to_string())),
+                ("protect", spec.protect.then(|| "true".to_string())),
                 (
                     "headers",
                     (!spec.header_names.is_empty()).then(|| spec.header_names.join(", ")),
@@ -149,6 +153,14 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
             write_record(env, id, spec, &before)?;
         }
         return Ok(Outcome::NotChanged);
+    }
+    if spec.protect && mode != Mode::Force {
+        let recorded = state::read::<Record>(env, id)?.and_then(|record| record.checksum);
+        match apply::protection(&wanted, recorded.as_deref(), &before) {
+            Protection::Proceed => {}
+            Protection::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
+            Protection::RequiresForceOverwrite => return Ok(Outcome::RequiresForceOverwrite),
+        }
     }
     if mode == Mode::Noop {
         if let Some(message) = apply::noop_message(&plan) {

@@ -668,3 +668,28 @@ fn inside_links_are_extracted() {
         }
     }
 }
+
+#[test]
+fn protect_leaves_a_replaced_archive_to_force_apply() {
+    let (server, root, bytes) = setup(&format!("{EXTRACTED}protect = true\n"));
+    assert_changed(&root.op("apply", ENTITY));
+    fs::write(root.path("opt/app.tar.gz"), b"edited by hand").expect("edit");
+    let apply = root.op("apply", ENTITY);
+    assert!(apply.success, "{}", apply.stderr);
+    assert_eq!(apply.fd3, "requires --force to overwrite\n");
+    assert_eq!(
+        fs::read(root.path("opt/app.tar.gz")).expect("kept"),
+        b"edited by hand"
+    );
+    fs::remove_file(root.path("opt/app.tar.gz")).expect("delete");
+    assert_eq!(
+        root.op("apply", ENTITY).fd3,
+        "requires --force to restore\n"
+    );
+    assert_changed(&root.op("force-apply", ENTITY));
+    assert_eq!(
+        fs::read(root.path("opt/app.tar.gz")).expect("restored"),
+        bytes
+    );
+    assert_eq!(server.requests().len(), 2);
+}
