@@ -23,6 +23,27 @@ use crate::model::Format;
 /// Symlink hops followed while checking where a link leads (as Linux's 40).
 const MAX_SYMLINK_HOPS: u32 = 40;
 
+/// Staging directories are `.holo-archive-` and six random characters.
+const STAGING_PREFIX: &str = ".holo-archive-";
+
+/// Removes staging directories that a killed extraction left behind
+/// (best effort; holo runs one at a time).
+fn remove_stale_staging(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let stale = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(STAGING_PREFIX))
+            .is_some_and(|suffix| suffix.len() == 6);
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// How to extract.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
@@ -46,8 +67,9 @@ pub fn extract(
         .mode(0o755)
         .create(parent)
         .map_err(|err| format!("cannot create {}: {err}", logical_parent.display()))?;
+    remove_stale_staging(parent);
     let staging = tempfile::Builder::new()
-        .prefix(".holo-archive-")
+        .prefix(STAGING_PREFIX)
         .tempdir_in(parent)
         .map_err(|err| {
             format!(

@@ -65,6 +65,9 @@ fn assert_not_changed(run: &support::Run) {
 #[test]
 fn row_nothing_there_downloads_and_extracts_then_is_stable() {
     let (server, root, bytes) = setup(EXTRACTED);
+    // What a killed run left: a staging directory and a partial download.
+    root.write("opt/.holo-archive-AbC123/half", "half");
+    root.write("opt/.app.tar.gz-Xy9876", "partial");
     let noop = root.op("noop", ENTITY);
     assert_eq!(noop.stdout, "Would have downloaded. Would have extracted\n");
     assert!(

@@ -344,8 +344,10 @@ impl Download {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let prefix = format!(".{file_name}-");
+        remove_stale_temp_files(parent, &prefix);
         let mut temp = tempfile::Builder::new()
-            .prefix(&format!(".{file_name}-"))
+            .prefix(&prefix)
             .tempfile_in(parent)
             .map_err(|err| {
                 cannot(&format!(
@@ -449,6 +451,26 @@ impl Download {
             self.idle_timeout.as_secs_f64(),
             self.timeout.as_secs_f64()
         )
+    }
+}
+
+/// Removes temp files that a killed download left: `PREFIX` followed by
+/// tempfile's six random characters. Best effort; holo runs one at a time.
+fn remove_stale_temp_files(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let stale = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(prefix))
+            .is_some_and(|suffix| {
+                suffix.len() == 6 && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
+            });
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -608,6 +630,25 @@ mod tests {
             .map(|entry| entry.expect("entry").file_name())
             .collect();
         assert_eq!(names, ["a.zip"], "no temp file is left");
+    }
+
+    #[test]
+    fn temp_files_of_a_killed_download_are_removed() {
+        let (base, server) = serve(vec![ok(b"x")]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(".a.tar-Ab12Cd"), b"partial").expect("leftover");
+        std::fs::write(dir.path().join(".a.tar-keep-me"), b"not ours").expect("other");
+        Download::new(&format!("{base}/a.tar"), dir.path().join("a.tar"))
+            .expect("valid")
+            .fetch()
+            .expect("download");
+        server.join().expect("server");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".a.tar-keep-me", "a.tar"]);
     }
 
     #[test]
