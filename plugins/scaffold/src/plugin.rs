@@ -319,7 +319,7 @@ fn run_post(spec: &ScaffoldSpec, file: &Rendered, path: &Path, shown: &str) -> R
         let finished = Command::from_argv(&argv)?.run()?;
         if !finished.success() {
             return Err(Error::new(format!(
-                "post command {:?} failed for {shown} ({:?}): {}",
+                "post command {:?} failed for {shown} ({}): {}",
                 post.command,
                 finished.status,
                 finished.stderr_tail(5).trim()
