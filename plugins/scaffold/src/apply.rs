@@ -35,6 +35,27 @@ pub fn affected(ensure: Ensure, purge: bool, observed: &Observed) -> usize {
     }
 }
 
+/// Holo's protection for one Changed file the scaffold wrote before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    Proceed,
+    /// The file apply wrote is gone: `requires --force to restore`.
+    RequiresForceRestore,
+    /// The file differs from what apply wrote: `requires --force to overwrite`.
+    RequiresForceOverwrite,
+}
+
+/// `written` is the checksum apply left (`None`: never written by us);
+/// `current` the file's checksum now (`None`: missing).
+pub fn protection(written: Option<&str>, current: Option<&str>) -> Protection {
+    match (written, current) {
+        (None, _) => Protection::Proceed,
+        (Some(_), None) => Protection::RequiresForceRestore,
+        (Some(written), Some(current)) if written != current => Protection::RequiresForceOverwrite,
+        (Some(_), Some(_)) => Protection::Proceed,
+    }
+}
+
 /// `Would have changed N scaffold files` / `Would have removed N scaffold files`.
 pub fn noop_message(ensure: Ensure, affected: usize) -> String {
     let verb = match ensure {
@@ -103,6 +124,20 @@ mod tests {
     fn present_without_target_is_not_stable() {
         assert!(!is_stable(Ensure::Present, false, &seen(false, 0, 0, 0)));
         assert!(!is_stable(Ensure::Present, true, &seen(false, 3, 0, 0)));
+    }
+
+    #[test]
+    fn protection_guards_files_edited_or_deleted_since_apply() {
+        assert_eq!(protection(None, Some("a")), Protection::Proceed);
+        assert_eq!(protection(Some("a"), Some("a")), Protection::Proceed);
+        assert_eq!(
+            protection(Some("a"), Some("b")),
+            Protection::RequiresForceOverwrite
+        );
+        assert_eq!(
+            protection(Some("a"), None),
+            Protection::RequiresForceRestore
+        );
     }
 
     #[test]

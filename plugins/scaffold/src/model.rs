@@ -97,6 +97,9 @@ pub struct ScaffoldSpec {
     pub delimiters: Option<(String, String)>,
     pub post: Vec<Post>,
     pub data: toml::Table,
+    /// Holo's protection of manual edits (on unless `protect = false`).
+    #[serde(default)]
+    pub protect: bool,
 }
 
 /// CCM's engines are Go templates and Jet; ours is minijinja.
@@ -185,6 +188,7 @@ impl ScaffoldTable {
             delimiters,
             post,
             data: self.data.clone(),
+            protect: true,
         })
     }
 }

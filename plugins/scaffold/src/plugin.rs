@@ -118,7 +118,10 @@ impl Plugin for ScaffoldPlugin {
         for declared in resources::load::<ScaffoldTable>(env)? {
             let location = &declared.location;
             let spec = match declared.resource.validate(&location.path) {
-                Ok(spec) => spec,
+                Ok(spec) => ScaffoldSpec {
+                    protect: declared.common.protect.unwrap_or(true),
+                    ..spec
+                },
                 Err(message) => {
                     errors.push(Error::new(format!(
                         "{location}: scaffold {:?}: {message}",
@@ -195,6 +198,13 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
         return Ok(Outcome::NotChanged);
     }
+    if spec.ensure == Ensure::Present
+        && spec.protect
+        && mode != Mode::Force
+        && let Some(outcome) = protected(env, spec, &rendering, &record)
+    {
+        return Ok(outcome);
+    }
     if mode == Mode::Noop {
         println!(
             "{}",
@@ -238,6 +248,33 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
         }
     }
     Ok(Outcome::Changed)
+}
+
+/// The outcome that leaves files edited or deleted since the last apply
+/// alone (`None` when apply may go ahead); a restore wins over an overwrite.
+fn protected(
+    env: &Env,
+    spec: &ScaffoldSpec,
+    rendering: &Rendering,
+    record: &Record,
+) -> Option<Outcome> {
+    let target = env.root_join(&spec.name);
+    let previous = record.by_rel();
+    let mut outcome = None;
+    for rel in &rendering.lists.changed {
+        let written = previous.get(rel).map(|managed| managed.written.as_str());
+        let current = std::fs::read(target.join(rel))
+            .ok()
+            .map(|bytes| render::sha256(&bytes));
+        match apply::protection(written, current.as_deref()) {
+            apply::Protection::Proceed => {}
+            apply::Protection::RequiresForceRestore => return Some(Outcome::RequiresForceRestore),
+            apply::Protection::RequiresForceOverwrite => {
+                outcome = Some(Outcome::RequiresForceOverwrite);
+            }
+        }
+    }
+    outcome
 }
 
 fn verify(spec: &ScaffoldSpec, after: &Rendering) -> Result<()> {

@@ -160,3 +160,28 @@ fn a_deleted_resource_is_scrubbed_keeping_edited_files() {
         "the record is gone"
     );
 }
+
+#[test]
+fn files_edited_by_hand_need_force() {
+    let root = Root::new();
+    root.declare("");
+    root.op("apply");
+    root.write("srv/app/notes.txt", "edited by hand\n");
+    assert_eq!(root.op("apply").fd3, "requires --force to overwrite\n");
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/notes.txt")).expect("kept"),
+        "edited by hand\n"
+    );
+    fs::remove_file(root.path("srv/app/sub/shop.conf")).expect("delete");
+    assert_eq!(root.op("apply").fd3, "requires --force to restore\n");
+    root.op("force-apply");
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/notes.txt")).expect("restored"),
+        "status: draft\n"
+    );
+    assert!(root.path("srv/app/sub/shop.conf").exists());
+    // protect = false converges without asking.
+    root.write("srv/app/notes.txt", "edited again\n");
+    root.declare("protect = false\n");
+    assert_eq!(root.op("apply").stdout, "Rendered /srv/app/notes.txt\n");
+}
