@@ -5,7 +5,7 @@
 //! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
 //! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
 //! ([`owners`]), state records ([`state`]), command mocks ([`command`]),
-//! facts, data and templates.
+//! facts, data and templates, and (feature `download`) HTTP(S) downloads.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
 //! [`run`]. The SDK runs `info`, `scan`, `apply`, `force-apply`, `diff`,
