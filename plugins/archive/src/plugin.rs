@@ -205,9 +205,18 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
             options,
         )
         .map_err(|message| {
+            // A downloaded archive that failed to extract goes again, so that
+            // the next run fetches and extracts it rather than taking it as
+            // done (without `creates` nothing else would tell).
+            let removed = plan.download && remove(&archive, &spec.name).is_ok();
             Error::new(format!(
-                "cannot extract {} into {parent}: {message}; nothing was extracted",
-                spec.name
+                "cannot extract {} into {parent}: {message}; nothing was extracted{}",
+                spec.name,
+                if removed {
+                    ", and the download was removed so that the next run tries again"
+                } else {
+                    ""
+                }
             ))
         })?;
         println!("Extracted {count} entries from {} into {parent}", spec.name);

@@ -515,8 +515,8 @@ fn assert_refused(format: Format, bytes: Vec<u8>, expect: &str) {
         .collect();
     assert_eq!(
         after,
-        ["srv/app".to_string(), format!("srv/bad.{ext}")],
-        "{format:?}: only the archive and an empty extract_parent are new"
+        ["srv/app".to_string()],
+        "{format:?}: only an empty extract_parent is new (the download is removed)"
     );
     assert_eq!(fs::read_dir(root.path("srv/app")).expect("list").count(), 0);
     assert_eq!(
@@ -695,4 +695,62 @@ fn protect_leaves_a_replaced_archive_to_force_apply() {
         bytes
     );
     assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn conflicts_are_found_before_anything_moves_and_merges_keep_other_files() {
+    let server = Server::start();
+    let bytes = build(
+        Format::TarGz,
+        &[
+            Item::File("a.txt", b"new a\n", 0o644),
+            Item::Dir("lib/"),
+            Item::File("lib/x.so", b"x", 0o644),
+        ],
+    );
+    let url = server.serve(
+        "/app.tar.gz",
+        Route {
+            body: bytes,
+            ..Route::default()
+        },
+    );
+    let root = Root::new(&resource(&url, "extract_parent = \"/srv/app\"\n"));
+    // An admin's symlink where the archive has a directory: refused, and
+    // a.txt (sorted before lib) was not moved either.
+    root.write("srv/app/a.txt", "old a\n");
+    root.write("srv/elsewhere/keep", "keep\n");
+    std::os::unix::fs::symlink(root.path("srv/elsewhere"), root.path("srv/app/lib"))
+        .expect("symlink");
+    let refused = root.op("apply", ENTITY);
+    assert!(!refused.success);
+    assert!(
+        refused.stderr.contains("cannot extract directory lib"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/a.txt")).expect("a"),
+        "old a\n"
+    );
+    assert!(
+        !root.path("srv/elsewhere/x.so").exists(),
+        "nothing written through the symlink"
+    );
+    // Without the symlink, the archive merges into what is there.
+    fs::remove_file(root.path("srv/app/lib")).expect("unlink");
+    root.write("srv/app/lib/local.so", "mine");
+    assert_changed(&root.op("apply", ENTITY));
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/a.txt")).expect("a"),
+        "new a\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/lib/x.so")).expect("x"),
+        "x"
+    );
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/lib/local.so")).expect("local"),
+        "mine"
+    );
 }
