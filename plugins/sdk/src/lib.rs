@@ -7,7 +7,7 @@
 //! mode ([`root_fs`]), atomic writes ([`atomic`]), owners ([`owners`]),
 //! state records ([`state`]), the process runner ([`process`]), command
 //! lines and mocks ([`command`]), common properties ([`common`]),
-//! facts, data and templates.
+//! facts, data and templates, and (feature `download`) HTTP(S) downloads.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
 //! [`run`]. The SDK runs `info`, `scan`, `apply`, `force-apply`, `diff`,
@@ -89,6 +89,8 @@ pub mod command;
 pub mod common;
 pub mod data;
 mod dispatch;
+#[cfg(feature = "download")]
+pub mod download;
 pub mod env;
 pub mod error;
 pub mod facts;
