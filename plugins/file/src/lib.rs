@@ -12,7 +12,7 @@ pub mod model;
 pub mod provider;
 pub mod state;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use holo_plugin::resources;
@@ -129,30 +129,15 @@ impl Plugin for FilePlugin {
 /// Whether a resource reads `path` (below the resource directory) as its
 /// relative `source`; every other file there gets a `>>` warning.
 fn names_as_source(path: &Path, declared: &[resources::Declared<FileResource>]) -> bool {
-    let path = lexically_normal(path);
+    let path = resources::lexically_normal(path);
     declared.iter().any(|declared| {
         let (Some(source), Some(dir)) =
             (&declared.resource.source, declared.location.path.parent())
         else {
             return false;
         };
-        !Path::new(source).is_absolute() && lexically_normal(&dir.join(source)) == path
+        !Path::new(source).is_absolute() && resources::lexically_normal(&dir.join(source)) == path
     })
-}
-
-/// `path` without `.` components and with `..` taken back lexically.
-fn lexically_normal(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                normal.pop();
-            }
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 /// Adds what scrubbing will do to an orphan's scan lines.

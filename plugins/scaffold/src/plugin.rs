@@ -108,6 +108,20 @@ fn read_record(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Record> {
     }))
 }
 
+/// Template trees named by a relative `source` are read on purpose, so the
+/// strict loader does not warn about the files in them.
+fn is_template_tree(path: &Path, declared: &[resources::Declared<ScaffoldTable>]) -> bool {
+    declared.iter().any(|declared| {
+        let (Some(source), Some(dir)) =
+            (&declared.resource.source, declared.location.path.parent())
+        else {
+            return false;
+        };
+        !Path::new(source).is_absolute()
+            && path.starts_with(resources::lexically_normal(&dir.join(source)))
+    })
+}
+
 impl Plugin for ScaffoldPlugin {
     const ID: &'static str = "scaffold";
     type Spec = ScaffoldSpec;
@@ -116,7 +130,7 @@ impl Plugin for ScaffoldPlugin {
         let mut found = Vec::new();
         let mut errors = Vec::new();
         let mut context = None;
-        for declared in resources::load::<ScaffoldTable>(env)? {
+        for declared in resources::load_reading::<ScaffoldTable>(env, is_template_tree)? {
             let location = &declared.location;
             let spec = match declared.resource.validate(&location.path) {
                 Ok(spec) => ScaffoldSpec {

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::de::{self, DeserializeOwned, Visitor};
 use toml::Spanned;
@@ -146,6 +146,21 @@ pub fn load_reading<R: Resource>(
     let mut declared = loader.finish()?;
     common::resolve_aliases(&mut declared)?;
     Ok(declared)
+}
+
+/// `path` without `.` components and with `..` taken back lexically.
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// The top-level `*.toml` files of a resource directory, and the other
