@@ -8,6 +8,7 @@ use crate::paths;
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::{self, Runtime};
 use crate::scan::Entity;
+use holo_protocol::{BatchLine, BatchRecord, fd3};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -133,10 +134,7 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
                 view.prologue(out);
                 out.error(
                     Stream::Err,
-                    &format!(
-                        "skipped: required entity {} failed in this run",
-                        entities[*failed].id
-                    ),
+                    &holo_protocol::skipped_message(&entities[*failed].id),
                 );
                 outcomes[index] = Some(Outcome::Skipped);
             } else {
@@ -255,8 +253,8 @@ impl<'e> EntityView<'e> {
         let mut show_diff = false;
         for line in fd3.split('\n') {
             match line {
-                "not changed" if outcome == Outcome::Changed => outcome = Outcome::Unchanged,
-                "requires --force to overwrite" => {
+                fd3::NOT_CHANGED if outcome == Outcome::Changed => outcome = Outcome::Unchanged,
+                fd3::REQUIRES_FORCE_OVERWRITE => {
                     self.prologue(out);
                     out.error(
                         Stream::Err,
@@ -265,7 +263,7 @@ impl<'e> EntityView<'e> {
                     outcome = Outcome::NeedsForce;
                     show_diff = true;
                 }
-                "requires --force to restore" => {
+                fd3::REQUIRES_FORCE_RESTORE => {
                     self.prologue(out);
                     out.error(
                         Stream::Err,
@@ -344,17 +342,6 @@ fn run_single(
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
 }
 
-/// One record of the batch extension, as the SDK writes it on FD 3.
-#[derive(serde::Deserialize)]
-struct BatchRecord {
-    entity: String,
-    #[serde(default)]
-    output: Vec<(String, String)>,
-    #[serde(default)]
-    fd3: Vec<String>,
-    exit: i32,
-}
-
 fn run_batch(
     ctx: &Context,
     out: &mut Output,
@@ -362,14 +349,14 @@ fn run_batch(
     mode: Mode,
     runnable: &[(usize, bool)],
 ) -> Vec<Outcome> {
-    use base64::Engine;
     let mut stdin = Vec::new();
     for &(index, refresh) in runnable {
-        stdin.extend_from_slice(ctx.entities[index].id.as_bytes());
-        if refresh {
-            stdin.extend_from_slice(b"\trefresh");
-        }
-        stdin.push(b'\n');
+        let line = BatchLine {
+            id: ctx.entities[index].id.as_str().into(),
+            refresh,
+            ..BatchLine::default()
+        };
+        line.write(&mut stdin);
     }
     let mut outcomes: Vec<Option<Outcome>> = vec![None; runnable.len()];
     let slot: HashMap<&str, usize> = runnable
@@ -394,7 +381,7 @@ fn run_batch(
                 return;
             }
         };
-        let Some(&slot_index) = slot.get(record.entity.as_str()) else {
+        let Some(&slot_index) = slot.get(record.entity.as_ref()) else {
             out.error(
                 Stream::Err,
                 &format!(
@@ -407,17 +394,16 @@ fn run_batch(
         let entity = &ctx.entities[runnable[slot_index].0];
         let mut view = EntityView::new(entity);
         for (stream, data) in &record.output {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data)
-                .unwrap_or_default();
-            if stream == "err" {
-                view.stderr(out, &bytes);
-            } else {
-                view.stdout(out, &bytes);
+            let bytes = holo_protocol::decode_chunk(data).unwrap_or_default();
+            match stream {
+                holo_protocol::Stream::Err => view.stderr(out, &bytes),
+                holo_protocol::Stream::Out => view.stdout(out, &bytes),
             }
         }
-        let failure = (record.exit != 0).then(|| format!("exit status {}", record.exit));
-        outcomes[slot_index] = Some(view.finish(ctx, out, failure, &record.fd3.join("\n")));
+        let exit = record.exit.unwrap_or(0);
+        let failure = (exit != 0).then(|| format!("exit status {exit}"));
+        let fd3 = record.fd3.unwrap_or_default().join("\n");
+        outcomes[slot_index] = Some(view.finish(ctx, out, failure, &fd3));
     };
     let result = plugin.run(
         &[operation.as_str()],

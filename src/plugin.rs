@@ -10,9 +10,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
-pub const API_VERSION: u32 = 3;
-/// The extensions this driver understands, exported as `HOLO_EXTENSIONS`.
-pub const DRIVER_EXTENSIONS: &str = "noop,order,batch";
+use holo_protocol::API_VERSION;
 
 /// A plugin that answered `info` compatibly.
 #[derive(Debug)]
@@ -130,7 +128,10 @@ impl Plugin {
         set("HOLO_RESOURCE_ORIGIN", &dirs.resource_origin);
         set("HOLO_STATE_DIR", &dirs.state);
         set("HOLO_ROOT_DIR", &dirs.root);
-        set("HOLO_EXTENSIONS", DRIVER_EXTENSIONS);
+        set(
+            "HOLO_EXTENSIONS",
+            &holo_protocol::extension::DRIVER.join(","),
+        );
         env.into_iter()
             .filter_map(|(key, value)| {
                 let mut pair = key.into_vec();

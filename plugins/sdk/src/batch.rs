@@ -23,11 +23,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use base64::Engine;
+use holo_protocol::{BatchLine, BatchRecord, Stream, fd3};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use serde::Serialize;
 
 use crate::cache;
 use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail};
@@ -42,39 +41,17 @@ const PANIC_EXIT: u8 = 101;
 /// Bytes of quiet records held back before one write on FD 3.
 const PENDING_LIMIT: usize = 32 * 1024;
 
-/// One line of the batch input.
-struct BatchLine<'a> {
-    id: &'a str,
-    refresh: bool,
-    error: Option<Error>,
-}
-
-fn parse_input(input: &str) -> Vec<BatchLine<'_>> {
+/// One line of the batch input, or why it cannot be read.
+fn parse_input(input: &str) -> Vec<(String, std::result::Result<BatchLine<'_>, Error>)> {
     input
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| match line.split_once('\t') {
-            None => BatchLine { id: line, refresh: false, error: None },
-            Some((id, "refresh")) => BatchLine { id, refresh: true, error: None },
-            Some((id, flag)) => BatchLine {
-                id,
-                refresh: false,
-                error: Some(Error::new(format!(
-                    "batch input line {}: unknown flag {flag:?} after entity {id}; expected ID or ID<TAB>refresh",
-                    index + 1
-                ))),
-            },
+        .map(|(index, line)| {
+            let id = line.split('\t').next().unwrap_or_default().to_string();
+            (id, BatchLine::parse(line, index + 1).map_err(Error::new))
         })
         .collect()
-}
-
-#[derive(Serialize)]
-struct Record<'a> {
-    entity: &'a str,
-    output: Vec<(&'static str, String)>,
-    fd3: Vec<&'static str>,
-    exit: u8,
 }
 
 /// Runs a batch operation; see the module documentation.
@@ -98,36 +75,35 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         Ok(capture) => capture,
         Err(err) => return fail(&err),
     };
-    let engine = base64::engine::general_purpose::STANDARD;
     let mut pending = Vec::with_capacity(PENDING_LIMIT + 256);
-    for line in lines {
-        let entity = match line.error {
-            Some(err) => Err(err),
-            None => loaded.lookup(env, line.id, line.refresh),
+    for (id, line) in &lines {
+        let entity = match line {
+            Err(err) => Err(err.clone()),
+            Ok(line) => loaded.lookup(env, &line.id, line.refresh),
         };
         let result = catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
             .unwrap_or(EntityResult {
                 exit: PANIC_EXIT,
                 fd3: None,
             });
-        let output: Vec<(&'static str, String)> = capture
+        let output: Vec<(Stream, String)> = capture
             .cut()
             .into_iter()
-            .map(|(stream, bytes)| (stream.name(), engine.encode(bytes)))
+            .map(|(stream, bytes)| (stream, holo_protocol::encode_chunk(&bytes)))
             .collect();
         let quiet_no_change =
-            output.is_empty() && result.exit == 0 && result.fd3 == Some("not changed");
-        let record = Record {
-            entity: line.id,
+            output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
+        let record = BatchRecord {
+            entity: id.as_str().into(),
             output,
-            fd3: result.fd3.into_iter().collect(),
-            exit: result.exit,
+            fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
+            exit: Some(i32::from(result.exit)),
+            skipped: false,
         };
         let written = serde_json::to_writer(&mut pending, &record)
             .map_err(|err| {
                 Error::new(format!(
-                    "entity {}: cannot encode the batch record: {err}",
-                    line.id
+                    "entity {id}: cannot encode the batch record: {err}"
                 ))
             })
             .and_then(|()| {
@@ -149,21 +125,6 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
     match report::fd3_write(&pending) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => fail(&err),
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stream {
-    Out,
-    Err,
-}
-
-impl Stream {
-    fn name(self) -> &'static str {
-        match self {
-            Stream::Out => "out",
-            Stream::Err => "err",
-        }
     }
 }
 
@@ -319,7 +280,7 @@ mod tests {
         let lines = parse_input("demo:a\n\ndemo:b\trefresh\ndemo:c\tbogus\n");
         let summary: Vec<(&str, bool, bool)> = lines
             .iter()
-            .map(|l| (l.id, l.refresh, l.error.is_some()))
+            .map(|(id, l)| (id.as_str(), l.as_ref().is_ok_and(|l| l.refresh), l.is_err()))
             .collect();
         assert_eq!(
             summary,
@@ -330,8 +291,9 @@ mod tests {
             ]
         );
         let message = lines[2]
-            .error
+            .1
             .as_ref()
+            .err()
             .map(|e| e.message().to_string())
             .unwrap_or_default();
         assert!(
