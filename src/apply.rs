@@ -327,17 +327,19 @@ fn run_single(
     } else {
         &[]
     };
-    let result = plugin.run(
-        &[mode.operation(), &entity.id],
-        env,
-        None,
-        true,
-        |chunk| match chunk {
-            Chunk::Stdout(b) => view.stdout(out, b),
-            Chunk::Stderr(b) => view.stderr(out, b),
-            Chunk::Fd3(b) => fd3.extend_from_slice(b),
-        },
-    );
+    let result =
+        plugin.run_streaming(
+            &[mode.operation(), &entity.id],
+            env,
+            None,
+            true,
+            |event| match event {
+                Some(Chunk::Stdout(b)) => view.stdout(out, b),
+                Some(Chunk::Stderr(b)) => view.stderr(out, b),
+                Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+                None => out.flush(),
+            },
+        );
     let failure = plugin.failure(&result);
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
 }
@@ -358,73 +360,43 @@ fn run_batch(
         };
         line.write(&mut stdin);
     }
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; runnable.len()];
-    let slot: HashMap<&str, usize> = runnable
-        .iter()
-        .enumerate()
-        .map(|(slot, (index, _))| (ctx.entities[*index].id.as_str(), slot))
-        .collect();
+    let mut batch = BatchRun {
+        ctx,
+        plugin,
+        runnable,
+        slot: runnable
+            .iter()
+            .enumerate()
+            .map(|(slot, (index, _))| (ctx.entities[*index].id.as_str(), slot))
+            .collect(),
+        outcomes: vec![None; runnable.len()],
+        streaming: HashMap::new(),
+    };
     let mut fd3_partial: Vec<u8> = Vec::new();
     let mut stray_stderr: Vec<u8> = Vec::new();
     let operation = format!("{}-batch", mode.operation());
-    let mut handle_record = |out: &mut Output, line: &[u8]| {
-        let record: BatchRecord = match serde_json::from_slice(line) {
-            Ok(record) => record,
-            Err(e) => {
-                out.error(
-                    Stream::Err,
-                    &format!(
-                        "plugin holo-{} sent a malformed batch record ({e})",
-                        plugin.id
-                    ),
-                );
-                return;
-            }
-        };
-        let Some(&slot_index) = slot.get(record.entity.as_ref()) else {
-            out.error(
-                Stream::Err,
-                &format!(
-                    "plugin holo-{} sent a batch record for {}, which was not requested",
-                    plugin.id, record.entity
-                ),
-            );
-            return;
-        };
-        let entity = &ctx.entities[runnable[slot_index].0];
-        let mut view = EntityView::new(entity);
-        for (stream, data) in &record.output {
-            let bytes = holo_protocol::decode_chunk(data).unwrap_or_default();
-            match stream {
-                holo_protocol::Stream::Err => view.stderr(out, &bytes),
-                holo_protocol::Stream::Out => view.stdout(out, &bytes),
-            }
-        }
-        let exit = record.exit.unwrap_or(0);
-        let failure = (exit != 0).then(|| format!("exit status {exit}"));
-        let fd3 = record.fd3.unwrap_or_default().join("\n");
-        outcomes[slot_index] = Some(view.finish(ctx, out, failure, &fd3));
-    };
-    let result = plugin.run(
-        &[operation.as_str()],
-        &[],
-        Some(stdin),
-        true,
-        |chunk| match chunk {
-            Chunk::Fd3(bytes) => {
-                fd3_partial.extend_from_slice(bytes);
-                while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
-                    handle_record(out, &line[..line.len() - 1]);
+    let result =
+        plugin.run_streaming(
+            &[operation.as_str()],
+            &[],
+            Some(stdin),
+            true,
+            |event| match event {
+                Some(Chunk::Fd3(bytes)) => {
+                    fd3_partial.extend_from_slice(bytes);
+                    while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
+                        batch.record(out, &line[..line.len() - 1]);
+                    }
                 }
-            }
-            Chunk::Stdout(bytes) => out.write(Stream::Out, bytes),
-            Chunk::Stderr(bytes) => stray_stderr.extend_from_slice(bytes),
-        },
-    );
+                Some(Chunk::Stdout(bytes)) => out.write(Stream::Out, bytes),
+                Some(Chunk::Stderr(bytes)) => stray_stderr.extend_from_slice(bytes),
+                None => out.flush(),
+            },
+        );
     if !fd3_partial.is_empty() {
         let line = std::mem::take(&mut fd3_partial);
-        handle_record(out, &line);
+        batch.record(out, &line);
     }
     if !stray_stderr.is_empty() {
         let text = out.colorize_plugin_line(&stray_stderr);
@@ -436,16 +408,85 @@ fn run_batch(
             plugin.id
         )
     });
+    let BatchRun {
+        outcomes,
+        mut streaming,
+        ..
+    } = batch;
     outcomes
         .into_iter()
         .enumerate()
         .map(|(slot_index, outcome)| {
             outcome.unwrap_or_else(|| {
-                let mut view = EntityView::new(&ctx.entities[runnable[slot_index].0]);
+                let entity = &ctx.entities[runnable[slot_index].0];
+                let mut view = streaming
+                    .remove(&slot_index)
+                    .unwrap_or_else(|| EntityView::new(entity));
                 view.finish(ctx, out, Some(failure.clone()), "")
             })
         })
         .collect()
+}
+
+/// The driver's side of one batch call: which entity each record is for,
+/// the outcomes so far, and the entities whose output is streaming in.
+struct BatchRun<'a> {
+    ctx: &'a Context<'a>,
+    plugin: &'a Plugin,
+    runnable: &'a [(usize, bool)],
+    slot: HashMap<&'a str, usize>,
+    outcomes: Vec<Option<Outcome>>,
+    /// Entities with output records but no final record yet.
+    streaming: HashMap<usize, EntityView<'a>>,
+}
+
+impl BatchRun<'_> {
+    /// Renders one FD 3 line: output so far, or the entity's final record.
+    fn record(&mut self, out: &mut Output, line: &[u8]) {
+        let record: BatchRecord = match serde_json::from_slice(line) {
+            Ok(record) => record,
+            Err(e) => {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "plugin holo-{} sent a malformed batch record ({e})",
+                        self.plugin.id
+                    ),
+                );
+                return;
+            }
+        };
+        let slot = self.slot.get(record.entity.as_ref()).copied();
+        let Some(slot) = slot.filter(|slot| self.outcomes[*slot].is_none()) else {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "plugin holo-{} sent a batch record for {}, which was not requested or is already finished",
+                    self.plugin.id, record.entity
+                ),
+            );
+            return;
+        };
+        let entity = &self.ctx.entities[self.runnable[slot].0];
+        let mut view = self
+            .streaming
+            .remove(&slot)
+            .unwrap_or_else(|| EntityView::new(entity));
+        for (stream, data) in &record.output {
+            let bytes = holo_protocol::decode_chunk(data).unwrap_or_default();
+            match stream {
+                holo_protocol::Stream::Err => view.stderr(out, &bytes),
+                holo_protocol::Stream::Out => view.stdout(out, &bytes),
+            }
+        }
+        let Some(exit) = record.exit else {
+            self.streaming.insert(slot, view);
+            return;
+        };
+        let failure = (exit != 0).then(|| format!("exit status {exit}"));
+        let fd3 = record.fd3.unwrap_or_default().join("\n");
+        self.outcomes[slot] = Some(view.finish(self.ctx, out, failure, &fd3));
+    }
 }
 
 /// Runs `diff ENTITY` and renders the two paths it names. `Ok(empty)` when
@@ -458,15 +499,16 @@ pub fn render_entity_diff(
 ) -> Result<Vec<u8>, String> {
     let mut fd3 = Vec::new();
     let mut stderr = StderrLines::default();
-    let result = plugin.run(
+    let result = plugin.run_streaming(
         &["diff", &entity.id],
         &[],
         None,
         true,
-        |chunk| match chunk {
-            Chunk::Stdout(b) => out.write(Stream::Out, b),
-            Chunk::Stderr(b) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
-            Chunk::Fd3(b) => fd3.extend_from_slice(b),
+        |event| match event {
+            Some(Chunk::Stdout(b)) => out.write(Stream::Out, b),
+            Some(Chunk::Stderr(b)) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
+            Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+            None => out.flush(),
         },
     );
     stderr.finish(&mut |line| plugin_stderr_line(out, line));

@@ -151,13 +151,17 @@ impl Plugin {
         extra_env: &[(&str, &str)],
         stdin: Option<Vec<u8>>,
         with_fd3: bool,
-        sink: impl FnMut(Chunk),
+        mut sink: impl FnMut(Chunk),
     ) -> std::io::Result<ExitStatus> {
-        self.run_streaming(args, extra_env, stdin, with_fd3, sink, || {})
+        self.run_streaming(args, extra_env, stdin, with_fd3, |event| {
+            if let Some(chunk) = event {
+                sink(chunk)
+            }
+        })
     }
 
-    /// [`Plugin::run`], calling `idle` whenever the driver is about to wait
-    /// for the plugin (the moment to flush what it printed so far).
+    /// [`Plugin::run`], where `sink` also gets `None` whenever the driver is
+    /// about to wait for the plugin: the moment to show what it printed.
     ///
     /// Once the plugin process has exited, what is already in the pipes is
     /// read and the run ends: a grandchild that keeps a pipe open (a daemon
@@ -168,8 +172,7 @@ impl Plugin {
         extra_env: &[(&str, &str)],
         stdin: Option<Vec<u8>>,
         with_fd3: bool,
-        sink: impl FnMut(Chunk),
-        idle: impl FnMut(),
+        sink: impl FnMut(Option<Chunk>),
     ) -> std::io::Result<ExitStatus> {
         use nix::fcntl::OFlag;
         use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
@@ -245,7 +248,7 @@ impl Plugin {
                 .filter_map(|(tag, fd)| fd.map(|fd| (tag, std::fs::File::from(fd))))
                 .collect(),
         };
-        let pumped = pump(streams, &mut child, sink, idle);
+        let pumped = pump(streams, &mut child, sink);
         let status = match child.status {
             Some(status) => status,
             None => child.wait(true)?.unwrap_or_else(|| ExitStatus::from_raw(0)),
@@ -331,8 +334,7 @@ const EXIT_CHECK_INTERVAL_MS: u16 = 100;
 fn pump(
     mut streams: Streams,
     child: &mut Child,
-    mut sink: impl FnMut(Chunk),
-    mut idle: impl FnMut(),
+    mut sink: impl FnMut(Option<Chunk>),
 ) -> std::io::Result<()> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     let mut buffer = vec![0u8; 64 * 1024];
@@ -375,7 +377,7 @@ fn pump(
             };
             if count == 0 && !quiet {
                 quiet = true;
-                idle();
+                sink(None);
                 continue;
             }
             (ready, stdin_ready, exited)
@@ -396,7 +398,7 @@ fn pump(
             let (tag, file) = &mut streams.outputs[index];
             match file.read(&mut buffer) {
                 Ok(0) => closed.push(index),
-                Ok(n) => sink(chunk(*tag, &buffer[..n])),
+                Ok(n) => sink(Some(chunk(*tag, &buffer[..n]))),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => closed.push(index),
             }
@@ -444,7 +446,7 @@ fn feed_stdin(stdin: &mut Option<(OwnedFd, Vec<u8>, usize)>) {
 fn drain_after_exit(
     outputs: &[(u8, std::fs::File)],
     buffer: &mut [u8],
-    sink: &mut impl FnMut(Chunk),
+    sink: &mut impl FnMut(Option<Chunk>),
 ) {
     for (tag, file) in outputs {
         let mut available: libc::c_int = 0;
@@ -459,7 +461,7 @@ fn drain_after_exit(
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     left -= n;
-                    sink(chunk(*tag, &buffer[..n]));
+                    sink(Some(chunk(*tag, &buffer[..n])));
                 }
             }
         }

@@ -1,17 +1,19 @@
 //! The `batch` extension: `apply-batch`, `force-apply-batch` and
 //! `noop-batch` apply many entities in one process.
 //!
-//! stdin lists one entity per line (`ID` or `ID<TAB>refresh`). For each
-//! entity the SDK captures fds 1 and 2 (so child processes are captured too),
-//! runs the same handler as the per-process operations, and writes one JSON
-//! record on FD 3:
-//! `{"entity":ID,"output":[["out",B64],["err",B64],...],"fd3":[...],"exit":0}`.
+//! stdin lists one entity per line ([`BatchLine`]). For each entity the SDK
+//! captures fds 1 and 2 (so child processes are captured too), runs the same
+//! handler as the per-process operations, and writes its final
+//! [`BatchRecord`] on FD 3.
 //!
 //! Capture uses one pair of pipes for the whole batch. A collector thread
 //! reads them as data arrives (so big output never blocks the handler), and
-//! at the end of each entity the main thread drains whatever is left. Output
-//! that a background child writes after its entity finished lands in the
-//! next entity's record.
+//! at the end of each entity the main thread drains whatever is left. When
+//! the driver announced `batch-stream`, output that waited longer than
+//! [`STREAM_DELAY`] is sent at once as a record without `exit`, so that a
+//! person sees a slow entity's output while it runs. Output that a
+//! background child writes after its entity finished lands in the record of
+//! the entity that runs when it arrives.
 //!
 //! Records of entities that printed nothing and changed nothing are collected
 //! into larger FD 3 writes (a no-op run of thousands of entities is then a
@@ -22,8 +24,9 @@ use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use holo_protocol::{BatchLine, BatchRecord, Stream, fd3};
+use holo_protocol::{BatchLine, BatchRecord, Stream, extension, fd3};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -40,6 +43,10 @@ const PANIC_EXIT: u8 = 101;
 
 /// Bytes of quiet records held back before one write on FD 3.
 const PENDING_LIMIT: usize = 32 * 1024;
+
+/// How long captured output may wait before it is streamed to the driver.
+/// Output of an entity that finishes sooner goes in its final record.
+const STREAM_DELAY: Duration = Duration::from_millis(50);
 
 /// One line of the batch input, or why it cannot be read.
 fn parse_input(input: &str) -> Vec<(String, std::result::Result<BatchLine<'_>, Error>)> {
@@ -71,58 +78,28 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         Ok(loaded) => loaded,
         Err(err) => return fail(&err),
     };
-    let capture = match Capture::start() {
+    let capture = match Capture::start(env.has_extension(extension::BATCH_STREAM)) {
         Ok(capture) => capture,
         Err(err) => return fail(&err),
     };
-    let mut pending = Vec::with_capacity(PENDING_LIMIT + 256);
     for (id, line) in &lines {
         let entity = match line {
             Err(err) => Err(err.clone()),
             Ok(line) => loaded.lookup(env, &line.id, line.refresh),
         };
+        capture.begin(id);
         let result = catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
             .unwrap_or(EntityResult {
                 exit: PANIC_EXIT,
                 fd3: None,
             });
-        let output: Vec<(Stream, String)> = capture
-            .cut()
-            .into_iter()
-            .map(|(stream, bytes)| (stream, holo_protocol::encode_chunk(&bytes)))
-            .collect();
-        let quiet_no_change =
-            output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
-        let record = BatchRecord {
-            entity: id.as_str().into(),
-            output,
-            fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
-            exit: Some(i32::from(result.exit)),
-            skipped: false,
-        };
-        let written = serde_json::to_writer(&mut pending, &record)
-            .map_err(|err| {
-                Error::new(format!(
-                    "entity {id}: cannot encode the batch record: {err}"
-                ))
-            })
-            .and_then(|()| {
-                pending.push(b'\n');
-                // Records of quiet no-ops are batched into larger writes: if
-                // the process dies, losing them only fails entities that did
-                // nothing. Every other record is sent at once.
-                if quiet_no_change && pending.len() < PENDING_LIMIT {
-                    return Ok(());
-                }
-                report::fd3_write(&std::mem::take(&mut pending))
-            });
-        if let Err(err) = written {
+        if let Err(err) = capture.finish(id, &result) {
             capture.stop();
             return fail(&err);
         }
     }
     capture.stop();
-    match report::fd3_write(&pending) {
+    match capture.flush_pending() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => fail(&err),
     }
@@ -130,10 +107,64 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
 
 type Chunks = Vec<(Stream, Vec<u8>)>;
 
+/// What the main thread and the collector share.
+struct Shared {
+    /// Output captured and not yet sent, in arrival order.
+    chunks: Chunks,
+    /// When the oldest of `chunks` arrived.
+    oldest: Option<Instant>,
+    /// The entity that runs now, when output is streamed.
+    streaming: Option<String>,
+    /// Quiet records held back for one larger FD 3 write.
+    pending: Vec<u8>,
+    /// An FD 3 write of the collector that failed.
+    error: Option<Error>,
+}
+
+impl Shared {
+    /// Sends the held-back records, then a record without `exit` with the
+    /// output so far of the entity that runs.
+    fn stream(&mut self) -> Result<()> {
+        let Some(entity) = self.streaming.as_deref() else {
+            return Ok(());
+        };
+        let record = BatchRecord {
+            entity: entity.into(),
+            output: encode(std::mem::take(&mut self.chunks)),
+            fd3: None,
+            exit: None,
+            skipped: false,
+        };
+        self.oldest = None;
+        append_record(&mut self.pending, &record)?;
+        report::fd3_write(&std::mem::take(&mut self.pending))
+    }
+}
+
+fn encode(chunks: Chunks) -> Vec<(Stream, String)> {
+    chunks
+        .into_iter()
+        .map(|(stream, bytes)| (stream, holo_protocol::encode_chunk(&bytes)))
+        .collect()
+}
+
+fn append_record(buffer: &mut Vec<u8>, record: &BatchRecord) -> Result<()> {
+    serde_json::to_writer(&mut *buffer, record).map_err(|err| {
+        Error::new(format!(
+            "entity {}: cannot encode the batch record: {err}",
+            record.entity
+        ))
+    })?;
+    buffer.push(b'\n');
+    Ok(())
+}
+
 /// fds 1 and 2 pointed at pipes, with a collector thread reading them.
 struct Capture {
     readers: Arc<[OwnedFd; 2]>,
-    chunks: Arc<Mutex<Chunks>>,
+    shared: Arc<Mutex<Shared>>,
+    /// The driver announced `batch-stream`.
+    streaming: bool,
     saved_stdout: OwnedFd,
     saved_stderr: OwnedFd,
 }
@@ -158,8 +189,8 @@ fn nonblocking_pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok((reader, writer))
 }
 
-fn lock(chunks: &Mutex<Chunks>) -> MutexGuard<'_, Chunks> {
-    chunks
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -181,10 +212,30 @@ fn drain(fd: BorrowedFd<'_>, stream: Stream, chunks: &mut Chunks) -> bool {
     }
 }
 
-fn collect(readers: &[OwnedFd; 2], chunks: &Mutex<Chunks>) {
+/// The collector thread: reads both pipes as data arrives and, when
+/// streaming, sends output that waited [`STREAM_DELAY`].
+fn collect(readers: &[OwnedFd; 2], shared: &Mutex<Shared>) {
     let streams = [Stream::Out, Stream::Err];
     let mut open = [true, true];
     while open.iter().any(|o| *o) {
+        let timeout = {
+            let mut guard = lock(shared);
+            match guard.oldest.filter(|_| guard.streaming.is_some()) {
+                Some(oldest) if oldest.elapsed() >= STREAM_DELAY => {
+                    if let Err(err) = guard.stream() {
+                        guard.error.get_or_insert(err);
+                    }
+                    PollTimeout::NONE
+                }
+                Some(oldest) => {
+                    let left = STREAM_DELAY.saturating_sub(oldest.elapsed());
+                    // at least 1 ms, so that the loop never spins
+                    PollTimeout::try_from(left.max(Duration::from_millis(1)))
+                        .unwrap_or(PollTimeout::MAX)
+                }
+                None => PollTimeout::NONE,
+            }
+        };
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
         let mut polled = Vec::with_capacity(2);
         for index in 0..2 {
@@ -193,7 +244,7 @@ fn collect(readers: &[OwnedFd; 2], chunks: &Mutex<Chunks>) {
                 polled.push(index);
             }
         }
-        match poll(&mut fds, PollTimeout::NONE) {
+        match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(Errno::EINTR) => continue,
             Err(_) => return,
@@ -204,15 +255,18 @@ fn collect(readers: &[OwnedFd; 2], chunks: &Mutex<Chunks>) {
             .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
             .map(|(_, index)| *index)
             .collect();
-        let mut guard = lock(chunks);
+        let mut guard = lock(shared);
         for index in ready {
-            open[index] = drain(readers[index].as_fd(), streams[index], &mut guard);
+            open[index] = drain(readers[index].as_fd(), streams[index], &mut guard.chunks);
+        }
+        if !guard.chunks.is_empty() && guard.oldest.is_none() {
+            guard.oldest = Some(Instant::now());
         }
     }
 }
 
 impl Capture {
-    fn start() -> Result<Capture> {
+    fn start(streaming: bool) -> Result<Capture> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let saved_stdout = dup_cloexec(std::io::stdout().as_fd())?;
@@ -224,25 +278,40 @@ impl Capture {
         // Only fds 1 and 2 keep the write ends open from here on.
         drop((out_writer, err_writer));
         let readers = Arc::new([out_reader, err_reader]);
-        let chunks = Arc::new(Mutex::new(Vec::new()));
-        let (thread_readers, thread_chunks) = (Arc::clone(&readers), Arc::clone(&chunks));
+        let shared = Arc::new(Mutex::new(Shared {
+            chunks: Vec::new(),
+            oldest: None,
+            streaming: None,
+            pending: Vec::with_capacity(PENDING_LIMIT + 256),
+            error: None,
+        }));
+        let (thread_readers, thread_shared) = (Arc::clone(&readers), Arc::clone(&shared));
         std::thread::Builder::new()
             .name("holo-batch-collector".into())
-            .spawn(move || collect(&thread_readers, &thread_chunks))
+            .spawn(move || collect(&thread_readers, &thread_shared))
             .map_err(|err| Error::new(format!("cannot start the batch output collector: {err}")))?;
         Ok(Capture {
             readers,
-            chunks,
+            shared,
+            streaming,
             saved_stdout,
             saved_stderr,
         })
     }
 
-    /// Everything written since the last cut, in arrival order.
-    fn cut(&self) -> Chunks {
+    /// Marks the start of entity `id`: from now on its output may stream.
+    fn begin(&self, id: &str) {
+        if self.streaming {
+            lock(&self.shared).streaming = Some(id.to_string());
+        }
+    }
+
+    /// Takes everything written since the last record and sends the
+    /// entity's final record (or holds it back when it is a quiet no-op).
+    fn finish(&self, id: &str, result: &EntityResult) -> Result<()> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        let mut guard = lock(&self.chunks);
+        let mut guard = lock(&self.shared);
         // One poll tells which pipe holds data; most entities print nothing.
         let mut fds = [
             PollFd::new(self.readers[0].as_fd(), PollFlags::POLLIN),
@@ -253,13 +322,39 @@ impl Capture {
             Ok(_) => [0, 1].map(|i| fds[i].revents().is_some_and(|r| !r.is_empty())),
             Err(_) => [true, true],
         };
-        if ready[0] {
-            drain(self.readers[0].as_fd(), Stream::Out, &mut guard);
+        for (index, stream) in [Stream::Out, Stream::Err].into_iter().enumerate() {
+            if ready[index] {
+                drain(self.readers[index].as_fd(), stream, &mut guard.chunks);
+            }
         }
-        if ready[1] {
-            drain(self.readers[1].as_fd(), Stream::Err, &mut guard);
+        if let Some(err) = guard.error.take() {
+            return Err(err);
         }
-        std::mem::take(&mut *guard)
+        guard.streaming = None;
+        guard.oldest = None;
+        let output = encode(std::mem::take(&mut guard.chunks));
+        let quiet_no_change =
+            output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
+        let record = BatchRecord {
+            entity: id.into(),
+            output,
+            fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
+            exit: Some(i32::from(result.exit)),
+            skipped: false,
+        };
+        append_record(&mut guard.pending, &record)?;
+        // Records of quiet no-ops are batched into larger writes: if the
+        // process dies, losing them only fails entities that did nothing.
+        // Every other record is sent at once.
+        if quiet_no_change && guard.pending.len() < PENDING_LIMIT {
+            return Ok(());
+        }
+        report::fd3_write(&std::mem::take(&mut guard.pending))
+    }
+
+    /// Sends the records still held back.
+    fn flush_pending(&self) -> Result<()> {
+        report::fd3_write(&std::mem::take(&mut lock(&self.shared).pending))
     }
 
     /// Points fds 1 and 2 back at the original streams.

@@ -408,7 +408,7 @@ fn batch_refresh_flag_and_bad_lines_are_per_entity() {
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].1.code, 0);
     assert_eq!(records[1].1.code, 1);
-    assert!(text(&records[1].1.stderr).contains("unknown flag \"bogus\""));
+    assert!(text(&records[1].1.stderr).contains("unknown field \"bogus\""));
 }
 
 #[test]
