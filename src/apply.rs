@@ -8,7 +8,7 @@ use crate::paths;
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::{self, Runtime};
 use crate::scan::Entity;
-use holo_protocol::{BatchLine, BatchRecord, fd3};
+use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -100,41 +100,44 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
     let mut start = 0;
     while start < entities.len() {
         let plugin = &ctx.plugins[entities[start].plugin];
-        let can_batch = batching && plugin.has_extension("batch");
+        let can_batch = batching && plugin.has_extension(extension::BATCH);
+        // A plugin with batch-order gets references into the batch on its
+        // stdin lines; without it, the run is cut at them.
+        let ordered_batch = can_batch && plugin.has_extension(extension::BATCH_ORDER);
         let mut end = start + 1;
         if can_batch {
             while end < entities.len()
                 && entities[end].plugin == entities[start].plugin
-                && !deps[end].iter().any(|d| (start..end).contains(d))
+                && (ordered_batch || !deps[end].iter().any(|d| (start..end).contains(d)))
             {
                 end += 1;
             }
         }
         // Entities that are skipped end the pending run, so that the output
         // keeps the apply order whether or not batching is on.
-        let mut runnable = Vec::new();
+        let mut pending = PendingRun::default();
         for index in start..end {
             let entity = &entities[index];
-            let failed_requirement = deps[index]
-                .iter()
-                .find(|d| matches!(outcomes[**d], Some(Outcome::Failed | Outcome::Skipped)));
-            let skip_noop = mode == Mode::Noop && !plugin.has_extension("noop");
-            if failed_requirement.is_none() && !skip_noop {
-                let refresh = entity.subscribes.iter().any(|id| {
-                    position
-                        .get(id.as_str())
-                        .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
-                });
-                runnable.push((index, refresh));
+            let failed = |outcomes: &[Option<Outcome>]| {
+                deps[index]
+                    .iter()
+                    .copied()
+                    .find(|d| matches!(outcomes[*d], Some(Outcome::Failed | Outcome::Skipped)))
+            };
+            let skip_noop = mode == Mode::Noop && !plugin.has_extension(extension::NOOP);
+            if failed(&outcomes).is_none() && !skip_noop {
+                pending.push(index, entity, &position, &outcomes);
                 continue;
             }
-            run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
-            if let Some(failed) = failed_requirement {
+            // Every requirement is known once the pending ones have run, so
+            // the skip names the same entity as in per-entity calls.
+            run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
+            if let Some(failed) = failed(&outcomes) {
                 let mut view = EntityView::new(entity);
                 view.prologue(out);
                 out.error(
                     Stream::Err,
-                    &holo_protocol::skipped_message(&entities[*failed].id),
+                    &holo_protocol::skipped_message(&entities[failed].id),
                 );
                 outcomes[index] = Some(Outcome::Skipped);
             } else {
@@ -150,13 +153,60 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
             out.end_paragraph(Stream::Out);
             out.flush();
         }
-        run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
+        run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
         start = end;
     }
     outcomes
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Failed))
         .collect()
+}
+
+/// The entities of a run that wait to be applied together. References to
+/// entities that already ran are resolved here; those to pending entities
+/// become line numbers of the batch, for the plugin to resolve.
+#[derive(Default)]
+struct PendingRun {
+    entries: Vec<Pending>,
+    /// Entity index to its 1-based line in the batch.
+    line_of: HashMap<usize, usize>,
+}
+
+struct Pending {
+    index: usize,
+    /// A subscribed entity that already ran changed.
+    refresh: bool,
+    requires: Vec<usize>,
+    subscribes: Vec<usize>,
+}
+
+impl PendingRun {
+    fn push(
+        &mut self,
+        index: usize,
+        entity: &Entity,
+        position: &HashMap<&str, usize>,
+        outcomes: &[Option<Outcome>],
+    ) {
+        let pending_lines = |ids: &[String]| -> Vec<usize> {
+            ids.iter()
+                .filter_map(|id| position.get(id.as_str()))
+                .filter_map(|p| self.line_of.get(p).copied())
+                .collect()
+        };
+        let entry = Pending {
+            index,
+            refresh: entity.subscribes.iter().any(|id| {
+                position
+                    .get(id.as_str())
+                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
+            }),
+            requires: pending_lines(&entity.requires),
+            subscribes: pending_lines(&entity.subscribes),
+        };
+        self.entries.push(entry);
+        self.line_of.insert(index, self.entries.len());
+    }
 }
 
 /// Applies the pending entities: one batch call for two or more, else a
@@ -166,23 +216,24 @@ fn run_pending(
     out: &mut Output,
     plugin: &Plugin,
     mode: Mode,
-    runnable: &mut Vec<(usize, bool)>,
+    pending: &mut PendingRun,
     outcomes: &mut [Option<Outcome>],
 ) {
-    match runnable.as_slice() {
+    match pending.entries.as_slice() {
         [] => {}
-        [(index, refresh)] => {
-            let entity = &ctx.entities[*index];
-            outcomes[*index] = Some(run_single(ctx, out, plugin, mode, entity, *refresh));
+        [single] => {
+            let entity = &ctx.entities[single.index];
+            outcomes[single.index] =
+                Some(run_single(ctx, out, plugin, mode, entity, single.refresh));
         }
         many => {
             let results = run_batch(ctx, out, plugin, mode, many);
-            for ((index, _), outcome) in many.iter().zip(results) {
-                outcomes[*index] = Some(outcome);
+            for (entry, outcome) in many.iter().zip(results) {
+                outcomes[entry.index] = Some(outcome);
             }
         }
     }
-    runnable.clear();
+    *pending = PendingRun::default();
 }
 
 /// Renders one entity: the report as a prologue before its first output,
@@ -231,6 +282,15 @@ impl<'e> EntityView<'e> {
         let line = out.colorize_plugin_line(line);
         self.prologue(out);
         out.write(Stream::Err, &line);
+    }
+
+    /// An entity that a batch skipped because a requirement failed.
+    fn finish_skipped(&mut self, out: &mut Output) -> Outcome {
+        self.finish_stderr(out);
+        self.prologue(out);
+        out.end_paragraph(Stream::Out);
+        out.flush();
+        Outcome::Skipped
     }
 
     /// What Holo 3 does after the plugin exited.
@@ -349,14 +409,15 @@ fn run_batch(
     out: &mut Output,
     plugin: &Plugin,
     mode: Mode,
-    runnable: &[(usize, bool)],
+    runnable: &[Pending],
 ) -> Vec<Outcome> {
     let mut stdin = Vec::new();
-    for &(index, refresh) in runnable {
+    for entry in runnable {
         let line = BatchLine {
-            id: ctx.entities[index].id.as_str().into(),
-            refresh,
-            ..BatchLine::default()
+            id: ctx.entities[entry.index].id.as_str().into(),
+            refresh: entry.refresh,
+            requires: entry.requires.clone(),
+            subscribes: entry.subscribes.clone(),
         };
         line.write(&mut stdin);
     }
@@ -367,7 +428,7 @@ fn run_batch(
         slot: runnable
             .iter()
             .enumerate()
-            .map(|(slot, (index, _))| (ctx.entities[*index].id.as_str(), slot))
+            .map(|(slot, entry)| (ctx.entities[entry.index].id.as_str(), slot))
             .collect(),
         outcomes: vec![None; runnable.len()],
         streaming: HashMap::new(),
@@ -418,7 +479,7 @@ fn run_batch(
         .enumerate()
         .map(|(slot_index, outcome)| {
             outcome.unwrap_or_else(|| {
-                let entity = &ctx.entities[runnable[slot_index].0];
+                let entity = &ctx.entities[runnable[slot_index].index];
                 let mut view = streaming
                     .remove(&slot_index)
                     .unwrap_or_else(|| EntityView::new(entity));
@@ -433,7 +494,7 @@ fn run_batch(
 struct BatchRun<'a> {
     ctx: &'a Context<'a>,
     plugin: &'a Plugin,
-    runnable: &'a [(usize, bool)],
+    runnable: &'a [Pending],
     slot: HashMap<&'a str, usize>,
     outcomes: Vec<Option<Outcome>>,
     /// Entities with output records but no final record yet.
@@ -467,7 +528,7 @@ impl BatchRun<'_> {
             );
             return;
         };
-        let entity = &self.ctx.entities[self.runnable[slot].0];
+        let entity = &self.ctx.entities[self.runnable[slot].index];
         let mut view = self
             .streaming
             .remove(&slot)
@@ -483,6 +544,11 @@ impl BatchRun<'_> {
             self.streaming.insert(slot, view);
             return;
         };
+        if record.skipped {
+            // The output holds the plugin's `!! skipped: ...` line.
+            self.outcomes[slot] = Some(view.finish_skipped(out));
+            return;
+        }
         let failure = (exit != 0).then(|| format!("exit status {exit}"));
         let fd3 = record.fd3.unwrap_or_default().join("\n");
         self.outcomes[slot] = Some(view.finish(self.ctx, out, failure, &fd3));

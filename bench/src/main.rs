@@ -4,6 +4,7 @@
 
 mod driver;
 mod file;
+mod file_dependent;
 mod util;
 
 const USAGE: &str = "\
@@ -15,6 +16,9 @@ Benchmarks:
             scan report
   file      holo-file over N generated [[file]] resources: scan, first
             apply, no-op apply (batch and per-entity), diff
+  file-dependent
+            holo-file no-op apply: N/10 directories with 9 files each that
+            require their directory, against N independent files
   all       every benchmark
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
@@ -41,7 +45,10 @@ fn main() -> std::process::ExitCode {
     let result = match name.as_str() {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
-        "all" => driver::run(&sizes).and_then(|()| file::run(&sizes)),
+        "file-dependent" => file_dependent::run(&sizes),
+        "all" => driver::run(&sizes)
+            .and_then(|()| file::run(&sizes))
+            .and_then(|()| file_dependent::run(&sizes)),
         "--help" | "-h" | "help" => {
             print!("{USAGE}");
             return std::process::ExitCode::SUCCESS;

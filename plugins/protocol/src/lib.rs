@@ -28,7 +28,7 @@ pub mod extension {
     /// stream an entity's output before its final record.
     pub const BATCH_STREAM: &str = "batch-stream";
     /// What this driver announces in `HOLO_EXTENSIONS`.
-    pub const DRIVER: &[&str] = &[NOOP, ORDER, BATCH, BATCH_STREAM];
+    pub const DRIVER: &[&str] = &[NOOP, ORDER, BATCH, BATCH_ORDER, BATCH_STREAM];
 }
 
 /// The lines a plugin writes on FD 3 after apply.

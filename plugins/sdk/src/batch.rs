@@ -4,7 +4,10 @@
 //! stdin lists one entity per line ([`BatchLine`]). For each entity the SDK
 //! captures fds 1 and 2 (so child processes are captured too), runs the same
 //! handler as the per-process operations, and writes its final
-//! [`BatchRecord`] on FD 3.
+//! [`BatchRecord`] on FD 3. A line may name earlier lines it requires or
+//! subscribes to (`batch-order`): the entity is skipped with the driver's
+//! message when one of them failed, and refreshed when a subscribed one
+//! changed, exactly as the driver would between per-entity calls.
 //!
 //! Capture uses one pair of pipes for the whole batch. A collector thread
 //! reads them as data arrives (so big output never blocks the handler), and
@@ -32,7 +35,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::cache;
-use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail};
+use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail, print_error};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Mode, Plugin};
@@ -48,17 +51,34 @@ const PENDING_LIMIT: usize = 32 * 1024;
 /// Output of an entity that finishes sooner goes in its final record.
 const STREAM_DELAY: Duration = Duration::from_millis(50);
 
-/// One line of the batch input, or why it cannot be read.
-fn parse_input(input: &str) -> Vec<(String, std::result::Result<BatchLine<'_>, Error>)> {
+/// One line of the batch input: its 1-based line number, the entity id,
+/// and the parsed line or why it cannot be read.
+type InputLine<'a> = (usize, String, std::result::Result<BatchLine<'a>, Error>);
+
+fn parse_input(input: &str) -> Vec<InputLine<'_>> {
     input
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
         .map(|(index, line)| {
             let id = line.split('\t').next().unwrap_or_default().to_string();
-            (id, BatchLine::parse(line, index + 1).map_err(Error::new))
+            (
+                index + 1,
+                id,
+                BatchLine::parse(line, index + 1).map_err(Error::new),
+            )
         })
         .collect()
+}
+
+/// What became of an entity, as far as the entities that reference it care.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// Failed or skipped: entities that require it are skipped.
+    Failed,
+    /// Changed: entities that subscribe to it are refreshed.
+    Changed,
+    Unchanged,
 }
 
 /// Runs a batch operation; see the module documentation.
@@ -82,18 +102,53 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         Ok(capture) => capture,
         Err(err) => return fail(&err),
     };
-    for (id, line) in &lines {
-        let entity = match line {
-            Err(err) => Err(err.clone()),
-            Ok(line) => loaded.lookup(env, &line.id, line.refresh),
-        };
+    // By line number: the entity id and what became of it.
+    let mut done: Vec<Option<(&str, Done)>> = vec![None; input.lines().count() + 1];
+    for (number, id, line) in &lines {
         capture.begin(id);
-        let result = catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
-            .unwrap_or(EntityResult {
-                exit: PANIC_EXIT,
-                fd3: None,
-            });
-        if let Err(err) = capture.finish(id, &result) {
+        let failed_requirement = line.as_ref().ok().and_then(|line| {
+            line.requires
+                .iter()
+                .chain(&line.subscribes)
+                .find_map(|earlier| match done[*earlier] {
+                    Some((required, Done::Failed)) => Some(required),
+                    _ => None,
+                })
+        });
+        let result = if let Some(required) = failed_requirement {
+            // The driver's own words for a skip, as in per-entity calls.
+            print_error(&Error::new(holo_protocol::skipped_message(required)));
+            None
+        } else {
+            let entity = match line {
+                Err(err) => Err(err.clone()),
+                Ok(line) => {
+                    let refresh = line.refresh
+                        || line
+                            .subscribes
+                            .iter()
+                            .any(|earlier| matches!(done[*earlier], Some((_, Done::Changed))));
+                    loaded.lookup(env, &line.id, refresh)
+                }
+            };
+            let applied =
+                catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
+                    .unwrap_or(EntityResult {
+                        exit: PANIC_EXIT,
+                        fd3: None,
+                    });
+            Some(applied)
+        };
+        done[*number] = Some((
+            id,
+            match &result {
+                None => Done::Failed,
+                Some(result) if result.exit != 0 => Done::Failed,
+                Some(result) if result.fd3.is_none() => Done::Changed,
+                Some(_) => Done::Unchanged,
+            },
+        ));
+        if let Err(err) = capture.finish(id, result.as_ref()) {
             capture.stop();
             return fail(&err);
         }
@@ -308,7 +363,8 @@ impl Capture {
 
     /// Takes everything written since the last record and sends the
     /// entity's final record (or holds it back when it is a quiet no-op).
-    fn finish(&self, id: &str, result: &EntityResult) -> Result<()> {
+    /// `None` for an entity that was skipped.
+    fn finish(&self, id: &str, result: Option<&EntityResult>) -> Result<()> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let mut guard = lock(&self.shared);
@@ -333,6 +389,11 @@ impl Capture {
         guard.streaming = None;
         guard.oldest = None;
         let output = encode(std::mem::take(&mut guard.chunks));
+        let skipped = EntityResult { exit: 0, fd3: None };
+        let (result, is_skipped) = match result {
+            Some(result) => (result, false),
+            None => (&skipped, true),
+        };
         let quiet_no_change =
             output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
         let record = BatchRecord {
@@ -340,7 +401,7 @@ impl Capture {
             output,
             fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
             exit: Some(i32::from(result.exit)),
-            skipped: false,
+            skipped: is_skipped,
         };
         append_record(&mut guard.pending, &record)?;
         // Records of quiet no-ops are batched into larger writes: if the
@@ -375,7 +436,7 @@ mod tests {
         let lines = parse_input("demo:a\n\ndemo:b\trefresh\ndemo:c\tbogus\n");
         let summary: Vec<(&str, bool, bool)> = lines
             .iter()
-            .map(|(id, l)| (id.as_str(), l.as_ref().is_ok_and(|l| l.refresh), l.is_err()))
+            .map(|(_, id, l)| (id.as_str(), l.as_ref().is_ok_and(|l| l.refresh), l.is_err()))
             .collect();
         assert_eq!(
             summary,
@@ -386,7 +447,7 @@ mod tests {
             ]
         );
         let message = lines[2]
-            .1
+            .2
             .as_ref()
             .err()
             .map(|e| e.message().to_string())
