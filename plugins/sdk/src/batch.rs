@@ -9,14 +9,21 @@
 //! message when one of them failed, and refreshed when a subscribed one
 //! changed, exactly as the driver would between per-entity calls.
 //!
-//! Capture uses one pair of pipes for the whole batch. A collector thread
-//! reads them as data arrives (so big output never blocks the handler), and
-//! at the end of each entity the main thread drains whatever is left. When
-//! the driver announced `batch-stream`, output that waited longer than
-//! [`STREAM_DELAY`] is sent at once as a record without `exit`, so that a
-//! person sees a slow entity's output while it runs. Output that a
-//! background child writes after its entity finished lands in the record of
-//! the entity that runs when it arrives.
+//! Capture uses one pair of pipes for as long as no entity leaves a process
+//! behind. A collector thread reads them as data arrives (so big output
+//! never blocks the handler), and at the end of each entity the main thread
+//! drains whatever is left. When the driver announced `batch-stream`, output
+//! that waited longer than [`STREAM_DELAY`] is sent at once as a record
+//! without `exit`, so that a person sees a slow entity's output while it runs.
+//!
+//! A process that an entity leaves behind (a daemon, a background child of
+//! a command) keeps the pipes it inherited. The batch process is a child
+//! subreaper, so such a process stays its child; when one exists at the end
+//! of an entity, fds 1 and 2 move to fresh pipes and the old ones are
+//! retired: the collector keeps reading them and drops what arrives, as
+//! holo drops what a per-entity call's leftover writes after the plugin
+//! exited. So that output never lands in a later entity's record, and the
+//! writer never meets a closed pipe while the batch runs.
 //!
 //! Records of entities that printed nothing and changed nothing are collected
 //! into larger FD 3 writes (a no-op run of thousands of entities is then a
@@ -174,6 +181,11 @@ struct Shared {
     pending: Vec<u8>,
     /// An FD 3 write of the collector that failed.
     error: Option<Error>,
+    /// The read ends of the pipes on fds 1 and 2.
+    current: [Arc<OwnedFd>; 2],
+    /// Read ends of earlier pipes that a process left behind by an entity
+    /// still holds; what arrives there belongs to no entity and is dropped.
+    retired: Vec<Arc<OwnedFd>>,
 }
 
 impl Shared {
@@ -216,8 +228,9 @@ fn append_record(buffer: &mut Vec<u8>, record: &BatchRecord) -> Result<()> {
 
 /// fds 1 and 2 pointed at pipes, with a collector thread reading them.
 struct Capture {
-    readers: Arc<[OwnedFd; 2]>,
     shared: Arc<Mutex<Shared>>,
+    /// Written to when the pipes change, so that the collector polls the new ones.
+    wake: OwnedFd,
     /// The driver announced `batch-stream`.
     streaming: bool,
     saved_stdout: OwnedFd,
@@ -267,52 +280,93 @@ fn drain(fd: BorrowedFd<'_>, stream: Stream, chunks: &mut Chunks) -> bool {
     }
 }
 
-/// The collector thread: reads both pipes as data arrives and, when
-/// streaming, sends output that waited [`STREAM_DELAY`].
-fn collect(readers: &[OwnedFd; 2], shared: &Mutex<Shared>) {
+/// Reads and drops everything available from a retired pipe; false at end
+/// of file.
+fn discard(fd: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 16384];
+    loop {
+        match nix::unistd::read(fd, &mut buf) {
+            Ok(0) => return false,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// When output waiting in `shared` must be streamed: `None` for no limit.
+fn stream_timeout(shared: &mut Shared) -> PollTimeout {
+    match shared.oldest.filter(|_| shared.streaming.is_some()) {
+        Some(oldest) if oldest.elapsed() >= STREAM_DELAY => {
+            if let Err(err) = shared.stream() {
+                shared.error.get_or_insert(err);
+            }
+            PollTimeout::NONE
+        }
+        Some(oldest) => {
+            let left = STREAM_DELAY.saturating_sub(oldest.elapsed());
+            // at least 1 ms, so that the loop never spins
+            PollTimeout::try_from(left.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX)
+        }
+        None => PollTimeout::NONE,
+    }
+}
+
+/// The collector thread: reads the pipes as data arrives and, when
+/// streaming, sends output that waited [`STREAM_DELAY`]. Ends when the
+/// current pipes are closed and no retired pipe is left.
+fn collect(shared: &Mutex<Shared>, wake: &OwnedFd) {
     let streams = [Stream::Out, Stream::Err];
-    let mut open = [true, true];
-    while open.iter().any(|o| *o) {
-        let timeout = {
+    // end of file seen on the current pipes (reset when they change)
+    let mut current_open = [true, true];
+    let mut seen: Option<Arc<OwnedFd>> = None;
+    loop {
+        let (timeout, current, retired) = {
             let mut guard = lock(shared);
-            match guard.oldest.filter(|_| guard.streaming.is_some()) {
-                Some(oldest) if oldest.elapsed() >= STREAM_DELAY => {
-                    if let Err(err) = guard.stream() {
-                        guard.error.get_or_insert(err);
-                    }
-                    PollTimeout::NONE
-                }
-                Some(oldest) => {
-                    let left = STREAM_DELAY.saturating_sub(oldest.elapsed());
-                    // at least 1 ms, so that the loop never spins
-                    PollTimeout::try_from(left.max(Duration::from_millis(1)))
-                        .unwrap_or(PollTimeout::MAX)
-                }
-                None => PollTimeout::NONE,
+            if !seen
+                .as_ref()
+                .is_some_and(|fd| Arc::ptr_eq(fd, &guard.current[0]))
+            {
+                seen = Some(Arc::clone(&guard.current[0]));
+                current_open = [true, true];
             }
+            if current_open == [false, false] && guard.retired.is_empty() {
+                return;
+            }
+            let timeout = stream_timeout(&mut guard);
+            (timeout, guard.current.clone(), guard.retired.clone())
         };
-        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
-        let mut polled = Vec::with_capacity(2);
-        for index in 0..2 {
-            if open[index] {
-                fds.push(PollFd::new(readers[index].as_fd(), PollFlags::POLLIN));
-                polled.push(index);
-            }
+        let mut fds: Vec<PollFd<'_>> = vec![PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+        let polled: Vec<usize> = (0..2).filter(|i| current_open[*i]).collect();
+        for index in &polled {
+            fds.push(PollFd::new(current[*index].as_fd(), PollFlags::POLLIN));
+        }
+        for fd in &retired {
+            fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
         }
         match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(Errno::EINTR) => continue,
             Err(_) => return,
         }
-        let ready: Vec<usize> = fds
+        let ready: Vec<bool> = fds
             .iter()
-            .zip(&polled)
-            .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
-            .map(|(_, index)| *index)
+            .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
             .collect();
+        if ready[0] {
+            discard(wake.as_fd());
+        }
         let mut guard = lock(shared);
-        for index in ready {
-            open[index] = drain(readers[index].as_fd(), streams[index], &mut guard.chunks);
+        for (slot, index) in polled.iter().enumerate() {
+            if ready[1 + slot] {
+                current_open[*index] =
+                    drain(current[*index].as_fd(), streams[*index], &mut guard.chunks);
+            }
+        }
+        for (slot, fd) in retired.iter().enumerate() {
+            if ready[1 + polled.len() + slot] && !discard(fd.as_fd()) {
+                guard.retired.retain(|kept| !Arc::ptr_eq(kept, fd));
+            }
         }
         if !guard.chunks.is_empty() && guard.oldest.is_none() {
             guard.oldest = Some(Instant::now());
@@ -320,34 +374,64 @@ fn collect(readers: &[OwnedFd; 2], shared: &Mutex<Shared>) {
     }
 }
 
+/// Points fds 1 and 2 at new pipes; returns their read ends.
+fn redirect_to_new_pipes() -> Result<[Arc<OwnedFd>; 2]> {
+    let (out_reader, out_writer) = nonblocking_pipe()?;
+    let (err_reader, err_writer) = nonblocking_pipe()?;
+    nix::unistd::dup2_stdout(&out_writer).map_err(|err| sys_error("redirect stdout", err))?;
+    nix::unistd::dup2_stderr(&err_writer).map_err(|err| sys_error("redirect stderr", err))?;
+    // Only fds 1 and 2 keep the write ends open from here on.
+    drop((out_writer, err_writer));
+    Ok([Arc::new(out_reader), Arc::new(err_reader)])
+}
+
+/// Whether a process is still around that an entity started: a daemon, or
+/// a background child of a command. The batch process is a child subreaper,
+/// so such orphans are its children. Exited ones are reaped here.
+fn leftover_processes() -> bool {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return true,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
 impl Capture {
     fn start(streaming: bool) -> Result<Capture> {
+        // Orphans of the entities' commands become our children, so that
+        // `leftover_processes` sees them.
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let saved_stdout = dup_cloexec(std::io::stdout().as_fd())?;
         let saved_stderr = dup_cloexec(std::io::stderr().as_fd())?;
-        let (out_reader, out_writer) = nonblocking_pipe()?;
-        let (err_reader, err_writer) = nonblocking_pipe()?;
-        nix::unistd::dup2_stdout(&out_writer).map_err(|err| sys_error("redirect stdout", err))?;
-        nix::unistd::dup2_stderr(&err_writer).map_err(|err| sys_error("redirect stderr", err))?;
-        // Only fds 1 and 2 keep the write ends open from here on.
-        drop((out_writer, err_writer));
-        let readers = Arc::new([out_reader, err_reader]);
+        let current = redirect_to_new_pipes()?;
+        let (wake_reader, wake) = nonblocking_pipe()?;
+        fcntl(&wake, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+            .map_err(|err| sys_error("configure a pipe", err))?;
         let shared = Arc::new(Mutex::new(Shared {
             chunks: Vec::new(),
             oldest: None,
             streaming: None,
             pending: Vec::with_capacity(PENDING_LIMIT + 256),
             error: None,
+            current,
+            retired: Vec::new(),
         }));
-        let (thread_readers, thread_shared) = (Arc::clone(&readers), Arc::clone(&shared));
+        let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("holo-batch-collector".into())
-            .spawn(move || collect(&thread_readers, &thread_shared))
+            .spawn(move || collect(&thread_shared, &wake_reader))
             .map_err(|err| Error::new(format!("cannot start the batch output collector: {err}")))?;
         Ok(Capture {
-            readers,
             shared,
+            wake,
             streaming,
             saved_stdout,
             saved_stderr,
@@ -364,14 +448,20 @@ impl Capture {
     /// Takes everything written since the last record and sends the
     /// entity's final record (or holds it back when it is a quiet no-op).
     /// `None` for an entity that was skipped.
+    ///
+    /// A process the entity left behind keeps the pipes it inherited; they
+    /// are retired, so that its later output never lands in another
+    /// entity's record and it never meets a closed pipe while the batch
+    /// runs. Per-entity calls drop such output too.
     fn finish(&self, id: &str, result: Option<&EntityResult>) -> Result<()> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let mut guard = lock(&self.shared);
         // One poll tells which pipe holds data; most entities print nothing.
+        let current = guard.current.clone();
         let mut fds = [
-            PollFd::new(self.readers[0].as_fd(), PollFlags::POLLIN),
-            PollFd::new(self.readers[1].as_fd(), PollFlags::POLLIN),
+            PollFd::new(current[0].as_fd(), PollFlags::POLLIN),
+            PollFd::new(current[1].as_fd(), PollFlags::POLLIN),
         ];
         let ready = match poll(&mut fds, PollTimeout::ZERO) {
             Ok(0) => [false, false],
@@ -380,8 +470,14 @@ impl Capture {
         };
         for (index, stream) in [Stream::Out, Stream::Err].into_iter().enumerate() {
             if ready[index] {
-                drain(self.readers[index].as_fd(), stream, &mut guard.chunks);
+                drain(current[index].as_fd(), stream, &mut guard.chunks);
             }
+        }
+        if leftover_processes() {
+            let fresh = redirect_to_new_pipes()?;
+            let old = std::mem::replace(&mut guard.current, fresh);
+            guard.retired.extend(old);
+            let _ = nix::unistd::write(&self.wake, b"x");
         }
         if let Some(err) = guard.error.take() {
             return Err(err);
