@@ -14,42 +14,48 @@ use crate::util::{release_binaries, report, root_with_plugins, time_holo};
 /// Files per directory in the dependent tree (1 directory + 9 files).
 const FILES_PER_DIRECTORY: usize = 9;
 
-/// No-op applies timed per case; the fastest counts.
-const ROUNDS: usize = 3;
+/// No-op applies timed per case, alternating between the cases so that a
+/// busy machine slows both alike; the fastest counts.
+const ROUNDS: usize = 5;
 
 pub fn run(sizes: &[usize]) -> Result<(), String> {
     let bin = release_binaries(&["holo", "holo-file"])?;
     println!("# holo-file with dependencies (release build, no-op holo apply, best of {ROUNDS})");
     for &n in sizes {
-        let flat = noop_apply(&bin, n, write_flat)?;
-        report("flat: N independent files", n, flat);
-        let dependent = noop_apply(&bin, n, write_dependent)?;
-        report("dependent: N/10 dirs, files require them", n, dependent);
+        let flat = prepared_root(&bin, n, write_flat)?;
+        let dependent = prepared_root(&bin, n, write_dependent)?;
+        let (mut flat_best, mut dependent_best) = (Duration::MAX, Duration::MAX);
+        for _ in 0..ROUNDS {
+            flat_best = flat_best.min(time_holo(&bin, flat.path(), &["apply"], &[], &[0])?);
+            dependent_best =
+                dependent_best.min(time_holo(&bin, dependent.path(), &["apply"], &[], &[0])?);
+        }
+        report("flat: N independent files", n, flat_best);
+        report(
+            "dependent: N/10 dirs, files require them",
+            n,
+            dependent_best,
+        );
         println!(
             "{:<44} n={n:<6} dependent / flat = {:.2} (target <= 1.50)",
             "ratio",
-            dependent.as_secs_f64() / flat.as_secs_f64()
+            dependent_best.as_secs_f64() / flat_best.as_secs_f64()
         );
     }
     Ok(())
 }
 
-/// A fresh root with the fixture, a first apply, then the fastest of
-/// [`ROUNDS`] no-op applies.
-fn noop_apply(
+/// A fresh root with the fixture, applied once.
+fn prepared_root(
     bin: &Path,
     n: usize,
     write: fn(&Path, usize) -> Result<(), String>,
-) -> Result<Duration, String> {
+) -> Result<tempfile::TempDir, String> {
     let root = root_with_plugins(bin, &["file"])?;
     write_bench_user(root.path())?;
     write(root.path(), n)?;
     time_holo(bin, root.path(), &["apply"], &[], &[0])?;
-    let mut best = Duration::MAX;
-    for _ in 0..ROUNDS {
-        best = best.min(time_holo(bin, root.path(), &["apply"], &[], &[0])?);
-    }
-    Ok(best)
+    Ok(root)
 }
 
 fn file_table(toml: &mut String, name: &str, body: &str) {
