@@ -6,6 +6,7 @@ use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::Runtime;
 use crate::scan::Entity;
+use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -97,44 +98,44 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
     let mut start = 0;
     while start < entities.len() {
         let plugin = &ctx.plugins[entities[start].plugin];
-        let can_batch = batching && plugin.has_extension("batch");
+        let can_batch = batching && plugin.has_extension(extension::BATCH);
+        // A plugin with batch-order gets references into the batch on its
+        // stdin lines; without it, the run is cut at them.
+        let ordered_batch = can_batch && plugin.has_extension(extension::BATCH_ORDER);
         let mut end = start + 1;
         if can_batch {
             while end < entities.len()
                 && entities[end].plugin == entities[start].plugin
-                && !deps[end].iter().any(|d| (start..end).contains(d))
+                && (ordered_batch || !deps[end].iter().any(|d| (start..end).contains(d)))
             {
                 end += 1;
             }
         }
         // Entities that are skipped end the pending run, so that the output
         // keeps the apply order whether or not batching is on.
-        let mut runnable = Vec::new();
+        let mut pending = PendingRun::default();
         for index in start..end {
             let entity = &entities[index];
-            let failed_requirement = deps[index]
-                .iter()
-                .find(|d| matches!(outcomes[**d], Some(Outcome::Failed | Outcome::Skipped)));
-            let skip_noop = mode == Mode::Noop && !plugin.has_extension("noop");
-            if failed_requirement.is_none() && !skip_noop {
-                let refresh = entity.subscribes.iter().any(|id| {
-                    position
-                        .get(id.as_str())
-                        .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
-                });
-                runnable.push((index, refresh));
+            let failed = |outcomes: &[Option<Outcome>]| {
+                deps[index]
+                    .iter()
+                    .copied()
+                    .find(|d| matches!(outcomes[*d], Some(Outcome::Failed | Outcome::Skipped)))
+            };
+            let skip_noop = mode == Mode::Noop && !plugin.has_extension(extension::NOOP);
+            if failed(&outcomes).is_none() && !skip_noop {
+                pending.push(index, entity, &position, &outcomes);
                 continue;
             }
-            run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
-            if let Some(failed) = failed_requirement {
+            // Every requirement is known once the pending ones have run, so
+            // the skip names the same entity as in per-entity calls.
+            run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
+            if let Some(failed) = failed(&outcomes) {
                 let mut view = EntityView::new(entity);
                 view.prologue(out);
                 out.error(
                     Stream::Err,
-                    &format!(
-                        "skipped: required entity {} failed in this run",
-                        entities[*failed].id
-                    ),
+                    &holo_protocol::skipped_message(&entities[failed].id),
                 );
                 outcomes[index] = Some(Outcome::Skipped);
             } else {
@@ -150,13 +151,60 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
             out.end_paragraph(Stream::Out);
             out.flush();
         }
-        run_pending(ctx, out, plugin, mode, &mut runnable, &mut outcomes);
+        run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
         start = end;
     }
     outcomes
         .into_iter()
         .map(|o| o.unwrap_or(Outcome::Failed))
         .collect()
+}
+
+/// The entities of a run that wait to be applied together. References to
+/// entities that already ran are resolved here; those to pending entities
+/// become line numbers of the batch, for the plugin to resolve.
+#[derive(Default)]
+struct PendingRun {
+    entries: Vec<Pending>,
+    /// Entity index to its 1-based line in the batch.
+    line_of: HashMap<usize, usize>,
+}
+
+struct Pending {
+    index: usize,
+    /// A subscribed entity that already ran changed.
+    refresh: bool,
+    requires: Vec<usize>,
+    subscribes: Vec<usize>,
+}
+
+impl PendingRun {
+    fn push(
+        &mut self,
+        index: usize,
+        entity: &Entity,
+        position: &HashMap<&str, usize>,
+        outcomes: &[Option<Outcome>],
+    ) {
+        let pending_lines = |ids: &[String]| -> Vec<usize> {
+            ids.iter()
+                .filter_map(|id| position.get(id.as_str()))
+                .filter_map(|p| self.line_of.get(p).copied())
+                .collect()
+        };
+        let entry = Pending {
+            index,
+            refresh: entity.subscribes.iter().any(|id| {
+                position
+                    .get(id.as_str())
+                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
+            }),
+            requires: pending_lines(&entity.requires),
+            subscribes: pending_lines(&entity.subscribes),
+        };
+        self.entries.push(entry);
+        self.line_of.insert(index, self.entries.len());
+    }
 }
 
 /// Applies the pending entities: one batch call for two or more, else a
@@ -166,23 +214,24 @@ fn run_pending(
     out: &mut Output,
     plugin: &Plugin,
     mode: Mode,
-    runnable: &mut Vec<(usize, bool)>,
+    pending: &mut PendingRun,
     outcomes: &mut [Option<Outcome>],
 ) {
-    match runnable.as_slice() {
+    match pending.entries.as_slice() {
         [] => {}
-        [(index, refresh)] => {
-            let entity = &ctx.entities[*index];
-            outcomes[*index] = Some(run_single(ctx, out, plugin, mode, entity, *refresh));
+        [single] => {
+            let entity = &ctx.entities[single.index];
+            outcomes[single.index] =
+                Some(run_single(ctx, out, plugin, mode, entity, single.refresh));
         }
         many => {
             let results = run_batch(ctx, out, plugin, mode, many);
-            for ((index, _), outcome) in many.iter().zip(results) {
-                outcomes[*index] = Some(outcome);
+            for (entry, outcome) in many.iter().zip(results) {
+                outcomes[entry.index] = Some(outcome);
             }
         }
     }
-    runnable.clear();
+    *pending = PendingRun::default();
 }
 
 /// Renders one entity: the report as a prologue before its first output,
@@ -233,6 +282,15 @@ impl<'e> EntityView<'e> {
         out.write(Stream::Err, &line);
     }
 
+    /// An entity that a batch skipped because a requirement failed.
+    fn finish_skipped(&mut self, out: &mut Output) -> Outcome {
+        self.finish_stderr(out);
+        self.prologue(out);
+        out.end_paragraph(Stream::Out);
+        out.flush();
+        Outcome::Skipped
+    }
+
     /// What Holo 3 does after the plugin exited.
     fn finish(
         &mut self,
@@ -253,8 +311,8 @@ impl<'e> EntityView<'e> {
         let mut show_diff = false;
         for line in fd3.split('\n') {
             match line {
-                "not changed" if outcome == Outcome::Changed => outcome = Outcome::Unchanged,
-                "requires --force to overwrite" => {
+                fd3::NOT_CHANGED if outcome == Outcome::Changed => outcome = Outcome::Unchanged,
+                fd3::REQUIRES_FORCE_OVERWRITE => {
                     self.prologue(out);
                     out.error(
                         Stream::Err,
@@ -263,7 +321,7 @@ impl<'e> EntityView<'e> {
                     outcome = Outcome::NeedsForce;
                     show_diff = true;
                 }
-                "requires --force to restore" => {
+                fd3::REQUIRES_FORCE_RESTORE => {
                     self.prologue(out);
                     out.error(
                         Stream::Err,
@@ -327,30 +385,21 @@ fn run_single(
     } else {
         &[]
     };
-    let result = plugin.run(
-        &[mode.operation(), &entity.id],
-        env,
-        None,
-        true,
-        |chunk| match chunk {
-            Chunk::Stdout(b) => view.stdout(out, b),
-            Chunk::Stderr(b) => view.stderr(out, b),
-            Chunk::Fd3(b) => fd3.extend_from_slice(b),
-        },
-    );
+    let result =
+        plugin.run_streaming(
+            &[mode.operation(), &entity.id],
+            env,
+            None,
+            true,
+            |event| match event {
+                Some(Chunk::Stdout(b)) => view.stdout(out, b),
+                Some(Chunk::Stderr(b)) => view.stderr(out, b),
+                Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+                None => out.flush(),
+            },
+        );
     let failure = plugin.failure(&result);
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
-}
-
-/// One record of the batch extension, as the SDK writes it on FD 3.
-#[derive(serde::Deserialize)]
-struct BatchRecord {
-    entity: String,
-    #[serde(default)]
-    output: Vec<(String, String)>,
-    #[serde(default)]
-    fd3: Vec<String>,
-    exit: i32,
 }
 
 fn run_batch(
@@ -358,85 +407,55 @@ fn run_batch(
     out: &mut Output,
     plugin: &Plugin,
     mode: Mode,
-    runnable: &[(usize, bool)],
+    runnable: &[Pending],
 ) -> Vec<Outcome> {
-    use base64::Engine;
     let mut stdin = Vec::new();
-    for &(index, refresh) in runnable {
-        stdin.extend_from_slice(ctx.entities[index].id.as_bytes());
-        if refresh {
-            stdin.extend_from_slice(b"\trefresh");
-        }
-        stdin.push(b'\n');
+    for entry in runnable {
+        let line = BatchLine {
+            id: ctx.entities[entry.index].id.as_str().into(),
+            refresh: entry.refresh,
+            requires: entry.requires.clone(),
+            subscribes: entry.subscribes.clone(),
+        };
+        line.write(&mut stdin);
     }
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; runnable.len()];
-    let slot: HashMap<&str, usize> = runnable
-        .iter()
-        .enumerate()
-        .map(|(slot, (index, _))| (ctx.entities[*index].id.as_str(), slot))
-        .collect();
+    let mut batch = BatchRun {
+        ctx,
+        plugin,
+        runnable,
+        slot: runnable
+            .iter()
+            .enumerate()
+            .map(|(slot, entry)| (ctx.entities[entry.index].id.as_str(), slot))
+            .collect(),
+        outcomes: vec![None; runnable.len()],
+        streaming: HashMap::new(),
+    };
     let mut fd3_partial: Vec<u8> = Vec::new();
     let mut stray_stderr: Vec<u8> = Vec::new();
     let operation = format!("{}-batch", mode.operation());
-    let mut handle_record = |out: &mut Output, line: &[u8]| {
-        let record: BatchRecord = match serde_json::from_slice(line) {
-            Ok(record) => record,
-            Err(e) => {
-                out.error(
-                    Stream::Err,
-                    &format!(
-                        "plugin holo-{} sent a malformed batch record ({e})",
-                        plugin.id
-                    ),
-                );
-                return;
-            }
-        };
-        let Some(&slot_index) = slot.get(record.entity.as_str()) else {
-            out.error(
-                Stream::Err,
-                &format!(
-                    "plugin holo-{} sent a batch record for {}, which was not requested",
-                    plugin.id, record.entity
-                ),
-            );
-            return;
-        };
-        let entity = &ctx.entities[runnable[slot_index].0];
-        let mut view = EntityView::new(entity);
-        for (stream, data) in &record.output {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(data)
-                .unwrap_or_default();
-            if stream == "err" {
-                view.stderr(out, &bytes);
-            } else {
-                view.stdout(out, &bytes);
-            }
-        }
-        let failure = (record.exit != 0).then(|| format!("exit status {}", record.exit));
-        outcomes[slot_index] = Some(view.finish(ctx, out, failure, &record.fd3.join("\n")));
-    };
-    let result = plugin.run(
-        &[operation.as_str()],
-        &[],
-        Some(stdin),
-        true,
-        |chunk| match chunk {
-            Chunk::Fd3(bytes) => {
-                fd3_partial.extend_from_slice(bytes);
-                while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
-                    handle_record(out, &line[..line.len() - 1]);
+    let result =
+        plugin.run_streaming(
+            &[operation.as_str()],
+            &[],
+            Some(stdin),
+            true,
+            |event| match event {
+                Some(Chunk::Fd3(bytes)) => {
+                    fd3_partial.extend_from_slice(bytes);
+                    while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
+                        batch.record(out, &line[..line.len() - 1]);
+                    }
                 }
-            }
-            Chunk::Stdout(bytes) => out.write(Stream::Out, bytes),
-            Chunk::Stderr(bytes) => stray_stderr.extend_from_slice(bytes),
-        },
-    );
+                Some(Chunk::Stdout(bytes)) => out.write(Stream::Out, bytes),
+                Some(Chunk::Stderr(bytes)) => stray_stderr.extend_from_slice(bytes),
+                None => out.flush(),
+            },
+        );
     if !fd3_partial.is_empty() {
         let line = std::mem::take(&mut fd3_partial);
-        handle_record(out, &line);
+        batch.record(out, &line);
     }
     if !stray_stderr.is_empty() {
         let text = out.colorize_plugin_line(&stray_stderr);
@@ -448,16 +467,90 @@ fn run_batch(
             plugin.id
         )
     });
+    let BatchRun {
+        outcomes,
+        mut streaming,
+        ..
+    } = batch;
     outcomes
         .into_iter()
         .enumerate()
         .map(|(slot_index, outcome)| {
             outcome.unwrap_or_else(|| {
-                let mut view = EntityView::new(&ctx.entities[runnable[slot_index].0]);
+                let entity = &ctx.entities[runnable[slot_index].index];
+                let mut view = streaming
+                    .remove(&slot_index)
+                    .unwrap_or_else(|| EntityView::new(entity));
                 view.finish(ctx, out, Some(failure.clone()), "")
             })
         })
         .collect()
+}
+
+/// The driver's side of one batch call: which entity each record is for,
+/// the outcomes so far, and the entities whose output is streaming in.
+struct BatchRun<'a> {
+    ctx: &'a Context<'a>,
+    plugin: &'a Plugin,
+    runnable: &'a [Pending],
+    slot: HashMap<&'a str, usize>,
+    outcomes: Vec<Option<Outcome>>,
+    /// Entities with output records but no final record yet.
+    streaming: HashMap<usize, EntityView<'a>>,
+}
+
+impl BatchRun<'_> {
+    /// Renders one FD 3 line: output so far, or the entity's final record.
+    fn record(&mut self, out: &mut Output, line: &[u8]) {
+        let record: BatchRecord = match serde_json::from_slice(line) {
+            Ok(record) => record,
+            Err(e) => {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "plugin holo-{} sent a malformed batch record ({e})",
+                        self.plugin.id
+                    ),
+                );
+                return;
+            }
+        };
+        let slot = self.slot.get(record.entity.as_ref()).copied();
+        let Some(slot) = slot.filter(|slot| self.outcomes[*slot].is_none()) else {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "plugin holo-{} sent a batch record for {}, which was not requested or is already finished",
+                    self.plugin.id, record.entity
+                ),
+            );
+            return;
+        };
+        let entity = &self.ctx.entities[self.runnable[slot].index];
+        let mut view = self
+            .streaming
+            .remove(&slot)
+            .unwrap_or_else(|| EntityView::new(entity));
+        for (stream, data) in &record.output {
+            let bytes = holo_protocol::decode_chunk(data).unwrap_or_default();
+            match stream {
+                holo_protocol::Stream::Err => view.stderr(out, &bytes),
+                holo_protocol::Stream::Out => view.stdout(out, &bytes),
+            }
+        }
+        let Some(exit) = record.exit else {
+            self.streaming.insert(slot, view);
+            return;
+        };
+        if record.skipped {
+            // The output holds the plugin's `!! skipped: ...` line.
+            self.outcomes[slot] = Some(view.finish_skipped(out));
+            return;
+        }
+        let failure = (exit != 0).then(|| format!("exit status {exit}"));
+        let fd3 = record.fd3.unwrap_or_default().join("\n");
+        self.outcomes[slot] = Some(view.finish(self.ctx, out, failure, &fd3));
+    }
 }
 
 /// Runs `diff ENTITY` and renders the two paths it names. `Ok(empty)` when
@@ -470,15 +563,16 @@ pub fn render_entity_diff(
 ) -> Result<Vec<u8>, String> {
     let mut fd3 = Vec::new();
     let mut stderr = StderrLines::default();
-    let result = plugin.run(
+    let result = plugin.run_streaming(
         &["diff", &entity.id],
         &[],
         None,
         true,
-        |chunk| match chunk {
-            Chunk::Stdout(b) => out.write(Stream::Out, b),
-            Chunk::Stderr(b) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
-            Chunk::Fd3(b) => fd3.extend_from_slice(b),
+        |event| match event {
+            Some(Chunk::Stdout(b)) => out.write(Stream::Out, b),
+            Some(Chunk::Stderr(b)) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
+            Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+            None => out.flush(),
         },
     );
     stderr.finish(&mut |line| plugin_stderr_line(out, line));

@@ -82,10 +82,6 @@ pub struct LoadedPlugins {
     dirs_to_create: Vec<String>,
 }
 
-/// The extension of a plugin that only reads its resources: without
-/// generated resources it reads the static directory in place.
-pub const INPLACE: &str = "inplace";
-
 /// Runs the generators and settles each plugin's `HOLO_RESOURCE_DIR`: the
 /// static directory itself for an `inplace` plugin that no generator wrote
 /// for (nothing is copied), else Holo 3's virtual resource directory with
@@ -132,7 +128,9 @@ pub fn prepare_resources(
         return Err(1);
     }
     for plugin in &mut loaded.plugins {
-        if plugin.has_extension(INPLACE) && !runtime.generated_for(&plugin.id) {
+        if plugin.has_extension(holo_protocol::extension::INPLACE)
+            && !runtime.generated_for(&plugin.id)
+        {
             continue;
         }
         if let Err(message) = runtime.add_static_resources(&plugin.id) {

@@ -3,7 +3,9 @@
 //!
 //! Stdout is buffered (a 10,000-entity scan would otherwise cost a syscall per
 //! line) and flushed before anything goes to stderr, so `2>&1` interleaves
-//! exactly as Holo 3's unbuffered writes do.
+//! exactly as Holo 3's unbuffered writes do. It is also flushed whenever the
+//! driver waits for a plugin (see `Plugin::run_streaming`), and at every line
+//! on a terminal, so that output shows while it happens.
 
 use std::io::{IsTerminal, Write};
 
@@ -23,6 +25,8 @@ pub struct Output {
     had_output: bool,
     trailing_newlines: usize,
     stdout_buffer: Vec<u8>,
+    /// Stdout is a terminal: flush at every line.
+    line_buffered: bool,
     color_out: bool,
     color_err: bool,
 }
@@ -36,11 +40,13 @@ impl Default for Output {
 impl Output {
     pub fn new() -> Self {
         let allowed = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let terminal = std::io::stdout().is_terminal();
         Output {
             had_output: false,
             trailing_newlines: 0,
             stdout_buffer: Vec::with_capacity(64 * 1024),
-            color_out: allowed && std::io::stdout().is_terminal(),
+            line_buffered: terminal,
+            color_out: allowed && terminal,
             color_err: allowed && std::io::stderr().is_terminal(),
         }
     }
@@ -80,7 +86,9 @@ impl Output {
         match stream {
             Stream::Out => {
                 self.stdout_buffer.extend_from_slice(bytes);
-                if self.stdout_buffer.len() > 256 * 1024 {
+                if self.stdout_buffer.len() > 256 * 1024
+                    || (self.line_buffered && bytes.contains(&b'\n'))
+                {
                     self.flush();
                 }
             }

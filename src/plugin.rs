@@ -4,15 +4,13 @@
 use crate::paths;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{CString, OsString};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
-pub const API_VERSION: u32 = 3;
-/// The extensions this driver understands, exported as `HOLO_EXTENSIONS`.
-pub const DRIVER_EXTENSIONS: &str = "noop,order,batch,inplace";
+use holo_protocol::API_VERSION;
 
 /// A plugin that answered `info` compatibly.
 #[derive(Debug)]
@@ -142,7 +140,10 @@ impl Plugin {
         set("HOLO_RESOURCE_ORIGIN", &dirs.resource_origin);
         set("HOLO_STATE_DIR", &dirs.state);
         set("HOLO_ROOT_DIR", &dirs.root);
-        set("HOLO_EXTENSIONS", DRIVER_EXTENSIONS);
+        set(
+            "HOLO_EXTENSIONS",
+            &holo_protocol::extension::DRIVER.join(","),
+        );
         env.into_iter()
             .filter_map(|(key, value)| {
                 let mut pair = key.into_vec();
@@ -162,7 +163,28 @@ impl Plugin {
         extra_env: &[(&str, &str)],
         stdin: Option<Vec<u8>>,
         with_fd3: bool,
-        sink: impl FnMut(Chunk),
+        mut sink: impl FnMut(Chunk),
+    ) -> std::io::Result<ExitStatus> {
+        self.run_streaming(args, extra_env, stdin, with_fd3, |event| {
+            if let Some(chunk) = event {
+                sink(chunk)
+            }
+        })
+    }
+
+    /// [`Plugin::run`], where `sink` also gets `None` whenever the driver is
+    /// about to wait for the plugin: the moment to show what it printed.
+    ///
+    /// Once the plugin process has exited, what is already in the pipes is
+    /// read and the run ends: a grandchild that keeps a pipe open (a daemon
+    /// the plugin started) never holds the driver.
+    pub fn run_streaming(
+        &self,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+        stdin: Option<Vec<u8>>,
+        with_fd3: bool,
+        sink: impl FnMut(Option<Chunk>),
     ) -> std::io::Result<ExitStatus> {
         use nix::fcntl::OFlag;
         use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
@@ -183,6 +205,8 @@ impl Plugin {
         let (stdin_read, stdin_write) = match stdin {
             Some(_) => {
                 let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+                // Only our end: the plugin reads a blocking stdin.
+                nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
                 (Some(r), Some(w))
             }
             None => (None, None),
@@ -224,31 +248,73 @@ impl Plugin {
             drop(write);
             read
         });
-        let writer = match (stdin_write, stdin) {
-            (Some(pipe), Some(data)) => Some(std::thread::spawn(move || {
-                let _ = std::fs::File::from(pipe).write_all(&data);
-            })),
-            _ => None,
+        let mut child = Child {
+            pid,
+            exit: pidfd_open(pid),
+            status: None,
         };
-        let pumped = pump(Some(out_read), Some(err_read), fd3_read, sink);
-        if let Some(writer) = writer {
-            let _ = writer.join();
-        }
-        let status = loop {
-            match nix::sys::wait::waitpid(pid, None) {
-                Ok(nix::sys::wait::WaitStatus::Exited(_, code)) => {
-                    break ExitStatus::from_raw((code & 0xff) << 8);
-                }
-                Ok(nix::sys::wait::WaitStatus::Signaled(_, signal, core)) => {
-                    break ExitStatus::from_raw(signal as i32 | if core { 0x80 } else { 0 });
-                }
-                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
+        let streams = Streams {
+            stdin: stdin_write.zip(stdin).map(|(fd, data)| (fd, data, 0)),
+            outputs: [(1u8, Some(out_read)), (2, Some(err_read)), (3, fd3_read)]
+                .into_iter()
+                .filter_map(|(tag, fd)| fd.map(|fd| (tag, std::fs::File::from(fd))))
+                .collect(),
+        };
+        let pumped = pump(streams, &mut child, sink);
+        let status = match child.status {
+            Some(status) => status,
+            None => child.wait(true)?.unwrap_or_else(|| ExitStatus::from_raw(0)),
         };
         pumped?;
         Ok(status)
     }
+}
+
+/// The plugin process: its pid, a pidfd that becomes readable when it
+/// exits (None on kernels without pidfd_open), and its status once reaped.
+struct Child {
+    pid: nix::unistd::Pid,
+    exit: Option<OwnedFd>,
+    status: Option<ExitStatus>,
+}
+
+impl Child {
+    /// Reaps the child; `Ok(None)` when `block` is false and it still runs.
+    fn wait(&mut self, block: bool) -> std::io::Result<Option<ExitStatus>> {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let flags = (!block).then_some(WaitPidFlag::WNOHANG);
+        loop {
+            let status = match waitpid(self.pid, flags) {
+                Ok(WaitStatus::Exited(_, code)) => ExitStatus::from_raw((code & 0xff) << 8),
+                Ok(WaitStatus::Signaled(_, signal, core)) => {
+                    ExitStatus::from_raw(signal as i32 | if core { 0x80 } else { 0 })
+                }
+                Ok(WaitStatus::StillAlive) => return Ok(None),
+                Ok(_) | Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.status = Some(status);
+            return Ok(Some(status));
+        }
+    }
+}
+
+/// A pidfd for `pid`; None where the kernel has none (before Linux 5.3).
+fn pidfd_open(pid: nix::unistd::Pid) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // (close-on-exec) or -1; no memory is passed.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
+    Some(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// The driver's ends of the plugin's pipes.
+struct Streams {
+    /// The stdin write end (non-blocking), the data and how much is written.
+    stdin: Option<(OwnedFd, Vec<u8>, usize)>,
+    /// stdout (1), stderr (2) and FD 3 (3), each until its end of file.
+    outputs: Vec<(u8, std::fs::File)>,
 }
 
 /// Moves a pipe end off fds 0-3, so that `dup2(fd, 3)` in the child never
@@ -271,58 +337,147 @@ fn executable_path(binary: &str) -> String {
     }
 }
 
-/// Reads the three pipes until all of them are closed.
+/// How long to wait between checks whether the plugin exited, on kernels
+/// without pidfd.
+const EXIT_CHECK_INTERVAL_MS: u16 = 100;
+
+/// Feeds stdin and reads the output pipes until they are closed or the
+/// plugin has exited; then takes only what is already in the pipes.
 fn pump(
-    stdout: Option<OwnedFd>,
-    stderr: Option<OwnedFd>,
-    fd3: Option<OwnedFd>,
-    mut sink: impl FnMut(Chunk),
+    mut streams: Streams,
+    child: &mut Child,
+    mut sink: impl FnMut(Option<Chunk>),
 ) -> std::io::Result<()> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-    let mut streams: Vec<(u8, std::fs::File)> = Vec::new();
-    for (tag, fd) in [(1u8, stdout), (2, stderr), (3, fd3)] {
-        if let Some(fd) = fd {
-            streams.push((tag, std::fs::File::from(fd)));
-        }
-    }
     let mut buffer = vec![0u8; 64 * 1024];
-    while !streams.is_empty() {
-        let ready: Vec<bool> = {
+    let mut quiet = false;
+    while !streams.outputs.is_empty() || streams.stdin.is_some() {
+        // poll set: outputs, then stdin, then the pidfd
+        let (ready, stdin_ready, exited) = {
             let mut fds: Vec<PollFd> = streams
+                .outputs
                 .iter()
                 .map(|(_, f)| PollFd::new(f.as_fd(), PollFlags::POLLIN))
                 .collect();
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => {}
+            if let Some((fd, _, _)) = &streams.stdin {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLOUT));
+            }
+            if let Some(fd) = &child.exit {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+            }
+            // Look first; only when nothing is ready is the caller told
+            // that the driver is about to wait.
+            let timeout = if !quiet {
+                PollTimeout::ZERO
+            } else if child.exit.is_some() {
+                PollTimeout::NONE
+            } else {
+                PollTimeout::from(EXIT_CHECK_INTERVAL_MS)
+            };
+            let count = match poll(&mut fds, timeout) {
+                Ok(count) => count,
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e.into()),
+            };
+            let is_ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            let outputs = streams.outputs.len();
+            let ready: Vec<bool> = fds[..outputs].iter().map(is_ready).collect();
+            let stdin_ready = streams.stdin.is_some() && is_ready(&fds[outputs]);
+            let exited = match child.exit {
+                Some(_) => fds.last().is_some_and(is_ready),
+                None => count == 0 && quiet && child.wait(false)?.is_some(),
+            };
+            if count == 0 && !quiet {
+                quiet = true;
+                sink(None);
+                continue;
             }
-            fds.iter()
-                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
-                .collect()
+            (ready, stdin_ready, exited)
         };
+        quiet = false;
+        if stdin_ready {
+            feed_stdin(&mut streams.stdin);
+        }
+        if exited {
+            drain_after_exit(&streams.outputs, &mut buffer, &mut sink);
+            return Ok(());
+        }
         let mut closed = Vec::new();
         for (index, is_ready) in ready.into_iter().enumerate() {
             if !is_ready {
                 continue;
             }
-            let (tag, file) = &mut streams[index];
+            let (tag, file) = &mut streams.outputs[index];
             match file.read(&mut buffer) {
                 Ok(0) => closed.push(index),
-                Ok(n) => sink(match tag {
-                    1 => Chunk::Stdout(&buffer[..n]),
-                    2 => Chunk::Stderr(&buffer[..n]),
-                    _ => Chunk::Fd3(&buffer[..n]),
-                }),
+                Ok(n) => sink(Some(chunk(*tag, &buffer[..n]))),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => closed.push(index),
             }
         }
         for index in closed.into_iter().rev() {
-            streams.remove(index);
+            streams.outputs.remove(index);
         }
     }
     Ok(())
+}
+
+fn chunk(tag: u8, bytes: &[u8]) -> Chunk<'_> {
+    match tag {
+        1 => Chunk::Stdout(bytes),
+        2 => Chunk::Stderr(bytes),
+        _ => Chunk::Fd3(bytes),
+    }
+}
+
+/// Writes what the pipe takes; closes stdin when all is written or the
+/// plugin closed its end.
+fn feed_stdin(stdin: &mut Option<(OwnedFd, Vec<u8>, usize)>) {
+    let Some((fd, data, written)) = stdin else {
+        return;
+    };
+    loop {
+        if *written == data.len() {
+            *stdin = None;
+            return;
+        }
+        match nix::unistd::write(&*fd, &data[*written..]) {
+            Ok(n) => *written += n,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => return,
+            Err(_) => {
+                *stdin = None;
+                return;
+            }
+        }
+    }
+}
+
+/// Reads exactly what each pipe holds now, so that a grandchild that keeps
+/// writing cannot keep the driver reading.
+fn drain_after_exit(
+    outputs: &[(u8, std::fs::File)],
+    buffer: &mut [u8],
+    sink: &mut impl FnMut(Option<Chunk>),
+) {
+    for (tag, file) in outputs {
+        let mut available: libc::c_int = 0;
+        // SAFETY: FIONREAD stores the number of readable bytes in `available`.
+        if unsafe { libc::ioctl(file.as_raw_fd(), libc::FIONREAD, &mut available) } != 0 {
+            continue;
+        }
+        let mut left = usize::try_from(available).unwrap_or(0);
+        while left > 0 {
+            let want = left.min(buffer.len());
+            match (&*file).read(&mut buffer[..want]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    left -= n;
+                    sink(Some(chunk(*tag, &buffer[..n])));
+                }
+            }
+        }
+    }
 }
 
 /// Splits plugin stderr into complete lines; a last partial line is

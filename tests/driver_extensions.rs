@@ -52,18 +52,23 @@ impl Root {
 
     /// Runs apply with and without batching and checks both agree byte for byte.
     fn apply_both_ways(&self, args: &[&str]) -> (String, i32) {
+        self.apply_both_ways_with(args, &[])
+    }
+
+    /// [`Root::apply_both_ways`] with more environment variables.
+    fn apply_both_ways_with(&self, args: &[&str], extra: &[(&str, &str)]) -> (String, i32) {
         let mut all = vec!["apply"];
         all.extend_from_slice(args);
         let merged = |args: &[&str], env: &[(&str, &str)]| {
             let mut cmd = self.holo(args);
-            for (k, v) in env {
+            for (k, v) in extra.iter().chain(env) {
                 cmd.env(k, v);
             }
             let output = cmd.output().unwrap();
             (output.stdout, output.stderr, output.status.code())
         };
-        let batched = merged(&all, &[]);
         let single = merged(&all, &[("HOLO_NO_BATCH", "1")]);
+        let batched = merged(&all, &[]);
         assert_eq!(
             String::from_utf8_lossy(&batched.0),
             String::from_utf8_lossy(&single.0),
@@ -75,7 +80,9 @@ impl Root {
             "stderr differs between batch and per-entity runs"
         );
         assert_eq!(batched.2, single.2);
-        self.run(&all, &[])
+        let mut text = String::from_utf8_lossy(&batched.0).into_owned();
+        text.push_str(&String::from_utf8_lossy(&batched.1));
+        (text, batched.2.unwrap_or(-1))
     }
 }
 
@@ -322,4 +329,44 @@ fn skipped_entities_inside_a_batch_run_keep_the_apply_order() {
     };
     assert!(pos("Working on ext:1") < pos("applied ext:a"), "{out}");
     assert!(pos("applied ext:a") < pos("Working on ext:b"), "{out}");
+}
+
+/// The extensions with batch-order: the batch carries the references.
+const ORDERED_BATCH: (&str, &str) = ("EXT_EXTENSIONS", "noop,order,batch,batch-order");
+
+#[test]
+fn an_ordered_batch_is_not_cut_and_carries_references_as_line_numbers() {
+    let root = Root::new("ext:a|||change\next:b|ext:a||change\next:c||ext:b|change\n");
+    let calls = root.path().join("var/lib/holo/ext/calls");
+    let (out, code) = root.run(&["apply"], &[ORDERED_BATCH]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(operations(&calls), "scan\napply-batch\n");
+    assert!(out.contains("applied ext:c refresh=1"), "{out}");
+}
+
+#[test]
+fn an_ordered_batch_skips_and_refreshes_byte_for_byte_as_per_entity_calls() {
+    // c fails: d (requires c) and e (subscribes c, requires d) are skipped
+    // in the batch; f subscribes to b (changed) and g to h (unchanged).
+    let root = Root::new(
+        "ext:b|||change\next:c|||fail\next:d|ext:c||change\next:e|ext:d|ext:c|change\n\
+         ext:f||ext:b|change\next:g||ext:h|change\next:h|||same\n",
+    );
+    let calls = root.path().join("var/lib/holo/ext/calls");
+    let (out, code) = root.apply_both_ways_with(&[], &[ORDERED_BATCH]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("!! skipped: required entity ext:c failed in this run\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("!! skipped: required entity ext:d failed in this run\n"),
+        "{out}"
+    );
+    assert!(!out.contains("applied ext:d"), "{out}");
+    assert!(out.contains("applied ext:f refresh=1"), "{out}");
+    assert!(out.contains("applied ext:g refresh=0"), "{out}");
+    // the last run (batched) was one call after the scan
+    let log = operations(&calls);
+    assert!(log.ends_with("scan\napply-batch\n"), "{log}");
 }

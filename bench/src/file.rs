@@ -28,6 +28,19 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
 /// Writes `etc/passwd`, `etc/group` (a user for whoever runs the benchmark,
 /// so that chown works without root) and one TOML file with `n` resources.
 fn write_fixture(root: &Path, n: usize) -> Result<(), String> {
+    write_bench_user(root)?;
+    let mut toml = String::with_capacity(n * 110);
+    for i in 0..n {
+        toml.push_str(&format!(
+            "[[file]]\nname = \"/srv/bench/f{i:06}.conf\"\ncontent = \"value = {i}\\n\"\nowner = \"bench\"\ngroup = \"bench\"\nmode = \"0644\"\n\n"
+        ));
+    }
+    std::fs::write(root.join("usr/share/holo/file/bench.toml"), toml).map_err(|e| e.to_string())
+}
+
+/// The user and group `bench` (whoever runs the benchmark) in `etc/passwd`
+/// and `etc/group`, and the directory `/srv/bench`.
+pub(crate) fn write_bench_user(root: &Path) -> Result<(), String> {
     let probe = root.join("etc/passwd");
     std::fs::write(&probe, "").map_err(|e| e.to_string())?;
     let meta = std::fs::metadata(&probe).map_err(|e| e.to_string())?;
@@ -36,12 +49,5 @@ fn write_fixture(root: &Path, n: usize) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     std::fs::write(root.join("etc/group"), format!("bench:x:{gid}:\n"))
         .map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(root.join("srv/bench")).map_err(|e| e.to_string())?;
-    let mut toml = String::with_capacity(n * 110);
-    for i in 0..n {
-        toml.push_str(&format!(
-            "[[file]]\nname = \"/srv/bench/f{i:06}.conf\"\ncontent = \"value = {i}\\n\"\nowner = \"bench\"\ngroup = \"bench\"\nmode = \"0644\"\n\n"
-        ));
-    }
-    std::fs::write(root.join("usr/share/holo/file/bench.toml"), toml).map_err(|e| e.to_string())
+    std::fs::create_dir_all(root.join("srv/bench")).map_err(|e| e.to_string())
 }

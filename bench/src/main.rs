@@ -4,6 +4,7 @@
 
 mod driver;
 mod file;
+mod file_dependent;
 mod inplace;
 mod util;
 
@@ -18,6 +19,9 @@ Benchmarks:
             apply, no-op apply (batch and per-entity), diff
   inplace   holo scan with and without a 1 GiB file among an inplace
             plugin's resources (SIZES is ignored)
+  file-dependent
+            holo-file no-op apply: N/10 directories with 9 files each that
+            require their directory, against N independent files
   all       every benchmark
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
@@ -45,8 +49,10 @@ fn main() -> std::process::ExitCode {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
         "inplace" => inplace::run(),
+        "file-dependent" => file_dependent::run(&sizes),
         "all" => driver::run(&sizes)
             .and_then(|()| file::run(&sizes))
+            .and_then(|()| file_dependent::run(&sizes))
             .and_then(|()| inplace::run()),
         "--help" | "-h" | "help" => {
             print!("{USAGE}");

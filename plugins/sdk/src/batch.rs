@@ -1,17 +1,29 @@
 //! The `batch` extension: `apply-batch`, `force-apply-batch` and
 //! `noop-batch` apply many entities in one process.
 //!
-//! stdin lists one entity per line (`ID` or `ID<TAB>refresh`). For each
-//! entity the SDK captures fds 1 and 2 (so child processes are captured too),
-//! runs the same handler as the per-process operations, and writes one JSON
-//! record on FD 3:
-//! `{"entity":ID,"output":[["out",B64],["err",B64],...],"fd3":[...],"exit":0}`.
+//! stdin lists one entity per line ([`BatchLine`]). For each entity the SDK
+//! captures fds 1 and 2 (so child processes are captured too), runs the same
+//! handler as the per-process operations, and writes its final
+//! [`BatchRecord`] on FD 3. A line may name earlier lines it requires or
+//! subscribes to (`batch-order`): the entity is skipped with the driver's
+//! message when one of them failed, and refreshed when a subscribed one
+//! changed, exactly as the driver would between per-entity calls.
 //!
-//! Capture uses one pair of pipes for the whole batch. A collector thread
-//! reads them as data arrives (so big output never blocks the handler), and
-//! at the end of each entity the main thread drains whatever is left. Output
-//! that a background child writes after its entity finished lands in the
-//! next entity's record.
+//! Capture uses one pair of pipes for as long as no entity leaves a process
+//! behind. A collector thread reads them as data arrives (so big output
+//! never blocks the handler), and at the end of each entity the main thread
+//! drains whatever is left. When the driver announced `batch-stream`, output
+//! that waited longer than [`STREAM_DELAY`] is sent at once as a record
+//! without `exit`, so that a person sees a slow entity's output while it runs.
+//!
+//! A process that an entity leaves behind (a daemon, a background child of
+//! a command) keeps the pipes it inherited. The batch process is a child
+//! subreaper, so such a process stays its child; when one exists at the end
+//! of an entity, fds 1 and 2 move to fresh pipes and the old ones are
+//! retired: the collector keeps reading them and drops what arrives, as
+//! holo drops what a per-entity call's leftover writes after the plugin
+//! exited. So that output never lands in a later entity's record, and the
+//! writer never meets a closed pipe while the batch runs.
 //!
 //! Records of entities that printed nothing and changed nothing are collected
 //! into larger FD 3 writes (a no-op run of thousands of entities is then a
@@ -22,15 +34,15 @@ use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use base64::Engine;
+use holo_protocol::{BatchLine, BatchRecord, Stream, extension, fd3};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use serde::Serialize;
 
 use crate::cache;
-use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail};
+use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail, print_error};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Mode, Plugin};
@@ -42,39 +54,38 @@ const PANIC_EXIT: u8 = 101;
 /// Bytes of quiet records held back before one write on FD 3.
 const PENDING_LIMIT: usize = 32 * 1024;
 
-/// One line of the batch input.
-struct BatchLine<'a> {
-    id: &'a str,
-    refresh: bool,
-    error: Option<Error>,
-}
+/// How long captured output may wait before it is streamed to the driver.
+/// Output of an entity that finishes sooner goes in its final record.
+const STREAM_DELAY: Duration = Duration::from_millis(50);
 
-fn parse_input(input: &str) -> Vec<BatchLine<'_>> {
+/// One line of the batch input: its 1-based line number, the entity id,
+/// and the parsed line or why it cannot be read.
+type InputLine<'a> = (usize, String, std::result::Result<BatchLine<'a>, Error>);
+
+fn parse_input(input: &str) -> Vec<InputLine<'_>> {
     input
         .lines()
         .enumerate()
         .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| match line.split_once('\t') {
-            None => BatchLine { id: line, refresh: false, error: None },
-            Some((id, "refresh")) => BatchLine { id, refresh: true, error: None },
-            Some((id, flag)) => BatchLine {
+        .map(|(index, line)| {
+            let id = line.split('\t').next().unwrap_or_default().to_string();
+            (
+                index + 1,
                 id,
-                refresh: false,
-                error: Some(Error::new(format!(
-                    "batch input line {}: unknown flag {flag:?} after entity {id}; expected ID or ID<TAB>refresh",
-                    index + 1
-                ))),
-            },
+                BatchLine::parse(line, index + 1).map_err(Error::new),
+            )
         })
         .collect()
 }
 
-#[derive(Serialize)]
-struct Record<'a> {
-    entity: &'a str,
-    output: Vec<(&'static str, String)>,
-    fd3: Vec<&'static str>,
-    exit: u8,
+/// What became of an entity, as far as the entities that reference it care.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// Failed or skipped: entities that require it are skipped.
+    Failed,
+    /// Changed: entities that subscribe to it are refreshed.
+    Changed,
+    Unchanged,
 }
 
 /// Runs a batch operation; see the module documentation.
@@ -94,85 +105,134 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         Ok(loaded) => loaded,
         Err(err) => return fail(&err),
     };
-    let capture = match Capture::start() {
+    let capture = match Capture::start(env.has_extension(extension::BATCH_STREAM)) {
         Ok(capture) => capture,
         Err(err) => return fail(&err),
     };
-    let engine = base64::engine::general_purpose::STANDARD;
-    let mut pending = Vec::with_capacity(PENDING_LIMIT + 256);
-    for line in lines {
-        let entity = match line.error {
-            Some(err) => Err(err),
-            None => loaded.lookup(env, line.id, line.refresh),
-        };
-        let result = catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
-            .unwrap_or(EntityResult {
-                exit: PANIC_EXIT,
-                fd3: None,
-            });
-        let output: Vec<(&'static str, String)> = capture
-            .cut()
-            .into_iter()
-            .map(|(stream, bytes)| (stream.name(), engine.encode(bytes)))
-            .collect();
-        let quiet_no_change =
-            output.is_empty() && result.exit == 0 && result.fd3 == Some("not changed");
-        let record = Record {
-            entity: line.id,
-            output,
-            fd3: result.fd3.into_iter().collect(),
-            exit: result.exit,
-        };
-        let written = serde_json::to_writer(&mut pending, &record)
-            .map_err(|err| {
-                Error::new(format!(
-                    "entity {}: cannot encode the batch record: {err}",
-                    line.id
-                ))
-            })
-            .and_then(|()| {
-                pending.push(b'\n');
-                // Records of quiet no-ops are batched into larger writes: if
-                // the process dies, losing them only fails entities that did
-                // nothing. Every other record is sent at once.
-                if quiet_no_change && pending.len() < PENDING_LIMIT {
-                    return Ok(());
+    // By line number: the entity id and what became of it.
+    let mut done: Vec<Option<(&str, Done)>> = vec![None; input.lines().count() + 1];
+    for (number, id, line) in &lines {
+        capture.begin(id);
+        let failed_requirement = line.as_ref().ok().and_then(|line| {
+            line.requires
+                .iter()
+                .chain(&line.subscribes)
+                .find_map(|earlier| match done[*earlier] {
+                    Some((required, Done::Failed)) => Some(required),
+                    _ => None,
+                })
+        });
+        let result = if let Some(required) = failed_requirement {
+            // The driver's own words for a skip, as in per-entity calls.
+            print_error(&Error::new(holo_protocol::skipped_message(required)));
+            None
+        } else {
+            let entity = match line {
+                Err(err) => Err(err.clone()),
+                Ok(line) => {
+                    let refresh = line.refresh
+                        || line
+                            .subscribes
+                            .iter()
+                            .any(|earlier| matches!(done[*earlier], Some((_, Done::Changed))));
+                    loaded.lookup(env, &line.id, refresh)
                 }
-                report::fd3_write(&std::mem::take(&mut pending))
-            });
-        if let Err(err) = written {
+            };
+            let applied =
+                catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
+                    .unwrap_or(EntityResult {
+                        exit: PANIC_EXIT,
+                        fd3: None,
+                    });
+            Some(applied)
+        };
+        done[*number] = Some((
+            id,
+            match &result {
+                None => Done::Failed,
+                Some(result) if result.exit != 0 => Done::Failed,
+                Some(result) if result.fd3.is_none() => Done::Changed,
+                Some(_) => Done::Unchanged,
+            },
+        ));
+        if let Err(err) = capture.finish(id, result.as_ref()) {
             capture.stop();
             return fail(&err);
         }
     }
     capture.stop();
-    match report::fd3_write(&pending) {
+    match capture.flush_pending() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => fail(&err),
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stream {
-    Out,
-    Err,
+type Chunks = Vec<(Stream, Vec<u8>)>;
+
+/// What the main thread and the collector share.
+struct Shared {
+    /// Output captured and not yet sent, in arrival order.
+    chunks: Chunks,
+    /// When the oldest of `chunks` arrived.
+    oldest: Option<Instant>,
+    /// The entity that runs now, when output is streamed.
+    streaming: Option<String>,
+    /// Quiet records held back for one larger FD 3 write.
+    pending: Vec<u8>,
+    /// An FD 3 write of the collector that failed.
+    error: Option<Error>,
+    /// The read ends of the pipes on fds 1 and 2.
+    current: [Arc<OwnedFd>; 2],
+    /// Read ends of earlier pipes that a process left behind by an entity
+    /// still holds; what arrives there belongs to no entity and is dropped.
+    retired: Vec<Arc<OwnedFd>>,
 }
 
-impl Stream {
-    fn name(self) -> &'static str {
-        match self {
-            Stream::Out => "out",
-            Stream::Err => "err",
-        }
+impl Shared {
+    /// Sends the held-back records, then a record without `exit` with the
+    /// output so far of the entity that runs.
+    fn stream(&mut self) -> Result<()> {
+        let Some(entity) = self.streaming.as_deref() else {
+            return Ok(());
+        };
+        let record = BatchRecord {
+            entity: entity.into(),
+            output: encode(std::mem::take(&mut self.chunks)),
+            fd3: None,
+            exit: None,
+            skipped: false,
+        };
+        self.oldest = None;
+        append_record(&mut self.pending, &record)?;
+        report::fd3_write(&std::mem::take(&mut self.pending))
     }
 }
 
-type Chunks = Vec<(Stream, Vec<u8>)>;
+fn encode(chunks: Chunks) -> Vec<(Stream, String)> {
+    chunks
+        .into_iter()
+        .map(|(stream, bytes)| (stream, holo_protocol::encode_chunk(&bytes)))
+        .collect()
+}
+
+fn append_record(buffer: &mut Vec<u8>, record: &BatchRecord) -> Result<()> {
+    serde_json::to_writer(&mut *buffer, record).map_err(|err| {
+        Error::new(format!(
+            "entity {}: cannot encode the batch record: {err}",
+            record.entity
+        ))
+    })?;
+    buffer.push(b'\n');
+    Ok(())
+}
 
 /// fds 1 and 2 pointed at pipes, with a collector thread reading them.
 struct Capture {
-    readers: Arc<[OwnedFd; 2]>,
-    chunks: Arc<Mutex<Chunks>>,
+    shared: Arc<Mutex<Shared>>,
+    /// Written to when the pipes change, so that the collector polls the new ones.
+    wake: OwnedFd,
+    /// The driver announced `batch-stream`.
+    streaming: bool,
     saved_stdout: OwnedFd,
     saved_stderr: OwnedFd,
 }
@@ -197,8 +257,8 @@ fn nonblocking_pipe() -> Result<(OwnedFd, OwnedFd)> {
     Ok((reader, writer))
 }
 
-fn lock(chunks: &Mutex<Chunks>) -> MutexGuard<'_, Chunks> {
-    chunks
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -220,85 +280,238 @@ fn drain(fd: BorrowedFd<'_>, stream: Stream, chunks: &mut Chunks) -> bool {
     }
 }
 
-fn collect(readers: &[OwnedFd; 2], chunks: &Mutex<Chunks>) {
-    let streams = [Stream::Out, Stream::Err];
-    let mut open = [true, true];
-    while open.iter().any(|o| *o) {
-        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(2);
-        let mut polled = Vec::with_capacity(2);
-        for index in 0..2 {
-            if open[index] {
-                fds.push(PollFd::new(readers[index].as_fd(), PollFlags::POLLIN));
-                polled.push(index);
-            }
+/// Reads and drops everything available from a retired pipe; false at end
+/// of file.
+fn discard(fd: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 16384];
+    loop {
+        match nix::unistd::read(fd, &mut buf) {
+            Ok(0) => return false,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(Errno::EAGAIN) => return true,
+            Err(_) => return false,
         }
-        match poll(&mut fds, PollTimeout::NONE) {
+    }
+}
+
+/// When output waiting in `shared` must be streamed: `None` for no limit.
+fn stream_timeout(shared: &mut Shared) -> PollTimeout {
+    match shared.oldest.filter(|_| shared.streaming.is_some()) {
+        Some(oldest) if oldest.elapsed() >= STREAM_DELAY => {
+            if let Err(err) = shared.stream() {
+                shared.error.get_or_insert(err);
+            }
+            PollTimeout::NONE
+        }
+        Some(oldest) => {
+            let left = STREAM_DELAY.saturating_sub(oldest.elapsed());
+            // at least 1 ms, so that the loop never spins
+            PollTimeout::try_from(left.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX)
+        }
+        None => PollTimeout::NONE,
+    }
+}
+
+/// The collector thread: reads the pipes as data arrives and, when
+/// streaming, sends output that waited [`STREAM_DELAY`]. Ends when the
+/// current pipes are closed and no retired pipe is left.
+fn collect(shared: &Mutex<Shared>, wake: &OwnedFd) {
+    let streams = [Stream::Out, Stream::Err];
+    // end of file seen on the current pipes (reset when they change)
+    let mut current_open = [true, true];
+    let mut seen: Option<Arc<OwnedFd>> = None;
+    loop {
+        let (timeout, current, retired) = {
+            let mut guard = lock(shared);
+            if !seen
+                .as_ref()
+                .is_some_and(|fd| Arc::ptr_eq(fd, &guard.current[0]))
+            {
+                seen = Some(Arc::clone(&guard.current[0]));
+                current_open = [true, true];
+            }
+            if current_open == [false, false] && guard.retired.is_empty() {
+                return;
+            }
+            let timeout = stream_timeout(&mut guard);
+            (timeout, guard.current.clone(), guard.retired.clone())
+        };
+        let mut fds: Vec<PollFd<'_>> = vec![PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+        let polled: Vec<usize> = (0..2).filter(|i| current_open[*i]).collect();
+        for index in &polled {
+            fds.push(PollFd::new(current[*index].as_fd(), PollFlags::POLLIN));
+        }
+        for fd in &retired {
+            fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(Errno::EINTR) => continue,
             Err(_) => return,
         }
-        let ready: Vec<usize> = fds
+        let ready: Vec<bool> = fds
             .iter()
-            .zip(&polled)
-            .filter(|(fd, _)| fd.revents().is_some_and(|r| !r.is_empty()))
-            .map(|(_, index)| *index)
+            .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
             .collect();
-        let mut guard = lock(chunks);
-        for index in ready {
-            open[index] = drain(readers[index].as_fd(), streams[index], &mut guard);
+        if ready[0] {
+            discard(wake.as_fd());
+        }
+        let mut guard = lock(shared);
+        for (slot, index) in polled.iter().enumerate() {
+            if ready[1 + slot] {
+                current_open[*index] =
+                    drain(current[*index].as_fd(), streams[*index], &mut guard.chunks);
+            }
+        }
+        for (slot, fd) in retired.iter().enumerate() {
+            if ready[1 + polled.len() + slot] && !discard(fd.as_fd()) {
+                guard.retired.retain(|kept| !Arc::ptr_eq(kept, fd));
+            }
+        }
+        if !guard.chunks.is_empty() && guard.oldest.is_none() {
+            guard.oldest = Some(Instant::now());
+        }
+    }
+}
+
+/// Points fds 1 and 2 at new pipes; returns their read ends.
+fn redirect_to_new_pipes() -> Result<[Arc<OwnedFd>; 2]> {
+    let (out_reader, out_writer) = nonblocking_pipe()?;
+    let (err_reader, err_writer) = nonblocking_pipe()?;
+    nix::unistd::dup2_stdout(&out_writer).map_err(|err| sys_error("redirect stdout", err))?;
+    nix::unistd::dup2_stderr(&err_writer).map_err(|err| sys_error("redirect stderr", err))?;
+    // Only fds 1 and 2 keep the write ends open from here on.
+    drop((out_writer, err_writer));
+    Ok([Arc::new(out_reader), Arc::new(err_reader)])
+}
+
+/// Whether a process is still around that an entity started: a daemon, or
+/// a background child of a command. The batch process is a child subreaper,
+/// so such orphans are its children. Exited ones are reaped here.
+fn leftover_processes() -> bool {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return true,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return false,
         }
     }
 }
 
 impl Capture {
-    fn start() -> Result<Capture> {
+    fn start(streaming: bool) -> Result<Capture> {
+        // Orphans of the entities' commands become our children, so that
+        // `leftover_processes` sees them.
+        // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let saved_stdout = dup_cloexec(std::io::stdout().as_fd())?;
         let saved_stderr = dup_cloexec(std::io::stderr().as_fd())?;
-        let (out_reader, out_writer) = nonblocking_pipe()?;
-        let (err_reader, err_writer) = nonblocking_pipe()?;
-        nix::unistd::dup2_stdout(&out_writer).map_err(|err| sys_error("redirect stdout", err))?;
-        nix::unistd::dup2_stderr(&err_writer).map_err(|err| sys_error("redirect stderr", err))?;
-        // Only fds 1 and 2 keep the write ends open from here on.
-        drop((out_writer, err_writer));
-        let readers = Arc::new([out_reader, err_reader]);
-        let chunks = Arc::new(Mutex::new(Vec::new()));
-        let (thread_readers, thread_chunks) = (Arc::clone(&readers), Arc::clone(&chunks));
+        let current = redirect_to_new_pipes()?;
+        let (wake_reader, wake) = nonblocking_pipe()?;
+        fcntl(&wake, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+            .map_err(|err| sys_error("configure a pipe", err))?;
+        let shared = Arc::new(Mutex::new(Shared {
+            chunks: Vec::new(),
+            oldest: None,
+            streaming: None,
+            pending: Vec::with_capacity(PENDING_LIMIT + 256),
+            error: None,
+            current,
+            retired: Vec::new(),
+        }));
+        let thread_shared = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("holo-batch-collector".into())
-            .spawn(move || collect(&thread_readers, &thread_chunks))
+            .spawn(move || collect(&thread_shared, &wake_reader))
             .map_err(|err| Error::new(format!("cannot start the batch output collector: {err}")))?;
         Ok(Capture {
-            readers,
-            chunks,
+            shared,
+            wake,
+            streaming,
             saved_stdout,
             saved_stderr,
         })
     }
 
-    /// Everything written since the last cut, in arrival order.
-    fn cut(&self) -> Chunks {
+    /// Marks the start of entity `id`: from now on its output may stream.
+    fn begin(&self, id: &str) {
+        if self.streaming {
+            lock(&self.shared).streaming = Some(id.to_string());
+        }
+    }
+
+    /// Takes everything written since the last record and sends the
+    /// entity's final record (or holds it back when it is a quiet no-op).
+    /// `None` for an entity that was skipped.
+    ///
+    /// A process the entity left behind keeps the pipes it inherited; they
+    /// are retired, so that its later output never lands in another
+    /// entity's record and it never meets a closed pipe while the batch
+    /// runs. Per-entity calls drop such output too.
+    fn finish(&self, id: &str, result: Option<&EntityResult>) -> Result<()> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        let mut guard = lock(&self.chunks);
+        let mut guard = lock(&self.shared);
         // One poll tells which pipe holds data; most entities print nothing.
+        let current = guard.current.clone();
         let mut fds = [
-            PollFd::new(self.readers[0].as_fd(), PollFlags::POLLIN),
-            PollFd::new(self.readers[1].as_fd(), PollFlags::POLLIN),
+            PollFd::new(current[0].as_fd(), PollFlags::POLLIN),
+            PollFd::new(current[1].as_fd(), PollFlags::POLLIN),
         ];
         let ready = match poll(&mut fds, PollTimeout::ZERO) {
             Ok(0) => [false, false],
             Ok(_) => [0, 1].map(|i| fds[i].revents().is_some_and(|r| !r.is_empty())),
             Err(_) => [true, true],
         };
-        if ready[0] {
-            drain(self.readers[0].as_fd(), Stream::Out, &mut guard);
+        for (index, stream) in [Stream::Out, Stream::Err].into_iter().enumerate() {
+            if ready[index] {
+                drain(current[index].as_fd(), stream, &mut guard.chunks);
+            }
         }
-        if ready[1] {
-            drain(self.readers[1].as_fd(), Stream::Err, &mut guard);
+        if leftover_processes() {
+            let fresh = redirect_to_new_pipes()?;
+            let old = std::mem::replace(&mut guard.current, fresh);
+            guard.retired.extend(old);
+            let _ = nix::unistd::write(&self.wake, b"x");
         }
-        std::mem::take(&mut *guard)
+        if let Some(err) = guard.error.take() {
+            return Err(err);
+        }
+        guard.streaming = None;
+        guard.oldest = None;
+        let output = encode(std::mem::take(&mut guard.chunks));
+        let skipped = EntityResult { exit: 0, fd3: None };
+        let (result, is_skipped) = match result {
+            Some(result) => (result, false),
+            None => (&skipped, true),
+        };
+        let quiet_no_change =
+            output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
+        let record = BatchRecord {
+            entity: id.into(),
+            output,
+            fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
+            exit: Some(i32::from(result.exit)),
+            skipped: is_skipped,
+        };
+        append_record(&mut guard.pending, &record)?;
+        // Records of quiet no-ops are batched into larger writes: if the
+        // process dies, losing them only fails entities that did nothing.
+        // Every other record is sent at once.
+        if quiet_no_change && guard.pending.len() < PENDING_LIMIT {
+            return Ok(());
+        }
+        report::fd3_write(&std::mem::take(&mut guard.pending))
+    }
+
+    /// Sends the records still held back.
+    fn flush_pending(&self) -> Result<()> {
+        report::fd3_write(&std::mem::take(&mut lock(&self.shared).pending))
     }
 
     /// Points fds 1 and 2 back at the original streams.
@@ -319,7 +532,7 @@ mod tests {
         let lines = parse_input("demo:a\n\ndemo:b\trefresh\ndemo:c\tbogus\n");
         let summary: Vec<(&str, bool, bool)> = lines
             .iter()
-            .map(|l| (l.id, l.refresh, l.error.is_some()))
+            .map(|(_, id, l)| (id.as_str(), l.as_ref().is_ok_and(|l| l.refresh), l.is_err()))
             .collect();
         assert_eq!(
             summary,
@@ -330,8 +543,9 @@ mod tests {
             ]
         );
         let message = lines[2]
-            .error
+            .2
             .as_ref()
+            .err()
             .map(|e| e.message().to_string())
             .unwrap_or_default();
         assert!(

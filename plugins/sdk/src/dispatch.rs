@@ -57,7 +57,11 @@ fn declares<P: Plugin>(extension: Extension) -> bool {
 fn info<P: Plugin>() -> String {
     let mut text = format!("MIN_API_VERSION={API_VERSION}\nMAX_API_VERSION={API_VERSION}\n");
     if !P::EXTENSIONS.is_empty() {
-        let names: Vec<&str> = P::EXTENSIONS.iter().map(|ext| ext.name()).collect();
+        let mut names: Vec<&str> = P::EXTENSIONS.iter().map(|ext| ext.name()).collect();
+        // The SDK's batch resolves references inside the batch itself.
+        if declares::<P>(Extension::Batch) {
+            names.push(holo_protocol::extension::BATCH_ORDER);
+        }
         text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
     }
     text

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// The plugin interface version this SDK speaks.
-pub const API_VERSION: u32 = 3;
+pub use holo_protocol::API_VERSION;
 
 /// The environment of one plugin process.
 #[derive(Debug)]

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use holo_protocol::{extension, fd3};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -28,10 +29,10 @@ impl Extension {
     /// The name used in `EXTENSIONS=` and `HOLO_EXTENSIONS`.
     pub fn name(self) -> &'static str {
         match self {
-            Extension::Noop => "noop",
-            Extension::Order => "order",
-            Extension::Batch => "batch",
-            Extension::Inplace => "inplace",
+            Extension::Noop => extension::NOOP,
+            Extension::Order => extension::ORDER,
+            Extension::Batch => extension::BATCH,
+            Extension::Inplace => extension::INPLACE,
         }
     }
 }
@@ -108,9 +109,9 @@ impl Outcome {
     pub fn fd3_message(self) -> Option<&'static str> {
         match self {
             Outcome::Changed => None,
-            Outcome::NotChanged => Some("not changed"),
-            Outcome::RequiresForceOverwrite => Some("requires --force to overwrite"),
-            Outcome::RequiresForceRestore => Some("requires --force to restore"),
+            Outcome::NotChanged => Some(fd3::NOT_CHANGED),
+            Outcome::RequiresForceOverwrite => Some(fd3::REQUIRES_FORCE_OVERWRITE),
+            Outcome::RequiresForceRestore => Some(fd3::REQUIRES_FORCE_RESTORE),
         }
     }
 }

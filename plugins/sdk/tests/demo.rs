@@ -100,7 +100,7 @@ fn info_declares_versions_and_extensions() {
     let run = fixture.run(&["info"]);
     assert_eq!(
         text(&run.stdout),
-        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace\n"
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order\n"
     );
     assert_eq!(run.code, 0);
 }
@@ -408,7 +408,7 @@ fn batch_refresh_flag_and_bad_lines_are_per_entity() {
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].1.code, 0);
     assert_eq!(records[1].1.code, 1);
-    assert!(text(&records[1].1.stderr).contains("unknown flag \"bogus\""));
+    assert!(text(&records[1].1.stderr).contains("unknown field \"bogus\""));
 }
 
 #[test]
@@ -482,4 +482,42 @@ fn conditions_and_health_checks_act_around_any_plugin_per_process_and_in_a_batch
     assert_eq!(records[1].1.code, 1);
     assert!(text(&records[1].1.stderr).ends_with(check_failed));
     assert!(!fixture.target("skipped").exists());
+}
+
+#[test]
+fn a_batch_skips_a_dependent_of_a_failed_line_and_refreshes_a_subscriber_of_a_changed_one() {
+    let fixture = Fixture::new(
+        "[[demo]]\nname = \"x/y\"\nvalue = \"1\"\n\n\
+         [[demo]]\nname = \"dep\"\nvalue = \"2\"\nrequire = \"demo#x/y\"\n\n\
+         [[demo]]\nname = \"ok\"\nvalue = \"3\"\n\n\
+         [[demo]]\nname = \"sub\"\nvalue = \"4\"\nsubscribe = \"demo#ok\"\n",
+    );
+    // a file where demo:x/y needs a directory makes its apply fail
+    std::fs::create_dir_all(fixture.root().join("var/lib/holo-demo")).expect("mkdir");
+    std::fs::write(fixture.target("x"), "in the way").expect("write");
+    let run = fixture.run_batch(
+        "apply-batch",
+        "demo:x/y\ndemo:dep\trequires=1\ndemo:ok\ndemo:sub\tsubscribes=3\n",
+    );
+    assert_eq!(run.code, 0, "{}", text(&run.stderr));
+    let records = batch_runs(&run.fd3);
+    let ids: Vec<&str> = records.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["demo:x/y", "demo:dep", "demo:ok", "demo:sub"]);
+    assert_eq!(records[0].1.code, 1);
+    assert_eq!(
+        text(&records[1].1.stderr),
+        "!! skipped: required entity demo:x/y failed in this run\n"
+    );
+    assert!(
+        !fixture.target("dep").exists(),
+        "a skipped entity was applied"
+    );
+    let lines: Vec<String> = text(&run.fd3).lines().map(str::to_string).collect();
+    assert!(lines[1].contains("\"skipped\":true"), "{}", lines[1]);
+    assert!(!lines[2].contains("skipped"), "{}", lines[2]);
+    assert_eq!(
+        text(&records[3].1.stdout),
+        "refresh requested for demo:sub\n"
+    );
+    assert_eq!(text(&records[2].1.stdout), "");
 }

@@ -1,7 +1,8 @@
 //! holo-demo: a trivial plugin on the SDK, used by the driver's tests and
 //! benchmark. `[[demo]]` tables with `name` and `value` (and optionally
 //! `announce`, printed through a child `echo` when the entity changes) make
-//! apply write `$ROOT/var/lib/holo-demo/NAME` containing `value`.
+//! apply write `$ROOT/var/lib/holo-demo/NAME` containing `value`. A refresh
+//! (a subscribed entity changed) is announced on stdout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +70,9 @@ impl Plugin for DemoPlugin {
     }
 
     fn apply(&self, env: &Env, entity: &EntityCtx<Spec>, mode: Mode) -> Result<Outcome> {
+        if entity.refresh {
+            println!("refresh requested for {}", entity.id);
+        }
         let path = target(env, &entity.id);
         let current = std::fs::read_to_string(&path).ok();
         let Some(spec) = &entity.spec else {
