@@ -13,6 +13,7 @@ pub mod dockerfile;
 pub mod images;
 pub mod manifest;
 pub mod network;
+pub mod runtime;
 pub mod yaml;
 
 use std::collections::BTreeMap;
