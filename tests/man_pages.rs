@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The pages issue 2 asks for; each must exist.
+/// The pages the suite ships; each must exist.
 const REQUIRED_PAGES: [&str; 4] = [
     "holo.8",
     "holorc.5",

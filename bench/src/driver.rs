@@ -1,4 +1,4 @@
-//! The driver's benchmark (issue 2): `holo scan` and `holo apply` over the
+//! The driver's benchmark: `holo scan` and `holo apply` over the
 //! trivial SDK plugin `holo-demo`, with and without the batch extension; the
 //! driver's own cost per entity beyond the plugin process; and parsing a
 //! scan report in-process.

@@ -1,4 +1,4 @@
-//! The holo-file benchmark (issue 3): N generated `[[file]]` resources, timed
+//! The holo-file benchmark: N generated `[[file]]` resources, timed
 //! through `holo` for scan, the first apply, a no-op apply (batch and one
 //! process per entity) and diff. Entry point: [`run`].
 

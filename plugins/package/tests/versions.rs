@@ -13,8 +13,7 @@ use holo_package::version::{deb, generic, rpm};
 use proptest::prelude::*;
 
 fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/ccm-version-vectors.tsv")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ccm-version-vectors.tsv")
 }
 
 fn parse_expected(text: &str) -> Ordering {
@@ -29,12 +28,8 @@ fn parse_expected(text: &str) -> Ordering {
 #[test]
 fn every_ccm_vector_row_passes() {
     let path = vectors_path();
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e} (shared/ must sit beside the repo)",
-            path.display()
-        )
-    });
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let (mut deb_rows, mut gen_rows) = (0, 0);
     for (index, line) in text.lines().enumerate() {
         let fields: Vec<&str> = line.split('\t').collect();

@@ -91,6 +91,7 @@ pub mod error;
 pub mod facts;
 pub mod owners;
 pub mod plugin;
+pub mod process;
 pub mod report;
 pub mod resources;
 pub mod state;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::Env;
 use crate::error::Result;
 
-/// One of the protocol extensions (DESIGN.md, "Extensions").
+/// One of the protocol extensions (holo-plugin-interface(7), EXTENSIONS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extension {
     /// `noop ENTITY`: say what apply would do, change nothing.

@@ -1,6 +1,5 @@
 //! Property test: `holos config` output reads back to the same resolved
-//! manifest, whatever strings the environment and labels hold (issue 5,
-//! "readable back by holos").
+//! manifest, whatever strings the environment and labels hold.
 
 mod common;
 use common::Fixture;

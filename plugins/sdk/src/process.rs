@@ -1,0 +1,641 @@
+//! The one process runner every plugin uses: argv without a shell or
+//! `/bin/sh -c`, a working directory, extra environment and `PATH`, a timeout
+//! that kills the whole process group, the exit status returned (never turned
+//! into an error by itself), and stdout/stderr captured or streamed by line.
+//!
+//! A command that leaves a background process behind (`sh -c 'daemon &'`)
+//! does not hang the runner: once the command itself has exited, the runner
+//! takes what is already in the pipes and returns, whoever else still holds
+//! them. [`spawn_detached`] starts a long-lived process (a daemon, QEMU) that
+//! holds none of the plugin's descriptors at all.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use process_wrap::std::{ChildWrapper, CommandWrap, ProcessGroup, ProcessSession};
+
+use crate::command::command_line;
+use crate::error::{Error, Result};
+
+/// Which of the command's output streams a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it (not ours).
+    Signaled(i32),
+    /// It outlived its timeout; its whole process group was killed.
+    TimedOut,
+}
+
+impl Status {
+    /// True for exit code 0.
+    pub fn success(self) -> bool {
+        self == Status::Exited(0)
+    }
+
+    fn from_exit(status: ExitStatus) -> Status {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Status::Exited(code),
+            (None, Some(signal)) => Status::Signaled(signal),
+            (None, None) => Status::Exited(-1),
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Exited(code) => write!(f, "exit code {code}"),
+            Status::Signaled(signal) => match nix::sys::signal::Signal::try_from(*signal) {
+                Ok(name) => write!(f, "signal {name}"),
+                Err(_) => write!(f, "signal {signal}"),
+            },
+            Status::TimedOut => f.write_str("a timeout"),
+        }
+    }
+}
+
+/// What a finished command left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub status: Status,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Finished {
+    /// True for exit code 0.
+    pub fn success(&self) -> bool {
+        self.status.success()
+    }
+
+    /// The last `count` lines of stderr, for error messages.
+    pub fn stderr_tail(&self, count: usize) -> String {
+        let text = String::from_utf8_lossy(&self.stderr);
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(count)..].join("\n")
+    }
+}
+
+/// A command to run: a program and its arguments, or a shell script.
+#[derive(Debug, Clone)]
+pub struct Command {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, OsString)>,
+    timeout: Option<Duration>,
+}
+
+impl Command {
+    /// `program` with no arguments yet, run without a shell (looked up in
+    /// `PATH` when it has no slash).
+    pub fn new(program: impl AsRef<OsStr>) -> Command {
+        Command {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    /// `/bin/sh -c SCRIPT`.
+    pub fn shell(script: impl AsRef<OsStr>) -> Command {
+        Command::new("/bin/sh").arg("-c").arg(script)
+    }
+
+    /// A command from an argv (`argv[0]` is the program).
+    pub fn from_argv<S: AsRef<OsStr>>(argv: &[S]) -> Result<Command> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(Error::new("cannot run an empty command line"));
+        };
+        Ok(Command::new(program).args(args))
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Command {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub fn args<S: AsRef<OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Command {
+        self.args
+            .extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// The working directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Command {
+        self.cwd = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// One more environment variable (added to the inherited ones).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Command {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// `PATH` for the command and for finding its program.
+    pub fn path<P: AsRef<Path>>(self, dirs: &[P]) -> Command {
+        let joined = std::env::join_paths(dirs.iter().map(AsRef::as_ref))
+            .unwrap_or_else(|_| OsString::from("/usr/sbin:/usr/bin:/sbin:/bin"));
+        self.env("PATH", joined)
+    }
+
+    /// Kill the whole process group after `limit`; the status is then
+    /// [`Status::TimedOut`].
+    pub fn timeout(mut self, limit: Duration) -> Command {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// The command line, shell-quoted, for messages.
+    pub fn command_line(&self) -> String {
+        let mut argv = vec![self.program.to_string_lossy().into_owned()];
+        argv.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
+        command_line(&argv)
+    }
+
+    fn std_command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command.args(&self.args).stdin(Stdio::null());
+        if let Some(dir) = &self.cwd {
+            command.current_dir(dir);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    fn spawn_error(&self, err: &std::io::Error) -> Error {
+        let hint = match err.kind() {
+            ErrorKind::NotFound => "; check that the program is installed and on PATH",
+            ErrorKind::PermissionDenied => "; check that it is executable",
+            _ => "",
+        };
+        let place = match &self.cwd {
+            Some(dir) if err.kind() == ErrorKind::NotFound && !dir.is_dir() => {
+                format!(" (working directory {} does not exist)", dir.display())
+            }
+            _ => String::new(),
+        };
+        Error::new(format!(
+            "cannot run {}: {err}{place}{hint}",
+            self.command_line()
+        ))
+    }
+
+    /// Runs the command with stdout and stderr captured.
+    pub fn run(&self) -> Result<Finished> {
+        self.run_streaming(|_, _| {})
+    }
+
+    /// Runs the command; `on_line` sees every line of stdout and stderr as it
+    /// arrives (a last line without a newline included). Both streams are
+    /// also captured in the result.
+    pub fn run_streaming(&self, mut on_line: impl FnMut(Stream, &[u8])) -> Result<Finished> {
+        let mut command = self.std_command();
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut wrapped = CommandWrap::from(command);
+        wrapped.wrap(ProcessGroup::leader());
+        let mut child = wrapped.spawn().map_err(|err| self.spawn_error(&err))?;
+        let stdout = child.stdout().take().map(OwnedFd::from);
+        let stderr = child.stderr().take().map(OwnedFd::from);
+        let mut pipes = [
+            Pipe::new(Stream::Stdout, stdout),
+            Pipe::new(Stream::Stderr, stderr),
+        ];
+        let exited = ExitWatch::new(child.id());
+        let deadline = self.timeout.map(|limit| Instant::now() + limit);
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(|e| self.wait_error(&e))? {
+                break Status::from_exit(status);
+            }
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                // ProcessGroup's kill signals the whole group, so children
+                // the command put in the background go too.
+                let _ = child.kill();
+                let _ = child.wait();
+                break Status::TimedOut;
+            }
+            let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
+            wait_for_events(&mut pipes, &exited, wait, &mut on_line);
+        };
+        // The command is gone: take what is already buffered, but never wait
+        // for a background process that still holds the pipes.
+        for pipe in &mut pipes {
+            pipe.drain_nonblocking(&mut on_line);
+            pipe.finish(&mut on_line);
+        }
+        let [out, err] = pipes;
+        Ok(Finished {
+            status,
+            stdout: out.captured,
+            stderr: err.captured,
+        })
+    }
+
+    /// Runs the command with stdout and stderr going where the plugin's go
+    /// (so the driver, or a batch, shows them as the plugin's output).
+    pub fn run_forwarded(&self) -> Result<Status> {
+        let mut wrapped = CommandWrap::from(self.std_command());
+        wrapped.wrap(ProcessGroup::leader());
+        let mut child = wrapped.spawn().map_err(|err| self.spawn_error(&err))?;
+        let deadline = self.timeout.map(|limit| Instant::now() + limit);
+        let exited = ExitWatch::new(child.id());
+        loop {
+            if let Some(status) = child.try_wait().map_err(|e| self.wait_error(&e))? {
+                return Ok(Status::from_exit(status));
+            }
+            if deadline.is_some_and(|at| Instant::now() >= at) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Status::TimedOut);
+            }
+            let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
+            wait_for_events(&mut [], &exited, wait, &mut |_, _| {});
+        }
+    }
+
+    fn wait_error(&self, err: &std::io::Error) -> Error {
+        Error::new(format!("cannot wait for {}: {err}", self.command_line()))
+    }
+}
+
+/// A process started by [`spawn_detached`].
+#[derive(Debug)]
+pub struct Detached {
+    child: Box<dyn ChildWrapper>,
+}
+
+impl Detached {
+    /// Its process id (also its session and process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `Some(status)` once it has exited (it is then reaped), else `None`.
+    pub fn try_wait(&mut self) -> Result<Option<Status>> {
+        self.child
+            .try_wait()
+            .map(|status| status.map(Status::from_exit))
+            .map_err(|err| Error::new(format!("cannot wait for process {}: {err}", self.pid())))
+    }
+}
+
+/// Starts a long-lived process that outlives the plugin: in a new session,
+/// stdin from /dev/null, stdout and stderr appended to `log`, and no other
+/// descriptor of the plugin (not even the driver's FD 3), so that it never
+/// holds a pipe of `holo` open. The timeout of `command` is ignored.
+pub fn spawn_detached(command: &Command, log: &Path) -> Result<Detached> {
+    let log_file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|err| Error::io("open the log file", log, &err))?;
+    let log_copy = log_file
+        .try_clone()
+        .map_err(|err| Error::io("open the log file", log, &err))?;
+    let mut std_command = command.std_command();
+    std_command
+        .stdout(Stdio::from(log_file))
+        .stderr(Stdio::from(log_copy));
+    // SAFETY: close_range is a plain syscall, async-signal-safe; it runs in
+    // the child after the stdio descriptors are in place.
+    unsafe {
+        std_command.pre_exec(|| {
+            close_descriptors_from(3);
+            Ok(())
+        });
+    }
+    let mut wrapped = CommandWrap::from(std_command);
+    wrapped.wrap(ProcessSession);
+    let child = wrapped.spawn().map_err(|err| command.spawn_error(&err))?;
+    Ok(Detached { child })
+}
+
+/// Closes every descriptor from `first` up (in a child before exec).
+fn close_descriptors_from(first: u32) {
+    // SAFETY: raw syscalls on descriptors we own in the child.
+    let done = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) } == 0;
+    if !done {
+        let limit = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(256, 65536);
+        for fd in first as libc::c_long..limit {
+            unsafe { libc::close(fd as libc::c_int) };
+        }
+    }
+}
+
+/// A pidfd that becomes readable when the process exits, so the runner
+/// sleeps in poll instead of polling `waitpid` (falls back to short sleeps
+/// on kernels without pidfd_open).
+struct ExitWatch(Option<OwnedFd>);
+
+impl ExitWatch {
+    fn new(pid: u32) -> ExitWatch {
+        // SAFETY: pidfd_open returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        ExitWatch((fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) }))
+    }
+}
+
+/// One output pipe of the command: captured bytes plus the partial line not
+/// yet handed to the line callback.
+struct Pipe {
+    stream: Stream,
+    fd: Option<File>,
+    captured: Vec<u8>,
+    line_start: usize,
+}
+
+impl Pipe {
+    fn new(stream: Stream, fd: Option<OwnedFd>) -> Pipe {
+        Pipe {
+            stream,
+            fd: fd.map(File::from),
+            captured: Vec::new(),
+            line_start: 0,
+        }
+    }
+
+    /// Reads once; closes the pipe at end of file.
+    fn read_some(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) -> std::io::Result<usize> {
+        let Some(file) = self.fd.as_mut() else {
+            return Ok(0);
+        };
+        let mut buffer = [0u8; 16384];
+        match file.read(&mut buffer) {
+            Ok(0) => {
+                self.fd = None;
+                Ok(0)
+            }
+            Ok(n) => {
+                self.captured.extend_from_slice(&buffer[..n]);
+                self.emit_lines(on_line);
+                Ok(n)
+            }
+            Err(err) if err.kind() == ErrorKind::Interrupted => Ok(1),
+            Err(err) => {
+                if err.kind() != ErrorKind::WouldBlock {
+                    self.fd = None;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn emit_lines(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) {
+        while let Some(pos) = self.captured[self.line_start..]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
+            let end = self.line_start + pos + 1;
+            on_line(self.stream, &self.captured[self.line_start..end]);
+            self.line_start = end;
+        }
+    }
+
+    fn drain_nonblocking(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) {
+        if let Some(file) = &self.fd {
+            let _ = nix::fcntl::fcntl(
+                file.as_fd(),
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            );
+        }
+        while self.fd.is_some() {
+            match self.read_some(on_line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        self.fd = None;
+    }
+
+    fn finish(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) {
+        if self.line_start < self.captured.len() {
+            on_line(self.stream, &self.captured[self.line_start..]);
+            self.line_start = self.captured.len();
+        }
+    }
+}
+
+/// Sleeps until output arrives on a pipe, the process exits, or `limit`
+/// passes; handles the output that arrived.
+fn wait_for_events(
+    pipes: &mut [Pipe],
+    exited: &ExitWatch,
+    limit: Option<Duration>,
+    on_line: &mut impl FnMut(Stream, &[u8]),
+) {
+    // Without a pidfd, wake up often to look at the process.
+    let fallback = Duration::from_millis(5);
+    let limit = match (&exited.0, limit) {
+        (Some(_), limit) => limit,
+        (None, Some(limit)) => Some(limit.min(fallback)),
+        (None, None) => Some(fallback),
+    };
+    let timeout = match limit {
+        Some(limit) => PollTimeout::try_from(limit.as_millis().min(60_000) as i32 + 1)
+            .unwrap_or(PollTimeout::MAX),
+        None => PollTimeout::NONE,
+    };
+    let open: Vec<usize> = (0..pipes.len())
+        .filter(|&i| pipes[i].fd.is_some())
+        .collect();
+    let mut fds: Vec<PollFd> = open
+        .iter()
+        .map(|&i| PollFd::new(borrow(pipes[i].fd.as_ref()), PollFlags::POLLIN))
+        .collect();
+    if let Some(pidfd) = &exited.0 {
+        fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+    }
+    if poll(&mut fds, timeout).unwrap_or(0) <= 0 {
+        return;
+    }
+    let ready: Vec<bool> = fds[..open.len()]
+        .iter()
+        .map(|fd| fd.revents().is_some_and(|r| !r.is_empty()))
+        .collect();
+    drop(fds);
+    for (index, ready) in open.into_iter().zip(ready) {
+        if ready {
+            let _ = pipes[index].read_some(on_line);
+        }
+    }
+}
+
+fn borrow(file: Option<&File>) -> BorrowedFd<'_> {
+    file.expect("only open pipes are polled").as_fd()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn exit_status_is_returned_not_an_error() {
+        let done = Command::shell("echo out; echo err >&2; exit 3")
+            .run()
+            .expect("runs");
+        assert_eq!(done.status, Status::Exited(3));
+        assert_eq!(done.stdout, b"out\n");
+        assert_eq!(done.stderr, b"err\n");
+        assert_eq!(done.stderr_tail(5), "err");
+    }
+
+    #[test]
+    fn argv_is_not_split_by_a_shell() {
+        let done = Command::new("printf")
+            .args(["%s|", "a b", "$USER"])
+            .run()
+            .expect("runs");
+        assert_eq!(done.stdout, b"a b|$USER|");
+    }
+
+    #[test]
+    fn cwd_env_and_path_reach_the_command() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = Command::shell("pwd; echo $GREETING; echo $PATH")
+            .cwd(dir.path())
+            .env("GREETING", "hello")
+            .path(&["/usr/bin", "/bin"])
+            .run()
+            .expect("runs");
+        let expected = format!("{}\nhello\n/usr/bin:/bin\n", dir.path().display());
+        assert_eq!(String::from_utf8_lossy(&done.stdout), expected);
+    }
+
+    #[test]
+    fn lines_stream_in_order_with_the_last_partial_line() {
+        let mut lines = Vec::new();
+        let done = Command::shell("echo one; echo two >&2; printf three")
+            .run_streaming(|stream, line| lines.push((stream, line.to_vec())))
+            .expect("runs");
+        assert!(done.success());
+        assert!(lines.contains(&(Stream::Stdout, b"one\n".to_vec())));
+        assert!(lines.contains(&(Stream::Stderr, b"two\n".to_vec())));
+        // The last partial line comes too; across streams order is not kept.
+        let stdout_lines: Vec<&[u8]> = lines
+            .iter()
+            .filter(|(stream, _)| *stream == Stream::Stdout)
+            .map(|(_, line)| line.as_slice())
+            .collect();
+        assert_eq!(stdout_lines, [b"one\n".as_slice(), b"three".as_slice()]);
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 600 & echo $! > {}; wait", pidfile.display());
+        let started = Instant::now();
+        let done = Command::shell(script)
+            .timeout(Duration::from_millis(300))
+            .run()
+            .expect("runs");
+        assert_eq!(done.status, Status::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("pid");
+        // The backgrounded sleep was in the group: it is gone (or a zombie
+        // about to be reaped by init).
+        std::thread::sleep(Duration::from_millis(100));
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z"), "{state}");
+    }
+
+    #[test]
+    fn a_background_child_holding_the_pipes_does_not_hang_the_runner() {
+        let started = Instant::now();
+        let done = Command::shell("echo started; sleep 600 & echo $! >&2")
+            .run()
+            .expect("runs");
+        assert!(done.success());
+        assert_eq!(done.stdout, b"started\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid: i32 = String::from_utf8_lossy(&done.stderr)
+            .trim()
+            .parse()
+            .expect("pid");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+
+    #[test]
+    fn missing_programs_and_directories_are_clear_errors() {
+        let err = Command::new("/nonexistent/program")
+            .run()
+            .expect_err("missing");
+        assert!(
+            err.message().contains("cannot run /nonexistent/program"),
+            "{err}"
+        );
+        assert!(err.message().contains("installed"), "{err}");
+        let err = Command::new("true")
+            .cwd("/nonexistent/dir")
+            .run()
+            .expect_err("missing cwd");
+        assert!(
+            err.message().contains("/nonexistent/dir does not exist"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn detached_processes_get_a_new_session_a_log_and_no_extra_descriptors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("daemon.log");
+        // An inheritable descriptor 3 in the parent, as the driver's FD 3 is.
+        let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+        let raw = write_end.as_raw_fd();
+        nix::fcntl::fcntl(
+            write_end.as_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .expect("inheritable");
+        let script = format!(
+            "echo session $(cut -d' ' -f6 /proc/$$/stat); test -e /proc/$$/fd/{raw} && echo LEAK; true"
+        );
+        let mut child = spawn_detached(&Command::shell(script), &log).expect("spawns");
+        drop(write_end);
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waits") {
+                break status;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success());
+        let text = std::fs::read_to_string(&log).expect("log");
+        assert!(text.contains(&format!("session {}", child.pid())), "{text}");
+        assert!(!text.contains("LEAK"), "{text}");
+        // Nobody holds the write end any more: the read end sees EOF.
+        let mut rest = Vec::new();
+        File::from(read_end).read_to_end(&mut rest).expect("eof");
+    }
+}
