@@ -1,8 +1,11 @@
-//! The `holos` command line: `config` and `validate` (the runtime commands
-//! come with the runtime issues).
+//! The `holos` command line: `config`, `validate` and `images` (the runtime
+//! commands come with the runtime issues), and the entry point shared by the
+//! `holos` and `holo-vms` binaries.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,10 +57,47 @@ pub enum Format {
     Json,
 }
 
-/// Entry point of the `holos` binary.
+/// Entry point of both binaries: the `holos` command line when argv[0] is
+/// `holos`, otherwise the holo plugin (whose `holos` subcommand leads here too).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let environment: BTreeMap<String, String> = std::env::vars().collect();
+    let mut args = std::env::args_os();
+    let program = args.next().unwrap_or_default();
+    if invoked_as_holos(&program) {
+        return run_holos(args);
+    }
+    holo_plugin::run(crate::plugin::VmsPlugin)
+}
+
+/// True when the program was started under the name `holos` (a symlink or a
+/// copy of the one binary counts).
+pub fn invoked_as_holos(program: &OsStr) -> bool {
+    Path::new(program).file_name() == Some(OsStr::new("holos"))
+}
+
+/// The environment as interpolation sees it. Never panics: a variable whose
+/// name is not UTF-8 cannot be named in a compose file and is left out; a
+/// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
+pub fn process_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| {
+            let key = key.into_string().ok()?;
+            Some((key, value.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// Runs `holos` with `args` (without the program name).
+pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let argv = std::iter::once(OsString::from("holos")).chain(args);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version go to stdout with 0, usage errors to stderr with 2.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    let environment = process_environment();
     let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = Options {
         files: cli.files.clone(),
