@@ -8,8 +8,9 @@ use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::compose::Options;
 use crate::diag::Diag;
@@ -22,9 +23,9 @@ use crate::yaml::{Kind, Node, Pos};
     about = "Run Docker Compose style projects as QEMU VMs"
 )]
 pub struct Cli {
-    /// Compose file; repeat to merge several (later files win).
-    #[arg(short = 'f', long = "file", global = true)]
-    pub files: Vec<PathBuf>,
+    /// `-f` before the command.
+    #[command(flatten)]
+    pub file_args: FileArgs,
     /// Project name, used when the file sets no `name`.
     #[arg(short = 'p', long = "project-name", global = true)]
     pub project_name: Option<String>,
@@ -35,10 +36,41 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The compose files: those given before the command, then those after.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let after = match &self.command {
+            Command::Config { file_args, .. }
+            | Command::Validate { file_args }
+            | Command::Up(UpArgs { file_args, .. })
+            | Command::Down(DownArgs { file_args, .. })
+            | Command::Stop(ServiceArgs { file_args, .. })
+            | Command::Start(ServiceArgs { file_args, .. })
+            | Command::Ps(PsArgs { file_args, .. })
+            | Command::Exec(ExecArgs { file_args, .. })
+            | Command::Console(ConsoleArgs { file_args, .. }) => &file_args.files,
+            Command::Logs(logs) => &logs.files,
+            Command::Images | Command::Version => &Vec::new(),
+        };
+        [&self.file_args.files[..], &after[..]].concat()
+    }
+}
+
+/// `-f FILE`, accepted before and after the command. Not a global option,
+/// because `logs -f` means follow, as in Docker Compose.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileArgs {
+    /// Compose file; repeat to merge several (later files win).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print the normalised compose file (merged, interpolated, extended).
     Config {
+        #[command(flatten)]
+        file_args: FileArgs,
         /// Print the resolved manifest instead: instances, IPs, MACs, ports.
         #[arg(long)]
         resolved: bool,
@@ -46,9 +78,127 @@ pub enum Command {
         format: Format,
     },
     /// Check the project; list every error and exit 1 if there are any.
-    Validate,
+    Validate {
+        #[command(flatten)]
+        file_args: FileArgs,
+    },
     /// List the built-in image aliases with their tags and defaults.
     Images,
+    /// Create and start the project's VMs (planned, not built yet).
+    Up(UpArgs),
+    /// Stop and remove the project's VMs; named volumes survive (planned, not built yet).
+    Down(DownArgs),
+    /// Power the VMs of a service, or of the project, down (planned, not built yet).
+    Stop(ServiceArgs),
+    /// Start stopped VMs again (planned, not built yet).
+    Start(ServiceArgs),
+    /// List the instances: state, pid, ports, SSH port, IP (planned, not built yet).
+    Ps(PsArgs),
+    /// Print the serial console log (planned, not built yet).
+    Logs(LogsArgs),
+    /// Run a command in an instance over SSH (planned, not built yet).
+    Exec(ExecArgs),
+    /// Attach to an instance's serial console; Ctrl-] detaches (planned, not built yet).
+    Console(ConsoleArgs),
+    /// Print the version of holos.
+    Version,
+}
+
+/// `holos up [--no-wait] [SERVICE...]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Return once QEMU runs, without waiting for healthchecks.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Services to start (with their dependencies); all when none is given.
+    #[arg(value_name = "SERVICE")]
+    pub services: Vec<String>,
+}
+
+/// `holos down [PROJECT]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DownArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The project to take down; the compose file's project when not given.
+    #[arg(value_name = "PROJECT")]
+    pub project: Option<String>,
+}
+
+/// `holos stop [SERVICE]` and `holos start [SERVICE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ServiceArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+}
+
+/// `holos ps [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct PsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holos logs [SERVICE|INSTANCE] [-f]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct LogsArgs {
+    /// Compose file (only the long form here: `-f` is follow).
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A service (all its instances) or one instance; all when not given.
+    #[arg(value_name = "SERVICE|INSTANCE")]
+    pub target: Option<String>,
+    /// Keep printing what the console writes.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+/// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The guest user to log in as; the service's cloud-init user by default.
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// How long to wait for the guest's sshd (30, 90s, 2m).
+    #[arg(short = 'w', long, value_name = "WAIT", value_parser = parse_wait)]
+    pub wait: Option<Duration>,
+    /// The command and its arguments, passed on exactly; a login shell when empty.
+    #[arg(
+        value_name = "CMD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// `holos console INSTANCE`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+}
+
+/// `-w WAIT`: a Compose duration (a bare number is seconds).
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    crate::compose::decode::reader::parse_duration_ms(text)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -97,10 +247,13 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
     };
+    if let Some(code) = run_without_project(&cli.command) {
+        return code;
+    }
     let environment = process_environment();
     let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = Options {
-        files: cli.files.clone(),
+        files: cli.files(),
         project_name: cli.project_name.clone(),
         profiles: cli.profiles.clone(),
         working_dir,
@@ -133,6 +286,35 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// The commands that load no compose file here: `version`, and the runtime
+/// commands, which are planned but not built yet.
+fn run_without_project(command: &Command) -> Option<ExitCode> {
+    let name = match command {
+        Command::Version => {
+            println!("holos {}", env!("CARGO_PKG_VERSION"));
+            return Some(ExitCode::SUCCESS);
+        }
+        Command::Config { .. } | Command::Validate { .. } | Command::Images => return None,
+        Command::Up(_) => "up",
+        Command::Down(_) => "down",
+        Command::Stop(_) => "stop",
+        Command::Start(_) => "start",
+        Command::Ps(_) => "ps",
+        Command::Logs(_) => "logs",
+        Command::Exec(_) => "exec",
+        Command::Console(_) => "console",
+    };
+    Some(not_built(name))
+}
+
+/// Says plainly that `holos COMMAND` is planned but not built yet; exit 2.
+pub fn not_built(command: &str) -> ExitCode {
+    eprintln!(
+        "holos: the {command} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM"
+    );
+    ExitCode::from(2)
+}
+
 /// Runs one command and returns what it prints on success.
 pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
     run_with_warnings(command, options).map(|(text, _)| text)
@@ -157,8 +339,9 @@ fn render(
     manifest: &crate::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Validate | Command::Images => Ok(String::new()),
-        Command::Config { resolved, format } => {
+        Command::Config {
+            resolved, format, ..
+        } => {
             if *resolved {
                 let json = serde_json::to_value(manifest).map_err(|e| {
                     vec![Diag::at(
@@ -181,6 +364,8 @@ fn render(
                 Format::Yaml => model.to_yaml_string(),
             })
         }
+        // Validation printed nothing; the other commands print their own.
+        _ => Ok(String::new()),
     }
 }
 
@@ -236,5 +421,65 @@ pub fn json_to_node(value: &serde_json::Value) -> Node {
                 .collect(),
             pos.clone(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("holos").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn exec_keeps_the_command_exactly_with_or_without_the_separator() {
+        let cli = parse(&[
+            "exec",
+            "web-0",
+            "-u",
+            "bob",
+            "-w",
+            "2m",
+            "--",
+            "sh",
+            "-c",
+            "echo a > /x",
+        ])
+        .expect("parses");
+        let Command::Exec(exec) = cli.command else {
+            panic!("not exec: {:?}", cli.command);
+        };
+        assert_eq!(exec.instance, "web-0");
+        assert_eq!(exec.user.as_deref(), Some("bob"));
+        assert_eq!(exec.wait, Some(Duration::from_secs(120)));
+        assert_eq!(exec.command, ["sh", "-c", "echo a > /x"]);
+        let cli = parse(&["exec", "web-0", "ls", "-la", "--", "x"]).expect("parses");
+        let Command::Exec(exec) = cli.command else {
+            panic!("not exec");
+        };
+        assert_eq!(exec.command, ["ls", "-la", "--", "x"]);
+    }
+
+    #[test]
+    fn runtime_commands_take_the_documented_options() {
+        let cli = parse(&["-f", "a.yaml", "up", "--no-wait", "web", "db"]).expect("up");
+        assert_eq!(cli.files(), [PathBuf::from("a.yaml")]);
+        assert!(
+            matches!(&cli.command, Command::Up(up) if up.no_wait && up.services == ["web", "db"])
+        );
+        assert!(matches!(
+            parse(&["ps", "--json"]).map(|c| c.command),
+            Ok(Command::Ps(PsArgs { json: true, .. }))
+        ));
+        assert!(matches!(
+            parse(&["logs", "web", "-f"]).map(|c| c.command),
+            Ok(Command::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
+        ));
+        let logs = parse(&["logs", "--file", "b.yaml", "-f"]).expect("logs");
+        assert_eq!(logs.files(), [PathBuf::from("b.yaml")]);
+        assert!(parse(&["exec", "web-0", "-w", "soon"]).is_err());
+        assert!(parse(&["console"]).is_err());
+        assert!(parse(&["stop", "a", "b"]).is_err());
     }
 }

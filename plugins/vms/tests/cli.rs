@@ -288,3 +288,50 @@ fn images_lists_the_aliases_without_a_project() {
     );
     assert_eq!(text.lines().count(), 9);
 }
+
+#[test]
+fn planned_commands_say_they_are_not_built_yet() {
+    let f = Fixture::new(&[("holos.yaml", "services:\n  web: {image: alpine}\n")]);
+    for args in [
+        &["up", "--no-wait", "web"][..],
+        &["down", "demo"],
+        &["stop", "web"],
+        &["start"],
+        &["ps", "--json"],
+        &["logs", "web-0", "-f"],
+        &[
+            "exec",
+            "web-0",
+            "-u",
+            "root",
+            "-w",
+            "30s",
+            "--",
+            "sh",
+            "-c",
+            "echo a > /x",
+        ],
+        &["console", "web-0"],
+    ] {
+        let out = holos(&f).args(args).output().expect("run holos");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "holos: the {} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM\n",
+                args[0]
+            )
+        );
+    }
+}
+
+#[test]
+fn version_prints_the_version_without_a_project() {
+    let f = Fixture::new(&[]);
+    holos(&f)
+        .arg("version")
+        .assert()
+        .success()
+        .stdout(format!("holos {}\n", env!("CARGO_PKG_VERSION")));
+}
