@@ -259,6 +259,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         working_dir,
         environment,
     };
+    if let Some(code) = crate::runtime::commands::run(&cli.command, &options) {
+        return code;
+    }
     let mut stdout = std::io::stdout().lock();
     match run_with_warnings(&cli.command, &options) {
         Ok((text, warnings)) => {
@@ -286,25 +289,15 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// The commands that load no compose file here: `version`, and the runtime
-/// commands, which are planned but not built yet.
+/// The commands that load no compose file: `version`.
 fn run_without_project(command: &Command) -> Option<ExitCode> {
-    let name = match command {
+    match command {
         Command::Version => {
             println!("holos {}", env!("CARGO_PKG_VERSION"));
-            return Some(ExitCode::SUCCESS);
+            Some(ExitCode::SUCCESS)
         }
-        Command::Config { .. } | Command::Validate { .. } | Command::Images => return None,
-        Command::Up(_) => "up",
-        Command::Down(_) => "down",
-        Command::Stop(_) => "stop",
-        Command::Start(_) => "start",
-        Command::Ps(_) => "ps",
-        Command::Logs(_) => "logs",
-        Command::Exec(_) => "exec",
-        Command::Console(_) => "console",
-    };
-    Some(not_built(name))
+        _ => None,
+    }
 }
 
 /// Says plainly that `holos COMMAND` is planned but not built yet; exit 2.

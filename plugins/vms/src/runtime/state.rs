@@ -101,6 +101,8 @@ pub struct InstanceRecord {
     pub spec_hash: String,
     /// The QEMU process, while it runs.
     pub pid: Option<u32>,
+    /// Position in the project's start order; stops go in reverse.
+    pub start_order: usize,
     pub spec: InstanceSpec,
 }
 
