@@ -347,7 +347,9 @@ fn logs_print_the_console_log_with_instance_prefixes() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new("name: lg\nservices:\n  web:\n    image: ./base.qcow2\n    replicas: 2\n");
+    let p = Project::new(
+        "name: lg\nservices:\n  web:\n    image: ./base.qcow2\n    replicas: 2\n    stop_grace_period: 0s\n",
+    );
     p.ok(&["up", "--no-wait"]);
     for (instance, text) in [("web-0", "boot zero\n"), ("web-1", "boot one\nlogin:\n")] {
         let log = p
@@ -372,5 +374,137 @@ fn logs_print_the_console_log_with_instance_prefixes() {
     assert_eq!(
         String::from_utf8_lossy(&missing.stderr),
         "holos: project lg has no service or instance \"db\"\n"
+    );
+}
+
+#[test]
+fn exec_waits_for_an_ssh_banner_quotes_the_argv_and_returns_the_remote_status() {
+    if !have_qemu() {
+        return;
+    }
+    let p = Project::new(ONE_SERVICE);
+    p.ok(&["up", "--no-wait"]);
+    // Nothing in this guest answers SSH: exec gives up after -w, as ssh does (255).
+    let out = p.run(&["exec", "web-0", "-w", "1", "--", "true"]);
+    assert_eq!(out.status.code(), Some(255));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("no SSH server answered on 127.0.0.1:"),
+        "{said}"
+    );
+
+    // Point the instance's SSH port at a stand-in sshd that only greets, and
+    // put a stand-in ssh on PATH that records its argv and exits 7.
+    let sshd = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = sshd.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in sshd.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"SSH-2.0-standin\r\n");
+        }
+    });
+    let record_path = p.state().join("projects/life.json");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["instances"]["web-0"]["spec"]["ssh_port"] = port.into();
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let bin = p.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let argv_file = p.dir.path().join("ssh-argv");
+    std::fs::write(
+        bin.join("ssh"),
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > {}\nexit 7\n",
+            argv_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("ssh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let out = p
+        .holos(&[
+            "exec",
+            "web-0",
+            "-u",
+            "root",
+            "--",
+            "sh",
+            "-c",
+            "echo a > /x",
+        ])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    let lines: Vec<&str> = argv.lines().collect();
+    assert_eq!(
+        &lines[lines.len() - 3..],
+        ["root@127.0.0.1", "--", "sh -c 'echo a > /x'"]
+    );
+    let key = p.state().join("ssh/life/id_ed25519");
+    assert!(
+        lines
+            .windows(2)
+            .any(|w| w[0] == "-i" && w[1] == key.display().to_string()),
+        "{argv}"
+    );
+    assert!(
+        lines
+            .windows(2)
+            .any(|w| w[0] == "-p" && w[1] == port.to_string()),
+        "{argv}"
+    );
+}
+
+#[test]
+fn console_attaches_to_the_serial_socket_and_ctrl_bracket_detaches() {
+    if !have_qemu() {
+        return;
+    }
+    let p = Project::new(ONE_SERVICE);
+    p.ok(&["up", "--no-wait"]);
+    let mut console = p
+        .holos(&["console", "web-0"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = console.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, b"typed\n\x1d").unwrap();
+    let out = console.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.starts_with("holos: connected to web-0's console; Ctrl-] detaches\n"),
+        "{said}"
+    );
+    assert!(said.ends_with("holos: detached from web-0\n"), "{said}");
+    // Still running: detaching does not stop the VM.
+    assert_eq!(p.ps()[0]["state"], "running");
+}
+
+#[test]
+fn a_bad_holos_accel_is_refused() {
+    if !have_qemu() {
+        return;
+    }
+    let p = Project::new(ONE_SERVICE);
+    let out = p
+        .holos(&["up", "--no-wait"])
+        .env("HOLOS_ACCEL", "xen")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "holos: HOLOS_ACCEL=\"xen\" is not an accelerator; use kvm or tcg, or unset it\n"
     );
 }

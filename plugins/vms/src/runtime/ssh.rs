@@ -54,9 +54,12 @@ pub fn wait_for_sshd(port: u16, limit: Duration) -> Result<(), String> {
     let started = Instant::now();
     let address = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
     loop {
-        if let Ok(mut stream) = TcpStream::connect_timeout(&address.into(), Duration::from_secs(1))
-        {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        // No single attempt outlasts what is left of the wait.
+        let left = limit
+            .saturating_sub(started.elapsed())
+            .clamp(Duration::from_millis(100), Duration::from_secs(5));
+        if let Ok(mut stream) = TcpStream::connect_timeout(&address.into(), left) {
+            let _ = stream.set_read_timeout(Some(left));
             let mut banner = [0u8; 4];
             if stream.read_exact(&mut banner).is_ok() && &banner == b"SSH-" {
                 return Ok(());
