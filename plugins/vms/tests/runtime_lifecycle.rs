@@ -4,121 +4,20 @@
 //! spec, the port conflict, the project lock, and volumes surviving `down`.
 //! Each test skips, saying so, when QEMU is not installed.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 
-struct Project {
-    dir: tempfile::TempDir,
-}
+mod runtime_support;
+use runtime_support::{Project, Qemu, alive, cmdline};
 
 fn have_qemu() -> bool {
-    let found = ["qemu-system-x86_64", "qemu-img"].iter().all(|tool| {
-        ["/usr/bin", "/bin", "/usr/local/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(tool).exists())
-    });
-    if !found {
-        eprintln!(
-            "skipped: qemu-system-x86_64 and qemu-img are not installed (apt-get install qemu-system-x86 qemu-utils)"
-        );
-    }
-    found
+    runtime_support::have(&["qemu-system-x86_64", "qemu-img"])
 }
 
-impl Project {
-    fn new(compose: &str) -> Project {
-        let dir = tempfile::Builder::new()
-            .prefix("hl")
-            .tempdir_in("/tmp")
-            .unwrap();
-        std::fs::write(dir.path().join("holos.yaml"), compose).unwrap();
-        let status = Command::new("qemu-img")
-            .args(["create", "-q", "-f", "qcow2"])
-            .arg(dir.path().join("base.qcow2"))
-            .arg("64M")
-            .status()
-            .unwrap();
-        assert!(status.success());
-        Project { dir }
-    }
-
-    fn write(&self, compose: &str) {
-        std::fs::write(self.dir.path().join("holos.yaml"), compose).unwrap();
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("s")
-    }
-
-    fn holos(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_holos"));
-        command
-            .args(args)
-            .current_dir(self.dir.path())
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOLOS_STATE_DIR", self.state())
-            .env("HOLOS_ACCEL", "tcg");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.holos(args).output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "holos {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
-    }
-
-    fn ps(&self) -> Vec<Value> {
-        let out = self.run(&["ps", "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .clone()
-    }
-
-    fn pid_of(&self, instance: &str) -> Option<u32> {
-        self.ps()
-            .iter()
-            .find(|i| i["instance"] == instance)
-            .and_then(|i| i["pid"].as_u64())
-            .map(|p| p as u32)
-    }
-}
-
-impl Drop for Project {
-    /// Never leave a QEMU behind, whatever the test did.
-    fn drop(&mut self) {
-        let _ = self.run(&["down"]);
-    }
-}
-
-fn cmdline(pid: u32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect()
-}
-
-fn alive(pid: u32) -> bool {
-    !cmdline(pid).is_empty()
+fn real_project(compose: &str) -> Project {
+    Project::new(compose, Qemu::Real)
 }
 
 fn mode(path: &Path) -> u32 {
@@ -133,7 +32,7 @@ fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     let said = p.ok(&["up", "--no-wait"]);
     assert!(said.contains("holos: web-0 started (pid "), "{said}");
     let pid = p.pid_of("web-0").expect("web-0 runs");
@@ -170,7 +69,7 @@ fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
     assert_eq!(info["backing-filename-format"], "qcow2");
     assert_eq!(
         info["backing-filename"],
-        p.dir.path().join("base.qcow2").display().to_string()
+        p.path().join("base.qcow2").display().to_string()
     );
 
     let volume = p.state().join("volumes/life/data.qcow2");
@@ -188,7 +87,7 @@ fn stop_falls_back_to_sigterm_when_the_guest_ignores_the_power_button() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let pid = p.pid_of("web-0").unwrap();
     let started = std::time::Instant::now();
@@ -220,7 +119,7 @@ fn unchanged_up_does_nothing_and_a_changed_service_is_recreated() {
             "name: re\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n    vm: {{memory_mb: {memory}}}\n    depends_on: [db]\n"
         )
     };
-    let p = Project::new(&two(256));
+    let p = real_project(&two(256));
     p.ok(&["up", "--no-wait"]);
     let (db, web) = (p.pid_of("db-0").unwrap(), p.pid_of("web-0").unwrap());
     let said = p.ok(&["up", "--no-wait"]);
@@ -255,7 +154,7 @@ fn a_taken_port_names_port_and_service_and_leaves_no_qemu() {
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let p = Project::new(&format!(
+    let p = real_project(&format!(
         "name: clash\nservices:\n  db:\n    image: ./base.qcow2\n  web:\n    image: ./base.qcow2\n    depends_on: [db]\n    ports: [\"{port}:80\"]\n"
     ));
     let out = p.run(&["up", "--no-wait"]);
@@ -283,15 +182,14 @@ fn a_reused_pid_is_never_signalled() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let qemu = p.pid_of("web-0").unwrap();
     // Pretend QEMU died and its pid now belongs to another program.
     let mut other = Command::new("sleep").arg("30").spawn().unwrap();
-    let record_path = p.state().join("projects/life.json");
-    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
-    record["instances"]["web-0"]["pid"] = other.id().into();
-    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    p.edit_record("life", |record| {
+        record["instances"]["web-0"]["pid"] = other.id().into()
+    });
     assert_eq!(p.ps()[0]["state"], "stopped");
     let said = p.ok(&["stop"]);
     assert!(said.contains("holos: web-0 is not running"), "{said}");
@@ -309,7 +207,7 @@ fn a_second_command_waits_for_the_project_lock() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let lock_path = p.state().join("locks/life.lock");
     let file = std::fs::OpenOptions::new()
@@ -347,7 +245,7 @@ fn logs_print_the_console_log_with_instance_prefixes() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(
+    let p = real_project(
         "name: lg\nservices:\n  web:\n    image: ./base.qcow2\n    replicas: 2\n    stop_grace_period: 0s\n",
     );
     p.ok(&["up", "--no-wait"]);
@@ -382,7 +280,7 @@ fn exec_waits_for_an_ssh_banner_quotes_the_argv_and_returns_the_remote_status() 
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     // Nothing in this guest answers SSH: exec gives up after -w, as ssh does (255).
     let out = p.run(&["exec", "web-0", "-w", "1", "--", "true"]);
@@ -403,13 +301,12 @@ fn exec_waits_for_an_ssh_banner_quotes_the_argv_and_returns_the_remote_status() 
             let _ = std::io::Write::write_all(&mut stream, b"SSH-2.0-standin\r\n");
         }
     });
-    let record_path = p.state().join("projects/life.json");
-    let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
-    record["instances"]["web-0"]["spec"]["ssh_port"] = port.into();
-    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
-    let bin = p.dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let argv_file = p.dir.path().join("ssh-argv");
+    p.edit_record("life", |record| {
+        record["instances"]["web-0"]["spec"]["ssh_port"] = port.into()
+    });
+    let bin = p.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let argv_file = p.path().join("ssh-argv");
     std::fs::write(
         bin.join("ssh"),
         format!(
@@ -469,7 +366,7 @@ fn console_attaches_to_the_serial_socket_and_ctrl_bracket_detaches() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let mut console = p
         .holos(&["console", "web-0"])
@@ -496,7 +393,7 @@ fn a_bad_holos_accel_is_refused() {
     if !have_qemu() {
         return;
     }
-    let p = Project::new(ONE_SERVICE);
+    let p = real_project(ONE_SERVICE);
     let out = p
         .holos(&["up", "--no-wait"])
         .env("HOLOS_ACCEL", "xen")

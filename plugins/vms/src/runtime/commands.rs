@@ -91,14 +91,17 @@ fn resolve(options: &Options) -> Result<(crate::compose::Project, crate::Manifes
     })
 }
 
-/// The project a command acts on: `-p`, else the compose file's.
+/// The project a command acts on: the compose project's name (its `name:`,
+/// else `-p`, else its directory), or `-p` alone when there is no compose
+/// file to read (a project can be stopped after its file is gone).
 fn project_name(options: &Options) -> Result<String, String> {
-    if options.files.is_empty()
-        && let Some(name) = &options.project_name
-    {
-        return Ok(name.clone());
+    match resolve(options) {
+        Ok((_, manifest)) => Ok(manifest.project),
+        Err(_) if options.files.is_empty() && options.project_name.is_some() => {
+            Ok(options.project_name.clone().unwrap_or_default())
+        }
+        Err(message) => Err(message),
     }
-    resolve(options).map(|(_, manifest)| manifest.project)
 }
 
 fn up(options: &Options, services: &[String], no_wait: bool) -> Result<(), String> {
