@@ -41,7 +41,7 @@ impl Cli {
     pub fn files(&self) -> Vec<PathBuf> {
         let after = match &self.command {
             Command::Config { file_args, .. }
-            | Command::Validate { file_args }
+            | Command::Validate { file_args, .. }
             | Command::Up(UpArgs { file_args, .. })
             | Command::Down(DownArgs { file_args, .. })
             | Command::Stop(ServiceArgs { file_args, .. })
@@ -81,6 +81,9 @@ pub enum Command {
     Validate {
         #[command(flatten)]
         file_args: FileArgs,
+        /// Do not print the `>>` notes on fields that act differently in a VM.
+        #[arg(short = 'q', long)]
+        quiet: bool,
     },
     /// List the built-in image aliases with their tags and defaults.
     Images,
@@ -112,6 +115,9 @@ pub struct UpArgs {
     /// Return once QEMU runs, without waiting for healthchecks.
     #[arg(long)]
     pub no_wait: bool,
+    /// Do not print the `>>` notes on fields that act differently in a VM.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Services to start (with their dependencies); all when none is given.
     #[arg(value_name = "SERVICE")]
     pub services: Vec<String>,
@@ -263,11 +269,11 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         return code;
     }
     let mut stdout = std::io::stdout().lock();
-    match run_with_warnings(&cli.command, &options) {
-        Ok((text, warnings)) => {
+    match run_with_messages(&cli.command, &options) {
+        Ok((text, messages)) => {
             let mut stderr = std::io::stderr().lock();
-            for w in &warnings {
-                let _ = writeln!(stderr, "warning: {w}");
+            for message in &messages {
+                let _ = writeln!(stderr, "{message}");
             }
             // A closed stdout (holos config | head) is not an error worth reporting.
             let _ = stdout.write_all(text.as_bytes());
@@ -310,20 +316,32 @@ pub fn not_built(command: &str) -> ExitCode {
 
 /// Runs one command and returns what it prints on success.
 pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
-    run_with_warnings(command, options).map(|(text, _)| text)
+    run_with_messages(command, options).map(|(text, _)| text)
 }
 
-/// Runs one command; on success also returns the warnings to show.
-pub fn run_with_warnings(
+/// Runs one command; on success also returns the lines for standard error:
+/// `warning: ...` for problems that do not stop the load, then (for
+/// `validate` without `--quiet`) the `>>` notes of
+/// [`crate::compose::notes::quiet_semantics`].
+pub fn run_with_messages(
     command: &Command,
     options: &Options,
-) -> Result<(String, Vec<Diag>), Vec<Diag>> {
+) -> Result<(String, Vec<String>), Vec<Diag>> {
     if let Command::Images = command {
         return Ok((images_table(), Vec::new()));
     }
     let (project, manifest) = crate::resolve(options)?;
     let text = render(command, &project, &manifest)?;
-    Ok((text, project.warnings))
+    let mut messages: Vec<String> = project
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    if let Command::Validate { quiet: false, .. } = command {
+        let notes = crate::compose::notes::quiet_semantics(&project);
+        messages.extend(notes.iter().map(ToString::to_string));
+    }
+    Ok((text, messages))
 }
 
 fn render(

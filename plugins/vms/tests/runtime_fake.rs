@@ -175,7 +175,14 @@ fn up_waits_for_sshd_and_start_picks_a_new_ssh_port_when_the_old_one_is_taken() 
     p.ok_with(&mut p.holos(&["up"]));
     let port = p.ps()[0]["ssh_port"].as_u64().unwrap() as u16;
     p.ok_with(p.holos(&["stop"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
-    let squatter = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    // The port can take a moment to be free again after QEMU exits.
+    let squatter = (0..50)
+        .find_map(|_| {
+            std::net::TcpListener::bind(("127.0.0.1", port))
+                .map_err(|_| std::thread::sleep(std::time::Duration::from_millis(100)))
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("port {port} stayed taken after stop"));
     let said = p.ok_with(&mut p.holos(&["start"]));
     let new_port = p.ps()[0]["ssh_port"].as_u64().unwrap() as u16;
     assert_ne!(new_port, port);
@@ -193,4 +200,28 @@ fn up_waits_for_sshd_and_start_picks_a_new_ssh_port_when_the_old_one_is_taken() 
         last.iter()
             .any(|a| a.contains(&format!("hostfwd=tcp:127.0.0.1:{new_port}-:22")))
     );
+}
+
+#[test]
+fn up_notes_quiet_semantics_unless_q_and_anonymous_volumes_stay_on_the_overlay() {
+    if !have_qemu_img() {
+        return;
+    }
+    let p = Project::new(
+        "name: notes\nservices:\n  web:\n    image: ./base.qcow2\n    ports: [\"18181:80\"]\n    volumes: [/app/node_modules]\n",
+        Qemu::Fake,
+    );
+    let said = p.ok(&["up", "--no-wait"]);
+    let note = format!(
+        ">> {}:5: ports: a port without a host IP binds to 127.0.0.1",
+        p.path().join("holos.yaml").display()
+    );
+    assert!(said.contains(&note), "{said}");
+    // An anonymous volume is a directory on the root overlay: no extra disk.
+    let argv = p.recorded_argvs().pop().unwrap();
+    let drives = argv.iter().filter(|a| a.starts_with("if=none,")).count();
+    assert_eq!(drives, 2, "root and seed only: {argv:?}");
+    p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
+    let said = p.ok(&["up", "--no-wait", "-q"]);
+    assert!(!said.contains(">>"), "{said}");
 }

@@ -26,7 +26,7 @@ const EXEC_WAIT: Duration = Duration::from_secs(60);
 /// Runs a runtime command; `None` for the commands that are not runtime ones.
 pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
     let result = match command {
-        Command::Up(args) => up(options, &args.services, args.no_wait),
+        Command::Up(args) => up(options, &args.services, args.no_wait, args.quiet),
         Command::Down(args) => with_runtime(|rt| {
             let project = match &args.project {
                 Some(name) => name.clone(),
@@ -104,7 +104,7 @@ fn project_name(options: &Options) -> Result<String, String> {
     }
 }
 
-fn up(options: &Options, services: &[String], no_wait: bool) -> Result<(), String> {
+fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Result<(), String> {
     let runtime = runtime_from_env()?;
     let layout = &runtime.layout;
     // Resolve once with the addresses the running instances already have.
@@ -125,6 +125,11 @@ fn up(options: &Options, services: &[String], no_wait: bool) -> Result<(), Strin
     };
     for warning in &project.warnings {
         eprintln!("warning: {warning}");
+    }
+    if !quiet {
+        for note in crate::compose::notes::quiet_semantics(&project) {
+            eprintln!("{note}");
+        }
     }
     let request = UpRequest {
         manifest: &manifest,

@@ -193,6 +193,8 @@ fn instance_spec(
                 target: mount.target.clone(),
                 read_only: mount.read_only,
             }),
+            // Lives on the root overlay: nothing to attach.
+            MountKind::Anonymous => {}
             MountKind::Bind => binds.push(BindShare {
                 source: PathBuf::from(&mount.source),
                 target: mount.target.clone(),
