@@ -13,12 +13,14 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 15;
 const SERVICES: [&str; 3] = ["db", "api", "web"];
 
-fn qemu_img_create(args: &[&str], path: &Path) {
+/// `qemu-img create -q ARGS PATH [SIZE]`.
+fn qemu_img_create(args: &[&str], path: &Path, size: Option<&str>) {
     let status = Command::new("qemu-img")
         .arg("create")
         .arg("-q")
         .args(args)
         .arg(path)
+        .args(size)
         .status()
         .expect("qemu-img runs (apt-get install qemu-utils)");
     assert!(status.success(), "qemu-img create failed");
@@ -43,7 +45,7 @@ fn main() {
     )
     .expect("link the fake QEMU");
     let base = root.join("base.qcow2");
-    qemu_img_create(&["-f", "qcow2"], &base);
+    qemu_img_create(&["-f", "qcow2"], &base, Some("64M"));
     let mut compose = String::from("name: bench\nservices:\n");
     for (index, service) in SERVICES.iter().enumerate() {
         compose.push_str(&format!(
@@ -104,6 +106,7 @@ fn main() {
                     &base.display().to_string(),
                 ],
                 &root.join(format!("{service}.qcow2")),
+                None,
             );
         }
         overlays.push(start.elapsed());

@@ -80,15 +80,17 @@ fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(),
 
 /// Resolves the compose project, printing its errors the way `validate` does.
 fn resolve(options: &Options) -> Result<(crate::compose::Project, crate::Manifest), String> {
-    crate::resolve(options).map_err(|diags| {
-        let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
-        format!(
-            "the compose project has {} error{}:\n{}",
-            diags.len(),
-            if diags.len() == 1 { "" } else { "s" },
-            lines.join("\n")
-        )
-    })
+    crate::resolve(options).map_err(|diags| describe(&diags))
+}
+
+fn describe(diags: &[crate::Diag]) -> String {
+    let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    format!(
+        "the compose project has {} error{}:\n{}",
+        diags.len(),
+        if diags.len() == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
 }
 
 /// The project a command acts on: the compose project's name (its `name:`,
@@ -118,7 +120,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
                 .map(|(name, i)| (name.clone(), i.spec.ip))
                 .collect();
             crate::resolve_with_allocations(options, &ips)
-                .map_err(|d| format!("{} errors on re-resolving", d.len()))?
+                .map_err(|diags| describe(&diags))?
                 .1
         }
         _ => first,
