@@ -310,3 +310,44 @@ fn logs_follow_prints_what_the_console_writes_later() {
     // What the console wrote before is there too, once.
     assert_eq!(seen.matches("later line").count(), 1);
 }
+
+#[test]
+fn dependents_wait_for_a_healthy_dependency_and_a_failed_check_leaves_no_qemu() {
+    if !have_qemu_img() {
+        return;
+    }
+    let compose = "name: health\nservices:\n  db:\n    image: ./base.qcow2\n    healthcheck:\n      test: [\"pg_isready\", \"-U\", \"postgres\"]\n      interval: 100ms\n      retries: 2\n  api:\n    image: ./base.qcow2\n    depends_on: [db]\n";
+    let p = Project::new(compose, Qemu::Fake);
+    let log = standin_ssh(&p);
+    let said = p.ok(&["up"]);
+    assert!(
+        said.contains("holos: waiting for db-0 to be healthy"),
+        "{said}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.lines().any(|l| l == "pg_isready -U postgres"),
+        "{calls}"
+    );
+    let order: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains(" started (pid "))
+        .collect();
+    assert!(
+        order[0].starts_with("holos: db-0") && order[1].starts_with("holos: api-0"),
+        "{said}"
+    );
+    p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
+
+    // A probe that keeps failing stops the up before api, and takes db down.
+    std::fs::write(p.path().join("bin/ssh"), "#!/bin/sh\nexit 1\n").unwrap();
+    let out = p.run(&["up"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("holos: db-0 did not become healthy (3 failed checks of \"pg_isready -U postgres\"); api was not started"),
+        "{said}"
+    );
+    assert!(!said.contains("api-0 started"), "{said}");
+    assert!(p.ps().iter().all(|i| i["state"] == "stopped"), "{said}");
+}
