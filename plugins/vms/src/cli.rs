@@ -1,6 +1,7 @@
-//! The `holos` command line: `config`, `validate` and `images` (the runtime
-//! commands come with the runtime issues), and the entry point shared by the
-//! `holos` and `holo-vms` binaries.
+//! The `holos` command line: parsing every command, running `config`,
+//! `validate`, `images` and `version` (the runtime commands run in
+//! `runtime::commands`), and the entry point shared by the `holos` and
+//! `holo-vms` binaries.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -87,21 +88,21 @@ pub enum Command {
     },
     /// List the built-in image aliases with their tags and defaults.
     Images,
-    /// Create and start the project's VMs (planned, not built yet).
+    /// Create and start the project's VMs.
     Up(UpArgs),
-    /// Stop and remove the project's VMs; named volumes survive (planned, not built yet).
+    /// Stop and remove the project's VMs; named volumes survive.
     Down(DownArgs),
-    /// Power the VMs of a service, or of the project, down (planned, not built yet).
+    /// Power the VMs of a service, or of the project, down.
     Stop(ServiceArgs),
-    /// Start stopped VMs again (planned, not built yet).
+    /// Start stopped VMs again.
     Start(ServiceArgs),
-    /// List the instances: state, pid, ports, SSH port, IP (planned, not built yet).
+    /// List the instances: state, pid, ports, SSH port, IP.
     Ps(PsArgs),
-    /// Print the serial console log (planned, not built yet).
+    /// Print the serial console log.
     Logs(LogsArgs),
-    /// Run a command in an instance over SSH (planned, not built yet).
+    /// Run a command in an instance over SSH.
     Exec(ExecArgs),
-    /// Attach to an instance's serial console; Ctrl-] detaches (planned, not built yet).
+    /// Attach to an instance's serial console; Ctrl-] detaches.
     Console(ConsoleArgs),
     /// Print the version of holos.
     Version,
@@ -265,6 +266,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         working_dir,
         environment,
     };
+    if let Some(code) = crate::runtime::commands::run(&cli.command, &options) {
+        return code;
+    }
     let mut stdout = std::io::stdout().lock();
     match run_with_messages(&cli.command, &options) {
         Ok((text, messages)) => {
@@ -292,33 +296,15 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// The commands that load no compose file here: `version`, and the runtime
-/// commands, which are planned but not built yet.
+/// The commands that load no compose file: `version`.
 fn run_without_project(command: &Command) -> Option<ExitCode> {
-    let name = match command {
+    match command {
         Command::Version => {
             println!("holos {}", env!("CARGO_PKG_VERSION"));
-            return Some(ExitCode::SUCCESS);
+            Some(ExitCode::SUCCESS)
         }
-        Command::Config { .. } | Command::Validate { .. } | Command::Images => return None,
-        Command::Up(_) => "up",
-        Command::Down(_) => "down",
-        Command::Stop(_) => "stop",
-        Command::Start(_) => "start",
-        Command::Ps(_) => "ps",
-        Command::Logs(_) => "logs",
-        Command::Exec(_) => "exec",
-        Command::Console(_) => "console",
-    };
-    Some(not_built(name))
-}
-
-/// Says plainly that `holos COMMAND` is planned but not built yet; exit 2.
-pub fn not_built(command: &str) -> ExitCode {
-    eprintln!(
-        "holos: the {command} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM"
-    );
-    ExitCode::from(2)
+        _ => None,
+    }
 }
 
 /// Runs one command and returns what it prints on success.

@@ -1,4 +1,4 @@
-//! holo-vms: the holos compose model (and, in later issues, its runtime).
+//! holo-vms: the holos compose model and its VM runtime.
 //!
 //! `compose` loads `holos.yaml` as Docker Compose does (files, `.env`,
 //! interpolation, include, extends, profiles, merging) and `compose::decode`
@@ -6,7 +6,8 @@
 //! positions for every error; `network`, `dockerfile` and `images` hold the
 //! derived parts. `plugin` is the holo plugin on the SDK, `cli` the `holos`
 //! command line (one binary answers to both names), `state_dir` the root of
-//! the runtime's state.
+//! the runtime's state, and `runtime` turns a manifest into running QEMU
+//! instances and back.
 
 pub mod cli;
 pub mod compose;
@@ -16,6 +17,7 @@ pub mod images;
 pub mod manifest;
 pub mod network;
 pub mod plugin;
+pub mod runtime;
 pub mod state_dir;
 pub mod yaml;
 

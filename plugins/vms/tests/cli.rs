@@ -298,16 +298,33 @@ fn images_lists_the_aliases_without_a_project() {
 }
 
 #[test]
-fn planned_commands_say_they_are_not_built_yet() {
-    let f = Fixture::new(&[("holos.yaml", "services:\n  web: {image: alpine}\n")]);
+fn runtime_commands_parse_their_options_and_need_instances() {
+    let f = Fixture::new(&[(
+        "holos.yaml",
+        "name: demo\nservices:\n  web: {image: alpine}\n",
+    )]);
     for args in [
-        &["up", "--no-wait", "web"][..],
-        &["down", "demo"],
-        &["stop", "web"],
+        &["stop", "web"][..],
         &["start"],
-        &["ps", "--json"],
         &["logs", "web-0", "-f"],
-        &[
+        &["console", "web-0"],
+    ] {
+        let out = holos(&f)
+            .env("HOLO_ROOT_DIR", f.path())
+            .args(args)
+            .output()
+            .expect("run holos");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "holos: project demo has no instances; create them with holos up\n",
+            "{args:?}"
+        );
+    }
+    // exec keeps ssh's convention: 255 when it cannot reach the guest.
+    let out = holos(&f)
+        .env("HOLO_ROOT_DIR", f.path())
+        .args([
             "exec",
             "web-0",
             "-u",
@@ -318,20 +335,28 @@ fn planned_commands_say_they_are_not_built_yet() {
             "sh",
             "-c",
             "echo a > /x",
-        ],
-        &["console", "web-0"],
-    ] {
-        let out = holos(&f).args(args).output().expect("run holos");
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(out.stdout.is_empty(), "{args:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stderr),
-            format!(
-                "holos: the {} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM\n",
-                args[0]
-            )
-        );
-    }
+        ])
+        .output()
+        .expect("run holos");
+    assert_eq!(out.status.code(), Some(255));
+    // down of a project without instances has nothing to do.
+    let out = holos(&f)
+        .env("HOLO_ROOT_DIR", f.path())
+        .args(["down", "demo"])
+        .output()
+        .expect("run holos");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "holos: project demo has no instances\n"
+    );
+    // ps lists nothing but the header.
+    let out = holos(&f)
+        .env("HOLO_ROOT_DIR", f.path())
+        .args(["ps", "--json"])
+        .output()
+        .expect("run holos");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[]\n");
 }
 
 #[test]

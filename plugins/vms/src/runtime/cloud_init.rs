@@ -1,0 +1,238 @@
+//! The cloud-init NoCloud documents of one instance: `meta-data`,
+//! `user-data` (`#cloud-config`) and `network-config` (netplan v2).
+//!
+//! `runcmd` keeps the manifest's order (Dockerfile steps, command or
+//! entrypoint, post_start, the service's own runcmd) and then mounts the
+//! volumes and shares. A read-write volume gets `mkfs.ext4` only when `blkid`
+//! finds no filesystem on it; a read-only one is never formatted and mounts
+//! `ro,nofail`. A mount that fails prints `holos: failed to mount volume …`
+//! to the console and exits non-zero.
+
+use serde_json::{Map, Value, json};
+
+use holo_plugin::command::shell_quote;
+
+use super::spec::{BindShare, InstanceSpec, VolumeAttachment};
+use super::yaml_out::to_yaml;
+use crate::manifest::{Command, HostEntry, Service, WriteFile};
+
+/// What goes on the seed disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedDocuments {
+    pub meta_data: String,
+    pub user_data: String,
+    pub network_config: String,
+}
+
+/// Everything outside the instance spec that the documents need.
+pub struct SeedInputs<'a> {
+    pub spec: &'a InstanceSpec,
+    pub service: &'a Service,
+    pub hostname: &'a str,
+    /// The project's `/etc/hosts` entries (every instance and service name).
+    pub hosts: &'a [HostEntry],
+    /// The project's public key, one `ssh-ed25519 …` line.
+    pub public_key: &'a str,
+}
+
+pub fn render(inputs: &SeedInputs) -> SeedDocuments {
+    SeedDocuments {
+        meta_data: meta_data(inputs),
+        user_data: user_data(inputs),
+        network_config: network_config(inputs.spec),
+    }
+}
+
+fn meta_data(inputs: &SeedInputs) -> String {
+    to_yaml(&json!({
+        "instance-id": format!("holos-{}-{}", inputs.spec.project, inputs.spec.name),
+        "local-hostname": inputs.hostname,
+    }))
+}
+
+fn user_data(inputs: &SeedInputs) -> String {
+    let spec = inputs.spec;
+    let cloud = &inputs.service.cloud_init;
+    let mut doc = Map::new();
+    doc.insert("hostname".into(), json!(inputs.hostname));
+    if let Some(fqdn) = &cloud.fqdn {
+        doc.insert("fqdn".into(), json!(fqdn));
+    }
+    doc.insert("preserve_hostname".into(), json!(false));
+    // holos writes /etc/hosts itself, with every instance of the project.
+    doc.insert("manage_etc_hosts".into(), json!(false));
+    doc.insert("ssh_pwauth".into(), json!(false));
+    if !cloud.packages.is_empty() {
+        doc.insert("package_update".into(), json!(true));
+        doc.insert("packages".into(), json!(cloud.packages));
+    }
+    let mut user = json!({
+        "name": spec.user,
+        "lock_passwd": true,
+        "sudo": "ALL=(ALL) NOPASSWD:ALL",
+        "ssh_authorized_keys": [inputs.public_key.trim()],
+    });
+    if spec.user == "root" {
+        doc.insert("disable_root".into(), json!(false));
+        if let Some(map) = user.as_object_mut() {
+            map.remove("sudo");
+        }
+    }
+    doc.insert("users".into(), json!([user]));
+
+    let mut files = vec![
+        json!({"path": "/etc/hosts", "permissions": "0644", "content": hosts_file(inputs)}),
+        json!({"path": "/etc/environment", "permissions": "0644",
+               "content": environment_file(&inputs.service.environment)}),
+    ];
+    files.extend(cloud.write_files.iter().map(write_file));
+    doc.insert("write_files".into(), Value::Array(files));
+    if !cloud.bootcmd.is_empty() {
+        doc.insert(
+            "bootcmd".into(),
+            Value::Array(cloud.bootcmd.iter().map(command).collect()),
+        );
+    }
+    let mut runcmd: Vec<Value> = cloud.runcmd.iter().map(command).collect();
+    runcmd.extend(spec.volumes.iter().map(|v| sh(&volume_mount_script(v))));
+    runcmd.extend(spec.binds.iter().map(|b| sh(&share_mount_script(b))));
+    if !runcmd.is_empty() {
+        doc.insert("runcmd".into(), Value::Array(runcmd));
+    }
+    format!("#cloud-config\n{}", to_yaml(&Value::Object(doc)))
+}
+
+fn network_config(spec: &InstanceSpec) -> String {
+    to_yaml(&json!({
+        "version": 2,
+        "ethernets": {
+            "user0": {
+                "match": {"macaddress": spec.mac_user},
+                "dhcp4": true,
+            },
+            "internal0": {
+                "match": {"macaddress": spec.mac_internal},
+                "dhcp4": false,
+                "addresses": [format!("{}/24", spec.ip)],
+            },
+        },
+    }))
+}
+
+fn hosts_file(inputs: &SeedInputs) -> String {
+    let mut text = String::from("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n");
+    text.push_str(&format!("127.0.1.1 {}\n", inputs.hostname));
+    for entry in inputs.hosts.iter().chain(&inputs.service.extra_hosts) {
+        text.push_str(&format!("{} {}\n", entry.ip, entry.names.join(" ")));
+    }
+    text
+}
+
+/// `KEY="value"` lines as pam_env reads them.
+fn environment_file(environment: &std::collections::BTreeMap<String, String>) -> String {
+    environment
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"\n", v.replace('"', "\\\"")))
+        .collect()
+}
+
+fn write_file(file: &WriteFile) -> Value {
+    let mut entry = Map::new();
+    entry.insert("path".into(), json!(file.path));
+    entry.insert("content".into(), json!(file.content));
+    for (key, value) in [
+        ("encoding", &file.encoding),
+        ("owner", &file.owner),
+        ("permissions", &file.permissions),
+    ] {
+        if let Some(value) = value {
+            entry.insert(key.into(), json!(value));
+        }
+    }
+    if file.append {
+        entry.insert("append".into(), json!(true));
+    }
+    if file.defer {
+        entry.insert("defer".into(), json!(true));
+    }
+    Value::Object(entry)
+}
+
+fn command(command: &Command) -> Value {
+    match command {
+        Command::Shell(text) => json!(text),
+        Command::Exec(argv) => json!(argv),
+    }
+}
+
+/// An argv entry, so cloud-init quotes it and the script needs no escaping.
+fn sh(script: &str) -> Value {
+    json!(["sh", "-c", script])
+}
+
+/// fstab separates fields by blanks; octal escapes keep them in a path.
+fn fstab_path(path: &str) -> String {
+    path.replace('\\', "\\134")
+        .replace(' ', "\\040")
+        .replace('\t', "\\011")
+        .replace('\n', "\\012")
+}
+
+/// The `fail` helper every mount script starts with.
+fn fail_helper(what: &str, target: &str) -> String {
+    let message = shell_quote(&format!("holos: failed to mount {what} at {target}"));
+    format!(
+        "fail() {{ echo {message}\": $1\" >&2; echo {message}\": $1\" >/dev/console 2>/dev/null; exit 1; }}\n"
+    )
+}
+
+fn volume_mount_script(volume: &VolumeAttachment) -> String {
+    let device = volume.guest_device();
+    let target = &volume.target;
+    let mut script = fail_helper(&format!("volume {}", volume.name), target);
+    script.push_str(&format!(
+        "dev={}\ntarget={}\n",
+        shell_quote(&device),
+        shell_quote(target)
+    ));
+    // udev may create the by-id link a moment after cloud-init starts.
+    script.push_str(
+        "i=0\nwhile [ ! -b \"$dev\" ]; do i=$((i+1)); [ \"$i\" -gt 30 ] && fail \"no disk $dev\"; sleep 1; done\n",
+    );
+    let options = if volume.read_only {
+        "ro,nofail"
+    } else {
+        script.push_str(
+            "blkid \"$dev\" >/dev/null 2>&1 || mkfs.ext4 -q \"$dev\" || fail \"mkfs.ext4 $dev failed\"\n",
+        );
+        "defaults,nofail"
+    };
+    let fstab_line = format!("{} {} ext4 {options} 0 2", device, fstab_path(target));
+    script.push_str(&mount_tail(&device, &fstab_line));
+    script
+}
+
+fn share_mount_script(share: &BindShare) -> String {
+    let target = &share.target;
+    let mut script = fail_helper(&format!("share {}", share.tag), target);
+    script.push_str(&format!("target={}\n", shell_quote(target)));
+    let read_only = if share.read_only { ",ro" } else { "" };
+    let fstab_line = format!(
+        "{} {} 9p trans=virtio,version=9p2000.L,msize=262144,nofail{read_only} 0 0",
+        share.tag,
+        fstab_path(target)
+    );
+    script.push_str(&mount_tail(&share.tag, &fstab_line));
+    script
+}
+
+/// Creates the mount point, adds the fstab line once, and mounts.
+fn mount_tail(source: &str, fstab_line: &str) -> String {
+    format!(
+        "mkdir -p \"$target\" || fail \"cannot create $target\"\n\
+         grep -qs {} /etc/fstab || echo {} >> /etc/fstab\n\
+         mountpoint -q \"$target\" || mount \"$target\" || fail \"mount exited $?\"\n",
+        shell_quote(&format!("^{source} ")),
+        shell_quote(fstab_line)
+    )
+}

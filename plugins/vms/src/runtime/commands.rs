@@ -1,0 +1,423 @@
+//! The runtime's `holos` commands: up, down, stop, start, ps, logs, exec
+//! and console. Each finds the project (from the compose file, or `-p`, or
+//! the `down PROJECT` argument), runs, and prints `holos: …` messages on
+//! stderr; errors exit 1.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::host;
+use super::project::{self, Runtime, UpRequest};
+use super::ssh;
+use super::state::{Layout, ProjectRecord};
+use crate::cli::{Command, ConsoleArgs, ExecArgs, LogsArgs, PsArgs};
+use crate::compose::Options;
+
+/// The byte Ctrl-] sends: it detaches the console.
+const DETACH: u8 = 0x1d;
+/// How long `exec` waits for sshd unless `-w` says otherwise.
+const EXEC_WAIT: Duration = Duration::from_secs(60);
+
+/// Runs a runtime command; `None` for the commands that are not runtime ones.
+pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
+    let result = match command {
+        Command::Up(args) => up(options, &args.services, args.no_wait, args.quiet),
+        Command::Down(args) => with_runtime(|rt| {
+            let project = match &args.project {
+                Some(name) => name.clone(),
+                None => project_name(options)?,
+            };
+            project::down(rt, &project)
+        }),
+        Command::Stop(args) => {
+            with_runtime(|rt| project::stop(rt, &project_name(options)?, args.service.as_deref()))
+        }
+        Command::Start(args) => {
+            with_runtime(|rt| project::start(rt, &project_name(options)?, args.service.as_deref()))
+        }
+        Command::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
+        Command::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
+        Command::Exec(args) => return Some(exec(options, args)),
+        Command::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("holos: {message}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The runtime settings from the environment (read with the `_os` variants).
+pub fn runtime_from_env() -> Result<Runtime, String> {
+    let root = crate::state_dir::state_root().map_err(|e| e.to_string())?;
+    let system_root = std::env::var_os("HOLO_ROOT_DIR")
+        .filter(|r| !r.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let forced_accel = std::env::var_os("HOLOS_ACCEL")
+        .filter(|v| !v.is_empty())
+        .map(|v| v.to_string_lossy().into_owned());
+    let health_bypass = std::env::var_os("HOLOS_HEALTH_BYPASS").is_some_and(|v| v == "1");
+    Ok(Runtime {
+        layout: Layout::new(root),
+        system_root,
+        forced_accel,
+        health_bypass,
+    })
+}
+
+fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(), String> {
+    body(&runtime_from_env()?)
+}
+
+/// Resolves the compose project, printing its errors the way `validate` does.
+fn resolve(options: &Options) -> Result<(crate::compose::Project, crate::Manifest), String> {
+    crate::resolve(options).map_err(|diags| describe(&diags))
+}
+
+fn describe(diags: &[crate::Diag]) -> String {
+    let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    format!(
+        "the compose project has {} error{}:\n{}",
+        diags.len(),
+        if diags.len() == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
+}
+
+/// The project a command acts on: the compose project's name (its `name:`,
+/// else `-p`, else its directory), or `-p` alone when there is no compose
+/// file to read (a project can be stopped after its file is gone).
+fn project_name(options: &Options) -> Result<String, String> {
+    match resolve(options) {
+        Ok((_, manifest)) => Ok(manifest.project),
+        Err(_) if options.files.is_empty() && options.project_name.is_some() => {
+            Ok(options.project_name.clone().unwrap_or_default())
+        }
+        Err(message) => Err(message),
+    }
+}
+
+fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Result<(), String> {
+    let runtime = runtime_from_env()?;
+    let layout = &runtime.layout;
+    // Resolve once with the addresses the running instances already have.
+    let (project, first) = resolve(options)?;
+    let record = ProjectRecord::load(layout, &first.project)?;
+    let manifest = match &record {
+        Some(record) if !record.instances.is_empty() => {
+            let ips = record
+                .instances
+                .iter()
+                .map(|(name, i)| (name.clone(), i.spec.ip))
+                .collect();
+            crate::resolve_with_allocations(options, &ips)
+                .map_err(|diags| describe(&diags))?
+                .1
+        }
+        _ => first,
+    };
+    for warning in &project.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !quiet {
+        for note in crate::compose::notes::quiet_semantics(&project) {
+            eprintln!("{note}");
+        }
+    }
+    let request = UpRequest {
+        manifest: &manifest,
+        files: project
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect(),
+        services: services.to_vec(),
+        no_wait,
+    };
+    project::up(&runtime, &request)
+}
+
+fn load(runtime: &Runtime, options: &Options) -> Result<ProjectRecord, String> {
+    let project = project_name(options)?;
+    ProjectRecord::load(&runtime.layout, &project)?
+        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+}
+
+fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String> {
+    let project = project_name(options)?;
+    let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
+    let mut instances: Vec<_> = record.instances.values().collect();
+    instances.sort_by_key(|i| i.start_order);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<_> = instances
+            .iter()
+            .map(|i| {
+                let pid = host::running_pid(i.pid, &i.spec);
+                json!({
+                    "project": project,
+                    "service": i.spec.service,
+                    "instance": i.spec.name,
+                    "state": if pid.is_some() { "running" } else { "stopped" },
+                    "pid": pid,
+                    "ports": i.spec.forwards.iter().map(|f| json!({
+                        "host_ip": f.host_ip.to_string(),
+                        "host_port": f.host_port,
+                        "guest_port": f.guest_port,
+                    })).collect::<Vec<_>>(),
+                    "ssh_port": i.spec.ssh_port,
+                    "ip": i.spec.ip.to_string(),
+                    "accel": i.spec.accel.name(),
+                })
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&rows).unwrap_or_default();
+        let _ = writeln!(stdout, "{text}");
+        return Ok(());
+    }
+    let _ = writeln!(
+        stdout,
+        "{:<20} {:<8} {:<8} {:<16} {:<30} IP",
+        "INSTANCE", "STATE", "PID", "SSH", "PORTS"
+    );
+    for i in instances {
+        let pid = host::running_pid(i.pid, &i.spec);
+        let ports: Vec<String> = i
+            .spec
+            .forwards
+            .iter()
+            .map(|f| format!("{}:{}->{}", f.host_ip, f.host_port, f.guest_port))
+            .collect();
+        let _ = writeln!(
+            stdout,
+            "{:<20} {:<8} {:<8} {:<16} {:<30} {}",
+            i.spec.name,
+            if pid.is_some() { "running" } else { "stopped" },
+            pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            format!("127.0.0.1:{}", i.spec.ssh_port),
+            if ports.is_empty() {
+                "-".into()
+            } else {
+                ports.join(",")
+            },
+            i.spec.ip
+        );
+    }
+    Ok(())
+}
+
+fn logs(runtime: &Runtime, options: &Options, args: &LogsArgs) -> Result<(), String> {
+    let record = load(runtime, options)?;
+    let mut chosen: Vec<_> = record
+        .instances
+        .values()
+        .filter(|i| {
+            args.target
+                .as_deref()
+                .is_none_or(|t| i.spec.name == t || i.spec.service == t)
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!(
+            "project {} has no service or instance {:?}",
+            record.project,
+            args.target.as_deref().unwrap_or_default()
+        ));
+    }
+    chosen.sort_by_key(|i| i.start_order);
+    let prefixed = chosen.len() > 1;
+    let mut offsets = vec![0u64; chosen.len()];
+    let mut stdout = std::io::stdout().lock();
+    loop {
+        for (index, instance) in chosen.iter().enumerate() {
+            let path = instance.spec.console_log();
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let mut bytes = Vec::new();
+            if std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offsets[index])).is_err()
+                || file.read_to_end(&mut bytes).is_err()
+            {
+                continue;
+            }
+            // Print whole lines only, so prefixes never split one.
+            let end = if args.follow {
+                bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)
+            } else {
+                bytes.len()
+            };
+            offsets[index] += end as u64;
+            let chunk = &bytes[..end];
+            let written = if prefixed {
+                chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
+                    stdout.write_all(format!("{} | ", instance.spec.name).as_bytes())?;
+                    stdout.write_all(line)
+                })
+            } else {
+                stdout.write_all(chunk)
+            };
+            // A closed stdout (logs | head) ends the command quietly.
+            if written.and_then(|_| stdout.flush()).is_err() {
+                return Ok(());
+            }
+        }
+        if !args.follow {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `holos exec`: replaces itself with `ssh`, so the exit status is the
+/// remote command's (255 when ssh itself fails).
+fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("holos: {message}");
+        ExitCode::from(255)
+    };
+    let runtime = match runtime_from_env() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let record = match load(&runtime, options) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let instance = match project::find_instance(&record, &args.instance) {
+        Ok(i) => i,
+        Err(e) => return fail(e),
+    };
+    if host::running_pid(instance.pid, &instance.spec).is_none() {
+        return fail(format!(
+            "{} is not running; start it with holos start {}",
+            instance.spec.name, instance.spec.service
+        ));
+    }
+    if let Err(e) = ssh::wait_for_sshd(instance.spec.ssh_port, args.wait.unwrap_or(EXEC_WAIT)) {
+        return fail(format!("{}: {e}", instance.spec.name));
+    }
+    let mut argv: Vec<String> = Vec::new();
+    for arg in &args.command {
+        match arg.to_str() {
+            Some(text) => argv.push(text.to_string()),
+            None => {
+                return fail(format!(
+                    "argument {arg:?} is not UTF-8, which the remote shell command line cannot carry"
+                ));
+            }
+        }
+    }
+    let user = args
+        .user
+        .clone()
+        .unwrap_or_else(|| instance.spec.user.clone());
+    let key = runtime.layout.ssh_key(&record.project);
+    let tty = argv.is_empty() && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+    let mut command = std::process::Command::new("ssh");
+    command.args(ssh::ssh_args(&key, &instance.spec, &user, tty));
+    if !argv.is_empty() {
+        command.arg("--").arg(ssh::remote_command_line(&argv));
+    }
+    let err = command.exec();
+    fail(format!(
+        "cannot run ssh: {err}; holos exec needs openssh-client"
+    ))
+}
+
+/// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.
+fn console(runtime: &Runtime, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
+    let record = load(runtime, options)?;
+    let instance = project::find_instance(&record, &args.instance)?;
+    let socket_path = instance.spec.serial_socket();
+    let socket = std::os::unix::net::UnixStream::connect(&socket_path).map_err(|e| {
+        format!(
+            "cannot attach to {} ({}): {e}; is it running? (holos ps)",
+            instance.spec.name,
+            socket_path.display()
+        )
+    })?;
+    eprintln!(
+        "holos: connected to {}'s console; Ctrl-] detaches",
+        instance.spec.name
+    );
+    let _raw = RawTerminal::enter();
+    let mut from_guest = socket
+        .try_clone()
+        .map_err(|e| format!("cannot use {}: {e}", socket_path.display()))?;
+    let printer = std::thread::spawn(move || {
+        let mut stdout = std::io::stdout();
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = from_guest.read(&mut buffer) {
+            if n == 0 || stdout.write_all(&buffer[..n]).is_err() {
+                break;
+            }
+            let _ = stdout.flush();
+        }
+    });
+    let mut to_guest = socket;
+    let mut stdin = std::io::stdin().lock();
+    let mut buffer = [0u8; 1024];
+    loop {
+        let n = match stdin.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let input = &buffer[..n];
+        let (keep, detach) = match input.iter().position(|b| *b == DETACH) {
+            Some(at) => (&input[..at], true),
+            None => (input, false),
+        };
+        if to_guest.write_all(keep).is_err() || detach {
+            break;
+        }
+        if printer.is_finished() {
+            break;
+        }
+    }
+    let _ = to_guest.shutdown(std::net::Shutdown::Both);
+    let _ = printer.join();
+    drop(_raw);
+    eprintln!("\r\nholos: detached from {}", instance.spec.name);
+    Ok(())
+}
+
+/// Raw mode on a terminal stdin, restored on drop; nothing when stdin is
+/// not a terminal.
+struct RawTerminal {
+    saved: Option<nix::sys::termios::Termios>,
+}
+
+impl RawTerminal {
+    fn enter() -> RawTerminal {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let saved = tcgetattr(&stdin).ok();
+        if let Some(saved) = &saved {
+            let mut raw = saved.clone();
+            cfmakeraw(&mut raw);
+            let _ = tcsetattr(&stdin, SetArg::TCSANOW, &raw);
+        }
+        RawTerminal { saved }
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.saved {
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                saved,
+            );
+        }
+    }
+}

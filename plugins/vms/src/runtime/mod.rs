@@ -1,0 +1,26 @@
+//! The VM runtime: turns a resolved manifest into running QEMU instances
+//! and back.
+//!
+//! - `spec`: one instance fully resolved; `plan` builds the specs from the
+//!   manifest and the project record;
+//! - `qemu`: its command line; `cloud_init`, `seed_iso` and `yaml_out`: its
+//!   NoCloud seed;
+//! - `state`: the state directory, the project record and the lock;
+//! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
+//!   talking to it; `host`: pids, ports and the accelerator;
+//! - `project`: up, stop, start and down under the lock; `commands`: the
+//!   `holos` commands on top.
+
+pub mod cloud_init;
+pub mod commands;
+pub mod host;
+pub mod instance;
+pub mod plan;
+pub mod project;
+pub mod qemu;
+pub mod qmp;
+pub mod seed_iso;
+pub mod spec;
+pub mod ssh;
+pub mod state;
+pub mod yaml_out;

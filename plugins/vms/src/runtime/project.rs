@@ -1,0 +1,489 @@
+//! Whole-project operations, each under the project lock: `up` (create,
+//! recreate on a changed spec, start what is stopped), `stop`, `start` and
+//! `down`. The project record is saved after every instance that changes,
+//! so a crash never loses track of a running QEMU.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use super::cloud_init::{self, SeedInputs};
+use super::host;
+use super::instance::{self, LaunchError, Stopped};
+use super::plan::{self, FirmwareFiles, PlanInputs, PlannedInstance};
+use super::spec::InstanceSpec;
+use super::ssh;
+use super::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord, RECORD_VERSION};
+use crate::manifest::{Manifest, Service};
+
+/// The default size of a named volume.
+pub const DEFAULT_VOLUME_BYTES: u64 = 10 * 1024 * 1024 * 1024;
+/// How often a launch is retried with a new SSH port.
+const SSH_PORT_ATTEMPTS: usize = 5;
+/// How long `up` waits for each guest's sshd unless `--no-wait`.
+pub const SSHD_WAIT: Duration = Duration::from_secs(300);
+
+/// The host facts every operation needs.
+pub struct Runtime {
+    pub layout: Layout,
+    /// `/`, or `HOLO_ROOT_DIR` in test mode: where firmware is looked up.
+    pub system_root: PathBuf,
+    /// `HOLOS_ACCEL`.
+    pub forced_accel: Option<String>,
+    /// `HOLOS_HEALTH_BYPASS=1`: healthchecks count as passed.
+    pub health_bypass: bool,
+}
+
+/// `holos up`: what to start and how long to wait.
+pub struct UpRequest<'a> {
+    pub manifest: &'a Manifest,
+    pub files: Vec<String>,
+    pub services: Vec<String>,
+    pub no_wait: bool,
+}
+
+/// The services to start: those asked for and, transitively, what they
+/// depend on; every service when none is asked for.
+fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let mut chosen: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = wanted.to_vec();
+    while let Some(name) = todo.pop() {
+        if !chosen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(service) = manifest.services.iter().find(|s| s.name == name) {
+            todo.extend(service.depends_on.iter().map(|d| d.service.clone()));
+        }
+    }
+    chosen.into_iter().collect()
+}
+
+pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
+    let manifest = request.manifest;
+    let project = &manifest.project;
+    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
+    let previous = ProjectRecord::load(&runtime.layout, project)?;
+    let spec_hash = plan::hash_json(manifest);
+    if request.services.is_empty()
+        && let Some(record) = &previous
+        && record.spec_hash == spec_hash
+        && !record.instances.is_empty()
+        && record
+            .instances
+            .values()
+            .all(|i| host::running_pid(i.pid, &i.spec).is_some())
+    {
+        eprintln!("holos: project {project} is up to date");
+        return Ok(());
+    }
+    let accel = host::detect_accel(runtime.forced_accel.as_deref())?;
+    let firmware = plan::find_firmware(&runtime.system_root);
+    let (key, public_key) = ssh::ensure_key(&runtime.layout.ssh_key(project), project)?;
+    let services = with_dependencies(manifest, &request.services);
+    let inputs = PlanInputs {
+        layout: &runtime.layout,
+        accel,
+        firmware: firmware.as_ref(),
+        previous: previous.as_ref(),
+    };
+    let planned = plan::plan(manifest, &inputs, &services, &mut host::free_port)?;
+    ensure_volumes(runtime, manifest, &planned)?;
+
+    let mut record = previous.unwrap_or_default();
+    record.version = RECORD_VERSION;
+    record.project = project.clone();
+    record.files = request.files.clone();
+    for name in record.instances.keys() {
+        if !manifest
+            .services
+            .iter()
+            .any(|s| s.instances.iter().any(|i| &i.name == name))
+        {
+            eprintln!(
+                "holos: instance {name} is no longer in the compose file; `holos down` removes it"
+            );
+        }
+    }
+    let mut started: Vec<String> = Vec::new();
+    let result = (|| {
+        for (order, planned_instance) in planned.iter().enumerate() {
+            let service = &manifest.services[planned_instance.service_index];
+            if !request.no_wait {
+                wait_for_dependencies(runtime, manifest, service, &record, &key)?;
+            }
+            if let Some(pid) = up_instance(
+                manifest,
+                planned_instance,
+                order,
+                &mut record,
+                &key,
+                &public_key,
+                firmware.as_ref(),
+            )? {
+                started.push(planned_instance.spec.name.clone());
+                eprintln!(
+                    "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
+                    planned_instance.spec.name,
+                    record.instances[&planned_instance.spec.name].spec.ssh_port
+                );
+            }
+            record.save(&runtime.layout)?;
+        }
+        Ok::<(), String>(())
+    })();
+    if let Err(err) = result {
+        // A failed up leaves no QEMU of its own behind.
+        for name in &started {
+            if let Some(instance) = record.instances.get_mut(name) {
+                if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
+                    host::signal(pid, Signal::SIGKILL);
+                    host::wait_gone(pid, &instance.spec, Duration::from_secs(10));
+                }
+                instance.pid = None;
+            }
+        }
+        record.save(&runtime.layout)?;
+        return Err(err);
+    }
+    if services.is_empty() {
+        record.spec_hash = spec_hash;
+    }
+    record.save(&runtime.layout)?;
+    if !request.no_wait {
+        for planned_instance in &planned {
+            let spec = &planned_instance.spec;
+            ssh::wait_for_sshd(spec.ssh_port, SSHD_WAIT)
+                .map_err(|e| format!("{}: {e}", spec.name))?;
+        }
+    }
+    Ok(())
+}
+
+fn ensure_volumes(
+    runtime: &Runtime,
+    manifest: &Manifest,
+    planned: &[PlannedInstance],
+) -> Result<(), String> {
+    let mut done = BTreeSet::new();
+    for volume in planned.iter().flat_map(|p| &p.spec.volumes) {
+        if !done.insert(volume.name.clone()) {
+            continue;
+        }
+        let size = manifest
+            .volumes
+            .iter()
+            .find(|v| v.name == volume.name)
+            .and_then(|v| v.size_bytes)
+            .unwrap_or(DEFAULT_VOLUME_BYTES);
+        instance::ensure_volume(
+            &runtime.layout.volume(&manifest.project, &volume.name),
+            size,
+        )?;
+    }
+    Ok(())
+}
+
+/// Brings one instance to the planned state; returns the pid if it started.
+#[allow(clippy::too_many_arguments)]
+fn up_instance(
+    manifest: &Manifest,
+    planned: &PlannedInstance,
+    order: usize,
+    record: &mut ProjectRecord,
+    key: &Path,
+    public_key: &str,
+    firmware: Option<&FirmwareFiles>,
+) -> Result<Option<u32>, String> {
+    let name = &planned.spec.name;
+    let mut spec = planned.spec.clone();
+    if let Some(existing) = record.instances.get(name) {
+        let running = host::running_pid(existing.pid, &existing.spec);
+        let unchanged = existing.spec_hash == planned.spec_hash;
+        match running {
+            Some(_) if unchanged => {
+                eprintln!("holos: {name} is up to date");
+                return Ok(None);
+            }
+            Some(pid) => {
+                eprintln!("holos: {name} changed, recreating it");
+                stop_reporting(&existing.spec, pid, key)?;
+                remove_instance_dir(&existing.spec.dir)?;
+            }
+            None if unchanged && existing.spec.root_disk().exists() => {
+                // Stopped but current: start it again on its own disk.
+                spec = existing.spec.clone();
+            }
+            None => remove_instance_dir(&existing.spec.dir)?,
+        }
+        if let Some(existing) = record.instances.get_mut(name) {
+            existing.pid = None;
+        }
+    }
+    let service = &manifest.services[planned.service_index];
+    let manifest_instance = &service.instances[planned.instance_index];
+    let documents = cloud_init::render(&SeedInputs {
+        spec: &spec,
+        service,
+        hostname: &manifest_instance.hostname,
+        hosts: &manifest.hosts,
+        public_key,
+    });
+    instance::prepare(&spec, &documents, firmware)?;
+    let pid = launch_with_ssh_retry(&mut spec)?;
+    record.instances.insert(
+        name.clone(),
+        InstanceRecord {
+            spec_hash: planned.spec_hash.clone(),
+            pid: Some(pid),
+            start_order: order,
+            spec,
+        },
+    );
+    Ok(Some(pid))
+}
+
+/// Launches; when the auto-allocated SSH port turns out taken, picks a new
+/// one and tries again.
+fn launch_with_ssh_retry(spec: &mut InstanceSpec) -> Result<u32, String> {
+    for _ in 0..SSH_PORT_ATTEMPTS {
+        match instance::launch(spec) {
+            Ok(pid) => return Ok(pid),
+            Err(LaunchError::SshPortTaken) => {
+                let port = host::free_port()?;
+                eprintln!(
+                    "holos: {}: SSH port {} is taken, using {port}",
+                    spec.name, spec.ssh_port
+                );
+                spec.ssh_port = port;
+            }
+            Err(LaunchError::Failed(message)) => return Err(message),
+        }
+    }
+    Err(format!(
+        "{}: no free SSH port after {SSH_PORT_ATTEMPTS} attempts",
+        spec.name
+    ))
+}
+
+fn remove_instance_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), String> {
+    let how = instance::stop(spec, pid, key)?;
+    let text = match how {
+        Stopped::Powerdown => "powered off",
+        Stopped::Terminated => "terminated (SIGTERM)",
+        Stopped::Killed => "killed (SIGKILL)",
+    };
+    eprintln!("holos: {} {text}", spec.name);
+    Ok(())
+}
+
+/// Before a service starts, its dependencies that have a healthcheck must
+/// pass it (unless `HOLOS_HEALTH_BYPASS=1`).
+fn wait_for_dependencies(
+    runtime: &Runtime,
+    manifest: &Manifest,
+    service: &Service,
+    record: &ProjectRecord,
+    key: &Path,
+) -> Result<(), String> {
+    for dependency in &service.depends_on {
+        let Some(target) = manifest
+            .services
+            .iter()
+            .find(|s| s.name == dependency.service)
+        else {
+            continue;
+        };
+        let Some(check) = &target.healthcheck else {
+            continue;
+        };
+        if runtime.health_bypass {
+            continue;
+        }
+        for instance in &target.instances {
+            let Some(running) = record.instances.get(&instance.name) else {
+                continue;
+            };
+            eprintln!("holos: waiting for {} to be healthy", instance.name);
+            let started = Instant::now();
+            let mut failures = 0;
+            loop {
+                let probe = holo_plugin::process::Command::new("ssh")
+                    .args(ssh::ssh_args(key, &running.spec, &running.spec.user, false))
+                    .arg(ssh::remote_command_line(&check.test))
+                    .timeout(Duration::from_millis(check.timeout_ms.max(1000)));
+                if probe.run().map(|f| f.success()).unwrap_or(false) {
+                    break;
+                }
+                if started.elapsed() >= Duration::from_millis(check.start_period_ms) {
+                    failures += 1;
+                }
+                if failures > check.retries {
+                    return Err(format!(
+                        "{} did not become healthy ({} failed checks of {:?}); {} was not started",
+                        instance.name,
+                        failures,
+                        check.test.join(" "),
+                        service.name
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(check.interval_ms.max(100)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The names of the record's instances of `service` (all when `None`), in
+/// start order, or last started first when `reverse`.
+fn selected(
+    record: &ProjectRecord,
+    service: Option<&str>,
+    reverse: bool,
+) -> Result<Vec<String>, String> {
+    let mut chosen: Vec<&InstanceRecord> = record
+        .instances
+        .values()
+        .filter(|i| service.is_none_or(|s| i.spec.service == s))
+        .collect();
+    if let Some(service) = service
+        && chosen.is_empty()
+    {
+        let known: BTreeSet<&str> = record
+            .instances
+            .values()
+            .map(|i| i.spec.service.as_str())
+            .collect();
+        return Err(format!(
+            "project {} has no instances of service {service:?}; it has: {}",
+            record.project,
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    chosen.sort_by_key(|i| i.start_order);
+    if reverse {
+        chosen.reverse();
+    }
+    Ok(chosen.iter().map(|i| i.spec.name.clone()).collect())
+}
+
+fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, String> {
+    ProjectRecord::load(layout, project)?
+        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+}
+
+/// `holos stop [SERVICE]`, last started first.
+pub fn stop(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<(), String> {
+    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
+    let mut record = load_existing(&runtime.layout, project)?;
+    let key = runtime.layout.ssh_key(project);
+    for name in selected(&record, service, true)? {
+        let Some(instance) = record.instances.get_mut(&name) else {
+            continue;
+        };
+        match host::running_pid(instance.pid, &instance.spec) {
+            Some(pid) => stop_reporting(&instance.spec, pid, &key)?,
+            None => eprintln!("holos: {name} is not running"),
+        }
+        instance.pid = None;
+        record.save(&runtime.layout)?;
+    }
+    Ok(())
+}
+
+/// `holos start [SERVICE]`: launches stopped instances on their own disks.
+pub fn start(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<(), String> {
+    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
+    let mut record = load_existing(&runtime.layout, project)?;
+    for name in selected(&record, service, false)? {
+        let Some(instance) = record.instances.get_mut(&name) else {
+            continue;
+        };
+        if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
+            eprintln!("holos: {name} is already running (pid {pid})");
+            continue;
+        }
+        if !instance.spec.root_disk().exists() {
+            return Err(format!(
+                "{name} has no disk at {}; recreate it with holos up",
+                instance.spec.root_disk().display()
+            ));
+        }
+        let pid = launch_with_ssh_retry(&mut instance.spec)?;
+        instance.pid = Some(pid);
+        eprintln!(
+            "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+            instance.spec.ssh_port
+        );
+        record.save(&runtime.layout)?;
+    }
+    Ok(())
+}
+
+/// `holos down`: stops every instance, removes the instance directories and
+/// the record. Named volumes and the project key stay.
+pub fn down(runtime: &Runtime, project: &str) -> Result<(), String> {
+    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
+    let Some(mut record) = ProjectRecord::load(&runtime.layout, project)? else {
+        eprintln!("holos: project {project} has no instances");
+        return Ok(());
+    };
+    let key = runtime.layout.ssh_key(project);
+    for name in selected(&record, None, true)? {
+        let Some(instance) = record.instances.get_mut(&name) else {
+            continue;
+        };
+        if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
+            stop_reporting(&instance.spec, pid, &key)?;
+        }
+        instance.pid = None;
+        let dir = instance.spec.dir.clone();
+        record.save(&runtime.layout)?;
+        remove_instance_dir(&dir)?;
+        eprintln!("holos: removed {name}");
+    }
+    let _ = std::fs::remove_dir(runtime.layout.project_instances(project));
+    ProjectRecord::remove(&runtime.layout, project)
+}
+
+/// Instances by name, for the commands that address one.
+pub fn find_instance<'a>(
+    record: &'a ProjectRecord,
+    name: &str,
+) -> Result<&'a InstanceRecord, String> {
+    if let Some(instance) = record.instances.get(name) {
+        return Ok(instance);
+    }
+    // A service name addresses its first instance.
+    let by_service: BTreeMap<usize, &InstanceRecord> = record
+        .instances
+        .values()
+        .filter(|i| i.spec.service == name)
+        .map(|i| (i.start_order, i))
+        .collect();
+    by_service.into_values().next().ok_or_else(|| {
+        format!(
+            "project {} has no instance {name:?}; it has: {}",
+            record.project,
+            record
+                .instances
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
