@@ -95,6 +95,7 @@ pub fn prepare(
     }
     let image = seed_iso::build(documents)?;
     holo_plugin::atomic::write(
+        &holo_plugin::root_fs::RootFs::unconfined(),
         &spec.seed_iso(),
         &image,
         &holo_plugin::atomic::WriteOptions::mode(0o600),

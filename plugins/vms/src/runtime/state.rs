@@ -134,6 +134,7 @@ impl ProjectRecord {
         let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         text.push('\n');
         holo_plugin::atomic::write(
+            &holo_plugin::root_fs::RootFs::unconfined(),
             &path,
             text.as_bytes(),
             &holo_plugin::atomic::WriteOptions::mode(0o600),
