@@ -6,6 +6,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use holo_plugin::process::Command;
 use holo_plugin::resources::{self, Resource};
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 use serde::Deserialize;
@@ -42,8 +43,10 @@ impl Plugin for ProbePlugin {
             match verb {
                 "out" => println!("{text}"),
                 "err" => eprintln!("{text}"),
-                "child" => holo_plugin::command::run(&["echo", text])?,
-                "child-err" => holo_plugin::command::run(&["sh", "-c", "echo \"$0\" >&2", text])?,
+                "child" => Command::new("echo").arg(text).run_forwarded_checked()?,
+                "child-err" => Command::shell("echo \"$0\" >&2")
+                    .arg(text)
+                    .run_forwarded_checked()?,
                 "sleep" => std::thread::sleep(Duration::from_millis(50)),
                 "fail" => return Err(Error::new(text)),
                 "panic" => panic!("probe panics: {text}"),

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::batch;
 use crate::cache;
+use crate::common;
 use crate::env::{API_VERSION, Env};
 use crate::error::{Error, Result};
 use crate::plugin::{EntityCtx, Extension, Mode, Plugin};
@@ -136,7 +137,11 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         let _ = std::io::stdout().flush();
         return ExitCode::from(result.exit);
     }
-    match entity.and_then(|entity| plugin.diff(&env, &entity)) {
+    let diff = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
+        true => Ok(None),
+        false => plugin.diff(&env, &entity),
+    };
+    match entity.and_then(diff) {
         Ok(Some((desired, current))) => match report::fd3_diff(&desired, &current) {
             Ok(()) => flush_stdout(),
             Err(err) => fail(&err),
@@ -158,8 +163,7 @@ fn flush_stdout() -> ExitCode {
 
 /// The scan operation: scan, cache, report.
 fn scan<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
-    let entities = plugin.scan(env)?;
-    cache::store(env, &entities)?;
+    let entities = scan_and_cache(plugin, env)?;
     report::write_scan_report(
         &mut std::io::stdout().lock(),
         &entities,
@@ -172,8 +176,15 @@ pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
     if cache::exists(env) {
         return Ok(());
     }
-    let entities = plugin.scan(env)?;
-    cache::store(env, &entities)
+    scan_and_cache(plugin, env).map(drop)
+}
+
+/// Scans, adds what the common properties show, and caches the result.
+fn scan_and_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<Vec<crate::Scanned<P::Spec>>> {
+    let mut entities = plugin.scan(env)?;
+    cache::store(env, &entities)?;
+    common::store(env, &mut entities)?;
+    Ok(entities)
 }
 
 fn entity_from_cache<P: Plugin>(
@@ -200,7 +211,10 @@ pub(crate) fn apply_entity<P: Plugin>(
     entity: Result<EntityCtx<P::Spec>>,
     mode: Mode,
 ) -> EntityResult {
-    match entity.and_then(|entity| plugin.apply(env, &entity, mode)) {
+    let guarded = |entity: EntityCtx<P::Spec>| {
+        common::guarded_apply(env, &entity.id, mode, || plugin.apply(env, &entity, mode))
+    };
+    match entity.and_then(guarded) {
         Ok(outcome) => EntityResult {
             exit: 0,
             fd3: outcome.fd3_message(),

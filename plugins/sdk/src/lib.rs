@@ -4,7 +4,8 @@
 //! ([`Env`]), operation dispatch with the noop/order/batch extensions
 //! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
 //! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
-//! ([`owners`]), state records ([`state`]), command mocks ([`command`]),
+//! ([`owners`]), state records ([`state`]), the process runner ([`process`]),
+//! command lines and mocks ([`command`]), common properties ([`common`]),
 //! facts, data and templates.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
@@ -84,6 +85,7 @@ pub mod atomic;
 mod batch;
 mod cache;
 pub mod command;
+pub mod common;
 pub mod data;
 mod dispatch;
 pub mod env;

@@ -98,7 +98,8 @@ pub struct Command {
     program: OsString,
     args: Vec<OsString>,
     cwd: Option<PathBuf>,
-    env: Vec<(OsString, OsString)>,
+    /// Variables to set (`Some`) or remove (`None`), in order.
+    env: Vec<(OsString, Option<OsString>)>,
     timeout: Option<Duration>,
 }
 
@@ -148,7 +149,13 @@ impl Command {
     /// One more environment variable (added to the inherited ones).
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Command {
         self.env
-            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Removes an inherited environment variable.
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Command {
+        self.env.push((key.as_ref().to_owned(), None));
         self
     }
 
@@ -180,7 +187,10 @@ impl Command {
             command.current_dir(dir);
         }
         for (key, value) in &self.env {
-            command.env(key, value);
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
         }
         command
     }
@@ -272,6 +282,19 @@ impl Command {
             }
             let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
             wait_for_events(&mut [], &exited, wait, &mut |_, _| {});
+        }
+    }
+
+    /// Runs the command with its output forwarded, like
+    /// [`Command::run_forwarded`], for callers to whom anything but exit
+    /// code 0 is a failure: the error names the command line and the status.
+    pub fn run_forwarded_checked(&self) -> Result<()> {
+        match self.run_forwarded()? {
+            Status::Exited(0) => Ok(()),
+            status => Err(Error::new(format!(
+                "{} failed with {status}",
+                self.command_line()
+            ))),
         }
     }
 
@@ -514,13 +537,14 @@ mod tests {
     #[test]
     fn cwd_env_and_path_reach_the_command() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let done = Command::shell("pwd; echo $GREETING; echo $PATH")
+        let done = Command::shell("pwd; echo $GREETING; echo ${HOME:-no home}; echo $PATH")
             .cwd(dir.path())
             .env("GREETING", "hello")
+            .env_remove("HOME")
             .path(&["/usr/bin", "/bin"])
             .run()
             .expect("runs");
-        let expected = format!("{}\nhello\n/usr/bin:/bin\n", dir.path().display());
+        let expected = format!("{}\nhello\nno home\n/usr/bin:/bin\n", dir.path().display());
         assert_eq!(String::from_utf8_lossy(&done.stdout), expected);
     }
 
@@ -583,6 +607,17 @@ mod tests {
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+
+    #[test]
+    fn checked_runs_name_the_failing_command_line() {
+        Command::new("true")
+            .run_forwarded_checked()
+            .expect("true succeeds");
+        let err = Command::shell("exit 3")
+            .run_forwarded_checked()
+            .expect_err("fails");
+        assert_eq!(err.message(), "/bin/sh -c 'exit 3' failed with exit code 3");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! The loader keeps each table's line, renders every string property as a
 //! template (unless the table sets `template = false`), maps CCM aliases,
 //! takes out the common properties (`require`, `subscribe`, `if`, `unless`,
-//! `protect`), rejects unknown properties with a "did you mean", and rejects
+//! `protect`, `alias`, `health_checks`; [`crate::common`] evaluates them),
+//! rejects unknown properties with a "did you mean", and rejects
 //! duplicate entity ids naming both places. Errors read `ORIGIN:LINE: ...`
 //! with the origin path, not the temporary copy.
 
@@ -16,6 +17,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 
+use crate::common::{self, Guard, HealthCheck};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::template::TemplateContext;
@@ -39,12 +41,16 @@ pub struct Common {
     pub require: Vec<String>,
     /// `subscribe`: like `require`, and a change there refreshes this entity.
     pub subscribe: Vec<String>,
-    /// `if`: a condition (evaluated by a later issue's code).
+    /// `if`: a condition; the entity is managed only when it is true.
     pub only_if: Option<String>,
-    /// `unless`: a condition (evaluated by a later issue's code).
+    /// `unless`: a condition; the entity is managed only when it is false.
     pub unless: Option<String>,
     /// `protect`: opt in to (true) or out of (false) protection of manual edits.
     pub protect: Option<bool>,
+    /// `alias`: a second name that `require` and `subscribe` may use.
+    pub alias: Option<String>,
+    /// `health_checks`: Nagios-style commands run after apply.
+    pub health_checks: Vec<HealthCheck>,
 }
 
 /// Where a table was declared.
@@ -70,10 +76,12 @@ impl fmt::Display for Location {
 pub struct Declared<R> {
     /// The typed resource.
     pub resource: R,
-    /// `require`, `subscribe`, `if`, `unless`, `protect`.
+    /// The common properties.
     pub common: Common,
     /// Where it was declared.
     pub location: Location,
+    /// Why `if`/`unless` leave it unmanaged; `None` when it is managed.
+    pub skipped: Option<String>,
 }
 
 impl<R: Resource> Declared<R> {
@@ -97,6 +105,8 @@ const COMMON_PROPERTIES: &[&str] = &[
     "unless",
     "protect",
     "template",
+    "alias",
+    "health_checks",
 ];
 
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource directory.
@@ -107,7 +117,9 @@ pub fn load<R: Resource>(env: &Env) -> Result<Vec<Declared<R>>> {
     for path in files {
         loader.load_file(&path);
     }
-    loader.finish()
+    let mut declared = loader.finish()?;
+    common::resolve_aliases(&mut declared)?;
+    Ok(declared)
 }
 
 fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -236,6 +248,14 @@ impl<'e, R: Resource> Loader<'e, R> {
             )));
             return;
         }
+        common::register(
+            &id,
+            Guard {
+                skipped: declared.skipped.clone(),
+                health_checks: declared.common.health_checks.clone(),
+                alias: (declared.common.alias.as_ref()).map(|alias| common::alias_id(&id, alias)),
+            },
+        );
         self.ids.insert(id, declared.location.clone());
         self.declared.push(declared);
     }
@@ -277,7 +297,28 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .render_value(value, &|offset| at(offset), key.get_ref())?;
             }
         }
+        let condition_places: Vec<(&str, Location)> = ["if", "unless"]
+            .into_iter()
+            .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
+            .collect();
         let common = take_common(&mut table, at)?;
+        let skipped = common::condition_skip(
+            common.only_if.as_deref(),
+            common.unless.as_deref(),
+            |property, expression| {
+                let place = condition_places
+                    .iter()
+                    .find(|(name, _)| *name == property)
+                    .map_or(location, |(_, place)| place);
+                let context = self.templates.context(place, property)?;
+                context.is_true(expression).map_err(|err| {
+                    Error::new(format!(
+                        "{place}: {property} = {expression:?}: {}; write a minijinja expression over facts and data, like facts.os.id == \"debian\"",
+                        err.message()
+                    ))
+                })
+            },
+        )?;
         if let Some(fields) = self.fields {
             for key in table.keys() {
                 let name = key.get_ref().as_ref();
@@ -303,6 +344,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             resource,
             common,
             location: location.clone(),
+            skipped,
         })
     }
 }
@@ -358,6 +400,19 @@ fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Resul
             *target = Some(text.to_string());
         }
     }
+    if let Some(value) = table.remove("alias") {
+        let alias = value.get_ref().as_str().map(str::trim).unwrap_or("");
+        if alias.is_empty() || alias.contains(['\n', ' ', '#']) {
+            return Err(Error::new(format!(
+                "{}: alias must be a non-empty name without spaces or '#', like \"reload-app\"",
+                at(value.span().start)
+            )));
+        }
+        common.alias = Some(alias.to_string());
+    }
+    if let Some(value) = table.remove("health_checks") {
+        common.health_checks = common::parse_health_checks(&value, at)?;
+    }
     if let Some(value) = table.remove("protect") {
         common.protect = Some(value.get_ref().as_bool().ok_or_else(|| {
             Error::new(format!(
@@ -399,7 +454,9 @@ fn references(
 /// `type:name` stays, CCM's `type#name` becomes `type:name`.
 pub fn entity_reference(text: &str) -> Option<String> {
     let text = text.trim();
-    let (kind, name) = text.split_once(':').or_else(|| text.split_once('#'))?;
+    // Whichever separator comes first: `exec#a:b` names `exec:a:b`.
+    let at = text.find([':', '#'])?;
+    let (kind, name) = (&text[..at], &text[at + 1..]);
     if kind.is_empty() || name.is_empty() || kind.contains(['/', ' ']) {
         return None;
     }
@@ -471,18 +528,23 @@ impl Templates {
         Ok(())
     }
 
-    fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
+    /// The facts and data, loaded on first use.
+    fn context(&mut self, location: &Location, property: &str) -> Result<&TemplateContext> {
         if self.context.is_none() {
             let context = TemplateContext::load(&self.root, self.test_mode).map_err(|err| {
                 Error::new(format!(
-                    "{location}: property {property} is a template, but its facts and data cannot be loaded: {err}"
+                    "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
                 ))
             })?;
             self.context = Some(context);
         }
-        let Some(context) = &self.context else {
-            return Ok(text.to_string());
-        };
+        self.context
+            .as_ref()
+            .ok_or_else(|| Error::new(format!("{location}: facts and data are not loaded")))
+    }
+
+    fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
+        let context = self.context(location, property)?;
         context.render(text).map_err(|err| {
             let place = Location {
                 line: location.line + err.line().saturating_sub(1),
@@ -563,6 +625,7 @@ impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
 mod tests {
     use super::*;
     use serde::Deserialize;
+    use std::time::Duration;
 
     #[derive(Debug, Deserialize, PartialEq)]
     struct Demo {
@@ -735,6 +798,121 @@ mod tests {
     }
 
     #[test]
+    fn conditions_are_evaluated_over_facts_and_data() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"debian-only\"\nif = \"facts.os.id == 'debian'\"\n\n[[demo]]\nname = \"not-on-debian\"\nunless = \"facts.os.id == 'debian'\"\n\n[[demo]]\nname = \"both\"\nif = \"data.port == 80\"\nunless = \"false\"\n",
+        )]);
+        let etc = fixture.env.root.join("etc/holo");
+        std::fs::create_dir_all(&etc).expect("mkdir");
+        std::fs::write(fixture.env.root.join("etc/os-release"), "ID=debian\n").expect("os");
+        std::fs::write(etc.join("data.toml"), "[data]\nport = 80\n").expect("data");
+        let loaded = load::<Demo>(&fixture.env).expect("loads");
+        assert_eq!(loaded[0].skipped, None);
+        assert_eq!(
+            loaded[1].skipped.as_deref(),
+            Some("condition unless = \"facts.os.id == 'debian'\" is true")
+        );
+        assert_eq!(loaded[2].skipped, None);
+        assert_eq!(
+            loaded[0].common.only_if.as_deref(),
+            Some("facts.os.id == 'debian'")
+        );
+    }
+
+    #[test]
+    fn a_condition_error_names_the_file_and_line_of_the_property() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"x\"\n\nunless = \"data.missing\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("undefined");
+        let expected = format!(
+            "{}:4: unless = \"data.missing\": ",
+            origin(&fixture, "a.toml")
+        );
+        assert!(err.message().starts_with(&expected), "{err}");
+    }
+
+    #[test]
+    fn health_checks_parse_with_defaults_and_clear_errors() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"x\"\nhealth_checks = [{ command = \"check_http -H 'local host'\" }, { command = \"true\", tries = 3, try_sleep = \"250ms\", timeout = \"5s\" }]\n",
+        )]);
+        let loaded = load::<Demo>(&fixture.env).expect("loads");
+        let checks = &loaded[0].common.health_checks;
+        assert_eq!(checks[0].argv, ["check_http", "-H", "local host"]);
+        assert_eq!(
+            (checks[0].tries, checks[0].try_sleep, checks[0].timeout),
+            (1, Duration::from_secs(1), None)
+        );
+        assert_eq!(
+            (checks[1].tries, checks[1].try_sleep, checks[1].timeout),
+            (3, Duration::from_millis(250), Some(Duration::from_secs(5)))
+        );
+        for (text, message) in [
+            (
+                "health_checks = [{ command = \"echo 'open\" }]",
+                "balance the quotes",
+            ),
+            (
+                "health_checks = [{ command = \"true\", tries = 0 }]",
+                "at least 1",
+            ),
+            (
+                "health_checks = [{ command = \"true\", timeout = \"5\" }]",
+                "duration like",
+            ),
+            (
+                "health_checks = [{ cmd = \"true\" }]",
+                "unknown health check property cmd",
+            ),
+            ("health_checks = [\"true\"]", "must be tables"),
+        ] {
+            let case =
+                super::tests::fixture(&[("a.toml", &format!("[[demo]]\nname = \"x\"\n{text}\n"))]);
+            let err = load::<Demo>(&case.env).expect_err(text);
+            let place = format!("{}:3:", origin(&case, "a.toml"));
+            assert!(err.message().starts_with(&place), "{err}");
+            assert!(err.message().contains(message), "{err}");
+        }
+    }
+
+    #[test]
+    fn aliases_resolve_to_entity_ids_within_the_plugin() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"a long name\"\nalias = \"short\"\n\n[[demo]]\nname = \"b\"\nrequire = [\"demo#short\", \"other:short\"]\nsubscribe = \"demo:short\"\n",
+        )]);
+        let loaded = load::<Demo>(&fixture.env).expect("loads");
+        assert_eq!(
+            loaded[1].common.require,
+            ["demo:a long name", "other:short"]
+        );
+        assert_eq!(loaded[1].common.subscribe, ["demo:a long name"]);
+
+        let fixture = super::tests::fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"a\"\nalias = \"b\"\n\n[[demo]]\nname = \"b\"\n\n[[demo]]\nname = \"c\"\nalias = \"x\"\n\n[[demo]]\nname = \"d\"\nalias = \"x\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("conflicts");
+        let file = origin(&fixture, "a.toml");
+        assert!(
+            err.message().contains(&format!(
+                "{file}:1: alias \"b\" is the entity demo:b declared at {file}:5"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.message().contains(&format!(
+                "{file}:12: alias \"x\" is already declared at {file}:8"
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn references_translate_ccm_form_and_reject_garbage() {
         assert_eq!(
             entity_reference("package#nginx").as_deref(),
@@ -743,6 +921,10 @@ mod tests {
         assert_eq!(
             entity_reference("file:/etc/a#b").as_deref(),
             Some("file:/etc/a#b")
+        );
+        assert_eq!(
+            entity_reference("exec#sh -c 'a:b'").as_deref(),
+            Some("exec:sh -c 'a:b'")
         );
         assert_eq!(entity_reference("nginx"), None);
         assert_eq!(entity_reference("/etc/x:y"), None);

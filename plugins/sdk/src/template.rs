@@ -171,6 +171,31 @@ impl TemplateContext {
             .render_str(text, minijinja::context! {})
             .map_err(|err| to_template_error(&err, text))
     }
+
+    /// Evaluates a bare expression such as `facts.os.id == "debian"` (the
+    /// `if`/`unless` properties) with Jinja's truthiness. Undefined values
+    /// are errors here too.
+    pub fn is_true(&self, expression: &str) -> Result<bool, TemplateError> {
+        let to_error = |err: minijinja::Error| {
+            let mut error = to_template_error(&err, expression);
+            error.expression = Some(expression.to_string());
+            error
+        };
+        let compiled = self
+            .engine
+            .compile_expression(expression)
+            .map_err(to_error)?;
+        let value = compiled.eval(minijinja::context! {}).map_err(to_error)?;
+        if value.is_undefined() {
+            // Strict mode catches undefined values inside an expression, not
+            // an expression that is one as a whole.
+            return Err(to_error(minijinja::Error::new(
+                ErrorKind::UndefinedError,
+                "the expression is undefined",
+            )));
+        }
+        Ok(value.is_true())
+    }
 }
 
 /// The three scopes, held for `lookup()`.
@@ -306,6 +331,26 @@ mod tests {
             .render("host={{ facts.hostname }} os={{ facts.os.id }} port={{ data.port }} lang={{ env.LANG }}\n")
             .expect("render");
         assert_eq!(out, "host=web01 os=debian port=8080 lang=C.UTF-8\n");
+    }
+
+    #[test]
+    fn conditions_are_expressions_with_jinja_truthiness() {
+        let context = context();
+        assert_eq!(context.is_true("facts.os.id == 'debian'"), Ok(true));
+        assert_eq!(context.is_true("data.port > 9000"), Ok(false));
+        assert_eq!(
+            context.is_true("'b' in data.packages and data.web.tls"),
+            Ok(true)
+        );
+        assert_eq!(context.is_true("lookup('data.missing', '')"), Ok(false));
+        let err = context.is_true("data.nope == 1").expect_err("undefined");
+        assert!(err.message().contains("undefined"), "{err}");
+        assert_eq!(err.expression(), Some("data.nope == 1"));
+        assert!(context.is_true("facts.os.id ==").is_err());
+        let err = context
+            .is_true("data.nope")
+            .expect_err("undefined as a whole");
+        assert!(err.message().contains("undefined"), "{err}");
     }
 
     #[test]

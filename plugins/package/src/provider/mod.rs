@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use holo_plugin::command::command_line;
+use holo_plugin::process::{Command, Status};
 use holo_plugin::{Error, Result};
 
 use crate::apply::{Current, Step};
@@ -125,33 +125,34 @@ fn other_casualties(removed: Vec<String>, name: &str) -> Vec<String> {
     others
 }
 
-/// The executor for the real system.
+/// The executor for the real system, on the SDK's process runner.
 pub struct SystemExecutor;
 
 impl Executor for SystemExecutor {
     fn query(&mut self, argv: &[String]) -> Result<Output> {
-        let output = command(argv)?
-            .output()
-            .map_err(|err| spawn_error(argv, &err))?;
+        let finished = command(argv)?.run().map_err(not_started)?;
         Ok(Output {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            code: match finished.status {
+                Status::Exited(code) => code,
+                _ => -1,
+            },
+            stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
         })
     }
 
     fn change(&mut self, argv: &[String]) -> Result<()> {
-        let status = command(argv)?
-            .status()
-            .map_err(|err| spawn_error(argv, &err))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(Error::new(format!(
-                "{} failed with {status}; see its output above",
-                command_line(argv)
-            )))
-        }
+        let status = command(argv)?.run_forwarded().map_err(not_started)?;
+        let how = match status {
+            Status::Exited(0) => return Ok(()),
+            // The same words as the test-mode mock.
+            Status::Exited(code) => format!("exit status: {code}"),
+            other => other.to_string(),
+        };
+        Err(Error::new(format!(
+            "{} failed with {how}; see its output above",
+            command_line(argv)
+        )))
     }
 
     fn root(&self) -> &Path {
@@ -159,23 +160,18 @@ impl Executor for SystemExecutor {
     }
 }
 
+/// `argv` with the non-interactive environment.
 fn command(argv: &[String]) -> Result<Command> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err(Error::new("cannot run an empty command line"));
-    };
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .envs(COMMAND_ENV.iter().copied())
-        .stdin(Stdio::null());
+    let mut command = Command::from_argv(argv)?;
+    for (key, value) in COMMAND_ENV {
+        command = command.env(key, value);
+    }
     Ok(command)
 }
 
-fn spawn_error(argv: &[String], err: &std::io::Error) -> Error {
-    Error::new(format!(
-        "cannot run {}: {err}; install the package manager or set provider in the resource",
-        command_line(argv)
-    ))
+/// A package manager that cannot be started may be the wrong one.
+fn not_started(err: Error) -> Error {
+    Error::new(format!("{err}, or set provider in the resource"))
 }
 
 /// What apt and dnf have in common, each method one or two commands.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use holo_plugin::resources::{self, Resource};
 use holo_plugin::{
-    EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, atomic, command, state,
+    EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, atomic, process, state,
 };
 use serde::{Deserialize, Serialize};
 
@@ -115,7 +115,9 @@ impl Plugin for DemoPlugin {
             },
         )?;
         if let Some(text) = &spec.announce {
-            command::run(&["echo", text.as_str()])?;
+            process::Command::new("echo")
+                .arg(text)
+                .run_forwarded_checked()?;
         }
         Ok(Outcome::Changed)
     }

@@ -1,0 +1,263 @@
+//! Whether a command runs, as plain functions (the seed's decision table,
+//! then the `onlyif`/`unless_command` checks), and running it: exit codes
+//! against `returns`, the timeout, and `logoutput`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use holo_plugin::common::format_duration;
+use holo_plugin::process::{Command, Status, Stream};
+use holo_plugin::{Env, Error, Result};
+
+use crate::model::ExecSpec;
+use crate::provider;
+
+/// Why a command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// A subscribed entity changed in this run.
+    Refresh,
+    /// Neither `creates` nor `refresh_only` holds it back.
+    Apply,
+}
+
+/// Why a command is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// The `creates` file exists.
+    CreatesExists,
+    /// `refresh_only`, and no subscribed entity changed.
+    RefreshOnly,
+    /// The `onlyif` command failed.
+    OnlyIfFailed,
+    /// The `unless_command` command succeeded.
+    UnlessSucceeded,
+}
+
+/// What to do with the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Run(Run),
+    Skip(Skip),
+}
+
+/// The seed's decision table, row by row: a subscribe refresh runs the
+/// command even if `creates` exists; an existing `creates` file skips it;
+/// `refresh_only` without a refresh skips it; otherwise it runs.
+pub fn decide(refresh: bool, creates_exists: bool, refresh_only: bool) -> Decision {
+    if refresh {
+        Decision::Run(Run::Refresh)
+    } else if creates_exists {
+        Decision::Skip(Skip::CreatesExists)
+    } else if refresh_only {
+        Decision::Skip(Skip::RefreshOnly)
+    } else {
+        Decision::Run(Run::Apply)
+    }
+}
+
+/// The checks after the table, for a command that would run: a failing
+/// `onlyif` or a succeeding `unless_command` skips it. `None` (no such check)
+/// lets it run. Both are asked lazily, `onlyif` first.
+pub fn check_commands(
+    onlyif_succeeds: impl FnOnce() -> Result<Option<bool>>,
+    unless_succeeds: impl FnOnce() -> Result<Option<bool>>,
+) -> Result<Option<Skip>> {
+    Ok(if onlyif_succeeds()? == Some(false) {
+        Some(Skip::OnlyIfFailed)
+    } else if unless_succeeds()? == Some(true) {
+        Some(Skip::UnlessSucceeded)
+    } else {
+        None
+    })
+}
+
+/// Where `creates` is looked for: below the root in test mode.
+pub fn creates_path(env: &Env, spec: &ExecSpec) -> Option<PathBuf> {
+    spec.creates.as_ref().map(|path| env.root_join(path))
+}
+
+/// The scan report's reason line: why the command would run or be skipped,
+/// as far as scan can know (a refresh is only known during apply).
+pub fn scan_reason(env: &Env, spec: &ExecSpec) -> String {
+    let creates = creates_path(env, spec);
+    let creates_exists = creates.as_deref().is_some_and(Path::exists);
+    let mut reason = match decide(false, creates_exists, spec.refresh_only) {
+        Decision::Skip(skip) => {
+            let why = match skip {
+                Skip::CreatesExists => format!("creates {} exists", display(creates.as_deref())),
+                _ => "refresh_only".to_string(),
+            };
+            if spec.subscribes {
+                format!("{why}: runs only when a subscribed entity changes")
+            } else {
+                format!("skipped: {why}")
+            }
+        }
+        Decision::Run(_) => match &creates {
+            Some(path) => format!("runs: creates {} is missing", path.display()),
+            None => "runs on every apply (no creates, not refresh_only)".to_string(),
+        },
+    };
+    let checks: Vec<String> = [
+        spec.onlyif
+            .as_ref()
+            .map(|c| format!("onlyif {c:?} succeeds")),
+        spec.unless_command
+            .as_ref()
+            .map(|c| format!("unless_command {c:?} fails")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !checks.is_empty() {
+        reason.push_str(&format!("; only if {}", checks.join(" and ")));
+    }
+    reason
+}
+
+fn display(path: Option<&Path>) -> String {
+    path.map(|p| p.display().to_string()).unwrap_or_default()
+}
+
+/// The command for `text` with the resource's provider, directory,
+/// environment, PATH and timeout. In test mode the directory defaults to
+/// the root, and a declared one is taken below it.
+pub fn command(env: &Env, spec: &ExecSpec, text: &str) -> Result<Command> {
+    let mut command = provider::command(spec.provider, text).map_err(Error::new)?;
+    match &spec.cwd {
+        Some(dir) => command = command.cwd(env.root_join(dir)),
+        None if env.test_mode => command = command.cwd(&env.root),
+        None => {}
+    }
+    for (key, value) in &spec.environment {
+        command = command.env(key, value);
+    }
+    if let Some(dirs) = &spec.path {
+        command = command.path(dirs);
+    }
+    if let Some(limit) = spec.timeout {
+        command = command.timeout(limit);
+    }
+    Ok(command)
+}
+
+/// Runs an `onlyif`/`unless_command` check: true when it exits 0.
+pub fn check_succeeds(env: &Env, spec: &ExecSpec, text: &str) -> Result<bool> {
+    let finished = command(env, spec, text)?.run()?;
+    match finished.status {
+        Status::TimedOut => Err(Error::new(format!(
+            "check {text:?} timed out after {}; its process group was killed",
+            format_duration(spec.timeout.unwrap_or_default())
+        ))),
+        status => Ok(status.success()),
+    }
+}
+
+/// How many lines of stderr an error shows.
+const STDERR_LINES: usize = 10;
+
+/// Runs the command; stdout lines go to the user as they come when
+/// `logoutput` is set. The command sees `HOLO_REFRESH=1` exactly when a
+/// subscribed entity changed, whether the plugin runs per entity or in a
+/// batch. An exit code outside `returns`, a signal or a timeout is an error
+/// with the code and the last lines of stderr.
+pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
+    let mut command = command(env, spec, &spec.command)?;
+    command = match refresh {
+        true => command.env("HOLO_REFRESH", "1"),
+        false => command.env_remove("HOLO_REFRESH"),
+    };
+    let mut stdout = std::io::stdout();
+    let finished = command.run_streaming(|stream, line| {
+        if spec.logoutput && stream == Stream::Stdout {
+            let _ = stdout.write_all(line);
+            if !line.ends_with(b"\n") {
+                let _ = stdout.write_all(b"\n");
+            }
+            let _ = stdout.flush();
+        }
+    })?;
+    let problem = match finished.status {
+        Status::Exited(code) if spec.returns.contains(&code) => return Ok(()),
+        Status::Exited(code) => format!(
+            "exited with code {code}, which returns ({}) does not accept",
+            spec.returns
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Status::TimedOut => format!(
+            "timed out after {}; its process group was killed",
+            format_duration(spec.timeout.unwrap_or_default())
+        ),
+        status => format!("was ended by {status}"),
+    };
+    let mut message = format!("command {:?} {problem}", spec.command);
+    let tail = finished.stderr_tail(STDERR_LINES);
+    if !tail.trim().is_empty() {
+        message.push_str("; the last lines of its stderr:\n");
+        message.push_str(tail.trim_end());
+    }
+    Err(Error::new(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_subscribe_refresh_executes_even_if_creates_exists() {
+        assert_eq!(decide(true, true, false), Decision::Run(Run::Refresh));
+        assert_eq!(decide(true, true, true), Decision::Run(Run::Refresh));
+        assert_eq!(decide(true, false, true), Decision::Run(Run::Refresh));
+    }
+
+    #[test]
+    fn row_creates_exists_skips() {
+        assert_eq!(
+            decide(false, true, false),
+            Decision::Skip(Skip::CreatesExists)
+        );
+        assert_eq!(
+            decide(false, true, true),
+            Decision::Skip(Skip::CreatesExists)
+        );
+    }
+
+    #[test]
+    fn row_refresh_only_without_trigger_skips() {
+        assert_eq!(
+            decide(false, false, true),
+            Decision::Skip(Skip::RefreshOnly)
+        );
+    }
+
+    #[test]
+    fn row_not_refresh_only_without_creates_executes() {
+        assert_eq!(decide(false, false, false), Decision::Run(Run::Apply));
+    }
+
+    #[test]
+    fn check_row_failing_onlyif_skips_without_asking_unless() {
+        let skip = check_commands(|| Ok(Some(false)), || panic!("unless_command is not run"));
+        assert_eq!(skip, Ok(Some(Skip::OnlyIfFailed)));
+    }
+
+    #[test]
+    fn check_row_succeeding_unless_command_skips() {
+        let skip = Ok(Some(Skip::UnlessSucceeded));
+        assert_eq!(check_commands(|| Ok(Some(true)), || Ok(Some(true))), skip);
+        assert_eq!(check_commands(|| Ok(None), || Ok(Some(true))), skip);
+    }
+
+    #[test]
+    fn check_row_passing_or_absent_checks_run() {
+        assert_eq!(
+            check_commands(|| Ok(Some(true)), || Ok(Some(false))),
+            Ok(None)
+        );
+        assert_eq!(check_commands(|| Ok(None), || Ok(None)), Ok(None));
+    }
+}

@@ -1,0 +1,18 @@
+//! The two ways to run a command string: [`posix`] splits it into words and
+//! runs them without a shell (the default), [`shell`] hands it to `/bin/sh -c`.
+
+pub mod posix;
+pub mod shell;
+
+use holo_plugin::process::Command;
+
+use crate::model::Provider;
+
+/// The command to run for `text` with `provider`; the error is plain text
+/// (the caller names the resource).
+pub fn command(provider: Provider, text: &str) -> Result<Command, String> {
+    match provider {
+        Provider::Posix => posix::command(text),
+        Provider::Shell => shell::command(text),
+    }
+}

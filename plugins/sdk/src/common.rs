@@ -1,0 +1,620 @@
+//! The common properties that act around a plugin's own work, for every kind:
+//! `if`/`unless` conditions, `health_checks` in CCM's Nagios style, and
+//! `alias`. The resource loader parses them (see [`crate::resources`]); this
+//! module evaluates them.
+//!
+//! - A resource whose condition leaves it unmanaged is still reported by
+//!   scan, with `skipped: condition …`, and apply (or noop) writes
+//!   `not changed` without calling the plugin.
+//! - Health checks run after every apply and force-apply (never in noop): a
+//!   result that is not OK fails the entity with the check's output.
+//! - An alias is a second name that `require` and `subscribe` may use. The
+//!   SDK resolves it among the resources of the same plugin, so that the
+//!   scan report's `REQUIRES:`/`SUBSCRIBES:` lines always carry entity ids.
+//!   The driver knows no aliases: another plugin's resources must name the
+//!   entity id.
+//!
+//! Scan hands these to apply through a small file beside the scan cache
+//! (`$HOLO_CACHE_DIR/holo-plugin-guards.json`), which lists only the entities
+//! that have a condition or a health check.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+use toml::de::DeValue;
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::plugin::{Mode, Outcome, Scanned};
+use crate::process::{Command, Status};
+use crate::resources::{Declared, Location, Resource};
+
+const GUARDS_FILE: &str = "holo-plugin-guards.json";
+
+/// What the SDK does around one entity's apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guard {
+    /// Why the conditions leave the entity unmanaged, e.g. `condition if =
+    /// "facts.os.id == 'fedora'" is false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Checks to run after apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub health_checks: Vec<HealthCheck>,
+    /// The alias as an entity id (`type:alias`), shown in the scan report.
+    #[serde(default, skip)]
+    pub alias: Option<String>,
+}
+
+impl Guard {
+    fn is_empty(&self) -> bool {
+        self.skipped.is_none() && self.health_checks.is_empty() && self.alias.is_none()
+    }
+}
+
+/// One `health_checks` entry: a Nagios-style plugin command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthCheck {
+    /// The command as written, for messages.
+    pub command: String,
+    /// The command split with shell-words; it runs without a shell.
+    pub argv: Vec<String>,
+    /// How many times to run it before giving up (at least 1).
+    pub tries: u32,
+    /// How long to sleep between tries.
+    pub try_sleep: Duration,
+    /// Kill the check (and its process group) after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// A Nagios plugin's verdict, from its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckState {
+    Ok,
+    Warning,
+    Critical,
+    Unknown,
+}
+
+impl CheckState {
+    /// 0 OK, 1 WARNING, 2 CRITICAL, anything else (a signal, a timeout)
+    /// UNKNOWN.
+    pub fn from_status(status: Status) -> CheckState {
+        match status {
+            Status::Exited(0) => CheckState::Ok,
+            Status::Exited(1) => CheckState::Warning,
+            Status::Exited(2) => CheckState::Critical,
+            _ => CheckState::Unknown,
+        }
+    }
+}
+
+impl fmt::Display for CheckState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CheckState::Ok => "OK",
+            CheckState::Warning => "WARNING",
+            CheckState::Critical => "CRITICAL",
+            CheckState::Unknown => "UNKNOWN",
+        })
+    }
+}
+
+/// Parses a duration as CCM writes them (Go's form): a sequence of numbers
+/// with units `ms`, `s`, `m` or `h`, such as `30s`, `5m` or `1m30s`.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let number: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit] {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.checked_mul(60)?),
+            "h" => Duration::from_secs(number.checked_mul(3600)?),
+            _ => return None,
+        };
+        total = total.checked_add(part)?;
+        rest = &rest[unit..];
+    }
+    Some(total)
+}
+
+/// A duration for messages: `1m30s`, `500ms`.
+pub fn format_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    if duration.subsec_millis() != 0 || millis == 0 {
+        return format!("{millis}ms");
+    }
+    let mut seconds = duration.as_secs();
+    let mut text = String::new();
+    for (unit, size) in [("h", 3600), ("m", 60)] {
+        if seconds >= size {
+            text.push_str(&format!("{}{unit}", seconds / size));
+            seconds %= size;
+        }
+    }
+    if seconds > 0 || text.is_empty() {
+        text.push_str(&format!("{seconds}s"));
+    }
+    text
+}
+
+/// The why of a skipped entity, or `None` when it is managed: `if` must be
+/// true and `unless` false. `evaluate` turns one expression into a bool.
+pub fn condition_skip(
+    only_if: Option<&str>,
+    unless: Option<&str>,
+    mut evaluate: impl FnMut(&'static str, &str) -> Result<bool>,
+) -> Result<Option<String>> {
+    if let Some(expression) = only_if
+        && !evaluate("if", expression)?
+    {
+        return Ok(Some(format!("condition if = {expression:?} is false")));
+    }
+    if let Some(expression) = unless
+        && evaluate("unless", expression)?
+    {
+        return Ok(Some(format!("condition unless = {expression:?} is true")));
+    }
+    Ok(None)
+}
+
+impl HealthCheck {
+    /// Runs the check up to `tries` times, sleeping `try_sleep` between
+    /// tries, until it reports OK. In test mode it runs in the root.
+    pub fn run(&self, env: &Env) -> Result<()> {
+        let mut command = Command::from_argv(&self.argv)?;
+        if env.test_mode {
+            command = command.cwd(&env.root);
+        }
+        if let Some(limit) = self.timeout {
+            command = command.timeout(limit);
+        }
+        let tries = self.tries.max(1);
+        for attempt in 1..=tries {
+            let finished = command.run()?;
+            let state = CheckState::from_status(finished.status);
+            if state == CheckState::Ok {
+                return Ok(());
+            }
+            let mut output = String::from_utf8_lossy(&finished.stdout).trim().to_string();
+            if output.is_empty() {
+                output = String::from_utf8_lossy(&finished.stderr).trim().to_string();
+            }
+            let how = match finished.status {
+                Status::TimedOut => format!(
+                    "timed out after {}",
+                    format_duration(self.timeout.unwrap_or_default())
+                ),
+                status => status.to_string(),
+            };
+            let verdict = if output.is_empty() {
+                format!("{state} ({how})")
+            } else {
+                format!("{state} ({how}): {output}")
+            };
+            if attempt == tries {
+                let times = if tries == 1 { "try" } else { "tries" };
+                return Err(Error::new(format!(
+                    "health check {:?} failed after {tries} {times}: {verdict}",
+                    self.command
+                )));
+            }
+            eprintln!(
+                ">> health check {:?}: {verdict} (try {attempt} of {tries}, next in {})",
+                self.command,
+                format_duration(self.try_sleep)
+            );
+            std::thread::sleep(self.try_sleep);
+        }
+        Ok(())
+    }
+}
+
+/// Reads `health_checks`: one table or a list of them, each with
+/// `command` and optional `tries`, `try_sleep` and `timeout`.
+pub(crate) fn parse_health_checks(
+    value: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<Vec<HealthCheck>> {
+    let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
+        DeValue::Array(array) => array.iter().collect(),
+        _ => vec![value],
+    };
+    items
+        .into_iter()
+        .map(|item| parse_health_check(item, at))
+        .collect()
+}
+
+fn parse_health_check(
+    item: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<HealthCheck> {
+    let place = at(item.span().start);
+    let DeValue::Table(table) = item.get_ref() else {
+        return Err(Error::new(format!(
+            "{place}: health_checks must be tables like {{ command = \"check_http -H localhost\", tries = 3 }}"
+        )));
+    };
+    let mut check = HealthCheck {
+        command: String::new(),
+        argv: Vec::new(),
+        tries: 1,
+        try_sleep: Duration::from_secs(1),
+        timeout: None,
+    };
+    for (key, value) in table.iter() {
+        let place = at(value.span().start);
+        let key = key.get_ref().as_ref();
+        let duration = || {
+            value
+                .get_ref()
+                .as_str()
+                .and_then(parse_duration)
+                .ok_or_else(|| {
+                    Error::new(format!(
+                        "{place}: health check {key} must be a duration like \"10s\", \"500ms\" or \"1m\""
+                    ))
+                })
+        };
+        match key {
+            "command" => {
+                let text = value.get_ref().as_str().ok_or_else(|| {
+                    Error::new(format!("{place}: health check command must be a string"))
+                })?;
+                check.argv = shell_words::split(text).map_err(|err| {
+                    Error::new(format!(
+                        "{place}: health check command {text:?}: {err}; balance the quotes (it runs without a shell)"
+                    ))
+                })?;
+                check.command = text.to_string();
+            }
+            "tries" => {
+                check.tries = value
+                    .get_ref()
+                    .as_integer()
+                    .and_then(|number| u32::from_str_radix(number.as_str(), number.radix()).ok())
+                    .filter(|tries| *tries >= 1)
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "{place}: health check tries must be a whole number of at least 1"
+                        ))
+                    })?;
+            }
+            "try_sleep" => check.try_sleep = duration()?,
+            "timeout" => check.timeout = Some(duration()?),
+            other => {
+                return Err(Error::new(format!(
+                    "{place}: unknown health check property {other}; use command, tries, try_sleep or timeout"
+                )));
+            }
+        }
+    }
+    if check.argv.is_empty() {
+        return Err(Error::new(format!(
+            "{place}: health check without a command; add command = \"...\""
+        )));
+    }
+    Ok(check)
+}
+
+/// The guards of the resources loaded in this process, by entity id.
+static LOADED: Mutex<BTreeMap<String, Guard>> = Mutex::new(BTreeMap::new());
+
+/// Guards read back from the file scan wrote, by file.
+type GuardMap = Arc<BTreeMap<String, Guard>>;
+static STORED: Mutex<Option<HashMap<PathBuf, GuardMap>>> = Mutex::new(None);
+
+/// Remembers an entity's guard (called by the resource loader).
+pub(crate) fn register(id: &str, guard: Guard) {
+    let mut loaded = LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if guard.is_empty() {
+        loaded.remove(id);
+    } else {
+        loaded.insert(id.to_string(), guard);
+    }
+}
+
+fn guards_path(env: &Env) -> PathBuf {
+    env.cache_dir.join(GUARDS_FILE)
+}
+
+/// After a scan: adds `skipped:` and `alias:` lines to the report, and
+/// stores the guards of the reported entities for apply.
+pub(crate) fn store<S>(env: &Env, entities: &mut [Scanned<S>]) -> Result<()> {
+    let loaded = LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut kept = BTreeMap::new();
+    for entity in entities.iter_mut() {
+        let Some(guard) = loaded.get(&entity.id) else {
+            continue;
+        };
+        if let Some(alias) = &guard.alias {
+            entity.info.push(("alias".to_string(), alias.clone()));
+        }
+        if let Some(reason) = &guard.skipped {
+            entity.info.push(("skipped".to_string(), reason.clone()));
+        }
+        if guard.skipped.is_some() || !guard.health_checks.is_empty() {
+            kept.insert(entity.id.clone(), guard.clone());
+        }
+    }
+    let path = guards_path(env);
+    let json = serde_json::to_string(&kept).map_err(|err| {
+        Error::new(format!(
+            "cannot store the conditions and health checks: {err}"
+        ))
+    })?;
+    std::fs::write(&path, json).map_err(|err| Error::io("write", &path, &err))?;
+    let mut stored = STORED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    stored.get_or_insert_with(HashMap::new).remove(&path);
+    Ok(())
+}
+
+/// The guard scan stored for `id`, if any.
+fn lookup(env: &Env, id: &str) -> Result<Option<Guard>> {
+    let path = guards_path(env);
+    let mut stored = STORED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let files = stored.get_or_insert_with(HashMap::new);
+    if !files.contains_key(&path) {
+        files.insert(path.clone(), Arc::new(read_guards(&path)?));
+    }
+    Ok(files.get(&path).and_then(|guards| guards.get(id).cloned()))
+}
+
+fn read_guards(path: &Path) -> Result<BTreeMap<String, Guard>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|err| {
+            Error::new(format!(
+                "{} is unreadable ({err}); run the scan again",
+                path.display()
+            ))
+        }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(err) => Err(Error::io("read", path, &err)),
+    }
+}
+
+/// Whether the conditions leave `id` unmanaged (diff shows nothing then).
+pub(crate) fn is_skipped(env: &Env, id: &str) -> Result<bool> {
+    Ok(lookup(env, id)?.is_some_and(|guard| guard.skipped.is_some()))
+}
+
+/// Applies one entity with its guard: a skipped entity is `not changed`
+/// without calling `apply`; after a real apply the health checks run.
+pub(crate) fn guarded_apply(
+    env: &Env,
+    id: &str,
+    mode: Mode,
+    apply: impl FnOnce() -> Result<Outcome>,
+) -> Result<Outcome> {
+    let Some(guard) = lookup(env, id)? else {
+        return apply();
+    };
+    if guard.skipped.is_some() {
+        return Ok(Outcome::NotChanged);
+    }
+    let outcome = apply()?;
+    let applied = matches!(outcome, Outcome::Changed | Outcome::NotChanged);
+    if mode != Mode::Noop && applied {
+        for check in &guard.health_checks {
+            check.run(env)?;
+        }
+    }
+    Ok(outcome)
+}
+
+/// Replaces references to an alias (`type:alias`) with the entity id, among
+/// one plugin's resources. An alias that is also an entity id, or that two
+/// resources declare, is an error naming both places.
+pub(crate) fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
+    let mut ids: HashMap<String, &Location> = HashMap::new();
+    for item in declared.iter() {
+        ids.insert(item.resource.entity_id(), &item.location);
+    }
+    let mut aliases: HashMap<String, (String, &Location)> = HashMap::new();
+    let mut errors = Vec::new();
+    for item in declared.iter() {
+        let Some(alias) = &item.common.alias else {
+            continue;
+        };
+        let id = item.resource.entity_id();
+        let alias_id = alias_id(&id, alias);
+        if let Some(other) = ids.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is the entity {alias_id} declared at {other}; choose another alias",
+                item.location
+            )));
+        } else if let Some((_, first)) = aliases.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is already declared at {first}; every alias must be unique",
+                item.location
+            )));
+        } else {
+            aliases.insert(alias_id, (id, &item.location));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors));
+    }
+    let targets: HashMap<String, String> = aliases
+        .into_iter()
+        .map(|(alias, (id, _))| (alias, id))
+        .collect();
+    for item in declared.iter_mut() {
+        for reference in item
+            .common
+            .require
+            .iter_mut()
+            .chain(item.common.subscribe.iter_mut())
+        {
+            if let Some(id) = targets.get(reference.as_str()) {
+                *reference = id.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `file:/etc/a` with alias `conf` gives `file:conf`.
+pub fn alias_id(entity_id: &str, alias: &str) -> String {
+    let kind = entity_id
+        .split_once(':')
+        .map_or(entity_id, |(kind, _)| kind);
+    format!("{kind}:{alias}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn durations_read_go_style_units() {
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        for bad in ["", "30", "s", "5 m", "1d", "-1s", "1.5s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+    }
+
+    #[test]
+    fn if_must_be_true_and_unless_false() {
+        let truth = |_: &'static str, expression: &str| Ok(expression == "yes");
+        assert_eq!(condition_skip(None, None, truth), Ok(None));
+        assert_eq!(condition_skip(Some("yes"), Some("no"), truth), Ok(None));
+        assert_eq!(
+            condition_skip(Some("no"), None, truth),
+            Ok(Some("condition if = \"no\" is false".to_string()))
+        );
+        assert_eq!(
+            condition_skip(None, Some("yes"), truth),
+            Ok(Some("condition unless = \"yes\" is true".to_string()))
+        );
+        let failing = |property: &'static str, _: &str| Err(Error::new(property));
+        assert_eq!(
+            condition_skip(None, Some("x"), failing),
+            Err(Error::new("unless"))
+        );
+    }
+
+    #[test]
+    fn exit_codes_map_to_nagios_states() {
+        assert_eq!(CheckState::from_status(Status::Exited(0)), CheckState::Ok);
+        assert_eq!(
+            CheckState::from_status(Status::Exited(1)),
+            CheckState::Warning
+        );
+        assert_eq!(
+            CheckState::from_status(Status::Exited(2)),
+            CheckState::Critical
+        );
+        for other in [
+            Status::Exited(3),
+            Status::Exited(127),
+            Status::TimedOut,
+            Status::Signaled(9),
+        ] {
+            assert_eq!(CheckState::from_status(other), CheckState::Unknown);
+        }
+    }
+
+    fn env_in(root: &Path) -> Env {
+        let root = root.to_path_buf();
+        Env::from_lookup("demo", |key| match key {
+            "HOLO_ROOT_DIR" => Some(root.clone().into()),
+            "HOLO_CACHE_DIR" => Some(root.join("cache").into()),
+            _ => None,
+        })
+        .expect("env")
+    }
+
+    fn check(command: &str, tries: u32, try_sleep: Duration) -> HealthCheck {
+        HealthCheck {
+            command: command.to_string(),
+            argv: shell_words::split(command).expect("balanced"),
+            tries,
+            try_sleep,
+            timeout: Some(Duration::from_secs(10)),
+        }
+    }
+
+    #[test]
+    fn a_failing_check_names_its_state_and_output() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let err = check("sh -c 'echo disk full; exit 2'", 1, Duration::ZERO)
+            .run(&env)
+            .expect_err("critical");
+        assert_eq!(
+            err.message(),
+            "health check \"sh -c 'echo disk full; exit 2'\" failed after 1 try: CRITICAL (exit code 2): disk full"
+        );
+        check("true", 1, Duration::ZERO).run(&env).expect("ok");
+    }
+
+    #[test]
+    fn retries_sleep_and_run_in_the_root_in_test_mode() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        // Fails on the first try (no marker yet, relative to the root), then passes.
+        let script = "sh -c 'test -e marker && exit 0; touch marker; echo not yet; exit 1'";
+        let started = Instant::now();
+        check(script, 2, Duration::from_millis(300))
+            .run(&env)
+            .expect("passes on retry");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(dir.path().join("marker").exists());
+        let err = check("sh -c 'exit 5'", 2, Duration::ZERO)
+            .run(&env)
+            .expect_err("unknown");
+        assert!(
+            err.message()
+                .ends_with("failed after 2 tries: UNKNOWN (exit code 5)"),
+            "{err}"
+        );
+        let mut slow = check("sleep 5", 1, Duration::ZERO);
+        slow.timeout = Some(Duration::from_millis(200));
+        let err = slow.run(&env).expect_err("timeout");
+        assert!(
+            err.message().contains("UNKNOWN (timed out after 200ms)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn alias_ids_take_the_entity_type() {
+        assert_eq!(alias_id("file:/etc/app.conf", "app-conf"), "file:app-conf");
+        assert_eq!(alias_id("exec:a b", "x"), "exec:x");
+    }
+}
