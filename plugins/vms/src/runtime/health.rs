@@ -150,7 +150,11 @@ pub fn wait_healthy(
                 spec.name,
                 if failures == 1 { "" } else { "s" },
                 ssh::remote_command_line(&check.test),
-                if result.output.is_empty() { "(none)" } else { &result.output }
+                if result.output.is_empty() {
+                    "(none)"
+                } else {
+                    &result.output
+                }
             ));
         }
         std::thread::sleep(interval);
@@ -232,9 +236,8 @@ pub fn wait_for_dependencies(
                             service.name, instance.name
                         );
                     }
-                    wait_healthy(runtime, key, &running.spec, check).map_err(|e| {
-                        format!("{e}; {} was not started", service.name)
-                    })?;
+                    wait_healthy(runtime, key, &running.spec, check)
+                        .map_err(|e| format!("{e}; {} was not started", service.name))?;
                 }
                 None if dependency.condition == "service_healthy" && !runtime.health_bypass => {
                     eprintln!(
