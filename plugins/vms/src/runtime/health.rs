@@ -12,6 +12,7 @@
 //! - The state is written to `instances/<p>/<inst>/health`, so it goes with
 //!   the instance directory when the instance is recreated or removed.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -161,6 +162,10 @@ pub fn wait_healthy(
     }
 }
 
+/// The instances found healthy during one command, so that each is waited
+/// for once (not again for every dependent replica).
+pub type HealthyInstances = BTreeSet<String>;
+
 /// Waits for every instance of `service` that `record` has to be healthy;
 /// nothing when the service has no check.
 pub fn wait_service_healthy(
@@ -168,16 +173,21 @@ pub fn wait_service_healthy(
     key: &Path,
     service: &Service,
     record: &ProjectRecord,
+    healthy: &mut HealthyInstances,
 ) -> Result<(), String> {
     let Some(check) = &service.healthcheck else {
         return Ok(());
     };
     for instance in &service.instances {
+        if healthy.contains(&instance.name) {
+            continue;
+        }
         if let Some(running) = record.instances.get(&instance.name) {
             if !runtime.health_bypass {
                 eprintln!("holos: waiting for {} to be healthy", instance.name);
             }
             wait_healthy(runtime, key, &running.spec, check)?;
+            healthy.insert(instance.name.clone());
         }
     }
     Ok(())
@@ -194,6 +204,7 @@ pub fn wait_for_dependencies(
     service: &Service,
     record: &ProjectRecord,
     key: &Path,
+    healthy: &mut HealthyInstances,
 ) -> Result<(), String> {
     for dependency in &service.depends_on {
         let Some(target) = manifest
@@ -228,6 +239,9 @@ pub fn wait_for_dependencies(
                 }
                 continue;
             }
+            if healthy.contains(&instance.name) {
+                continue;
+            }
             match &target.healthcheck {
                 Some(check) => {
                     if !runtime.health_bypass {
@@ -238,6 +252,7 @@ pub fn wait_for_dependencies(
                     }
                     wait_healthy(runtime, key, &running.spec, check)
                         .map_err(|e| format!("{e}; {} was not started", service.name))?;
+                    healthy.insert(instance.name.clone());
                 }
                 None if dependency.condition == "service_healthy" && !runtime.health_bypass => {
                     eprintln!(
@@ -252,6 +267,7 @@ pub fn wait_for_dependencies(
                             )
                         },
                     )?;
+                    healthy.insert(instance.name.clone());
                 }
                 None => {}
             }

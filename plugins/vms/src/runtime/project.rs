@@ -118,11 +118,19 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
         }
     }
     let mut started: Vec<String> = Vec::new();
+    let mut healthy = health::HealthyInstances::new();
     let result = (|| {
         for (order, planned_instance) in planned.iter().enumerate() {
             let service = &manifest.services[planned_instance.service_index];
             if !request.no_wait {
-                health::wait_for_dependencies(runtime, manifest, service, &record, &key)?;
+                health::wait_for_dependencies(
+                    runtime,
+                    manifest,
+                    service,
+                    &record,
+                    &key,
+                    &mut healthy,
+                )?;
             }
             if let Some(pid) = up_instance(
                 manifest,
@@ -172,7 +180,7 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
         for planned_instance in &planned {
             let service = &manifest.services[planned_instance.service_index];
             if waited.insert(service.name.as_str()) {
-                health::wait_service_healthy(runtime, &key, service, &record)?;
+                health::wait_service_healthy(runtime, &key, service, &record, &mut healthy)?;
             }
         }
     }
