@@ -5,7 +5,7 @@
 //! plugin mode, and removing one service's instances for the scrub.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use holo_plugin::{Env, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -114,36 +114,47 @@ pub fn discover(env: &Env) -> Result<Vec<ProjectFile>> {
     Ok(found)
 }
 
+/// The loader's options. The file is made absolute (the runtime keeps the
+/// project directory for local images and bind mounts, whose paths must not
+/// depend on the working directory of a later command).
 fn options(file: &ProjectFile) -> Options {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     Options {
-        files: vec![file.compose.clone()],
+        files: vec![cwd.join(&file.compose)],
         project_name: Some(file.directory.clone()),
         profiles: Vec::new(),
-        working_dir: file
-            .compose
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
+        working_dir: cwd,
         // Only the `.env` beside the file: the spec must not depend on who
         // runs holo (a shell, a timer).
         environment: BTreeMap::new(),
     }
 }
 
-fn diagnostics(diags: Vec<crate::Diag>) -> Error {
-    Error::new(
-        diags
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n"),
+/// The compose errors, one a line, naming the file as the driver gave it
+/// (relative when `HOLO_ROOT_DIR` is).
+fn diagnostics(file: &ProjectFile, diags: Vec<crate::Diag>) -> Error {
+    let text = diags
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
+    Error::new(as_given(file, &text))
+}
+
+/// `text` with the absolute path of the compose file written as the driver
+/// gave it.
+fn as_given(file: &ProjectFile, text: &str) -> String {
+    let absolute = options(file).files.remove(0);
+    text.replace(
+        &absolute.display().to_string(),
+        &file.compose.display().to_string(),
     )
 }
 
 /// Resolves the project with the IPs its running instances already have.
 pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
     let options = options(file);
-    let (project, first) = crate::resolve(&options).map_err(diagnostics)?;
+    let (project, first) = crate::resolve(&options).map_err(|d| diagnostics(file, d))?;
     for warning in &project.warnings {
         eprintln!(">> {warning}");
     }
@@ -156,12 +167,14 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
                 .map(|(name, i)| (name.clone(), i.spec.ip))
                 .collect();
             crate::resolve_with_allocations(&options, &ips)
-                .map_err(diagnostics)?
+                .map_err(|d| diagnostics(file, d))?
                 .1
         }
         _ => first,
     };
-    let defaults = holo_settings(project.model.get(HOLO_EXTENSION_KEY))?;
+    let settings_of =
+        |node: Option<&Node>| holo_settings(node).map_err(|e| Error::new(as_given(file, &e)));
+    let defaults = settings_of(project.model.get(HOLO_EXTENSION_KEY))?;
     let mut services = Vec::new();
     for service in &manifest.services {
         let node = project
@@ -169,7 +182,7 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
             .get("services")
             .and_then(|s| s.get(&service.name))
             .and_then(|s| s.get(HOLO_EXTENSION_KEY));
-        let settings = holo_settings(node)?;
+        let settings = settings_of(node)?;
         services.push(ResolvedService {
             name: service.name.clone(),
             image: service.image.reference.clone(),
@@ -228,15 +241,15 @@ struct HoloSettings {
     protect: Option<bool>,
 }
 
-fn holo_settings(node: Option<&Node>) -> Result<HoloSettings> {
+fn holo_settings(node: Option<&Node>) -> std::result::Result<HoloSettings, String> {
     let Some(node) = node.filter(|n| !matches!(n.kind, Kind::Null)) else {
         return Ok(HoloSettings::default());
     };
     let Some(entries) = node.as_map() else {
-        return Err(Error::new(format!(
+        return Err(format!(
             "{}: {HOLO_EXTENSION_KEY} must be a mapping, such as {{protect: true}}",
             node.pos
-        )));
+        ));
     };
     let mut settings = HoloSettings::default();
     for (key, value) in entries {
@@ -244,17 +257,17 @@ fn holo_settings(node: Option<&Node>) -> Result<HoloSettings> {
             "protect" => match value.to_json() {
                 serde_json::Value::Bool(b) => settings.protect = Some(b),
                 _ => {
-                    return Err(Error::new(format!(
+                    return Err(format!(
                         "{}: {HOLO_EXTENSION_KEY}.protect must be true or false",
                         value.pos
-                    )));
+                    ));
                 }
             },
             other => {
-                return Err(Error::new(format!(
+                return Err(format!(
                     "{}: unknown key {HOLO_EXTENSION_KEY}.{other}; the only one is protect",
                     key.pos
-                )));
+                ));
             }
         }
     }
