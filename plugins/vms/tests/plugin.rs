@@ -308,3 +308,34 @@ fn bad_resources_name_the_file() {
         "{text}"
     );
 }
+
+#[test]
+fn apply_fails_when_the_health_check_does_not_pass_and_names_the_last_output() {
+    let root = Root::new();
+    root.compose("shop", &two_services(&root));
+    // No `ready` file: zdb's check keeps failing.
+    let (code, text) = root.holo_text(&["apply"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("service zdb: zdb-0 did not become healthy: 3 consecutive failed probes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("last probe output: no output, exit code 1"),
+        "{text}"
+    );
+    // The dependent is skipped; the unhealthy VM stays up for inspection.
+    assert!(
+        text.contains("!! skipped: required entity vm:shop/zdb failed in this run"),
+        "{text}"
+    );
+    assert!(root.pid("shop", "app-0").is_none());
+    let zdb = root.ps("shop");
+    let zdb = zdb.iter().find(|i| i["instance"] == "zdb-0").unwrap();
+    assert_eq!(zdb["health"], "unhealthy");
+
+    // Once the check passes, the next apply brings both up.
+    std::fs::write(root.path().join("ready"), "").unwrap();
+    ok(&root, &["apply"]);
+    assert_eq!(root.pids("shop").len(), 3);
+}
