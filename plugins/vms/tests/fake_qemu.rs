@@ -69,15 +69,39 @@ impl Fake {
         .collect()
     }
 
-    fn spawn(&self, args: &[String], env: &[(&str, &str)]) -> Child {
+    fn spawn(&self, args: &[String], env: &[(&str, &str)]) -> Running {
         let mut cmd = self.command();
         cmd.args(args);
         for (key, value) in env {
             cmd.env(key, value);
         }
-        let child = cmd.spawn().expect("start the fake");
+        let child = Running(cmd.spawn().expect("start the fake"));
         wait_for(|| self.path("qmp.sock").exists(), "the QMP socket");
         child
+    }
+}
+
+/// A started fake, killed when the test ends (also when it fails), so that
+/// no QEMU stand-in outlives its test.
+struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -349,4 +373,26 @@ fn bad_command_lines_fail_with_qemus_messages() {
     );
     let out = fake.command().arg("-version").output().expect("run");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("QEMU emulator version 7.2."));
+}
+
+#[test]
+fn a_server_socket_without_nowait_blocks_until_a_client_connects() {
+    let fake = Fake::new();
+    let dir = fake.dir.path().display().to_string();
+    let mut cmd = fake.command();
+    cmd.args(["-qmp", &format!("unix:{dir}/qmp.sock,server")]);
+    let mut child = Running(cmd.spawn().expect("start the fake"));
+    wait_for(|| fake.path("qmp.sock").exists(), "the QMP socket");
+    // The waiting QEMU serves the first client once it connects.
+    let mut qmp = Qmp::connect(&fake.path("qmp.sock"));
+    assert!(qmp.line().starts_with(r#"{"QMP": "#));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("SIGTERM");
+    wait_exit(&mut child);
+    let stderr = stderr_of(&mut child);
+    assert!(
+        stderr.starts_with(&format!(
+            "qemu-system-x86_64: -qmp unix:{dir}/qmp.sock,server: info: QEMU waiting for connection on: disconnected:unix:{dir}/qmp.sock,server=on\n"
+        )),
+        "{stderr}"
+    );
 }

@@ -225,3 +225,88 @@ fn up_notes_quiet_semantics_unless_q_and_anonymous_volumes_stay_on_the_overlay()
     let said = p.ok(&["up", "--no-wait", "-q"]);
     assert!(!said.contains(">>"), "{said}");
 }
+
+/// A stand-in `ssh` in the project's PATH directory that appends its argv
+/// (one argument a line, then `--end--`) to `ssh-argv` and exits 0.
+fn standin_ssh(p: &Project) -> PathBuf {
+    let log = p.path().join("ssh-argv");
+    let script = p.path().join("bin/ssh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {log}\necho --end-- >> {log}\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    log
+}
+
+#[test]
+fn pre_stop_hooks_run_over_ssh_before_the_powerdown() {
+    if !have_qemu_img() {
+        return;
+    }
+    let p = Project::new(
+        "name: hooks\nservices:\n  db:\n    image: ./base.qcow2\n    user: postgres\n    pre_stop:\n      - command: [\"pg_ctl\", \"stop\", \"-m\", \"fast mode\"]\n        working_dir: /var/lib/pg\n",
+        Qemu::Fake,
+    );
+    let log = standin_ssh(&p);
+    p.ok(&["up", "--no-wait"]);
+    let said = p.ok(&["stop"]);
+    assert_eq!(said, "holos: db-0 powered off\n");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let argv: Vec<&str> = calls.lines().take_while(|l| *l != "--end--").collect();
+    assert_eq!(
+        argv[argv.len() - 1],
+        "cd /var/lib/pg && pg_ctl stop -m 'fast mode'",
+        "{calls}"
+    );
+    assert!(argv.contains(&"-T"), "no terminal for hooks: {calls}");
+    let port = p.ps()[0]["ssh_port"].as_u64().unwrap().to_string();
+    assert!(
+        argv.windows(2).any(|w| w[0] == "-p" && w[1] == port),
+        "{calls}"
+    );
+}
+
+#[test]
+fn logs_follow_prints_what_the_console_writes_later() {
+    if !have_qemu_img() {
+        return;
+    }
+    let p = Project::new(ONE, Qemu::Fake);
+    p.ok(&["up", "--no-wait"]);
+    let mut follow = p
+        .holos(&["logs", "-f", "web-0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let console = p.state().join("instances/esc/web-0/console.log");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&console)
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"later line\n").unwrap();
+    let mut stdout = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut seen = String::new();
+    let started = std::time::Instant::now();
+    while !seen.contains("later line\n") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "not followed: {seen}"
+        );
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    follow.kill().unwrap();
+    let _ = follow.wait();
+    assert!(seen.contains("later line\n"), "{seen}");
+    // What the console wrote before is there too, once.
+    assert_eq!(seen.matches("later line").count(), 1);
+}

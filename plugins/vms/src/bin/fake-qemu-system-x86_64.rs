@@ -208,7 +208,7 @@ impl SerialOut {
 struct Chardev {
     backend: String,
     options: HashMap<String, String>,
-    /// The option text, for messages.
+    /// The option as given (`-chardev socket,...`), for messages.
     spelled: String,
     role: Option<Role>,
 }
@@ -274,13 +274,13 @@ enum Spec {
     None,
 }
 
-fn parse_spec(text: &str) -> Result<Spec, String> {
+fn parse_spec(text: &str, spelled: &str) -> Result<Spec, String> {
     let chardev = |backend: &str, rest: &str, implied: &str| {
         let (options, _) = parse_options(rest, implied);
         Spec::Chardev(Chardev {
             backend: backend.to_string(),
             options,
-            spelled: text.to_string(),
+            spelled: spelled.to_string(),
             role: None,
         })
     };
@@ -443,7 +443,7 @@ fn start(
                 chardevs.push(Chardev {
                     backend,
                     options,
-                    spelled: value.clone(),
+                    spelled: spelled.clone(),
                     role: None,
                 });
             }
@@ -453,7 +453,9 @@ fn start(
                 } else {
                     Role::Qmp
                 };
-                match parse_spec(value).map_err(|m| StartError(format!("{spelled}: {m}")))? {
+                match parse_spec(value, &spelled)
+                    .map_err(|m| StartError(format!("{spelled}: {m}")))?
+                {
                     Spec::Chardev(mut chardev) => {
                         chardev.role = Some(role);
                         chardevs.push(chardev);
@@ -569,14 +571,14 @@ fn start(
             "socket" => {
                 let Some(path) = chardev.options.get("path").map(PathBuf::from) else {
                     return Err(StartError(format!(
-                        "-chardev {}: only unix sockets (path=) are faked",
+                        "{}: only unix sockets (path=) are faked",
                         chardev.spelled
                     )));
                 };
                 if !is_on(&chardev.options, "server", false) {
                     let stream = UnixStream::connect(&path).map_err(|e| {
                         StartError(format!(
-                            "-chardev {}: Failed to connect to '{}': {e}",
+                            "{}: Failed to connect to '{}': {e}",
                             chardev.spelled,
                             path.display()
                         ))
@@ -588,7 +590,7 @@ fn start(
                     let _ = std::fs::remove_file(&path);
                     let listener = UnixListener::bind(&path).map_err(|e| {
                         StartError(format!(
-                            "-chardev {}: Failed to bind socket to {}: {e}",
+                            "{}: Failed to bind socket to {}: {e}",
                             chardev.spelled,
                             path.display()
                         ))
@@ -596,7 +598,7 @@ fn start(
                     cleanup.push(path.clone());
                     let first = if is_on(&chardev.options, "wait", true) {
                         eprintln!(
-                            "{program}: -chardev {}: info: QEMU waiting for connection on: disconnected:unix:{},server=on",
+                            "{program}: {}: info: QEMU waiting for connection on: disconnected:unix:{},server=on",
                             chardev.spelled,
                             path.display()
                         );
@@ -619,10 +621,7 @@ fn start(
                     .append(true)
                     .open(&path)
                     .map_err(|e| {
-                        StartError(format!(
-                            "-chardev {}: Could not open '{path}': {e}",
-                            chardev.spelled
-                        ))
+                        StartError(format!("{}: Could not open '{path}': {e}", chardev.spelled))
                     })?;
                 let out = SerialOut {
                     log: Some(PathBuf::from(path)),
@@ -636,7 +635,7 @@ fn start(
             "null" | "stdio" => {}
             other => {
                 return Err(StartError(format!(
-                    "-chardev {}: backend '{other}' is not faked",
+                    "{}: backend '{other}' is not faked",
                     chardev.spelled
                 )));
             }

@@ -86,7 +86,8 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
             path(&spec.root_disk())
         ),
         "-device",
-        "virtio-blk-pci,drive=root,bootindex=0",
+        // Not 0: `-kernel` in extra_args takes bootindex 0 for itself.
+        "virtio-blk-pci,drive=root,bootindex=1",
     ]);
     for (index, volume) in spec.volumes.iter().enumerate() {
         let id = format!("vol{index}");
