@@ -179,6 +179,14 @@ fn holo_vms_answers_info_through_the_sdk_and_scans_no_resources_as_nothing() {
         .stdout("")
         .stderr("");
     holo_vms()
+        .env("HOLO_ROOT_DIR", root.path())
+        .args(["apply", "vm:demo/web"])
+        .assert()
+        .code(1)
+        .stderr(
+            "!! unknown entity vm:demo/web: holo-vms scan did not report it; check the id with `holo scan`\n",
+        );
+    holo_vms()
         .arg("bogus")
         .assert()
         .code(1)
