@@ -339,3 +339,30 @@ fn apply_fails_when_the_health_check_does_not_pass_and_names_the_last_output() {
     ok(&root, &["apply"]);
     assert_eq!(root.pids("shop").len(), 3);
 }
+
+#[test]
+fn a_relative_root_still_gives_qemu_absolute_paths() {
+    let root = Root::new();
+    root.compose("shop", &two_services(&root));
+    std::fs::write(root.path().join("ready"), "").unwrap();
+    let mut apply = root.holo(&["apply"]);
+    apply.env("HOLO_ROOT_DIR", ".");
+    let out = root.run_within(apply, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.state().join("projects/shop.json")).unwrap(),
+    )
+    .unwrap();
+    let dir = record["instances"]["app-0"]["spec"]["dir"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        std::path::Path::new(dir),
+        root.state().join("instances/shop/app-0")
+    );
+    assert!(root.pid("shop", "app-0").is_some());
+}

@@ -63,7 +63,9 @@ pub struct ResolvedService {
 pub fn runtime(env: &Env) -> Result<Runtime> {
     let mut runtime = crate::runtime::commands::runtime_from_env().map_err(Error::new)?;
     if env.test_mode {
-        runtime.layout = Layout::new(env.root_join("var/lib/holos"));
+        // Absolute, as QEMU and qemu-img resolve paths from elsewhere.
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        runtime.layout = Layout::new(cwd.join(env.root_join("var/lib/holos")));
     }
     runtime.system_root = env.root.clone();
     Ok(runtime)
