@@ -48,9 +48,6 @@ pub struct VmSpec {
     pub spec_hash: String,
     /// The resolved service as YAML (for diff and the record).
     pub manifest: String,
-    pub replicas: u32,
-    /// `x-holo: {protect: true}`: a VM stopped by hand needs --force.
-    pub protect: bool,
 }
 
 /// What the last successful apply brought up.
@@ -177,8 +174,6 @@ fn scanned(project: &str, file: &ProjectFile, service: &ResolvedService) -> Scan
             file: file.clone(),
             spec_hash: service.spec_hash.clone(),
             manifest: service.manifest.clone(),
-            replicas: service.replicas,
-            protect: service.protect,
         },
     )
     .source(&file.resource)
