@@ -107,9 +107,16 @@ pub fn discover(env: &Env) -> Result<Vec<ProjectFile>> {
                 origin.display()
             )));
         }
+        // A project that a generator wrote exists only in the copy.
+        let origin = env.origin_of(&resource);
+        let compose = if origin.is_file() {
+            origin
+        } else {
+            resource.clone()
+        };
         found.push(ProjectFile {
             directory,
-            compose: env.origin_of(&resource),
+            compose,
             resource,
         });
     }

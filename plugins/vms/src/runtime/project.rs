@@ -172,9 +172,13 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
     record.save(&runtime.layout)?;
     if !request.no_wait {
         for planned_instance in &planned {
-            let spec = &planned_instance.spec;
-            ssh::wait_for_sshd(spec.ssh_port, SSHD_WAIT)
-                .map_err(|e| format!("{}: {e}", spec.name))?;
+            // The recorded spec: the launch may have moved the SSH port.
+            let name = &planned_instance.spec.name;
+            let port = record
+                .instances
+                .get(name)
+                .map_or(planned_instance.spec.ssh_port, |i| i.spec.ssh_port);
+            ssh::wait_for_sshd(port, SSHD_WAIT).map_err(|e| format!("{name}: {e}"))?;
         }
         let mut waited = BTreeSet::new();
         for planned_instance in &planned {
