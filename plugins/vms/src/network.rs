@@ -94,7 +94,11 @@ pub fn allocate_ips(
             }
         }
     }
-    let mut free = (FIRST_HOST..=LAST_HOST).filter(|o| !used.contains(o));
+    // Instances that are no longer wanted may still run (until `down`, or
+    // until holo-vms scrubs their service): new names do not take their
+    // addresses.
+    let held: BTreeSet<u8> = existing.values().map(|ip| ip.octets()[3]).collect();
+    let mut free = (FIRST_HOST..=LAST_HOST).filter(|o| !used.contains(o) && !held.contains(o));
     for name in wanted {
         if out.contains_key(name) {
             continue;
@@ -176,6 +180,17 @@ mod tests {
         let got = allocate_ips(&names, &existing).unwrap();
         assert_eq!(got["new-0"], Ipv4Addr::new(10, 10, 0, 4));
         assert_eq!(got["web-0"], Ipv4Addr::new(10, 10, 0, 3));
+    }
+
+    #[test]
+    fn new_names_avoid_addresses_of_instances_no_longer_wanted() {
+        let names: Vec<String> = ["db-0", "new-0"].iter().map(|s| s.to_string()).collect();
+        let existing = BTreeMap::from([
+            ("db-0".to_string(), Ipv4Addr::new(10, 10, 0, 2)),
+            ("gone-0".to_string(), Ipv4Addr::new(10, 10, 0, 3)),
+        ]);
+        let got = allocate_ips(&names, &existing).unwrap();
+        assert_eq!(got["new-0"], Ipv4Addr::new(10, 10, 0, 4));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::health;
 use super::host;
 use super::project::{self, Runtime, UpRequest};
 use super::ssh;
@@ -142,6 +143,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
             .collect(),
         services: services.to_vec(),
         no_wait,
+        without_dependencies: false,
     };
     project::up(&runtime, &request)
 }
@@ -168,6 +170,7 @@ fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String>
                     "service": i.spec.service,
                     "instance": i.spec.name,
                     "state": if pid.is_some() { "running" } else { "stopped" },
+                    "health": pid.and_then(|_| health::read_state(&i.spec)).map(|h| h.name()),
                     "pid": pid,
                     "ports": i.spec.forwards.iter().map(|f| json!({
                         "host_ip": f.host_ip.to_string(),
@@ -186,8 +189,8 @@ fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String>
     }
     let _ = writeln!(
         stdout,
-        "{:<20} {:<8} {:<8} {:<16} {:<30} IP",
-        "INSTANCE", "STATE", "PID", "SSH", "PORTS"
+        "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} IP",
+        "INSTANCE", "STATE", "HEALTH", "PID", "SSH", "PORTS"
     );
     for i in instances {
         let pid = host::running_pid(i.pid, &i.spec);
@@ -199,9 +202,11 @@ fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String>
             .collect();
         let _ = writeln!(
             stdout,
-            "{:<20} {:<8} {:<8} {:<16} {:<30} {}",
+            "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}",
             i.spec.name,
             if pid.is_some() { "running" } else { "stopped" },
+            pid.and_then(|_| health::read_state(&i.spec))
+                .map_or("-", |h| h.name()),
             pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             format!("127.0.0.1:{}", i.spec.ssh_port),
             if ports.is_empty() {

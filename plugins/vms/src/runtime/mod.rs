@@ -8,11 +8,13 @@
 //! - `state`: the state directory, the project record and the lock;
 //! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
 //!   talking to it; `host`: pids, ports and the accelerator;
+//! - `health`: healthchecks over SSH and waiting on `depends_on`;
 //! - `project`: up, stop, start and down under the lock; `commands`: the
 //!   `holos` commands on top.
 
 pub mod cloud_init;
 pub mod commands;
+pub mod health;
 pub mod host;
 pub mod instance;
 pub mod plan;

@@ -5,18 +5,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
 use super::cloud_init::{self, SeedInputs};
+use super::health;
 use super::host;
 use super::instance::{self, LaunchError, Stopped};
 use super::plan::{self, FirmwareFiles, PlanInputs, PlannedInstance};
 use super::spec::InstanceSpec;
 use super::ssh;
 use super::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord, RECORD_VERSION};
-use crate::manifest::{Manifest, Service};
+use crate::manifest::Manifest;
 
 /// The default size of a named volume.
 pub const DEFAULT_VOLUME_BYTES: u64 = 10 * 1024 * 1024 * 1024;
@@ -42,6 +43,9 @@ pub struct UpRequest<'a> {
     pub files: Vec<String>,
     pub services: Vec<String>,
     pub no_wait: bool,
+    /// Start only `services`, not what they depend on (the holo plugin
+    /// applies each service as its own entity, dependencies first).
+    pub without_dependencies: bool,
 }
 
 /// The services to start: those asked for and, transitively, what they
@@ -84,7 +88,11 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
     let accel = host::detect_accel(runtime.forced_accel.as_deref())?;
     let firmware = plan::find_firmware(&runtime.system_root);
     let (key, public_key) = ssh::ensure_key(&runtime.layout.ssh_key(project), project)?;
-    let services = with_dependencies(manifest, &request.services);
+    let services = if request.without_dependencies {
+        request.services.clone()
+    } else {
+        with_dependencies(manifest, &request.services)
+    };
     let inputs = PlanInputs {
         layout: &runtime.layout,
         accel,
@@ -110,11 +118,19 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
         }
     }
     let mut started: Vec<String> = Vec::new();
+    let mut healthy = health::HealthyInstances::new();
     let result = (|| {
         for (order, planned_instance) in planned.iter().enumerate() {
             let service = &manifest.services[planned_instance.service_index];
             if !request.no_wait {
-                wait_for_dependencies(runtime, manifest, service, &record, &key)?;
+                health::wait_for_dependencies(
+                    runtime,
+                    manifest,
+                    service,
+                    &record,
+                    &key,
+                    &mut healthy,
+                )?;
             }
             if let Some(pid) = up_instance(
                 manifest,
@@ -156,9 +172,20 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
     record.save(&runtime.layout)?;
     if !request.no_wait {
         for planned_instance in &planned {
-            let spec = &planned_instance.spec;
-            ssh::wait_for_sshd(spec.ssh_port, SSHD_WAIT)
-                .map_err(|e| format!("{}: {e}", spec.name))?;
+            // The recorded spec: the launch may have moved the SSH port.
+            let name = &planned_instance.spec.name;
+            let port = record
+                .instances
+                .get(name)
+                .map_or(planned_instance.spec.ssh_port, |i| i.spec.ssh_port);
+            ssh::wait_for_sshd(port, SSHD_WAIT).map_err(|e| format!("{name}: {e}"))?;
+        }
+        let mut waited = BTreeSet::new();
+        for planned_instance in &planned {
+            let service = &manifest.services[planned_instance.service_index];
+            if waited.insert(service.name.as_str()) {
+                health::wait_service_healthy(runtime, &key, service, &record, &mut healthy)?;
+            }
         }
     }
     Ok(())
@@ -287,63 +314,6 @@ fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Strin
         Stopped::Killed => "killed (SIGKILL)",
     };
     eprintln!("holos: {} {text}", spec.name);
-    Ok(())
-}
-
-/// Before a service starts, its dependencies that have a healthcheck must
-/// pass it (unless `HOLOS_HEALTH_BYPASS=1`).
-fn wait_for_dependencies(
-    runtime: &Runtime,
-    manifest: &Manifest,
-    service: &Service,
-    record: &ProjectRecord,
-    key: &Path,
-) -> Result<(), String> {
-    for dependency in &service.depends_on {
-        let Some(target) = manifest
-            .services
-            .iter()
-            .find(|s| s.name == dependency.service)
-        else {
-            continue;
-        };
-        let Some(check) = &target.healthcheck else {
-            continue;
-        };
-        if runtime.health_bypass {
-            continue;
-        }
-        for instance in &target.instances {
-            let Some(running) = record.instances.get(&instance.name) else {
-                continue;
-            };
-            eprintln!("holos: waiting for {} to be healthy", instance.name);
-            let started = Instant::now();
-            let mut failures = 0;
-            loop {
-                let probe = holo_plugin::process::Command::new("ssh")
-                    .args(ssh::ssh_args(key, &running.spec, &running.spec.user, false))
-                    .arg(ssh::remote_command_line(&check.test))
-                    .timeout(Duration::from_millis(check.timeout_ms.max(1000)));
-                if probe.run().map(|f| f.success()).unwrap_or(false) {
-                    break;
-                }
-                if started.elapsed() >= Duration::from_millis(check.start_period_ms) {
-                    failures += 1;
-                }
-                if failures > check.retries {
-                    return Err(format!(
-                        "{} did not become healthy ({} failed checks of {:?}); {} was not started",
-                        instance.name,
-                        failures,
-                        check.test.join(" "),
-                        service.name
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(check.interval_ms.max(100)));
-            }
-        }
-    }
     Ok(())
 }
 

@@ -1,0 +1,278 @@
+//! Health checks and `depends_on`: probing an instance over SSH with the
+//! project key, waiting with Compose's semantics, and the health state that
+//! `holos ps` shows.
+//!
+//! - The probe is the check's argv (a string `test` was already turned into
+//!   `sh -c TEST` by the model), each argument quoted for the remote shell.
+//! - Probes run right away and then every `interval`; each one is cut off
+//!   after `timeout`. `retries` consecutive failures make the instance
+//!   unhealthy, but failures inside `start_period` do not count.
+//!   `start_interval` is accepted and not used: probing always uses `interval`.
+//! - `HOLOS_HEALTH_BYPASS=1` skips the probe and records `bypassed`.
+//! - The state is written to `instances/<p>/<inst>/health`, so it goes with
+//!   the instance directory when the instance is recreated or removed.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use holo_plugin::process::{Command, Status};
+
+use super::host;
+use super::project::Runtime;
+use super::spec::InstanceSpec;
+use super::ssh;
+use super::state::ProjectRecord;
+use crate::manifest::{Healthcheck, Manifest, Service};
+
+/// The file in the instance directory that holds the health state.
+pub const HEALTH_FILE: &str = "health";
+/// The shortest pause between probes, whatever `interval` says.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a dependent waits for a dependency without a check to answer SSH
+/// when the dependent asked for `condition: service_healthy`.
+const SSHD_AS_HEALTH_WAIT: Duration = Duration::from_secs(300);
+
+/// What the last probe of an instance said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HealthState {
+    Starting,
+    Healthy,
+    Unhealthy,
+    /// `HOLOS_HEALTH_BYPASS=1`: no probe ran.
+    Bypassed,
+}
+
+impl HealthState {
+    pub fn name(self) -> &'static str {
+        match self {
+            HealthState::Starting => "starting",
+            HealthState::Healthy => "healthy",
+            HealthState::Unhealthy => "unhealthy",
+            HealthState::Bypassed => "bypassed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<HealthState> {
+        [
+            HealthState::Starting,
+            HealthState::Healthy,
+            HealthState::Unhealthy,
+            HealthState::Bypassed,
+        ]
+        .into_iter()
+        .find(|s| s.name() == text.trim())
+    }
+}
+
+/// The recorded health of an instance; `None` when no check ever ran.
+pub fn read_state(spec: &InstanceSpec) -> Option<HealthState> {
+    let text = std::fs::read_to_string(spec.dir.join(HEALTH_FILE)).ok()?;
+    HealthState::parse(&text)
+}
+
+fn write_state(spec: &InstanceSpec, state: HealthState) {
+    // Best effort: the state is for `ps`; the wait's result is what counts.
+    let _ = holo_plugin::atomic::write(
+        &holo_plugin::root_fs::RootFs::unconfined(),
+        &spec.dir.join(HEALTH_FILE),
+        format!("{}\n", state.name()).as_bytes(),
+        &holo_plugin::atomic::WriteOptions::mode(0o600),
+    );
+}
+
+/// The outcome of one probe: whether it passed, and what it printed.
+struct Probe {
+    passed: bool,
+    output: String,
+}
+
+fn probe(key: &Path, spec: &InstanceSpec, check: &Healthcheck) -> Probe {
+    let timeout = Duration::from_millis(check.timeout_ms.max(1));
+    let command = Command::new("ssh")
+        .args(ssh::ssh_args(key, spec, &spec.user, false))
+        .arg("--")
+        .arg(ssh::remote_command_line(&check.test))
+        .timeout(timeout);
+    match command.run() {
+        Ok(finished) => {
+            let mut output = String::from_utf8_lossy(&finished.stdout).into_owned();
+            output.push_str(&String::from_utf8_lossy(&finished.stderr));
+            let output = output.trim().to_string();
+            let output = match finished.status {
+                Status::TimedOut => format!("the probe timed out after {}ms", timeout.as_millis()),
+                status if output.is_empty() => format!("no output, {status}"),
+                _ => output,
+            };
+            Probe {
+                passed: finished.success(),
+                output,
+            }
+        }
+        Err(err) => Probe {
+            passed: false,
+            output: format!("cannot run ssh: {err}; health checks need openssh-client"),
+        },
+    }
+}
+
+/// Probes `spec` until it is healthy, or fails with the service, the number
+/// of failed probes and the last probe's output.
+pub fn wait_healthy(
+    runtime: &Runtime,
+    key: &Path,
+    spec: &InstanceSpec,
+    check: &Healthcheck,
+) -> Result<(), String> {
+    if runtime.health_bypass {
+        write_state(spec, HealthState::Bypassed);
+        return Ok(());
+    }
+    write_state(spec, HealthState::Starting);
+    let started = Instant::now();
+    let start_period = Duration::from_millis(check.start_period_ms);
+    let interval = Duration::from_millis(check.interval_ms).max(MIN_INTERVAL);
+    let mut failures: u32 = 0;
+    let mut probes: u32 = 0;
+    loop {
+        let result = probe(key, spec, check);
+        probes += 1;
+        if result.passed {
+            write_state(spec, HealthState::Healthy);
+            return Ok(());
+        }
+        if started.elapsed() >= start_period {
+            failures += 1;
+        }
+        if failures >= check.retries.max(1) {
+            write_state(spec, HealthState::Unhealthy);
+            return Err(format!(
+                "service {}: {} did not become healthy: {failures} consecutive failed probe{} after the start period ({probes} in all) of {}; last probe output: {}",
+                spec.service,
+                spec.name,
+                if failures == 1 { "" } else { "s" },
+                ssh::remote_command_line(&check.test),
+                if result.output.is_empty() {
+                    "(none)"
+                } else {
+                    &result.output
+                }
+            ));
+        }
+        std::thread::sleep(interval);
+    }
+}
+
+/// The instances found healthy during one command, so that each is waited
+/// for once (not again for every dependent replica).
+pub type HealthyInstances = BTreeSet<String>;
+
+/// Waits for every instance of `service` that `record` has to be healthy;
+/// nothing when the service has no check.
+pub fn wait_service_healthy(
+    runtime: &Runtime,
+    key: &Path,
+    service: &Service,
+    record: &ProjectRecord,
+    healthy: &mut HealthyInstances,
+) -> Result<(), String> {
+    let Some(check) = &service.healthcheck else {
+        return Ok(());
+    };
+    for instance in &service.instances {
+        if healthy.contains(&instance.name) {
+            continue;
+        }
+        if let Some(running) = record.instances.get(&instance.name) {
+            if !runtime.health_bypass {
+                eprintln!("holos: waiting for {} to be healthy", instance.name);
+            }
+            wait_healthy(runtime, key, &running.spec, check)?;
+            healthy.insert(instance.name.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Before `service` starts: each dependency must be healthy when it has a
+/// healthcheck (or the dependent asks for `condition: service_healthy`, in
+/// which case a dependency without a check counts as healthy once its sshd
+/// answers), and otherwise started. A dependency with `required: false`
+/// that is not in the project is skipped.
+pub fn wait_for_dependencies(
+    runtime: &Runtime,
+    manifest: &Manifest,
+    service: &Service,
+    record: &ProjectRecord,
+    key: &Path,
+    healthy: &mut HealthyInstances,
+) -> Result<(), String> {
+    for dependency in &service.depends_on {
+        let Some(target) = manifest
+            .services
+            .iter()
+            .find(|s| s.name == dependency.service)
+        else {
+            if dependency.required {
+                return Err(format!(
+                    "service {} depends on {}, which is not in project {}",
+                    service.name, dependency.service, manifest.project
+                ));
+            }
+            continue;
+        };
+        for instance in &target.instances {
+            let Some(running) = record.instances.get(&instance.name) else {
+                if dependency.required {
+                    return Err(format!(
+                        "service {} depends on {}, but {} was not created; start it with holos up {}",
+                        service.name, target.name, instance.name, target.name
+                    ));
+                }
+                continue;
+            };
+            if host::running_pid(running.pid, &running.spec).is_none() {
+                if dependency.required {
+                    return Err(format!(
+                        "service {} depends on {}, but {} is not running; start it with holos start {}",
+                        service.name, target.name, instance.name, target.name
+                    ));
+                }
+                continue;
+            }
+            if healthy.contains(&instance.name) {
+                continue;
+            }
+            match &target.healthcheck {
+                Some(check) => {
+                    if !runtime.health_bypass {
+                        eprintln!(
+                            "holos: {} waits for {} to be healthy",
+                            service.name, instance.name
+                        );
+                    }
+                    wait_healthy(runtime, key, &running.spec, check)
+                        .map_err(|e| format!("{e}; {} was not started", service.name))?;
+                    healthy.insert(instance.name.clone());
+                }
+                None if dependency.condition == "service_healthy" && !runtime.health_bypass => {
+                    eprintln!(
+                        "holos: {} waits for {} to answer SSH ({} has no healthcheck)",
+                        service.name, instance.name, target.name
+                    );
+                    ssh::wait_for_sshd(running.spec.ssh_port, SSHD_AS_HEALTH_WAIT).map_err(
+                        |e| {
+                            format!(
+                                "service {}: {}: {e}; {} was not started",
+                                target.name, instance.name, service.name
+                            )
+                        },
+                    )?;
+                    healthy.insert(instance.name.clone());
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
