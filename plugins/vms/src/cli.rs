@@ -46,6 +46,9 @@ pub enum Command {
     Validate,
     /// List the built-in image aliases with their tags and defaults.
     Images,
+    /// Print the shell completion script (the packages install it).
+    #[command(hide = true)]
+    Completions { shell: clap_complete::Shell },
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -103,8 +106,10 @@ pub fn run_with_warnings(
     command: &Command,
     options: &Options,
 ) -> Result<(String, Vec<Diag>), Vec<Diag>> {
-    if let Command::Images = command {
-        return Ok((images_table(), Vec::new()));
+    match command {
+        Command::Images => return Ok((images_table(), Vec::new())),
+        Command::Completions { shell } => return Ok((completions(*shell), Vec::new())),
+        _ => {}
     }
     let (project, manifest) = crate::resolve(options)?;
     let text = render(command, &project, &manifest)?;
@@ -117,7 +122,7 @@ fn render(
     manifest: &crate::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Validate | Command::Images => Ok(String::new()),
+        Command::Validate | Command::Images | Command::Completions { .. } => Ok(String::new()),
         Command::Config { resolved, format } => {
             if *resolved {
                 let json = serde_json::to_value(manifest).map_err(|e| {
@@ -142,6 +147,18 @@ fn render(
             })
         }
     }
+}
+
+/// `holos completions SHELL`: clap's completion script for this command line.
+fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "holos",
+        &mut script,
+    );
+    String::from_utf8_lossy(&script).into_owned()
 }
 
 /// `holos images`: one line per alias.
