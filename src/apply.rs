@@ -2,11 +2,9 @@
 //! extension, per-entity calls and batches, and rendering each entity's
 //! output exactly as Holo 3 does.
 
-use crate::loading::EXIT_FATAL;
 use crate::output::{Output, Stream};
-use crate::paths;
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::run_dir::{self, Runtime};
+use crate::run_dir::Runtime;
 use crate::scan::Entity;
 use std::collections::HashMap;
 
@@ -50,14 +48,14 @@ pub fn run(ctx: &Context, out: &mut Output, mode: Mode) -> i32 {
     let lock = if mode == Mode::Noop {
         None
     } else {
-        match acquire_lock(&ctx.runtime.root, out) {
+        match crate::lock::acquire(&ctx.runtime.root, out) {
             Ok(lock) => Some(lock),
             Err(code) => return code,
         }
     };
     let outcomes = apply_all(ctx, out, mode);
     if let Some(lock) = lock {
-        release_lock(&lock, out);
+        crate::lock::release(&lock, out);
     }
     exit_code(mode, &outcomes)
 }
@@ -515,54 +513,6 @@ pub fn render_entity_diff(
 pub fn plugin_stderr_line(out: &mut Output, line: &[u8]) {
     let line = out.colorize_plugin_line(line);
     out.write(Stream::Err, &line);
-}
-
-/// `$ROOT/run/holo.pid`, created exclusively, holding `PID\n`.
-fn acquire_lock(root: &str, out: &mut Output) -> Result<String, i32> {
-    use std::io::Write;
-    let path = paths::join(root, "run/holo.pid");
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path);
-    match file {
-        Ok(mut file) => {
-            run_dir::register_cleanup(&path);
-            let _ = writeln!(file, "{}", std::process::id());
-            let _ = file.sync_all();
-            Ok(path)
-        }
-        Err(e) => {
-            out.error(
-                Stream::Err,
-                &format!(
-                    "Cannot create lock file {path}: open {path}: {}",
-                    paths::errno_text(&e)
-                ),
-            );
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                out.write(
-                    Stream::Err,
-                    b"This usually means that another instance of Holo is currently running.\n",
-                );
-                out.write(
-                    Stream::Err,
-                    b"If not, you can try to delete the lock file manually.\n",
-                );
-            }
-            Err(EXIT_FATAL)
-        }
-    }
-}
-
-fn release_lock(path: &str, out: &mut Output) {
-    if let Err(e) = std::fs::remove_file(path) {
-        out.error(
-            Stream::Err,
-            &format!("remove {path}: {}", paths::errno_text(&e)),
-        );
-    }
-    run_dir::unregister_cleanup(path);
 }
 
 #[cfg(test)]

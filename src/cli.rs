@@ -123,13 +123,14 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             return EXIT_FATAL;
         }
     };
-    let loaded = match loading::load_plugins(&runtime, out) {
+    let mut loaded = match loading::load_plugins(&runtime, out) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = loading::prepare_resources(&mut runtime, &loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
         return code;
     }
+    let missing_plugins = loaded.missing_plugins;
     let plugins = loaded.plugins;
     let entities = match scan_all(&runtime, &plugins, out) {
         Ok(entities) => entities,
@@ -178,7 +179,14 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
                 runtime: &runtime,
                 entities: &entities,
             };
-            apply::run(&ctx, out, mode)
+            let code = apply::run(&ctx, out, mode);
+            // Unlike Holo 3: a skipped plugin is a failure, so that a cron
+            // job learns that its entities are no longer managed.
+            if missing_plugins && matches!(code, 0 | 2) {
+                1
+            } else {
+                code
+            }
         }
     }
 }
@@ -217,6 +225,9 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
                 &format!("scan with plugin {} failed: {failure}", plugin.id),
             );
             return Err(EXIT_FATAL);
+        }
+        if std::str::from_utf8(&stdout).is_err() {
+            warn_about_non_utf8_ids(out, &plugin.id, &stdout);
         }
         let text = String::from_utf8_lossy(&stdout);
         let translate = |path: &str| runtime.translate(path);
@@ -258,6 +269,25 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
         out.end_paragraph(Stream::Out);
     }
     Ok(all)
+}
+
+/// Entity IDs are text from scan to apply, so an ID that is not UTF-8 is
+/// passed on changed (a known difference from Holo 3): say so, instead of
+/// letting the plugin fail later on an ID it never reported.
+fn warn_about_non_utf8_ids(out: &mut Output, plugin_id: &str, report: &[u8]) {
+    for line in report.split(|byte| *byte == b'\n') {
+        let line = line.trim_ascii_start();
+        if line.starts_with(b"ENTITY: ") && std::str::from_utf8(line).is_err() {
+            let id = String::from_utf8_lossy(&line[b"ENTITY: ".len()..]);
+            out.warn(
+                Stream::Err,
+                &format!(
+                    "plugin {plugin_id} reported entity ID \"{}\", which is not valid UTF-8; holo passes it on with U+FFFD for each invalid byte, so the plugin will not recognise it (rename what the ID is made from)",
+                    id.trim_end()
+                ),
+            );
+        }
+    }
 }
 
 /// The order extension; a no-op when no plugin sent `REQUIRES`/`SUBSCRIBES`.

@@ -12,9 +12,22 @@ pub struct PluginDecl {
     pub line: usize,
 }
 
-/// A fatal holorc error; the text is printed after `!! `.
+/// A fatal holorc error: `message` is printed after `!! `, and `hint`, when
+/// there is one, as the next line.
 #[derive(Debug, PartialEq, Eq)]
-pub struct HolorcError(pub String);
+pub struct HolorcError {
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl HolorcError {
+    fn new(message: String) -> HolorcError {
+        HolorcError {
+            message,
+            hint: None,
+        }
+    }
+}
 
 /// Lists the files to read, in order. A missing `etc/holorc` is fine when
 /// snippets exist (Holo 3 fails there).
@@ -25,7 +38,7 @@ pub fn config_files(root: &str) -> Result<Vec<String>, HolorcError> {
         Ok(entries) => {
             for entry in entries {
                 let entry = entry.map_err(|e| {
-                    HolorcError(format!("cannot read {dir}: {}", paths::errno_text(&e)))
+                    HolorcError::new(format!("cannot read {dir}: {}", paths::errno_text(&e)))
                 })?;
                 let is_dir = std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir());
                 if !is_dir {
@@ -35,7 +48,7 @@ pub fn config_files(root: &str) -> Result<Vec<String>, HolorcError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(HolorcError(format!(
+            return Err(HolorcError::new(format!(
                 "cannot read {dir}: {}",
                 paths::errno_text(&e)
             )));
@@ -75,7 +88,7 @@ pub fn read(root: &str) -> Holorc {
         match std::fs::read(&file) {
             Ok(text) => texts.push((file, String::from_utf8_lossy(&text).into_owned())),
             Err(e) => {
-                let error = HolorcError(format!(
+                let error = HolorcError::new(format!(
                     "cannot read {file}: open {file}: {}",
                     paths::errno_text(&e)
                 ));
@@ -131,9 +144,14 @@ fn parse_into(
             continue;
         }
         let Some(rest) = line.strip_prefix("plugin ") else {
-            return Err(HolorcError(format!(
-                "cannot parse configuration: unknown command: {line}"
-            )));
+            // Holo 3's exact line, then where it is and what to do.
+            return Err(HolorcError {
+                message: format!("cannot parse configuration: unknown command: {line}"),
+                hint: Some(format!(
+                    "{file}:{}: a holorc line is `plugin ID`, `plugin ID=BINARY`, a comment (#) or empty; fix or remove this line (see holorc(5))",
+                    index + 1
+                )),
+            });
         };
         let rest = rest.trim();
         let (id, binary) = match rest.split_once('=') {
@@ -144,13 +162,13 @@ fn parse_into(
             ),
         };
         if !is_valid_plugin_id(&id) {
-            return Err(HolorcError(format!(
+            return Err(HolorcError::new(format!(
                 "{file}:{}: invalid plugin ID \"{id}\": a plugin ID must match [a-z0-9][a-z0-9-]* (lowercase letters, digits and dashes)",
                 index + 1
             )));
         }
         if binary.is_empty() {
-            return Err(HolorcError(format!(
+            return Err(HolorcError::new(format!(
                 "{file}:{}: plugin {id} has an empty binary path after \"=\"; write `plugin {id}` or `plugin {id}=/path/to/binary`",
                 index + 1
             )));
@@ -166,7 +184,7 @@ fn parse_into(
 }
 
 fn duplicate(first: &PluginDecl, again: &PluginDecl) -> HolorcError {
-    HolorcError(format!(
+    HolorcError::new(format!(
         "plugin {} is declared twice, at {}:{} and at {}:{}; remove one of the two lines",
         again.id, first.file, first.line, again.file, again.line
     ))
@@ -200,20 +218,31 @@ mod tests {
         assert_eq!(decls.len(), 1, "the lines before the bad one count");
         let err = err.unwrap();
         assert_eq!(
-            err.0,
+            err.message,
             "cannot parse configuration: unknown command: plugins foo"
         );
+        assert_eq!(
+            err.hint.as_deref(),
+            Some(
+                "rc:2: a holorc line is `plugin ID`, `plugin ID=BINARY`, a comment (#) or empty; fix or remove this line (see holorc(5))"
+            )
+        );
         let err = parse("rc", "plugin\n", "/").1.unwrap();
-        assert_eq!(err.0, "cannot parse configuration: unknown command: plugin");
+        assert_eq!(
+            err.message,
+            "cannot parse configuration: unknown command: plugin"
+        );
+        assert!(err.hint.unwrap().starts_with("rc:1: "));
     }
 
     #[test]
     fn invalid_id_names_file_and_line() {
         let err = parse("etc/holorc", "\nplugin Foo\n", "/").1.unwrap();
         assert!(
-            err.0.starts_with("etc/holorc:2: invalid plugin ID \"Foo\""),
+            err.message
+                .starts_with("etc/holorc:2: invalid plugin ID \"Foo\""),
             "{}",
-            err.0
+            err.message
         );
         assert!(parse("rc", "plugin -x\n", "/").1.is_some());
         assert!(parse("rc", "plugin a_b\n", "/").1.is_some());
@@ -232,7 +261,7 @@ mod tests {
         let ids: Vec<&str> = holorc.decls.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["x", "y"]);
         assert_eq!(
-            holorc.error.unwrap().0,
+            holorc.error.unwrap().message,
             format!(
                 "plugin x is declared twice, at {root}/etc/holorc.d/10-a:1 and at {root}/etc/holorc.d/20-b:3; remove one of the two lines"
             )

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod diff;
 pub mod holorc;
 pub mod loading;
+pub mod lock;
 pub mod order;
 pub mod output;
 pub mod paths;

@@ -17,11 +17,13 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
     let holorc = holorc::read(root);
     let mut plugins = Vec::new();
     let mut dirs_to_create = Vec::new();
+    let mut missing_plugins = false;
     for decl in holorc.decls {
         if let Err(e) = std::fs::metadata(&decl.binary) {
             if e.kind() == std::io::ErrorKind::NotFound {
                 out.error(Stream::Err, &format!("{}: file not found", decl.binary));
                 out.warn(Stream::Err, &format!("Skipping plugin: {}", decl.id));
+                missing_plugins = true;
                 continue;
             }
             out.error(
@@ -30,14 +32,15 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
             );
             return Err(EXIT_FATAL);
         }
+        let static_dir =
+            paths::normalize(&paths::join(root, &format!("usr/share/holo/{}", decl.id)));
         let dirs = PluginDirs {
             root: paths::normalize(root),
             cache: paths::normalize(&paths::join(&runtime.cache, &decl.id)),
-            resource: paths::normalize(&paths::join(&runtime.virtual_root, &decl.id)),
-            resource_origin: paths::normalize(&paths::join(
-                root,
-                &format!("usr/share/holo/{}", decl.id),
-            )),
+            // Holo 3 runs `info` with the static directory; the resource
+            // directory is settled in `prepare_resources`.
+            resource: static_dir.clone(),
+            resource_origin: static_dir,
             state: paths::normalize(&paths::join(root, &format!("var/lib/holo/{}", decl.id))),
         };
         let loaded = Plugin::load(&decl.id, &decl.binary, &dirs, |line| {
@@ -56,11 +59,15 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
         }
     }
     if let Some(error) = holorc.error {
-        out.error(Stream::Err, &error.0);
+        out.error(Stream::Err, &error.message);
+        if let Some(hint) = error.hint {
+            out.write(Stream::Err, format!("{hint}\n").as_bytes());
+        }
         return Err(EXIT_FATAL);
     }
     Ok(LoadedPlugins {
         plugins,
+        missing_plugins,
         dirs_to_create,
     })
 }
@@ -69,19 +76,28 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
 /// resource directory is known to exist (as Holo 3 does).
 pub struct LoadedPlugins {
     pub plugins: Vec<Plugin>,
+    /// A declared plugin's binary is missing (`Skipping plugin: ID`): its
+    /// entities went unmanaged, so `holo apply` must not exit 0.
+    pub missing_plugins: bool,
     dirs_to_create: Vec<String>,
 }
 
-/// Runs the generators and fills the virtual resource root. Every missing
-/// static resource directory is reported before the run stops.
+/// The extension of a plugin that only reads its resources: without
+/// generated resources it reads the static directory in place.
+pub const INPLACE: &str = "inplace";
+
+/// Runs the generators and settles each plugin's `HOLO_RESOURCE_DIR`: the
+/// static directory itself for an `inplace` plugin that no generator wrote
+/// for (nothing is copied), else Holo 3's virtual resource directory with
+/// the static resources copied in. Every missing static resource directory
+/// is reported before the run stops.
 pub fn prepare_resources(
     runtime: &mut Runtime,
-    loaded: &LoadedPlugins,
+    loaded: &mut LoadedPlugins,
     out: &mut Output,
 ) -> Result<(), i32> {
-    let plugins = &loaded.plugins;
     let mut missing = false;
-    for plugin in plugins {
+    for plugin in &loaded.plugins {
         let dir = paths::join(&runtime.root, &format!("usr/share/holo/{}", plugin.id));
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
@@ -115,11 +131,18 @@ pub fn prepare_resources(
         out.end_paragraph(Stream::Err);
         return Err(1);
     }
-    for plugin in plugins {
-        if let Err(message) = runtime.add_static_resources(&plugin.id) {
-            out.error(Stream::Err, &message);
-            return Err(EXIT_FATAL);
+    for plugin in &mut loaded.plugins {
+        if plugin.has_extension(INPLACE) && !runtime.generated_for(&plugin.id) {
+            continue;
         }
+        if let Err(message) = runtime.add_static_resources(&plugin.id) {
+            // Holo 3 exits 1 here, as for a failing generator.
+            out.error(Stream::Err, &message);
+            out.end_paragraph(Stream::Err);
+            return Err(1);
+        }
+        let virtual_dir = paths::join(&runtime.virtual_root, &plugin.id);
+        plugin.set_resource_dir(&paths::normalize(&virtual_dir));
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::process::ExitStatus;
 
 pub const API_VERSION: u32 = 3;
 /// The extensions this driver understands, exported as `HOLO_EXTENSIONS`.
-pub const DRIVER_EXTENSIONS: &str = "noop,order,batch";
+pub const DRIVER_EXTENSIONS: &str = "noop,order,batch,inplace";
 
 /// A plugin that answered `info` compatibly.
 #[derive(Debug)]
@@ -107,6 +107,18 @@ impl Plugin {
 
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions.contains(name)
+    }
+
+    /// Points `HOLO_RESOURCE_DIR` elsewhere once the resources are ready
+    /// (Holo 3 runs `info` with the static directory, then switches).
+    pub fn set_resource_dir(&mut self, dir: &str) {
+        const KEY: &[u8] = b"HOLO_RESOURCE_DIR=";
+        let mut pair = KEY.to_vec();
+        pair.extend_from_slice(dir.as_bytes());
+        if let Ok(pair) = CString::new(pair) {
+            self.env.retain(|entry| !entry.as_bytes().starts_with(KEY));
+            self.env.push(pair);
+        }
     }
 
     fn environment(&self, dirs: &PluginDirs) -> Vec<CString> {

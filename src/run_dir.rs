@@ -4,8 +4,9 @@
 
 use crate::output::{Output, Stream};
 use crate::paths;
+use sha2::Digest;
 use std::collections::HashMap;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -38,7 +39,7 @@ pub fn run_cleanup() {
     }
 }
 
-/// The run's cache directory `${TMPDIR:-/tmp}/holo.XXXXXX`.
+/// The run's cache directory `${TMPDIR:-/tmp}/holo.DIGITS`.
 pub struct Runtime {
     pub root: String,
     pub cache: String,
@@ -55,10 +56,7 @@ impl Runtime {
             .ok()
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| "/tmp".to_string());
-        let template = paths::join(&tmp, "holo.XXXXXX");
-        let cache = nix::unistd::mkdtemp(Path::new(&template))
-            .map_err(|e| format!("mkdir {template}: {}", e.desc().to_lowercase()))?;
-        let cache = paths::clean(&paths::display(&cache));
+        let cache = paths::clean(&make_cache_dir(&tmp)?);
         register_cleanup(&cache);
         let virtual_root = paths::join(&cache, "generated-resources");
         std::fs::create_dir(&virtual_root)
@@ -98,10 +96,10 @@ impl Runtime {
         generator: &str,
         out: &mut Output,
     ) -> Result<(), String> {
-        let cache = paths::join(
-            &self.cache,
-            &format!("generator-{}", stable_hash(generator)),
-        );
+        // Holo 3's name: the SHA-256 of the generator's path, in hex.
+        let digest = sha2::Sha256::digest(generator.as_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let cache = paths::join(&self.cache, &name);
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("mkdir {cache}: {}", paths::errno_text(&e)))?;
         // One pipe for stdout and stderr keeps their order, as Go's
@@ -182,6 +180,14 @@ impl Runtime {
         })
     }
 
+    /// Whether a generator wrote anything for this plugin.
+    pub fn generated_for(&self, plugin_id: &str) -> bool {
+        let prefix = format!("{plugin_id}/");
+        self.generator_for
+            .iter()
+            .any(|(path, generator)| path.starts_with(&prefix) && !generator.is_empty())
+    }
+
     /// Holo 3's `TranslateIfResourcePath`.
     pub fn translate(&self, input: &str) -> String {
         let rel = input
@@ -213,6 +219,51 @@ impl Drop for Runtime {
         let _ = std::fs::remove_dir_all(&self.cache);
         unregister_cleanup(&self.cache);
     }
+}
+
+/// Creates `TMPDIR/holo.` + decimal digits, as Go's `os.MkdirTemp(TMPDIR,
+/// "holo.")` does for Holo 3: fixture suites normalise `holo.[0-9]+` in
+/// their expected output. `mkdir` fails on an existing name, so a collision
+/// (or a name planted by another user) only costs another try.
+fn make_cache_dir(tmp: &str) -> Result<String, String> {
+    // Go's joinPath: no cleaning, so messages show TMPDIR as given.
+    let prefix = if tmp.ends_with('/') {
+        format!("{tmp}holo.")
+    } else {
+        format!("{tmp}/holo.")
+    };
+    for _ in 0..10_000 {
+        let name = format!("{prefix}{}", random_u32());
+        match std::fs::DirBuilder::new().mode(0o700).create(&name) {
+            Ok(()) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && let Err(stat) = std::fs::metadata(tmp)
+                    && stat.kind() == std::io::ErrorKind::NotFound
+                {
+                    return Err(format!("stat {tmp}: {}", paths::errno_text(&stat)));
+                }
+                return Err(format!("mkdir {name}: {}", paths::errno_text(&e)));
+            }
+        }
+    }
+    Err(format!("mkdirtemp {prefix}*: file already exists"))
+}
+
+/// A random number for a directory name; not a secret, because `mkdir`
+/// refuses names that exist.
+fn random_u32() -> u32 {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
+    let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if filled == 4 {
+        return u32::from_ne_bytes(bytes);
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    nanos ^ std::process::id().rotate_left(16)
 }
 
 /// Regular files below `dir` (with `any_kind`, every non-directory), depth
@@ -262,22 +313,71 @@ fn copy_tree(source: &Path, target: &Path) -> std::io::Result<()> {
                 from.display()
             )));
         } else {
+            // Holo 3's mode for a copied resource: private, executable when
+            // the owner could execute the source.
             let mode = entry.metadata()?.permissions().mode();
             std::fs::copy(&from, &to)?;
-            let exec = if mode & 0o111 != 0 { 0o755 } else { 0o644 };
-            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(exec))?;
+            let copied = 0o600 | (mode & 0o100);
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(copied))?;
         }
     }
     Ok(())
 }
 
-/// A stable, distinct name per generator path for its cache directory.
-fn stable_hash(text: &str) -> String {
-    // FNV-1a: no cryptographic strength needed here.
-    let mut hash: u64 = 0xcbf29ce484222325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x100000001b3);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_dir_is_holo_dot_decimal_digits_and_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tmp.path().to_str().unwrap();
+        let first = make_cache_dir(tmp).unwrap();
+        let second = make_cache_dir(&format!("{tmp}/")).unwrap();
+        assert_ne!(first, second);
+        for dir in [&first, &second] {
+            let digits = dir.strip_prefix(&format!("{tmp}/holo.")).unwrap();
+            assert!(
+                !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+                "{dir}"
+            );
+            let mode = std::fs::metadata(dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
     }
-    format!("{hash:016x}")
+
+    #[test]
+    fn missing_tmpdir_is_named_as_go_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = format!("{}/nope", tmp.path().to_str().unwrap());
+        assert_eq!(
+            make_cache_dir(&missing).unwrap_err(),
+            format!("stat {missing}: no such file or directory")
+        );
+    }
+
+    #[test]
+    fn static_resources_get_holo3_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = tmp.path().join("source");
+        std::fs::create_dir(&source).unwrap();
+        for (name, mode) in [("plain", 0o644), ("script", 0o755), ("group-x", 0o654)] {
+            let path = source.join(name);
+            std::fs::write(&path, name).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let target = tmp.path().join("target");
+        copy_tree(&source, &target).unwrap();
+        let mode = |name: &str| {
+            std::fs::metadata(target.join(name))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        assert_eq!(mode("plain"), 0o600);
+        assert_eq!(mode("script"), 0o700);
+        assert_eq!(mode("group-x"), 0o600);
+        assert_eq!(std::fs::read(target.join("script")).unwrap(), b"script");
+    }
 }

@@ -64,7 +64,7 @@ fn plugins_before_a_bad_holorc_line_are_loaded_first() {
     assert_eq!(code, 255, "{out}");
     assert_eq!(
         out,
-        "\n!! usr/lib/holo/holo-missing: file not found\n>> Skipping plugin: missing\n!! cannot parse configuration: unknown command: bogus line\n"
+        "\n!! usr/lib/holo/holo-missing: file not found\n>> Skipping plugin: missing\n!! cannot parse configuration: unknown command: bogus line\netc/holorc:3: a holorc line is `plugin ID`, `plugin ID=BINARY`, a comment (#) or empty; fix or remove this line (see holorc(5))\n"
     );
     // Holo 3 creates state directories only once everything has loaded.
     assert!(!dir.path().join("var/lib/holo/res").exists());
@@ -111,7 +111,7 @@ fn a_fifo_among_the_resources_is_an_error_not_a_hang() {
     let fifo = dir.path().join("usr/share/holo/res/fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let (out, code) = holo(dir.path(), "./", &["scan"]);
-    assert_eq!(code, 255, "{out}");
+    assert_eq!(code, 1, "as Holo 3 for a resource it cannot copy: {out}");
     assert!(
         out.contains("is not a regular file, directory or symlink"),
         "{out}"
@@ -148,4 +148,25 @@ fn generators_run_in_walk_order() {
         .find("from usr/share/holo/generators/a-b")
         .expect("a-b ran");
     assert!(first < second, "{out}");
+}
+
+#[test]
+fn a_generator_cache_dir_is_named_as_holo3_names_it() {
+    use sha2::Digest;
+    let dir = root("plugin res\n");
+    write_exec(
+        &dir.path().join("usr/share/holo/generators/gen"),
+        "#!/bin/sh\nbasename \"$HOLO_CACHE_DIR\"\n[ -d \"$HOLO_CACHE_DIR\" ] && echo exists\n",
+    );
+    let (out, code) = holo(dir.path(), "./", &["scan"]);
+    assert_eq!(code, 0, "{out}");
+    let path = "usr/share/holo/generators/gen";
+    let digest = sha2::Sha256::digest(path.as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    assert!(
+        out.contains(&format!(
+            ">> output from {path}: {hex}\n>> output from {path}: exists\n"
+        )),
+        "{out}"
+    );
 }

@@ -4,6 +4,7 @@
 
 mod driver;
 mod file;
+mod inplace;
 mod util;
 
 const USAGE: &str = "\
@@ -15,6 +16,8 @@ Benchmarks:
             scan report
   file      holo-file over N generated [[file]] resources: scan, first
             apply, no-op apply (batch and per-entity), diff
+  inplace   holo scan with and without a 1 GiB file among an inplace
+            plugin's resources (SIZES is ignored)
   all       every benchmark
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
@@ -41,7 +44,10 @@ fn main() -> std::process::ExitCode {
     let result = match name.as_str() {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
-        "all" => driver::run(&sizes).and_then(|()| file::run(&sizes)),
+        "inplace" => inplace::run(),
+        "all" => driver::run(&sizes)
+            .and_then(|()| file::run(&sizes))
+            .and_then(|()| inplace::run()),
         "--help" | "-h" | "help" => {
             print!("{USAGE}");
             return std::process::ExitCode::SUCCESS;

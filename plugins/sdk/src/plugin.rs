@@ -19,6 +19,9 @@ pub enum Extension {
     Order,
     /// `apply-batch` and friends.
     Batch,
+    /// Resources are only read, so the driver may point `HOLO_RESOURCE_DIR`
+    /// at the static directory instead of copying it.
+    Inplace,
 }
 
 impl Extension {
@@ -28,6 +31,7 @@ impl Extension {
             Extension::Noop => "noop",
             Extension::Order => "order",
             Extension::Batch => "batch",
+            Extension::Inplace => "inplace",
         }
     }
 }
@@ -39,7 +43,12 @@ pub trait Plugin {
     /// The plugin id, e.g. `file` for `holo-file`.
     const ID: &'static str;
     /// The extensions declared in `info`.
-    const EXTENSIONS: &'static [Extension] = &[Extension::Noop, Extension::Order, Extension::Batch];
+    const EXTENSIONS: &'static [Extension] = &[
+        Extension::Noop,
+        Extension::Order,
+        Extension::Batch,
+        Extension::Inplace,
+    ];
     /// The per-entity desired state that scan found; cached between scan and apply.
     type Spec: Serialize + DeserializeOwned;
 

@@ -454,7 +454,9 @@ fn references(
 /// `type:name` stays, CCM's `type#name` becomes `type:name`.
 pub fn entity_reference(text: &str) -> Option<String> {
     let text = text.trim();
-    let (kind, name) = text.split_once(':').or_else(|| text.split_once('#'))?;
+    // Whichever separator comes first: `exec#a:b` names `exec:a:b`.
+    let at = text.find([':', '#'])?;
+    let (kind, name) = (&text[..at], &text[at + 1..]);
     if kind.is_empty() || name.is_empty() || kind.contains(['/', ' ']) {
         return None;
     }
@@ -919,6 +921,10 @@ mod tests {
         assert_eq!(
             entity_reference("file:/etc/a#b").as_deref(),
             Some("file:/etc/a#b")
+        );
+        assert_eq!(
+            entity_reference("exec#sh -c 'a:b'").as_deref(),
+            Some("exec:sh -c 'a:b'")
         );
         assert_eq!(entity_reference("nginx"), None);
         assert_eq!(entity_reference("/etc/x:y"), None);

@@ -100,7 +100,7 @@ fn info_declares_versions_and_extensions() {
     let run = fixture.run(&["info"]);
     assert_eq!(
         text(&run.stdout),
-        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch\n"
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace\n"
     );
     assert_eq!(run.code, 0);
 }
@@ -434,4 +434,52 @@ fn a_batch_of_many_quiet_entities_delivers_every_record_in_order() {
             ("not changed\n".to_string(), 0)
         );
     }
+}
+
+#[test]
+fn conditions_and_health_checks_act_around_any_plugin_per_process_and_in_a_batch() {
+    let resources = "[[demo]]\nname = \"skipped\"\nvalue = \"x\"\nif = \"lookup('facts.hostname', 'none') == 'elsewhere'\"\n\n\
+         [[demo]]\nname = \"checked\"\nvalue = \"y\"\n\
+         health_checks = [{ command = \"sh -c 'echo CRITICAL - down; exit 2'\", tries = 2, try_sleep = \"10ms\" }]\n";
+    let check_failed = "!! health check \"sh -c 'echo CRITICAL - down; exit 2'\" failed after 2 tries: CRITICAL (exit code 2): CRITICAL - down\n";
+
+    let fixture = Fixture::new(resources);
+    let scan = fixture.run(&["scan"]);
+    assert!(
+        text(&scan.stdout).contains("ENTITY: demo:skipped\nSOURCE: ")
+            && text(&scan.stdout)
+                .contains("skipped: condition if = \"lookup('facts.hostname', 'none') == 'elsewhere'\" is false\n"),
+        "{}{}",
+        text(&scan.stdout),
+        text(&scan.stderr)
+    );
+    let skipped = fixture.run(&["apply", "demo:skipped"]);
+    assert_eq!(
+        (skipped.code, text(&skipped.fd3)),
+        (0, "not changed\n".into())
+    );
+    assert!(!fixture.target("skipped").exists());
+    // noop runs no health check; apply runs the plugin, then the check.
+    assert_eq!(fixture.run(&["noop", "demo:checked"]).code, 0);
+    let checked = fixture.run(&["apply", "demo:checked"]);
+    assert_eq!(checked.code, 1);
+    assert!(
+        text(&checked.stderr).ends_with(check_failed),
+        "{}",
+        text(&checked.stderr)
+    );
+    assert!(fixture.target("checked").exists());
+
+    let fixture = Fixture::new(resources);
+    assert_eq!(fixture.run(&["scan"]).code, 0);
+    let batch = fixture.run_batch("apply-batch", "demo:skipped\ndemo:checked\n");
+    let records = batch_runs(&batch.fd3);
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        (records[0].1.code, text(&records[0].1.fd3)),
+        (0, "not changed\n".into())
+    );
+    assert_eq!(records[1].1.code, 1);
+    assert!(text(&records[1].1.stderr).ends_with(check_failed));
+    assert!(!fixture.target("skipped").exists());
 }

@@ -1,12 +1,16 @@
-//! The `holos` command line: `config` and `validate` (the runtime commands
-//! come with the runtime issues).
+//! The `holos` command line: `config`, `validate` and `images` (the runtime
+//! commands come with the runtime issues), and the entry point shared by the
+//! `holos` and `holo-vms` binaries.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::compose::Options;
 use crate::diag::Diag;
@@ -19,9 +23,9 @@ use crate::yaml::{Kind, Node, Pos};
     about = "Run Docker Compose style projects as QEMU VMs"
 )]
 pub struct Cli {
-    /// Compose file; repeat to merge several (later files win).
-    #[arg(short = 'f', long = "file", global = true)]
-    pub files: Vec<PathBuf>,
+    /// `-f` before the command.
+    #[command(flatten)]
+    pub file_args: FileArgs,
     /// Project name, used when the file sets no `name`.
     #[arg(short = 'p', long = "project-name", global = true)]
     pub project_name: Option<String>,
@@ -32,10 +36,41 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The compose files: those given before the command, then those after.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let after = match &self.command {
+            Command::Config { file_args, .. }
+            | Command::Validate { file_args, .. }
+            | Command::Up(UpArgs { file_args, .. })
+            | Command::Down(DownArgs { file_args, .. })
+            | Command::Stop(ServiceArgs { file_args, .. })
+            | Command::Start(ServiceArgs { file_args, .. })
+            | Command::Ps(PsArgs { file_args, .. })
+            | Command::Exec(ExecArgs { file_args, .. })
+            | Command::Console(ConsoleArgs { file_args, .. }) => &file_args.files,
+            Command::Logs(logs) => &logs.files,
+            Command::Images | Command::Version | Command::Completions { .. } => &Vec::new(),
+        };
+        [&self.file_args.files[..], &after[..]].concat()
+    }
+}
+
+/// `-f FILE`, accepted before and after the command. Not a global option,
+/// because `logs -f` means follow, as in Docker Compose.
+#[derive(Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileArgs {
+    /// Compose file; repeat to merge several (later files win).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Print the normalised compose file (merged, interpolated, extended).
     Config {
+        #[command(flatten)]
+        file_args: FileArgs,
         /// Print the resolved manifest instead: instances, IPs, MACs, ports.
         #[arg(long)]
         resolved: bool,
@@ -43,12 +78,136 @@ pub enum Command {
         format: Format,
     },
     /// Check the project; list every error and exit 1 if there are any.
-    Validate,
+    Validate {
+        #[command(flatten)]
+        file_args: FileArgs,
+        /// Do not print the `>>` notes on fields that act differently in a VM.
+        #[arg(short = 'q', long)]
+        quiet: bool,
+    },
     /// List the built-in image aliases with their tags and defaults.
     Images,
+    /// Create and start the project's VMs (planned, not built yet).
+    Up(UpArgs),
+    /// Stop and remove the project's VMs; named volumes survive (planned, not built yet).
+    Down(DownArgs),
+    /// Power the VMs of a service, or of the project, down (planned, not built yet).
+    Stop(ServiceArgs),
+    /// Start stopped VMs again (planned, not built yet).
+    Start(ServiceArgs),
+    /// List the instances: state, pid, ports, SSH port, IP (planned, not built yet).
+    Ps(PsArgs),
+    /// Print the serial console log (planned, not built yet).
+    Logs(LogsArgs),
+    /// Run a command in an instance over SSH (planned, not built yet).
+    Exec(ExecArgs),
+    /// Attach to an instance's serial console; Ctrl-] detaches (planned, not built yet).
+    Console(ConsoleArgs),
+    /// Print the version of holos.
+    Version,
     /// Print the shell completion script (the packages install it).
     #[command(hide = true)]
     Completions { shell: clap_complete::Shell },
+}
+
+/// `holos up [--no-wait] [SERVICE...]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Return once QEMU runs, without waiting for healthchecks.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Do not print the `>>` notes on fields that act differently in a VM.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Services to start (with their dependencies); all when none is given.
+    #[arg(value_name = "SERVICE")]
+    pub services: Vec<String>,
+}
+
+/// `holos down [PROJECT]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DownArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The project to take down; the compose file's project when not given.
+    #[arg(value_name = "PROJECT")]
+    pub project: Option<String>,
+}
+
+/// `holos stop [SERVICE]` and `holos start [SERVICE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ServiceArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+}
+
+/// `holos ps [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct PsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holos logs [SERVICE|INSTANCE] [-f]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct LogsArgs {
+    /// Compose file (only the long form here: `-f` is follow).
+    #[arg(long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A service (all its instances) or one instance; all when not given.
+    #[arg(value_name = "SERVICE|INSTANCE")]
+    pub target: Option<String>,
+    /// Keep printing what the console writes.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+/// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The guest user to log in as; the service's cloud-init user by default.
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// How long to wait for the guest's sshd (30, 90s, 2m).
+    #[arg(short = 'w', long, value_name = "WAIT", value_parser = parse_wait)]
+    pub wait: Option<Duration>,
+    /// The command and its arguments, passed on exactly; a login shell when empty.
+    #[arg(
+        value_name = "CMD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// `holos console INSTANCE`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+}
+
+/// `-w WAIT`: a Compose duration (a bare number is seconds).
+fn parse_wait(text: &str) -> Result<Duration, String> {
+    crate::compose::decode::reader::parse_duration_ms(text)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -57,24 +216,64 @@ pub enum Format {
     Json,
 }
 
-/// Entry point of the `holos` binary.
+/// Entry point of both binaries: the `holos` command line when argv[0] is
+/// `holos`, otherwise the holo plugin (whose `holos` subcommand leads here too).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let environment: BTreeMap<String, String> = std::env::vars().collect();
+    let mut args = std::env::args_os();
+    let program = args.next().unwrap_or_default();
+    if invoked_as_holos(&program) {
+        return run_holos(args);
+    }
+    holo_plugin::run(crate::plugin::VmsPlugin)
+}
+
+/// True when the program was started under the name `holos` (a symlink or a
+/// copy of the one binary counts).
+pub fn invoked_as_holos(program: &OsStr) -> bool {
+    Path::new(program).file_name() == Some(OsStr::new("holos"))
+}
+
+/// The environment as interpolation sees it. Never panics: a variable whose
+/// name is not UTF-8 cannot be named in a compose file and is left out; a
+/// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
+pub fn process_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| {
+            let key = key.into_string().ok()?;
+            Some((key, value.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// Runs `holos` with `args` (without the program name).
+pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let argv = std::iter::once(OsString::from("holos")).chain(args);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version go to stdout with 0, usage errors to stderr with 2.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    if let Some(code) = run_without_project(&cli.command) {
+        return code;
+    }
+    let environment = process_environment();
     let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = Options {
-        files: cli.files.clone(),
+        files: cli.files(),
         project_name: cli.project_name.clone(),
         profiles: cli.profiles.clone(),
         working_dir,
         environment,
     };
     let mut stdout = std::io::stdout().lock();
-    match run_with_warnings(&cli.command, &options) {
-        Ok((text, warnings)) => {
+    match run_with_messages(&cli.command, &options) {
+        Ok((text, messages)) => {
             let mut stderr = std::io::stderr().lock();
-            for w in &warnings {
-                let _ = writeln!(stderr, "warning: {w}");
+            for message in &messages {
+                let _ = writeln!(stderr, "{message}");
             }
             // A closed stdout (holos config | head) is not an error worth reporting.
             let _ = stdout.write_all(text.as_bytes());
@@ -96,24 +295,71 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs one command and returns what it prints on success.
-pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
-    run_with_warnings(command, options).map(|(text, _)| text)
+/// The commands that load no compose file here: `version`, `completions`, and the runtime
+/// commands, which are planned but not built yet.
+fn run_without_project(command: &Command) -> Option<ExitCode> {
+    let name = match command {
+        Command::Version => {
+            println!("holos {}", env!("CARGO_PKG_VERSION"));
+            return Some(ExitCode::SUCCESS);
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cli, "holos", &mut script);
+            // A closed stdout is not worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            return Some(ExitCode::SUCCESS);
+        }
+        Command::Config { .. } | Command::Validate { .. } | Command::Images => return None,
+        Command::Up(_) => "up",
+        Command::Down(_) => "down",
+        Command::Stop(_) => "stop",
+        Command::Start(_) => "start",
+        Command::Ps(_) => "ps",
+        Command::Logs(_) => "logs",
+        Command::Exec(_) => "exec",
+        Command::Console(_) => "console",
+    };
+    Some(not_built(name))
 }
 
-/// Runs one command; on success also returns the warnings to show.
-pub fn run_with_warnings(
+/// Says plainly that `holos COMMAND` is planned but not built yet; exit 2.
+pub fn not_built(command: &str) -> ExitCode {
+    eprintln!(
+        "holos: the {command} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM"
+    );
+    ExitCode::from(2)
+}
+
+/// Runs one command and returns what it prints on success.
+pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
+    run_with_messages(command, options).map(|(text, _)| text)
+}
+
+/// Runs one command; on success also returns the lines for standard error:
+/// `warning: ...` for problems that do not stop the load, then (for
+/// `validate` without `--quiet`) the `>>` notes of
+/// [`crate::compose::notes::quiet_semantics`].
+pub fn run_with_messages(
     command: &Command,
     options: &Options,
-) -> Result<(String, Vec<Diag>), Vec<Diag>> {
-    match command {
-        Command::Images => return Ok((images_table(), Vec::new())),
-        Command::Completions { shell } => return Ok((completions(*shell), Vec::new())),
-        _ => {}
+) -> Result<(String, Vec<String>), Vec<Diag>> {
+    if let Command::Images = command {
+        return Ok((images_table(), Vec::new()));
     }
     let (project, manifest) = crate::resolve(options)?;
     let text = render(command, &project, &manifest)?;
-    Ok((text, project.warnings))
+    let mut messages: Vec<String> = project
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    if let Command::Validate { quiet: false, .. } = command {
+        let notes = crate::compose::notes::quiet_semantics(&project);
+        messages.extend(notes.iter().map(ToString::to_string));
+    }
+    Ok((text, messages))
 }
 
 fn render(
@@ -122,8 +368,9 @@ fn render(
     manifest: &crate::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Validate | Command::Images | Command::Completions { .. } => Ok(String::new()),
-        Command::Config { resolved, format } => {
+        Command::Config {
+            resolved, format, ..
+        } => {
             if *resolved {
                 let json = serde_json::to_value(manifest).map_err(|e| {
                     vec![Diag::at(
@@ -146,19 +393,9 @@ fn render(
                 Format::Yaml => model.to_yaml_string(),
             })
         }
+        // Validation printed nothing; the other commands print their own.
+        _ => Ok(String::new()),
     }
-}
-
-/// `holos completions SHELL`: clap's completion script for this command line.
-fn completions(shell: clap_complete::Shell) -> String {
-    let mut script = Vec::new();
-    clap_complete::generate(
-        shell,
-        &mut <Cli as clap::CommandFactory>::command(),
-        "holos",
-        &mut script,
-    );
-    String::from_utf8_lossy(&script).into_owned()
 }
 
 /// `holos images`: one line per alias.
@@ -213,5 +450,65 @@ pub fn json_to_node(value: &serde_json::Value) -> Node {
                 .collect(),
             pos.clone(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("holos").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn exec_keeps_the_command_exactly_with_or_without_the_separator() {
+        let cli = parse(&[
+            "exec",
+            "web-0",
+            "-u",
+            "bob",
+            "-w",
+            "2m",
+            "--",
+            "sh",
+            "-c",
+            "echo a > /x",
+        ])
+        .expect("parses");
+        let Command::Exec(exec) = cli.command else {
+            panic!("not exec: {:?}", cli.command);
+        };
+        assert_eq!(exec.instance, "web-0");
+        assert_eq!(exec.user.as_deref(), Some("bob"));
+        assert_eq!(exec.wait, Some(Duration::from_secs(120)));
+        assert_eq!(exec.command, ["sh", "-c", "echo a > /x"]);
+        let cli = parse(&["exec", "web-0", "ls", "-la", "--", "x"]).expect("parses");
+        let Command::Exec(exec) = cli.command else {
+            panic!("not exec");
+        };
+        assert_eq!(exec.command, ["ls", "-la", "--", "x"]);
+    }
+
+    #[test]
+    fn runtime_commands_take_the_documented_options() {
+        let cli = parse(&["-f", "a.yaml", "up", "--no-wait", "web", "db"]).expect("up");
+        assert_eq!(cli.files(), [PathBuf::from("a.yaml")]);
+        assert!(
+            matches!(&cli.command, Command::Up(up) if up.no_wait && up.services == ["web", "db"])
+        );
+        assert!(matches!(
+            parse(&["ps", "--json"]).map(|c| c.command),
+            Ok(Command::Ps(PsArgs { json: true, .. }))
+        ));
+        assert!(matches!(
+            parse(&["logs", "web", "-f"]).map(|c| c.command),
+            Ok(Command::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
+        ));
+        let logs = parse(&["logs", "--file", "b.yaml", "-f"]).expect("logs");
+        assert_eq!(logs.files(), [PathBuf::from("b.yaml")]);
+        assert!(parse(&["exec", "web-0", "-w", "soon"]).is_err());
+        assert!(parse(&["console"]).is_err());
+        assert!(parse(&["stop", "a", "b"]).is_err());
     }
 }

@@ -4,7 +4,9 @@
 //! interpolation, include, extends, profiles, merging) and `compose::decode`
 //! resolves it into the typed [`manifest::Manifest`]. `yaml` keeps source
 //! positions for every error; `network`, `dockerfile` and `images` hold the
-//! derived parts.
+//! derived parts. `plugin` is the holo plugin on the SDK, `cli` the `holos`
+//! command line (one binary answers to both names), `state_dir` the root of
+//! the runtime's state.
 
 pub mod cli;
 pub mod compose;
@@ -13,6 +15,8 @@ pub mod dockerfile;
 pub mod images;
 pub mod manifest;
 pub mod network;
+pub mod plugin;
+pub mod state_dir;
 pub mod yaml;
 
 use std::collections::BTreeMap;

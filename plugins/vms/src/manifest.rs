@@ -109,11 +109,15 @@ pub struct Port {
 pub enum MountKind {
     Bind,
     Volume,
+    /// A bare path (`- /app/node_modules`): it lives on the instance's root
+    /// overlay, survives stop/start and goes with `down`. `source` is empty.
+    Anonymous,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Mount {
     pub kind: MountKind,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
     pub target: String,
     pub read_only: bool,

@@ -157,18 +157,111 @@ fn compose_file_variable_replaces_discovery() {
         .success();
 }
 
-#[test]
-fn holo_vms_answers_info_and_rejects_the_rest() {
+fn holo_vms() -> Command {
     let mut cmd = Command::cargo_bin("holo-vms").expect("holo-vms binary");
-    cmd.arg("info")
+    cmd.env_clear().env("PATH", "/usr/bin:/bin");
+    cmd
+}
+
+#[test]
+fn holo_vms_answers_info_through_the_sdk_and_scans_nothing_yet() {
+    holo_vms()
+        .arg("info")
         .assert()
         .success()
         .stdout("MIN_API_VERSION=3\nMAX_API_VERSION=3\n");
-    let mut cmd = Command::cargo_bin("holo-vms").expect("holo-vms binary");
-    cmd.arg("scan")
+    let root = tempfile::tempdir().expect("root");
+    holo_vms()
+        .env("HOLO_ROOT_DIR", root.path())
+        .arg("scan")
+        .assert()
+        .success()
+        .stdout("")
+        .stderr("");
+    holo_vms()
+        .env("HOLO_ROOT_DIR", root.path())
+        .args(["apply", "vm:demo/web"])
         .assert()
         .code(1)
-        .stderr("!! unknown operation: scan\n");
+        .stderr(
+            "!! unknown entity vm:demo/web: holo-vms scan did not report it; check the id with `holo scan`\n",
+        );
+    holo_vms()
+        .arg("bogus")
+        .assert()
+        .code(1)
+        .stderr("!! unknown operation: bogus\n");
+}
+
+#[test]
+fn holo_vms_holos_and_a_binary_named_holos_are_the_same_command_line() {
+    let f = Fixture::new(&[("holos.yaml", "services:\n  web: {image: nosuch}\n")]);
+    let via_plugin = holo_vms()
+        .current_dir(f.path())
+        .args(["holos", "validate"])
+        .output()
+        .expect("run holo-vms holos");
+    let direct = holos(&f).arg("validate").output().expect("run holos");
+    assert_eq!(via_plugin.status.code(), Some(1));
+    assert_eq!(via_plugin.stderr, direct.stderr);
+    assert!(
+        String::from_utf8_lossy(&direct.stderr).contains("unknown image alias \"nosuch\""),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
+    // argv[0] chooses: holo-vms started under the name holos is holos.
+    let link = f.path().join("holos");
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("holo-vms"), &link).expect("symlink");
+    let out = std::process::Command::new(&link)
+        .arg("images")
+        .output()
+        .expect("run the symlink");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("ALIAS"));
+}
+
+#[test]
+fn non_utf8_environment_and_arguments_do_not_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let f = Fixture::new(&[(
+        "holos.yaml",
+        "services:\n  web:\n    image: alpine\n    environment: {RAW: \"${RAW}\"}\n",
+    )]);
+    let raw = OsStr::from_bytes(b"a\xffb");
+    // A non-UTF-8 value is used with U+FFFD; a non-UTF-8 name is left out.
+    let text = stdout(
+        holos(&f)
+            .env("RAW", raw)
+            .env(OsStr::from_bytes(b"N\xff"), "x")
+            .args(["config", "--format", "json"]),
+    );
+    let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(json["services"]["web"]["environment"]["RAW"], "a\u{fffd}b");
+    // A compose file whose name is not UTF-8 is a path like any other.
+    let name = OsStr::from_bytes(b"\xff.yaml");
+    std::fs::copy(f.path().join("holos.yaml"), f.path().join(name)).expect("copy");
+    holos(&f)
+        .env("RAW", "x")
+        .arg("-f")
+        .arg(name)
+        .arg("validate")
+        .assert()
+        .success();
+    // A non-UTF-8 word where a command belongs is a usage error.
+    holos(&f).arg(raw).assert().code(2);
+    // The plugin takes operations and entity ids as UTF-8 text only.
+    let out = holo_vms()
+        .args([OsStr::new("holos"), raw])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("!! argument a\u{fffd}b is not valid UTF-8"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -202,4 +295,51 @@ fn images_lists_the_aliases_without_a_project() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 9);
+}
+
+#[test]
+fn planned_commands_say_they_are_not_built_yet() {
+    let f = Fixture::new(&[("holos.yaml", "services:\n  web: {image: alpine}\n")]);
+    for args in [
+        &["up", "--no-wait", "web"][..],
+        &["down", "demo"],
+        &["stop", "web"],
+        &["start"],
+        &["ps", "--json"],
+        &["logs", "web-0", "-f"],
+        &[
+            "exec",
+            "web-0",
+            "-u",
+            "root",
+            "-w",
+            "30s",
+            "--",
+            "sh",
+            "-c",
+            "echo a > /x",
+        ],
+        &["console", "web-0"],
+    ] {
+        let out = holos(&f).args(args).output().expect("run holos");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "holos: the {} command is planned but not built yet; this holos loads and checks compose files only (config, validate, images) and starts no VM\n",
+                args[0]
+            )
+        );
+    }
+}
+
+#[test]
+fn version_prints_the_version_without_a_project() {
+    let f = Fixture::new(&[]);
+    holos(&f)
+        .arg("version")
+        .assert()
+        .success()
+        .stdout(format!("holos {}\n", env!("CARGO_PKG_VERSION")));
 }

@@ -161,12 +161,13 @@ fn overlapping_host_ports_name_both() {
 
 #[test]
 fn volume_errors() {
-    let errors = project("services:\n  db:\n    image: alpine\n    volumes:\n      - pgdat:/data\n      - /data\n      - x:/y:z\n      - {type: weird, target: /t}\nvolumes:\n  pgdata: {}\n").errors();
+    let errors = project("services:\n  db:\n    image: alpine\n    volumes:\n      - pgdat:/data\n      - data\n      - x:/y:z\n      - {type: weird, target: /t}\nvolumes:\n  pgdata: {}\n").errors();
     let lines: Vec<&str> = errors.lines().collect();
     assert_eq!(lines.len(), 4, "{errors}");
     assert!(lines[0].contains(":5:9: services.db.volumes[0]: volume \"pgdat\" is not declared; did you mean \"pgdata\"?"), "{errors}");
     assert!(
-        lines[1].contains(":6:9:") && lines[1].contains("anonymous volumes"),
+        lines[1].contains(":6:9:")
+            && lines[1].contains("target \"data\" must be an absolute path in the guest; an anonymous volume is a path such as /app/node_modules"),
         "{errors}"
     );
     assert!(
@@ -277,6 +278,19 @@ fn memory_and_cpu_errors() {
     assert!(
         errors.contains("256 MB is below the 1024 MB this image needs"),
         "{errors}"
+    );
+}
+
+#[test]
+fn the_minimum_memory_applies_whichever_field_sets_it() {
+    let errors = project(
+        "services:\n  a:\n    image: alpine\n    mem_limit: 64m\n  b:\n    image: ./disk.qcow2\n    deploy:\n      resources:\n        limits: {memory: 1k}\n  c:\n    image: alpine\n    vm: {memory_mb: 512}\n    mem_limit: 1m\n",
+    )
+    .errors();
+    assert_eq!(
+        errors,
+        "DIR/holos.yaml:4:16: services.a.mem_limit: 64 MB is below the 256 MB this image needs; raise it\n\
+         DIR/holos.yaml:9:26: services.b.deploy.resources.limits.memory: 1 MB is below the 64 MB a Linux guest needs to boot; raise it"
     );
 }
 

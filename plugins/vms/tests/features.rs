@@ -547,3 +547,36 @@ fn existing_allocations_survive_a_new_service() {
         Ipv4Addr::new(10, 10, 0, 2)
     );
 }
+
+#[test]
+fn anonymous_volumes_live_on_the_root_overlay() {
+    let f = Fixture::new(&[
+        (
+            "holos.yaml",
+            "services:\n  app:\n    image: alpine\n    volumes:\n      - /app/node_modules\n      - {type: volume, target: /cache}\n      - data:/data\nvolumes:\n  data: {}\n",
+        ),
+        (
+            "holos.override.yaml",
+            "services:\n  app:\n    volumes: [\"/app/node_modules\"]\n",
+        ),
+    ]);
+    let m = f.manifest();
+    let mounts: Vec<(MountKind, &str, &str)> = service(&m, "app")
+        .mounts
+        .iter()
+        .map(|m| (m.kind.clone(), m.source.as_str(), m.target.as_str()))
+        .collect();
+    assert_eq!(
+        mounts,
+        [
+            (MountKind::Anonymous, "", "/app/node_modules"),
+            (MountKind::Anonymous, "", "/cache"),
+            (MountKind::Volume, "data", "/data"),
+        ]
+    );
+    let json = serde_json::to_value(&m).expect("json");
+    assert_eq!(
+        json["services"][0]["mounts"][0],
+        serde_json::json!({"kind": "anonymous", "target": "/app/node_modules", "read_only": false})
+    );
+}

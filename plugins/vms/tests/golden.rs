@@ -17,6 +17,7 @@ fn resolved(dir: &Path, format: Format) -> String {
     output(
         dir,
         Command::Config {
+            file_args: Default::default(),
             resolved: true,
             format,
         },
@@ -75,6 +76,7 @@ fn every_example_matches_its_golden_manifest() {
         let got_config = hide_dir(output(
             &dir,
             Command::Config {
+                file_args: Default::default(),
                 resolved: false,
                 format: Format::Yaml,
             },

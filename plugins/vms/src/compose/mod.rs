@@ -10,6 +10,7 @@ pub mod extends;
 pub mod include;
 pub mod interpolate;
 pub mod merge;
+pub mod notes;
 pub mod paths;
 pub mod profiles;
 

@@ -7,6 +7,9 @@ use crate::manifest::Vm;
 use crate::yaml::Node;
 
 const DEFAULT_MEMORY_MB: u64 = 512;
+/// Below this no Linux guest boots, whatever the image (local images declare
+/// no minimum of their own).
+pub const MIN_GUEST_MEMORY_MB: u64 = 64;
 
 pub fn decode_replicas(r: &mut Reader, node: &Node, path: &str) -> u32 {
     let mut found: Vec<(String, u32, &Node)> = Vec::new();
@@ -83,44 +86,51 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
             }
         }
     };
-    let memory_mb = match get("memory_mb") {
-        Some(n) => r.unsigned(n, &child(&vpath, "memory_mb"), 1 << 24),
-        None => {
-            let limit = node
-                .get("mem_limit")
+    // Whichever field sets the memory, the same minimum applies to it.
+    let memory_field = get("memory_mb")
+        .map(|n| (n, child(&vpath, "memory_mb"), false))
+        .or_else(|| {
+            node.get("mem_limit")
                 .filter(|n| !n.is_null())
-                .map(|n| (n, child(path, "mem_limit")))
-                .or_else(|| {
-                    limits
-                        .and_then(|l| l.get("memory"))
-                        .map(|n| (n, format!("{path}.deploy.resources.limits.memory")))
-                });
-            match limit {
-                Some((n, p)) => {
-                    let text = r.string(n, &p)?;
-                    match parse_bytes(&text) {
-                        Some(bytes) => Some(bytes.div_ceil(1 << 20).max(1)),
-                        None => {
-                            r.error(
-                                n,
-                                &p,
-                                format!("{text:?} is not a size; write e.g. 512m, 2g or 1.5G"),
-                            );
-                            None
-                        }
-                    }
+                .map(|n| (n, child(path, "mem_limit"), true))
+        })
+        .or_else(|| {
+            limits
+                .and_then(|l| l.get("memory"))
+                .filter(|n| !n.is_null())
+                .map(|n| (n, format!("{path}.deploy.resources.limits.memory"), true))
+        });
+    let minimum = min_memory.max(MIN_GUEST_MEMORY_MB);
+    let memory_mb = match &memory_field {
+        None => Some(DEFAULT_MEMORY_MB.max(minimum)),
+        Some((n, p, false)) => r.unsigned(n, p, 1 << 24),
+        Some((n, p, true)) => {
+            let text = r.string(n, p)?;
+            match parse_bytes(&text) {
+                Some(bytes) => Some(bytes.div_ceil(1 << 20).max(1)),
+                None => {
+                    r.error(
+                        n,
+                        p,
+                        format!("{text:?} is not a size; write e.g. 512m, 2g or 1.5G"),
+                    );
+                    None
                 }
-                None => Some(DEFAULT_MEMORY_MB.max(min_memory)),
             }
         }
     };
-    if let (Some(mem), Some(n)) = (memory_mb, get("memory_mb"))
-        && mem < min_memory
+    if let (Some(mem), Some((n, p, _))) = (memory_mb, &memory_field)
+        && mem < minimum
     {
+        let needs = if min_memory >= MIN_GUEST_MEMORY_MB {
+            "this image needs"
+        } else {
+            "a Linux guest needs to boot"
+        };
         r.error(
             n,
-            &child(&vpath, "memory_mb"),
-            format!("{mem} MB is below the {min_memory} MB this image needs; raise it"),
+            p,
+            format!("{mem} MB is below the {minimum} MB {needs}; raise it"),
         );
     }
     let machine = get("machine")

@@ -25,10 +25,8 @@ pub fn decode_volumes(
                 let (source, target, mode) = match parts.as_slice() {
                     [source, target] => (*source, *target, None),
                     [source, target, mode] => (*source, *target, Some(*mode)),
-                    [_] => {
-                        r.error(entry, &epath, "anonymous volumes are not supported; write NAME:/path and declare NAME under top-level volumes");
-                        continue;
-                    }
+                    // An anonymous volume: only the path in the guest.
+                    [target] => ("", *target, None),
                     _ => {
                         r.error(entry, &epath, "must be SOURCE:TARGET[:ro|rw]");
                         continue;
@@ -46,7 +44,9 @@ pub fn decode_volumes(
                         continue;
                     }
                 };
-                let kind = if source.starts_with('/') {
+                let kind = if source.is_empty() {
+                    MountKind::Anonymous
+                } else if source.starts_with('/') {
                     MountKind::Bind
                 } else {
                     MountKind::Volume
@@ -86,18 +86,23 @@ pub fn decode_volumes(
                     .get("read_only")
                     .and_then(|n| r.boolean(n, &child(&epath, "read_only")))
                     .unwrap_or(false);
-                let (Some(source), Some(target)) = (source, target) else {
+                // A volume without a source is anonymous, as in Compose.
+                let (source, kind) = match (source, kind.as_str()) {
+                    (Some(source), "bind") => (source, MountKind::Bind),
+                    (Some(source), _) => (source, MountKind::Volume),
+                    (None, "volume") => (String::new(), MountKind::Anonymous),
+                    (None, _) => {
+                        r.error(entry, &epath, "a bind mount needs source: and target:");
+                        continue;
+                    }
+                };
+                let Some(target) = target else {
                     r.error(
                         entry,
                         &epath,
-                        format!("a {kind} mount needs source: and target:"),
+                        "a mount needs target:, the path in the guest",
                     );
                     continue;
-                };
-                let kind = if kind == "bind" {
-                    MountKind::Bind
-                } else {
-                    MountKind::Volume
                 };
                 Mount {
                     kind,
@@ -112,11 +117,16 @@ pub fn decode_volumes(
             }
         };
         if !mount.target.starts_with('/') {
+            let hint = if mount.kind == MountKind::Anonymous {
+                "; an anonymous volume is a path such as /app/node_modules, a named one NAME:/path"
+            } else {
+                ""
+            };
             r.error(
                 entry,
                 &epath,
                 format!(
-                    "target {:?} must be an absolute path in the guest",
+                    "target {:?} must be an absolute path in the guest{hint}",
                     mount.target
                 ),
             );

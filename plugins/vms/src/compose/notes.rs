@@ -1,0 +1,144 @@
+//! Notes on "quiet semantics": Compose fields that holos accepts but that
+//! act differently in a VM (`networks`, `command`, `entrypoint`, `configs`,
+//! `secrets`, ports bound to 127.0.0.1 by default). `holos validate` prints
+//! them, and so will `holos up`, one `>>` line per field in use, naming the
+//! first place it occurs, so that a Compose user is never surprised.
+
+use std::fmt;
+
+use super::Project;
+use crate::yaml::{Kind, Node, Pos};
+
+/// One note: the field, where it first occurs, and what it means in a VM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub field: &'static str,
+    pub pos: Pos,
+    pub message: &'static str,
+}
+
+impl fmt::Display for Note {
+    /// `>> FILE:LINE: FIELD: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            ">> {}:{}: {}: {}",
+            self.pos.file.display(),
+            self.pos.line,
+            self.field,
+            self.message
+        )
+    }
+}
+
+/// The fields with a note, in the order the notes are printed.
+const NOTES: [(&str, &str); 6] = [
+    (
+        "networks",
+        "holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
+    ),
+    (
+        "command",
+        "runs once, at first boot, as a cloud-init runcmd after the Dockerfile steps; it is not the VM's main process and is not restarted",
+    ),
+    (
+        "entrypoint",
+        "runs once, at first boot, as a cloud-init runcmd together with command; it is not the VM's main process",
+    ),
+    (
+        "configs",
+        "configs are not copied into the guest; use cloud_init.write_files for files the VM needs",
+    ),
+    (
+        "secrets",
+        "secrets are not copied into the guest; use cloud_init.write_files or a read-only bind mount for files the VM needs",
+    ),
+    (
+        "ports",
+        "a port without a host IP binds to 127.0.0.1, not to every address as in Docker Compose; write 0.0.0.0:HOST:GUEST to publish it on all addresses",
+    ),
+];
+
+/// The notes for the active services and top-level keys of `project`.
+pub fn quiet_semantics(project: &Project) -> Vec<Note> {
+    let mut first: Vec<Option<Pos>> = vec![None; NOTES.len()];
+    let mut seen = |field: &str, pos: &Pos| {
+        let Some(i) = NOTES.iter().position(|(name, _)| *name == field) else {
+            return;
+        };
+        let earlier = first[i]
+            .as_ref()
+            .is_some_and(|known| rank(project, known) <= rank(project, pos));
+        if !earlier {
+            first[i] = Some(pos.clone());
+        }
+    };
+    for (key, value) in project.model.as_map().unwrap_or_default() {
+        if key.as_str() == Some("networks") && in_use(value) {
+            seen("networks", &key.pos);
+        }
+    }
+    let services = project.model.get("services").and_then(Node::as_map);
+    for (_, service) in services.unwrap_or_default() {
+        for (key, value) in service.as_map().unwrap_or_default() {
+            let Some(field) = key.as_str() else { continue };
+            match field {
+                "networks" | "command" | "entrypoint" | "configs" | "secrets" if in_use(value) => {
+                    seen(field, &key.pos)
+                }
+                "ports" => {
+                    for port in value.as_seq().unwrap_or_default() {
+                        if !names_host_ip(port) {
+                            seen("ports", &port.pos);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    NOTES
+        .iter()
+        .zip(first)
+        .filter_map(|((field, message), pos)| {
+            pos.map(|pos| Note {
+                field,
+                pos,
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Earlier files first (in `-f` order, included files after), then by line.
+fn rank(project: &Project, pos: &Pos) -> (usize, std::path::PathBuf, usize, usize) {
+    let index = project
+        .files
+        .iter()
+        .position(|f| f == pos.file.as_ref())
+        .unwrap_or(project.files.len());
+    (index, pos.file.as_ref().clone(), pos.line, pos.col)
+}
+
+/// A field that is set to something (not null, not an empty list or map).
+fn in_use(node: &Node) -> bool {
+    match &node.kind {
+        Kind::Null => false,
+        Kind::Seq(items) => !items.is_empty(),
+        Kind::Map(entries) => !entries.is_empty(),
+        _ => true,
+    }
+}
+
+/// A port entry that says which host address to bind: `IP:HOST:GUEST`,
+/// `IP:HOST:GUEST_IP:GUEST`, or the long form with `host_ip`.
+fn names_host_ip(port: &Node) -> bool {
+    match &port.kind {
+        Kind::Scalar { text, .. } => {
+            let spec = text.split('/').next().unwrap_or_default();
+            spec.split(':').count() >= 3
+        }
+        Kind::Map(_) => port.get("host_ip").is_some_and(in_use),
+        _ => true,
+    }
+}

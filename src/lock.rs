@@ -1,0 +1,237 @@
+//! The lock of `holo apply`: `$ROOT/run/holo.pid`, created exclusively and
+//! holding `PID\n` exactly as Holo 3 writes it, so that our runs and Holo
+//! 3's exclude each other. A lock left behind by a process that is gone
+//! (a crash, `kill -9`) is taken over instead of blocking every later run.
+//!
+//! The takeover is race-free between any number of new runs:
+//! - Holding the lock means having created the file with `O_EXCL` (Holo 3
+//!   does the same); nobody else ever replaces an existing lock file, and
+//!   only the holder or a takeover removes it.
+//! - A takeover opens the lock file and takes `flock` on that open file,
+//!   then checks that the path still names the same inode. Under the flock
+//!   no other takeover can be between its own check and its `unlink`, so
+//!   the file it reads and the file it removes are the one that names the
+//!   dead process, never a fresh lock of another run.
+//! - After the removal the new lock is again an `O_EXCL` create, so when
+//!   several runs get there, exactly one wins and the others find its lock
+//!   (even before it wrote its pid: a lock without a complete `PID\n` counts
+//!   as held).
+
+use crate::loading::EXIT_FATAL;
+use crate::output::{Output, Stream};
+use crate::paths;
+use crate::run_dir;
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
+
+/// How often a run retries the exclusive create after removing a stale
+/// lock; each retry needs another run to have won in between.
+const MAX_ATTEMPTS: usize = 8;
+
+/// Takes the lock, or prints Holo 3's message and returns the exit code.
+pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
+    let path = paths::join(root, "run/holo.pid");
+    let mut attempts = 0;
+    loop {
+        let error = match create_exclusive(&path) {
+            Ok(file) => {
+                // Registered before the pid is written: a signal from now on
+                // removes the lock.
+                run_dir::register_cleanup(&path);
+                write_pid(file);
+                return Ok(path);
+            }
+            Err(error) => error,
+        };
+        if error.kind() != std::io::ErrorKind::AlreadyExists || attempts == MAX_ATTEMPTS {
+            return Err(report_failure(out, &path, &error));
+        }
+        attempts += 1;
+        match take_over_if_stale(&path, &mut || {}) {
+            Ok(Takeover::Removed(pid)) => out.warn(
+                Stream::Err,
+                &format!(
+                    "Lock file {path} names process {pid}, which is no longer running; taking the lock over"
+                ),
+            ),
+            Ok(Takeover::Gone) => {}
+            Ok(Takeover::Held) => return Err(report_failure(out, &path, &error)),
+            Err(remove) => {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "cannot remove stale lock file {path}: {}",
+                        paths::errno_text(&remove)
+                    ),
+                );
+                return Err(report_failure(out, &path, &error));
+            }
+        }
+    }
+}
+
+/// Removes the lock at the end of the run.
+pub fn release(path: &str, out: &mut Output) {
+    if let Err(e) = std::fs::remove_file(path) {
+        out.error(
+            Stream::Err,
+            &format!("remove {path}: {}", paths::errno_text(&e)),
+        );
+    }
+    run_dir::unregister_cleanup(path);
+}
+
+fn create_exclusive(path: &str) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+fn write_pid(mut file: std::fs::File) {
+    // One write, so that a reader sees all of `PID\n` or nothing.
+    let _ = file.write_all(format!("{}\n", std::process::id()).as_bytes());
+    let _ = file.sync_all();
+}
+
+/// Holo 3's message; the two hint lines only when the file exists.
+fn report_failure(out: &mut Output, path: &str, error: &std::io::Error) -> i32 {
+    out.error(
+        Stream::Err,
+        &format!(
+            "Cannot create lock file {path}: open {path}: {}",
+            paths::errno_text(error)
+        ),
+    );
+    if error.kind() == std::io::ErrorKind::AlreadyExists {
+        out.write(
+            Stream::Err,
+            b"This usually means that another instance of Holo is currently running.\n",
+        );
+        out.write(
+            Stream::Err,
+            b"If not, you can try to delete the lock file manually.\n",
+        );
+    }
+    EXIT_FATAL
+}
+
+enum Takeover {
+    /// The lock named this dead process and was removed.
+    Removed(u32),
+    /// The lock vanished meanwhile (its holder finished).
+    Gone,
+    /// A live process holds it, or it names no process.
+    Held,
+}
+
+/// `before_remove` runs between the check and the removal (tests widen
+/// the race window with it).
+fn take_over_if_stale(path: &str, before_remove: &mut dyn FnMut()) -> std::io::Result<Takeover> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Takeover::Gone),
+        Err(_) => return Ok(Takeover::Held),
+    };
+    let Ok(mut file) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive) else {
+        return Ok(Takeover::Held);
+    };
+    let opened = file.metadata()?;
+    match std::fs::metadata(path) {
+        Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => {}
+        // Another takeover removed this file first: start over.
+        _ => return Ok(Takeover::Gone),
+    }
+    let mut content = String::new();
+    if file.read_to_string(&mut content).is_err() {
+        return Ok(Takeover::Held);
+    }
+    match holder_pid(&content) {
+        Some(pid) if !is_running(pid) => {
+            before_remove();
+            std::fs::remove_file(path)?;
+            Ok(Takeover::Removed(pid))
+        }
+        _ => Ok(Takeover::Held),
+    }
+}
+
+/// The pid in a complete `PID\n`; Holo 3's test suite writes `0`, which
+/// names no process and stays a held lock.
+fn holder_pid(content: &str) -> Option<u32> {
+    let digits = content.strip_suffix('\n')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|pid| *pid > 0)
+}
+
+/// Whether a process with this pid exists (for any user). Our own pid in
+/// the file is a leftover: this run has not written it.
+fn is_running(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        Err(errno) => errno != nix::errno::Errno::ESRCH,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_complete_positive_pid_names_a_holder() {
+        assert_eq!(holder_pid("123\n"), Some(123));
+        assert_eq!(holder_pid("0\n"), None);
+        assert_eq!(holder_pid("0"), None);
+        assert_eq!(holder_pid("12"), None, "a write still under way");
+        assert_eq!(holder_pid(""), None);
+        assert_eq!(holder_pid(" 1\n"), None);
+        assert_eq!(holder_pid("99999999999999\n"), None);
+    }
+
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn a_takeover_racing_another_never_removes_what_it_did_not_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holo.pid").to_str().unwrap().to_string();
+        let stale = dead_pid();
+        std::fs::write(&path, format!("{stale}\n")).unwrap();
+        let mut second = None;
+        // While the first takeover is between its check and its removal, a
+        // second one starts on the same stale file.
+        let first = take_over_if_stale(&path, &mut || {
+            let path = path.clone();
+            second = Some(std::thread::spawn(move || {
+                take_over_if_stale(&path, &mut || {}).unwrap()
+            }));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        })
+        .unwrap();
+        assert!(matches!(first, Takeover::Removed(pid) if pid == stale));
+        // The first run's new lock, made before the second one looks again.
+        std::fs::write(&path, "1\n").unwrap();
+        let second = second.unwrap().join().unwrap();
+        assert!(matches!(second, Takeover::Gone | Takeover::Held));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\n");
+    }
+
+    #[test]
+    fn liveness() {
+        assert!(!is_running(std::process::id()));
+        assert!(!is_running(dead_pid()));
+        assert!(is_running(1));
+    }
+}
