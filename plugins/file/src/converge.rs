@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Env, Error, Mode, Outcome, Result, owners, state};
 
 use crate::apply::{self, Action, Guard, Kind, Observed, Scrub, Wanted};
@@ -15,17 +16,18 @@ use crate::state::{OriginalKind, OriginalRecord, Record};
 
 /// Applies a declared entity.
 pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome> {
+    let fs = RootFs::of(env)?;
     let target = env.root_join(&spec.path);
     let context = |err: Error| err.context(id);
-    let current = posix::status(&target).map_err(context)?;
-    let wanted = wanted(env, spec).map_err(context)?;
+    let current = posix::status(&fs, &target).map_err(context)?;
+    let wanted = wanted(env, &fs, spec).map_err(context)?;
     let action = apply::decide(&wanted, &current);
     let record_path = state::record_path(env, id);
 
     if action == Action::None {
-        if mode != Mode::Noop && !record_path.exists() {
+        if mode != Mode::Noop && fs.symlink_metadata(&record_path).is_err() {
             // Adopt the path as it is, so that scrubbing later restores it.
-            let original = save_original(env, spec, &current).map_err(context)?;
+            let original = save_original(env, &fs, spec, &current).map_err(context)?;
             write_record(env, id, spec, &wanted, &current, original)?;
         }
         return Ok(Outcome::NotChanged);
@@ -55,26 +57,26 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
 
     let original = match &record {
         Some(record) => record.original.clone(),
-        None => save_original(env, spec, &current).map_err(context)?,
+        None => save_original(env, &fs, spec, &current).map_err(context)?,
     };
     match action {
         Action::None => {}
-        Action::Remove => posix::remove(&target, spec.force).map_err(context)?,
+        Action::Remove => posix::remove(&fs, &target, spec.force).map_err(context)?,
         Action::CreateDirectory => {
             if current.kind == Kind::File {
-                posix::remove(&target, false).map_err(context)?;
+                posix::remove(&fs, &target, false).map_err(context)?;
             }
-            posix::create_directory(&target, wanted.uid, wanted.gid, wanted.mode)
+            posix::create_directory(&fs, &target, wanted.uid, wanted.gid, wanted.mode)
                 .map_err(context)?;
         }
         Action::Store => {
-            let contents = desired_contents(spec, &target, &current).map_err(context)?;
-            posix::store(&target, &contents, wanted.uid, wanted.gid, wanted.mode)
+            let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
+            posix::store(&fs, &target, &contents, wanted.uid, wanted.gid, wanted.mode)
                 .map_err(context)?;
         }
     }
 
-    let reached = posix::status(&target).map_err(context)?;
+    let reached = posix::status(&fs, &target).map_err(context)?;
     let differing = apply::differences(&wanted, &reached);
     if !differing.is_empty() {
         return Err(Error::new(format!(
@@ -94,8 +96,9 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     let Some(record) = state::read::<Record>(env, id)? else {
         return Ok(Outcome::NotChanged);
     };
+    let fs = RootFs::of(env)?;
     let target = env.root_join(path);
-    let current = posix::status(&target).map_err(context)?;
+    let current = posix::status(&fs, &target).map_err(context)?;
     let decision = apply::scrub(
         record.original.original(),
         &record.left(),
@@ -116,15 +119,17 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     let (uid, gid, original_mode) = record.original.attributes();
     match decision {
         Scrub::RestoreOriginal if record.original.kind == OriginalKind::Directory => {
-            posix::set_directory_attributes(&target, uid, gid, original_mode).map_err(context)?
+            posix::set_directory_attributes(&fs, &target, uid, gid, original_mode)
+                .map_err(context)?
         }
         Scrub::RestoreOriginal => {
             if current.kind == Kind::Directory && record.ensure == Ensure::Directory {
                 // The plugin put a directory where the original file was.
-                posix::remove(&target, false).map_err(context)?;
+                posix::remove(&fs, &target, false).map_err(context)?;
             }
             let base_root = base_root(env);
             posix::restore_original(
+                &fs,
                 &base_path(env, path),
                 &base_root,
                 &target,
@@ -134,7 +139,7 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
             )
             .map_err(context)?
         }
-        Scrub::Remove => posix::remove(&target, false).map_err(context)?,
+        Scrub::Remove => posix::remove(&fs, &target, false).map_err(context)?,
         Scrub::Forget | Scrub::RequiresForceOverwrite => {}
     }
     state::remove(env, id)?;
@@ -148,14 +153,15 @@ pub fn diff(
     spec: Option<&FileSpec>,
     path: &str,
 ) -> Result<Option<(PathBuf, PathBuf)>> {
+    let fs = RootFs::of(env)?;
     let target = env.root_join(path);
     let context = |err: Error| err.context(id);
     let Some(spec) = spec else {
-        if target.is_dir() {
+        if fs.is_dir(&target) {
             return Ok(None);
         }
         let base = base_path(env, path);
-        let desired = if base.is_file() {
+        let desired = if fs.is_file(&base) {
             base
         } else {
             PathBuf::from("/dev/null")
@@ -165,11 +171,11 @@ pub fn diff(
     match spec.ensure {
         Ensure::Directory => Ok(None),
         // A directory that is to go has no text to show.
-        Ensure::Absent if target.is_dir() => Ok(None),
+        Ensure::Absent if fs.is_dir(&target) => Ok(None),
         Ensure::Absent => Ok(Some((PathBuf::from("/dev/null"), target))),
         Ensure::Present => {
-            let current = posix::status(&target).map_err(context)?;
-            let contents = desired_contents(spec, &target, &current).map_err(context)?;
+            let current = posix::status(&fs, &target).map_err(context)?;
+            let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
             let mode = spec.mode.unwrap_or(0o644);
             let in_place = current.kind == Kind::File
                 && current.mode == mode
@@ -182,26 +188,26 @@ pub fn diff(
                 .cache_dir
                 .join("desired")
                 .join(path.trim_start_matches('/'));
-            write_scratch(&desired, &contents, mode)?;
+            write_scratch(&fs, &desired, &contents, mode)?;
             Ok(Some((desired, target)))
         }
     }
 }
 
 /// Writes a file in the cache: it lives for one run, so no fsync.
-fn write_scratch(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+fn write_scratch(fs: &RootFs, path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
+        fs.create_dir_all(parent)
             .map_err(|err| Error::io("create directory", parent, &err))?;
     }
-    std::fs::write(path, contents).map_err(|err| Error::io("write", path, &err))?;
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
-        .map_err(|err| Error::io("change the mode of", path, &err))
+    fs.create_file(path, mode)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, contents))
+        .map_err(|err| Error::io("write", path, &err))
 }
 
 /// The desired state with owner and group looked up now (a package applied
 /// earlier in this run may have created them).
-fn wanted(env: &Env, spec: &FileSpec) -> Result<Wanted> {
+fn wanted(env: &Env, fs: &RootFs, spec: &FileSpec) -> Result<Wanted> {
     let lookup = |principal: &Option<Principal>, kind: IdKind| match principal {
         Some(Principal::Id(id)) => Ok(*id),
         Some(Principal::Name(name)) => cached_id(env, kind, name),
@@ -209,7 +215,7 @@ fn wanted(env: &Env, spec: &FileSpec) -> Result<Wanted> {
     };
     let checksum = match (&spec.ensure, &spec.content) {
         (Ensure::Present, Content::Inline(text)) => Some(posix::checksum_bytes(text.as_bytes())),
-        (Ensure::Present, Content::Source { path, .. }) => Some(posix::checksum_file(path)?),
+        (Ensure::Present, Content::Source { path, .. }) => Some(posix::checksum_file(fs, path)?),
         _ => None,
     };
     Ok(Wanted {
@@ -247,15 +253,20 @@ fn cached_id(env: &Env, kind: IdKind, name: &str) -> Result<u32> {
     Ok(id)
 }
 
-fn desired_contents(spec: &FileSpec, target: &Path, current: &Observed) -> Result<Vec<u8>> {
+fn desired_contents(
+    fs: &RootFs,
+    spec: &FileSpec,
+    target: &Path,
+    current: &Observed,
+) -> Result<Vec<u8>> {
     match &spec.content {
         Content::Inline(text) => Ok(text.as_bytes().to_vec()),
         Content::Source { path, shown } => {
-            std::fs::read(path).map_err(|err| Error::io("read", shown, &err))
+            fs.read(path).map_err(|err| Error::io("read", shown, &err))
         }
-        Content::Unmanaged if current.kind == Kind::File => {
-            std::fs::read(target).map_err(|err| Error::io("read", target, &err))
-        }
+        Content::Unmanaged if current.kind == Kind::File => fs
+            .read(target)
+            .map_err(|err| Error::io("read", target, &err)),
         Content::Unmanaged => Ok(Vec::new()),
     }
 }
@@ -297,14 +308,28 @@ pub fn base_path(env: &Env, path: &str) -> PathBuf {
 }
 
 /// Keeps what is at the path before the plugin first changes it.
-fn save_original(env: &Env, spec: &FileSpec, current: &Observed) -> Result<OriginalRecord> {
+fn save_original(
+    env: &Env,
+    fs: &RootFs,
+    spec: &FileSpec,
+    current: &Observed,
+) -> Result<OriginalRecord> {
+    let base = base_path(env, &spec.path);
+    // A saved original without a record: an apply was killed after saving
+    // it, and the path may hold what that apply wrote. The copy is the
+    // original, so keep it rather than save the new content over it.
+    let saved = posix::status(fs, &base)?;
+    if saved.kind == Kind::File {
+        return Ok(OriginalRecord::existing(
+            OriginalKind::File,
+            saved.uid,
+            saved.gid,
+            saved.mode,
+        ));
+    }
     match current.kind {
         Kind::File => {
-            posix::save_original(
-                &env.root_join(&spec.path),
-                &base_path(env, &spec.path),
-                current,
-            )?;
+            posix::save_original(fs, &env.root_join(&spec.path), &base, current)?;
             Ok(OriginalRecord::existing(
                 OriginalKind::File,
                 current.uid,

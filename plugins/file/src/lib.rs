@@ -12,10 +12,11 @@ pub mod model;
 pub mod provider;
 pub mod state;
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use holo_plugin::resources;
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::template::TemplateContext;
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 
@@ -31,13 +32,14 @@ impl Plugin for FilePlugin {
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();
-        for declared in resources::load::<FileResource>(env)? {
+        let fs = RootFs::of(env)?;
+        for declared in resources::load_reading::<FileResource>(env, names_as_source)? {
             let id = resources::Resource::entity_id(&declared.resource);
             let location = declared.location;
             let spec =
                 match declared
                     .resource
-                    .validate(&location, declared.common.protect, |path| {
+                    .validate(&location, declared.common.protect, &fs, |path| {
                         env.root_join(path)
                     }) {
                     Ok(spec) => spec,
@@ -124,11 +126,40 @@ impl Plugin for FilePlugin {
     }
 }
 
+/// Whether a resource reads `path` (below the resource directory) as its
+/// relative `source`; every other file there gets a `>>` warning.
+fn names_as_source(path: &Path, declared: &[resources::Declared<FileResource>]) -> bool {
+    let path = lexically_normal(path);
+    declared.iter().any(|declared| {
+        let (Some(source), Some(dir)) =
+            (&declared.resource.source, declared.location.path.parent())
+        else {
+            return false;
+        };
+        !Path::new(source).is_absolute() && lexically_normal(&dir.join(source)) == path
+    })
+}
+
+/// `path` without `.` components and with `..` taken back lexically.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 /// Adds what scrubbing will do to an orphan's scan lines.
 fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
     let path = path_of(&orphan.id)?;
     let base = converge::base_path(env, path);
-    let line = if base.is_file() {
+    let line = if RootFs::of(env)?.is_file(&base) {
         Some(("restore", base.display().to_string()))
     } else {
         match holo_plugin::state::read::<state::Record>(env, &orphan.id)? {

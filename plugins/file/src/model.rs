@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use holo_plugin::resources::{Location, Resource};
+use holo_plugin::root_fs::RootFs;
 use serde::{Deserialize, Serialize};
 
 /// What the path should be.
@@ -179,11 +180,13 @@ fn invalid(property: &'static str, message: impl Into<String>) -> Invalid {
 impl FileResource {
     /// Validates the table into a [`FileSpec`]. `protect` is the common
     /// property (default on for files); `root_join` maps an absolute system
-    /// path below `HOLO_ROOT_DIR` (for an absolute `source`).
+    /// path below `HOLO_ROOT_DIR` (for an absolute `source`), and `fs` looks
+    /// the source up.
     pub fn validate(
         self,
         declared: &Location,
         protect: Option<bool>,
+        fs: &RootFs,
         root_join: impl Fn(&Path) -> PathBuf,
     ) -> Result<FileSpec, Invalid> {
         validate_path(&self.name).map_err(|m| invalid("name", m))?;
@@ -199,7 +202,7 @@ impl FileResource {
                 ));
             }
             (Some(text), None) => Content::Inline(text),
-            (None, Some(source)) => resolve_source(&source, declared, root_join)?,
+            (None, Some(source)) => resolve_source(&source, declared, fs, root_join)?,
             (None, None) => Content::Unmanaged,
         };
         if ensure != Ensure::Present && content != Content::Unmanaged {
@@ -291,6 +294,7 @@ fn principal(
 fn resolve_source(
     source: &str,
     declared: &Location,
+    fs: &RootFs,
     root_join: impl Fn(&Path) -> PathBuf,
 ) -> Result<Content, Invalid> {
     if source.is_empty() {
@@ -307,7 +311,7 @@ fn resolve_source(
         let beside = |toml: &Path| toml.parent().unwrap_or(Path::new(".")).join(given);
         (beside(&declared.path), beside(&declared.origin))
     };
-    match std::fs::metadata(&path) {
+    match fs.metadata(&path) {
         Ok(meta) if meta.is_file() => Ok(Content::Source { path, shown }),
         Ok(_) => Err(invalid(
             "source",
@@ -474,7 +478,7 @@ mod tests {
     }
 
     fn validate(toml_text: &str) -> Result<FileSpec, Invalid> {
-        resource(toml_text).validate(&declared(), None, |p| {
+        resource(toml_text).validate(&declared(), None, &RootFs::unconfined(), |p| {
             Path::new("/root").join(p.strip_prefix("/").unwrap_or(p))
         })
     }
@@ -597,7 +601,9 @@ mod tests {
             line: 1,
         };
         let spec = resource("name = \"/etc/motd\"\nsource = \"files/motd\"\nowner=\"root\"\ngroup=\"root\"\nmode=\"0644\"")
-            .validate(&declared, Some(false), |p| p.to_path_buf())
+            .validate(&declared, Some(false), &RootFs::unconfined(), |p| {
+                p.to_path_buf()
+            })
             .expect("valid");
         assert_eq!(
             spec.content,

@@ -8,6 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use holo_file::provider::posix;
+use holo_plugin::root_fs::RootFs;
 
 /// A test root with users `app` (uid 1234) and group `web` (gid 2345).
 struct Root {
@@ -180,7 +181,7 @@ fn an_owner_that_did_not_stick_is_chowned_again_on_the_path() {
     let path = dir.path().join("f");
     fs::write(&path, "x").expect("write");
     std::os::unix::fs::chown(&path, Some(0), Some(0)).expect("chown");
-    posix::ensure_owner(&path, 1234, 2345).expect("re-chown");
+    posix::ensure_owner(&RootFs::unconfined(), &path, 1234, 2345).expect("re-chown");
     let meta = fs::metadata(&path).expect("stat");
     assert_eq!((meta.uid(), meta.gid()), (1234, 2345));
 }
@@ -192,7 +193,15 @@ fn store_sets_owner_and_mode_on_the_final_path() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("stored");
-    posix::store(&path, b"content\n", 1234, 2345, 0o640).expect("store");
+    posix::store(
+        &RootFs::unconfined(),
+        &path,
+        b"content\n",
+        1234,
+        2345,
+        0o640,
+    )
+    .expect("store");
     let meta = fs::metadata(&path).expect("stat");
     assert_eq!(
         (meta.uid(), meta.gid(), meta.mode() & 0o7777),

@@ -8,11 +8,12 @@
 //! with at least twice as many slots as entities. A lookup reads one or two
 //! slots and one entry: O(1) whatever the size of the run. Ids are stored
 //! encoded, so tabs and newlines in ids cannot break a line, and no id ever
-//! becomes a file name. The completion marker holds the slot count.
+//! becomes a file name. The completion marker holds the slot count. Files
+//! are reached through [`RootFs`], inside the root in test mode.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Action, EntityCtx, Scanned};
+use crate::root_fs::RootFs;
 use crate::state::encode_entity_id;
 
 const DIR_NAME: &str = "holo-plugin-scan";
@@ -69,12 +71,13 @@ fn hash(encoded_id: &str) -> u64 {
 /// Stores the scan result. Duplicate ids are an error naming the entity.
 pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<()> {
     let dir = cache_dir(env);
-    match std::fs::remove_dir_all(&dir) {
+    let fs = RootFs::of(env)?;
+    match fs.remove_dir_all(&dir) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(err) => return Err(Error::io("clear scan cache", &dir, &err)),
     }
-    std::fs::create_dir_all(&dir).map_err(|err| {
+    fs.create_dir_all(&dir).map_err(|err| {
         Error::new(format!(
             "cannot create the scan cache {}: {err}; set HOLO_CACHE_DIR (or TMPDIR) to a writable directory",
             dir.display()
@@ -123,17 +126,27 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
     }
     for (name, bytes) in [(ENTRIES, data.as_bytes()), (INDEX, index.as_slice())] {
         let path = dir.join(name);
-        std::fs::write(&path, bytes).map_err(|err| Error::io("write scan cache", &path, &err))?;
+        write_new(&fs, &path, bytes)?;
     }
-    let marker = dir.join(COMPLETE_MARKER);
-    std::fs::write(&marker, slots.to_string())
-        .map_err(|err| Error::io("write scan cache", &marker, &err))
+    write_new(
+        &fs,
+        &dir.join(COMPLETE_MARKER),
+        slots.to_string().as_bytes(),
+    )
+}
+
+/// Writes a file of the scan cache (which lives for one run: no fsync).
+fn write_new(fs: &RootFs, path: &Path, bytes: &[u8]) -> Result<()> {
+    fs.create_file(path, 0o644)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+        .map_err(|err| Error::io("write scan cache", path, &err))
 }
 
 /// The slot count that the completion marker records.
 fn stored_slot_count(env: &Env) -> Result<u64> {
     let marker = cache_dir(env).join(COMPLETE_MARKER);
-    let text = std::fs::read_to_string(&marker)
+    let text = RootFs::of(env)?
+        .read_to_string(&marker)
         .map_err(|err| Error::io("read scan cache", &marker, &err))?;
     text.trim()
         .parse::<u64>()
@@ -178,8 +191,9 @@ fn unknown_entity(env: &Env, id: &str) -> Error {
 
 fn open(env: &Env, name: &str) -> Result<(std::fs::File, PathBuf)> {
     let path = cache_dir(env).join(name);
-    let file =
-        std::fs::File::open(&path).map_err(|err| Error::io("read scan cache", &path, &err))?;
+    let file = RootFs::of(env)?
+        .open(&path)
+        .map_err(|err| Error::io("read scan cache", &path, &err))?;
     Ok((file, path))
 }
 
@@ -232,7 +246,8 @@ impl Loaded {
     /// Reads the entries file.
     pub(crate) fn read(env: &Env) -> Result<Loaded> {
         let path = cache_dir(env).join(ENTRIES);
-        let text = std::fs::read_to_string(&path)
+        let text = RootFs::of(env)?
+            .read_to_string(&path)
             .map_err(|err| Error::io("read scan cache", &path, &err))?;
         let entries = text
             .lines()

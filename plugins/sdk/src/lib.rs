@@ -3,10 +3,11 @@
 //! It owns what the plugins share: the `HOLO_*` environment and test mode
 //! ([`Env`]), operation dispatch with the noop/order/batch extensions
 //! ([`run`]), the scan report and FD 3 writers ([`report`]), the scan cache,
-//! TOML resources ([`resources`]), atomic writes ([`atomic`]), owners
-//! ([`owners`]), state records ([`state`]), the process runner ([`process`]),
-//! command lines and mocks ([`command`]), common properties ([`common`]),
-//! facts, data and templates.
+//! TOML resources ([`resources`]), file access contained in the root in test
+//! mode ([`root_fs`]), atomic writes ([`atomic`]), owners ([`owners`]),
+//! state records ([`state`]), the process runner ([`process`]), command
+//! lines and mocks ([`command`]), common properties ([`common`]),
+//! facts, data and templates, and (feature `download`) HTTP(S) downloads.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
 //! [`run`]. The SDK runs `info`, `scan`, `apply`, `force-apply`, `diff`,
@@ -88,6 +89,8 @@ pub mod command;
 pub mod common;
 pub mod data;
 mod dispatch;
+#[cfg(feature = "download")]
+pub mod download;
 pub mod env;
 pub mod error;
 pub mod facts;
@@ -96,6 +99,7 @@ pub mod plugin;
 pub mod process;
 pub mod report;
 pub mod resources;
+pub mod root_fs;
 pub mod state;
 pub mod template;
 

@@ -1,12 +1,13 @@
 //! Owner and group lookup at apply time (a package earlier in the same run
 //! may have created the user). Names or numeric ids are accepted. In test
-//! mode the names come from `$HOLO_ROOT_DIR/etc/passwd` and `etc/group`,
-//! otherwise from the system.
+//! mode the names come from `$HOLO_ROOT_DIR/etc/passwd` and `etc/group`
+//! (resolved inside the root), otherwise from the system.
 
 use std::path::Path;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::root_fs::RootFs;
 
 /// Resolves a user name or numeric uid.
 pub fn uid(env: &Env, user: &str) -> Result<u32> {
@@ -14,7 +15,7 @@ pub fn uid(env: &Env, user: &str) -> Result<u32> {
         return Ok(id);
     }
     if env.test_mode {
-        return lookup_file(&env.root_join("/etc/passwd"), user, "user");
+        return lookup_file(env, &env.root_join("/etc/passwd"), user, "user");
     }
     match nix::unistd::User::from_name(user) {
         Ok(Some(found)) => Ok(found.uid.as_raw()),
@@ -29,7 +30,7 @@ pub fn gid(env: &Env, group: &str) -> Result<u32> {
         return Ok(id);
     }
     if env.test_mode {
-        return lookup_file(&env.root_join("/etc/group"), group, "group");
+        return lookup_file(env, &env.root_join("/etc/group"), group, "group");
     }
     match nix::unistd::Group::from_name(group) {
         Ok(Some(found)) => Ok(found.gid.as_raw()),
@@ -45,8 +46,8 @@ fn not_found(kind: &str, name: &str, place: &str) -> Error {
 }
 
 /// Finds `name` in a passwd/group style file (`name:x:id:...`).
-fn lookup_file(path: &Path, name: &str, kind: &str) -> Result<u32> {
-    let text = match std::fs::read_to_string(path) {
+fn lookup_file(env: &Env, path: &Path, name: &str, kind: &str) -> Result<u32> {
+    let text = match RootFs::of(env)?.read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(err) => return Err(Error::io("read", path, &err)),

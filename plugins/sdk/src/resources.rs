@@ -8,6 +8,14 @@
 //! rejects unknown properties with a "did you mean", and rejects
 //! duplicate entity ids naming both places. Errors read `ORIGIN:LINE: ...`
 //! with the origin path, not the temporary copy.
+//!
+//! Loading is strict, so that a typo never switches management off in
+//! silence: a top-level table other than `[[KIND]]` or a key outside any
+//! table is an error (resource directories are per plugin, so another
+//! kind's table is a typo here too), and every file in the resource
+//! directory that the plugin does not read gets a `>>` warning on stderr.
+//! A plugin that reads more than the top-level `*.toml` files (source files,
+//! template directories) declares it with [`load_reading`].
 
 use std::collections::HashMap;
 use std::fmt;
@@ -109,36 +117,130 @@ const COMMON_PROPERTIES: &[&str] = &[
     "health_checks",
 ];
 
-/// Loads every `[[R::KIND]]` table of every `*.toml` in the resource directory.
-/// All errors are collected and reported together.
+/// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
+/// directory. All errors are collected and reported together. Every other
+/// file in the resource directory gets a `>>` warning: the plugin reads
+/// nothing else there (see [`load_reading`] for a plugin that does).
 pub fn load<R: Resource>(env: &Env) -> Result<Vec<Declared<R>>> {
-    let files = toml_files(&env.resource_dir)?;
+    load_reading::<R>(env, |_, _| false)
+}
+
+/// Like [`load`], for a plugin that reads more of its resource directory
+/// than the top-level `*.toml` files: `reads(path, declared)` is asked for
+/// every other entry below `HOLO_RESOURCE_DIR` (a directory before its
+/// contents) and answers true for what the plugin reads, e.g. a `source`
+/// file named by a resource or a template directory; true for a directory
+/// covers everything below it. The rest gets a `>>` warning naming it.
+pub fn load_reading<R: Resource>(
+    env: &Env,
+    reads: impl Fn(&Path, &[Declared<R>]) -> bool,
+) -> Result<Vec<Declared<R>>> {
+    let listing = ResourceListing::of(&env.resource_dir)?;
     let mut loader = Loader::<R>::new(env);
-    for path in files {
-        loader.load_file(&path);
+    for path in &listing.toml_files {
+        loader.load_file(path);
+    }
+    for path in listing.unread(&|path| reads(path, &loader.declared)) {
+        warn_unread::<R>(env, &path);
     }
     let mut declared = loader.finish()?;
     common::resolve_aliases(&mut declared)?;
     Ok(declared)
 }
 
-fn toml_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(err) => return Err(Error::io("list resource directory", dir, &err)),
-    };
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|err| Error::io("list resource directory", dir, &err))?
-            .path();
-        if path.extension().is_some_and(|ext| ext == "toml") && path.is_file() {
-            files.push(path);
+/// The top-level `*.toml` files of a resource directory, and the other
+/// entries there.
+struct ResourceListing {
+    toml_files: Vec<PathBuf>,
+    others: Vec<PathBuf>,
+}
+
+impl ResourceListing {
+    fn of(dir: &Path) -> Result<Self> {
+        let mut listing = ResourceListing {
+            toml_files: Vec::new(),
+            others: Vec::new(),
+        };
+        let entries = match sorted_entries(dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
+            Err(err) => return Err(Error::io("list resource directory", dir, &err)),
+        };
+        for path in entries {
+            if is_toml_name(&path) && path.is_file() {
+                listing.toml_files.push(path);
+            } else {
+                listing.others.push(path);
+            }
         }
+        Ok(listing)
     }
-    files.sort();
-    Ok(files)
+
+    /// The files below the other entries that `reads` does not claim,
+    /// and directories that hold no file at all.
+    fn unread(&self, reads: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+        let mut unread = Vec::new();
+        for path in &self.others {
+            collect_unread(path, reads, &mut unread);
+        }
+        unread
+    }
+}
+
+fn collect_unread(path: &Path, reads: &dyn Fn(&Path) -> bool, unread: &mut Vec<PathBuf>) {
+    if reads(path) {
+        return;
+    }
+    // A symlink counts as what it points to, as the plugin would read it.
+    if !path.is_dir() {
+        unread.push(path.to_path_buf());
+        return;
+    }
+    match sorted_entries(path) {
+        Ok(entries) if entries.is_empty() => unread.push(path.to_path_buf()),
+        Ok(entries) => {
+            for entry in entries {
+                collect_unread(&entry, reads, unread);
+            }
+        }
+        Err(_) => unread.push(path.to_path_buf()),
+    }
+}
+
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut paths = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    paths.sort();
+    Ok(paths)
+}
+
+fn is_toml_name(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "toml")
+}
+
+/// The `>>` warning for an entry of the resource directory that the plugin
+/// does not read, with what to do about it.
+fn warn_unread<R: Resource>(env: &Env, path: &Path) {
+    let origin = env.origin_of(path);
+    let top = env.resource_origin.display();
+    let kind = R::KIND;
+    let advice = if path.is_dir() {
+        "an empty directory; remove it".to_string()
+    } else if path.parent() != Some(env.resource_dir.as_path()) {
+        if is_toml_name(path) {
+            format!("files in subdirectories are not read; move it up into {top}")
+        } else {
+            format!(
+                "files in subdirectories are only read when a resource names them; move it out of {top}"
+            )
+        }
+    } else {
+        format!(
+            "only *.toml files with [[{kind}]] tables are read; rename it to end in .toml or move it out of {top}"
+        )
+    };
+    eprintln!(">> {}: not read: {advice}", origin.display());
 }
 
 struct Loader<'e, R> {
@@ -197,7 +299,15 @@ impl<'e, R: Resource> Loader<'e, R> {
                 return;
             }
         };
-        let Some(value) = document.remove(R::KIND) else {
+        let kind_table = document.remove(R::KIND);
+        let mut unknown: Vec<_> = document.iter().collect();
+        unknown.sort_by_key(|(key, _)| key.span().start);
+        for (key, value) in unknown {
+            let location = at(key.span().start);
+            let error = self.unknown_top_level(&location, key.get_ref(), value.get_ref());
+            self.errors.push(error);
+        }
+        let Some(value) = kind_table else {
             return;
         };
         let value_start = value.span().start;
@@ -237,6 +347,49 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))),
             }
         }
+    }
+
+    /// A top-level key other than `R::KIND`: a mistyped or foreign table,
+    /// or a property written above the first table header.
+    fn unknown_top_level(&self, location: &Location, name: &str, value: &DeValue<'_>) -> Error {
+        let kind = R::KIND;
+        let is_table_array = match value {
+            DeValue::Array(items) => {
+                !items.is_empty() && items.iter().all(|item| item.get_ref().is_table())
+            }
+            _ => false,
+        };
+        if is_table_array || value.is_table() {
+            let written = if is_table_array {
+                format!("[[{name}]]")
+            } else {
+                format!("[{name}]")
+            };
+            let suggestion = closest(name, &[kind])
+                .map(|_| format!("did you mean [[{kind}]]? "))
+                .unwrap_or_default();
+            return Error::new(format!(
+                "{location}: unknown table {written}; {suggestion}this resource directory holds only [[{kind}]] tables"
+            ));
+        }
+        let properties: Vec<&str> = self
+            .fields
+            .unwrap_or_default()
+            .iter()
+            .chain(COMMON_PROPERTIES)
+            .copied()
+            .collect();
+        if properties.contains(&name) {
+            return Error::new(format!(
+                "{location}: property {name} is outside any table; move it below a [[{kind}]] header"
+            ));
+        }
+        let suggestion = closest(name, &properties)
+            .map(|candidate| format!("did you mean {candidate} (inside a [[{kind}]] table)? "))
+            .unwrap_or_default();
+        Error::new(format!(
+            "{location}: unknown key {name} outside any table; {suggestion}keys belong below a [[{kind}]] header"
+        ))
     }
 
     fn add(&mut self, declared: Declared<R>) {
@@ -351,12 +504,8 @@ impl<'e, R: Resource> Loader<'e, R> {
 
 fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]) -> Error {
     let known: Vec<&str> = fields.iter().chain(COMMON_PROPERTIES).copied().collect();
-    let suggestion = known
-        .iter()
-        .map(|candidate| (edit_distance(name, candidate), *candidate))
-        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
-        .min()
-        .map(|(_, candidate)| format!("did you mean {candidate}? "))
+    let suggestion = closest(name, &known)
+        .map(|candidate| format!("did you mean {candidate}? "))
         .unwrap_or_default();
     Error::new(format!(
         "{location}: unknown property {name} in [[{kind}]]; {suggestion}known properties: {}",
@@ -377,6 +526,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
         previous = current;
     }
     previous[b.len()]
+}
+
+/// The candidate closest to `name`, if it is close enough to be a typo.
+fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    candidates
+        .iter()
+        .map(|candidate| (edit_distance(name, candidate), *candidate))
+        .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
+        .min()
+        .map(|(_, candidate)| candidate)
 }
 
 fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Result<Common> {
@@ -679,7 +838,7 @@ mod tests {
             ("10-b.toml", "[[demo]]\nname = \"b\"\n"),
             (
                 "00-a.toml",
-                "# comment\n[[other]]\nx = 1\n\n[[demo]]\nname = \"a\"\ncontents = \"hi\"\nrefreshonly = true\nrequire = [\"package#nginx\", \"file:/etc/x\"]\nsubscribe = \"service:a\"\nprotect = true\n",
+                "# comment\n# another\n# and another\n\n[[demo]]\nname = \"a\"\ncontents = \"hi\"\nrefreshonly = true\nrequire = [\"package#nginx\", \"file:/etc/x\"]\nsubscribe = \"service:a\"\nprotect = true\n",
             ),
             ("ignored.txt", "[[demo]]\nname = \"txt\"\n"),
         ]);
@@ -703,6 +862,69 @@ mod tests {
         assert_eq!(scanned.sources, std::slice::from_ref(&a.location.path));
         assert_eq!(scanned.requires, ["package:nginx", "file:/etc/x"]);
         assert_eq!(scanned.subscribes, ["service:a"]);
+    }
+
+    #[test]
+    fn unknown_tables_and_keys_outside_tables_are_errors_with_a_suggestion() {
+        let fixture = fixture(&[
+            ("a.toml", "[[demos]]\nname = \"x\"\n"),
+            ("b.toml", "name = \"early\"\n[[demo]]\nname = \"y\"\n"),
+            ("c.toml", "\n[[other]]\nname = \"z\"\n\n[settings]\nx = 1\n"),
+            ("d.toml", "contnet = \"c\"\nweird = 1\n"),
+        ]);
+        let err = load::<Demo>(&fixture.env).expect_err("strict");
+        let lines: Vec<&str> = err.message().lines().collect();
+        let expected = [
+            format!(
+                "{}:1: unknown table [[demos]]; did you mean [[demo]]? this resource directory holds only [[demo]] tables",
+                origin(&fixture, "a.toml")
+            ),
+            format!(
+                "{}:1: property name is outside any table; move it below a [[demo]] header",
+                origin(&fixture, "b.toml")
+            ),
+            format!(
+                "{}:2: unknown table [[other]]; this resource directory holds only [[demo]] tables",
+                origin(&fixture, "c.toml")
+            ),
+            format!(
+                "{}:5: unknown table [settings]; this resource directory holds only [[demo]] tables",
+                origin(&fixture, "c.toml")
+            ),
+            format!(
+                "{}:1: unknown key contnet outside any table; did you mean content (inside a [[demo]] table)? keys belong below a [[demo]] header",
+                origin(&fixture, "d.toml")
+            ),
+            format!(
+                "{}:2: unknown key weird outside any table; keys belong below a [[demo]] header",
+                origin(&fixture, "d.toml")
+            ),
+        ];
+        assert_eq!(lines, expected, "{err}");
+    }
+
+    #[test]
+    fn listing_separates_top_level_toml_from_what_a_plugin_may_read() {
+        let fixture = fixture(&[("a.toml", "[[demo]]\nname = \"x\"\n"), ("motd.tml", "")]);
+        let dir = &fixture.env.resource_dir;
+        std::fs::create_dir_all(dir.join("sub/deeper")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("templates/web")).expect("mkdir");
+        std::fs::create_dir_all(dir.join("empty")).expect("mkdir");
+        for name in ["sub/b.toml", "sub/deeper/c.txt", "templates/web/index.html"] {
+            std::fs::write(dir.join(name), "").expect("write");
+        }
+        let listing = ResourceListing::of(dir).expect("list");
+        assert_eq!(listing.toml_files, [dir.join("a.toml")]);
+        let unread = listing.unread(&|path| path.ends_with("templates"));
+        assert_eq!(
+            unread,
+            [
+                dir.join("empty"),
+                dir.join("motd.tml"),
+                dir.join("sub/b.toml"),
+                dir.join("sub/deeper/c.txt"),
+            ]
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::atomic;
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::root_fs::RootFs;
 
 /// The record format version this SDK writes and reads.
 pub const RECORD_VERSION: i64 = 1;
@@ -146,9 +147,15 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
         contents.push_str(&toml::to_string(&entity).map_err(|err| cannot_serialise(&err))?);
     }
     contents.push_str(&body);
-    std::fs::create_dir_all(&env.state_dir)
+    let fs = RootFs::of(env)?;
+    fs.create_dir_all(&env.state_dir)
         .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
-    atomic::write(&path, contents.as_bytes(), &atomic::WriteOptions::default())
+    atomic::write(
+        &fs,
+        &path,
+        contents.as_bytes(),
+        &atomic::WriteOptions::default(),
+    )
 }
 
 fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
@@ -159,8 +166,8 @@ fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
 }
 
 /// Reads a record file into a table without its `version` key.
-fn read_table(path: &Path) -> Result<Option<toml::Table>> {
-    let text = match std::fs::read_to_string(path) {
+fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
+    let text = match fs.read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io("read state record", path, &err)),
@@ -180,7 +187,7 @@ fn read_table(path: &Path) -> Result<Option<toml::Table>> {
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
     let path = record_path(env, id);
-    let Some(mut table) = read_table(&path)? else {
+    let Some(mut table) = read_table(&RootFs::of(env)?, &path)? else {
         return Ok(None);
     };
     match table.remove(ENTITY_KEY) {
@@ -202,7 +209,7 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
 /// Removes the record for `id`; a missing record is fine.
 pub fn remove(env: &Env, id: &str) -> Result<()> {
     let path = record_path(env, id);
-    match std::fs::remove_file(&path) {
+    match RootFs::of(env)?.remove_file(&path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(Error::io("remove state record", &path, &err)),
@@ -210,8 +217,8 @@ pub fn remove(env: &Env, id: &str) -> Result<()> {
 }
 
 /// The entity id held by the record at `path`, whose name is hashed.
-fn recorded_entity(path: &Path, file_name: &str) -> Result<Option<String>> {
-    let Some(mut table) = read_table(path)? else {
+fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<String>> {
+    let Some(mut table) = read_table(fs, path)? else {
         // Removed since the directory was listed.
         return Ok(None);
     };
@@ -232,15 +239,17 @@ fn recorded_entity(path: &Path, file_name: &str) -> Result<Option<String>> {
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
-    let entries = match std::fs::read_dir(&env.state_dir) {
-        Ok(entries) => entries,
+    let fs = RootFs::of(env)?;
+    // Scan lists the records each run: the place to remove what a killed
+    // record write left, even when no record is written again.
+    atomic::sweep_leftovers(&fs, &env.state_dir)?;
+    let names = match fs.read_dir_names(&env.state_dir) {
+        Ok(names) => names,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(Error::io("list state directory", &env.state_dir, &err)),
     };
     let mut ids = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|err| Error::io("list state directory", &env.state_dir, &err))?;
-        let name = entry.file_name();
+    for name in names {
         let Some(file_name) = name.to_str() else {
             continue;
         };
@@ -249,7 +258,11 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
         };
         // Only names this module wrote count; other files are not records.
         if is_hashed_stem(stem) {
-            ids.extend(recorded_entity(&entry.path(), file_name)?);
+            ids.extend(recorded_entity(
+                &fs,
+                &env.state_dir.join(file_name),
+                file_name,
+            )?);
         } else if let Some(id) = decode_entity_id(stem).filter(|id| encode_entity_id(id) == stem) {
             ids.push(id);
         }

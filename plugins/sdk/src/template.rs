@@ -96,16 +96,6 @@ impl TemplateContext {
 
     /// A context from given parts (tests, and plugins with their own sources).
     pub fn new(facts: Facts, data: Table, env_vars: BTreeMap<String, String>) -> TemplateContext {
-        let mut engine = Environment::new();
-        engine.set_undefined_behavior(UndefinedBehavior::Strict);
-        engine.set_auto_escape_callback(|_| AutoEscape::None);
-        // Config files end in a newline; Jinja's default would eat it.
-        if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
-            .keep_trailing_newline(true)
-            .build()
-        {
-            engine.set_syntax(syntax);
-        }
         let facts_value = to_jinja_table(facts.as_table());
         let env_value = JinjaValue::from(
             env_vars
@@ -113,10 +103,8 @@ impl TemplateContext {
                 .map(|(k, v)| (k, JinjaValue::from(v)))
                 .collect::<BTreeMap<String, JinjaValue>>(),
         );
-        engine.add_global("facts", facts_value.clone());
-        engine.add_global("env", env_value.clone());
         let mut context = TemplateContext {
-            engine,
+            engine: Environment::new(),
             facts,
             data: Table::new(),
             facts_value,
@@ -127,18 +115,64 @@ impl TemplateContext {
     }
 
     fn set_data(&mut self, data: Table) {
-        let data_value = to_jinja_table(&data);
-        self.engine.add_global("data", data_value.clone());
+        // Cannot fail: the default delimiters are valid.
+        if let Ok(engine) = self.engine_over(&data, None) {
+            self.engine = engine;
+        }
         self.data = data;
+    }
+
+    /// A separate engine for a tree of templates (scaffold): the same
+    /// globals and rules, with the top-level keys of `extra` merged over
+    /// `data`, and, when given, other delimiters: `LEFT expr RIGHT` for
+    /// `{{ }}`, `LEFT% ... %RIGHT` for `{% %}`, `LEFT# ... #RIGHT` for `{# #}`.
+    pub fn tree_engine(
+        &self,
+        extra: &Table,
+        delimiters: Option<(&str, &str)>,
+    ) -> Result<Environment<'static>, String> {
+        let mut data = self.data.clone();
+        for (key, value) in extra {
+            data.insert(key.clone(), value.clone());
+        }
+        self.engine_over(&data, delimiters)
+    }
+
+    fn engine_over(
+        &self,
+        data: &Table,
+        delimiters: Option<(&str, &str)>,
+    ) -> Result<Environment<'static>, String> {
+        let mut engine = Environment::new();
+        engine.set_undefined_behavior(UndefinedBehavior::Strict);
+        engine.set_auto_escape_callback(|_| AutoEscape::None);
+        let mut syntax = minijinja::syntax::SyntaxConfig::builder();
+        // Config files end in a newline; Jinja's default would eat it.
+        syntax.keep_trailing_newline(true);
+        if let Some((left, right)) = delimiters {
+            syntax
+                .variable_delimiters(left.to_string(), right.to_string())
+                .block_delimiters(format!("{left}%"), format!("%{right}"))
+                .comment_delimiters(format!("{left}#"), format!("#{right}"));
+        }
+        engine.set_syntax(
+            syntax
+                .build()
+                .map_err(|err| format!("invalid template delimiters: {err}"))?,
+        );
+        let data_value = to_jinja_table(data);
+        engine.add_global("facts", self.facts_value.clone());
+        engine.add_global("env", self.env_value.clone());
+        engine.add_global("data", data_value.clone());
         let scope = Arc::new(ScopeForLookup {
             facts: self.facts_value.clone(),
             data: data_value,
             env: self.env_value.clone(),
         });
-        self.engine
-            .add_function("lookup", move |path: &str, default: Option<JinjaValue>| {
-                scope.lookup(path, default)
-            });
+        engine.add_function("lookup", move |path: &str, default: Option<JinjaValue>| {
+            scope.lookup(path, default)
+        });
+        Ok(engine)
     }
 
     /// The facts in scope.

@@ -1,21 +1,22 @@
 //! The Posix provider: Status, Store, CreateDirectory and Remove on the real
 //! filesystem (below `HOLO_ROOT_DIR` in test mode), plus keeping a copy of
-//! the original file that the plugin first replaced.
+//! the original file that the plugin first replaced. Every access goes
+//! through [`RootFs`], so in test mode nothing resolves outside the root.
 
-use std::fs;
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use holo_plugin::atomic::{self, WriteOptions};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Error, Result};
 use sha2::{Digest, Sha256};
 
 use crate::apply::{Kind, Observed};
 
 /// Status: what is at `path`, without following a final symlink.
-pub fn status(path: &Path) -> Result<Observed> {
-    let meta = match fs::symlink_metadata(path) {
+pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
+    let meta = match fs.symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Observed::absent()),
         Err(err) => return Err(Error::io("inspect", path, &err)),
@@ -28,7 +29,7 @@ pub fn status(path: &Path) -> Result<Observed> {
         Kind::Other
     };
     let checksum = match kind {
-        Kind::File => Some(checksum_file(path)?),
+        Kind::File => Some(checksum_file(fs, path)?),
         _ => None,
     };
     Ok(Observed {
@@ -46,8 +47,8 @@ pub fn checksum_bytes(bytes: &[u8]) -> String {
 }
 
 /// `sha256:HEX` of a file's content, read in chunks.
-pub fn checksum_file(path: &Path) -> Result<String> {
-    let mut file = fs::File::open(path).map_err(|err| Error::io("read", path, &err))?;
+pub fn checksum_file(fs: &RootFs, path: &Path) -> Result<String> {
+    let mut file = fs.open(path).map_err(|err| Error::io("read", path, &err))?;
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(|err| Error::io("read", path, &err))?;
     Ok(format_digest(hasher.finalize().as_slice()))
@@ -67,27 +68,34 @@ fn format_digest(digest: &[u8]) -> String {
 /// Store: writes `contents` atomically with mode, owner and group. After the
 /// rename the owner is read back; where it did not stick (FUSE and bind
 /// mounts, CCM #239) the path itself is chowned and checked again.
-pub fn store(path: &Path, contents: &[u8], uid: u32, gid: u32, mode: u32) -> Result<()> {
+pub fn store(
+    fs: &RootFs,
+    path: &Path,
+    contents: &[u8],
+    uid: u32,
+    gid: u32,
+    mode: u32,
+) -> Result<()> {
     let options = WriteOptions {
         mode: Some(mode),
         uid: Some(uid),
         gid: Some(gid),
     };
-    atomic::write(path, contents, &options)?;
-    ensure_owner(path, uid, gid)
+    atomic::write(fs, path, contents, &options)?;
+    ensure_owner(fs, path, uid, gid)
 }
 
 /// Re-chowns `path` if its owner is not `uid:gid`, then checks again.
-pub fn ensure_owner(path: &Path, uid: u32, gid: u32) -> Result<()> {
+pub fn ensure_owner(fs: &RootFs, path: &Path, uid: u32, gid: u32) -> Result<()> {
     let owned_by = |path: &Path| {
-        fs::symlink_metadata(path)
+        fs.symlink_metadata(path)
             .map(|meta| (meta.uid(), meta.gid()))
             .map_err(|err| Error::io("inspect", path, &err))
     };
     if owned_by(path)? == (uid, gid) {
         return Ok(());
     }
-    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+    fs.lchown(path, uid, gid)
         .map_err(|err| Error::io("change the owner of", path, &err))?;
     let now = owned_by(path)?;
     if now != (uid, gid) {
@@ -103,33 +111,36 @@ pub fn ensure_owner(path: &Path, uid: u32, gid: u32) -> Result<()> {
 
 /// CreateDirectory: creates the directory and its parents, then sets the
 /// mode explicitly (the umask applies to mkdir) and the owner.
-pub fn create_directory(path: &Path, uid: u32, gid: u32, mode: u32) -> Result<()> {
-    fs::create_dir_all(path).map_err(|err| Error::io("create directory", path, &err))?;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+pub fn create_directory(fs: &RootFs, path: &Path, uid: u32, gid: u32, mode: u32) -> Result<()> {
+    fs.create_dir_all(path)
+        .map_err(|err| Error::io("create directory", path, &err))?;
+    fs.set_mode(path, mode)
         .map_err(|err| Error::io("change the mode of", path, &err))?;
-    std::os::unix::fs::lchown(path, Some(uid), Some(gid))
+    fs.lchown(path, uid, gid)
         .map_err(|err| Error::io("change the owner of", path, &err))?;
     // chown may clear mode bits on some systems; set them again.
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+    fs.set_mode(path, mode)
         .map_err(|err| Error::io("change the mode of", path, &err))
 }
 
 /// Remove: a file, symlink or empty directory; a non-empty directory only
 /// with `force`.
-pub fn remove(path: &Path, force: bool) -> Result<()> {
-    let meta = match fs::symlink_metadata(path) {
+pub fn remove(fs: &RootFs, path: &Path, force: bool) -> Result<()> {
+    let meta = match fs.symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(()),
         Err(err) => return Err(Error::io("inspect", path, &err)),
     };
     if !meta.is_dir() {
-        return fs::remove_file(path).map_err(|err| Error::io("remove", path, &err));
+        return fs
+            .remove_file(path)
+            .map_err(|err| Error::io("remove", path, &err));
     }
-    match fs::remove_dir(path) {
+    match fs.remove_dir(path) {
         Ok(()) => Ok(()),
-        Err(err) if err.kind() == ErrorKind::DirectoryNotEmpty && force => {
-            fs::remove_dir_all(path).map_err(|err| Error::io("remove", path, &err))
-        }
+        Err(err) if err.kind() == ErrorKind::DirectoryNotEmpty && force => fs
+            .remove_dir_all(path)
+            .map_err(|err| Error::io("remove", path, &err)),
         Err(err) if err.kind() == ErrorKind::DirectoryNotEmpty => Err(Error::new(format!(
             "{} is a directory that is not empty; set force = true to remove it with its contents",
             path.display()
@@ -139,12 +150,14 @@ pub fn remove(path: &Path, force: bool) -> Result<()> {
 }
 
 /// Copies the file at `path` to `base` with its mode, owner and group.
-pub fn save_original(path: &Path, base: &Path, current: &Observed) -> Result<()> {
+pub fn save_original(fs: &RootFs, path: &Path, base: &Path, current: &Observed) -> Result<()> {
     if let Some(parent) = base.parent() {
-        fs::create_dir_all(parent).map_err(|err| Error::io("create directory", parent, &err))?;
+        fs.create_dir_all(parent)
+            .map_err(|err| Error::io("create directory", parent, &err))?;
     }
-    let contents = fs::read(path).map_err(|err| Error::io("read", path, &err))?;
+    let contents = fs.read(path).map_err(|err| Error::io("read", path, &err))?;
     store(
+        fs,
         base,
         &contents,
         current.uid,
@@ -156,6 +169,7 @@ pub fn save_original(path: &Path, base: &Path, current: &Observed) -> Result<()>
 /// Puts the saved original back at `path` with the recorded attributes,
 /// then deletes the copy and any directories below `base_root` it leaves empty.
 pub fn restore_original(
+    fs: &RootFs,
     base: &Path,
     base_root: &Path,
     path: &Path,
@@ -163,25 +177,26 @@ pub fn restore_original(
     gid: u32,
     mode: u32,
 ) -> Result<()> {
-    let contents = fs::read(base).map_err(|err| {
+    let contents = fs.read(base).map_err(|err| {
         Error::new(format!(
             "cannot read the saved original {}: {err}; restore the file by hand, then apply with --force",
             base.display()
         ))
     })?;
-    if fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir()) {
+    if fs.symlink_metadata(path).is_ok_and(|meta| meta.is_dir()) {
         return Err(Error::new(format!(
             "{} is now a directory; remove it before the original file can be restored",
             path.display()
         )));
     }
-    store(path, &contents, uid, gid, mode)?;
-    fs::remove_file(base).map_err(|err| Error::io("remove", base, &err))?;
+    store(fs, path, &contents, uid, gid, mode)?;
+    fs.remove_file(base)
+        .map_err(|err| Error::io("remove", base, &err))?;
     let mut dir = base.parent();
     while let Some(current) = dir {
         if current == base_root
             || !current.starts_with(base_root)
-            || fs::remove_dir(current).is_err()
+            || fs.remove_dir(current).is_err()
         {
             break;
         }
@@ -192,13 +207,25 @@ pub fn restore_original(
 
 /// Sets mode, owner and group of an existing directory (restoring an
 /// original directory's attributes).
-pub fn set_directory_attributes(path: &Path, uid: u32, gid: u32, mode: u32) -> Result<()> {
-    create_directory(path, uid, gid, mode)
+pub fn set_directory_attributes(
+    fs: &RootFs,
+    path: &Path,
+    uid: u32,
+    gid: u32,
+    mode: u32,
+) -> Result<()> {
+    create_directory(fs, path, uid, gid, mode)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn host() -> RootFs {
+        RootFs::unconfined()
+    }
 
     /// The owner new files get, so that these tests also run unprivileged.
     fn me() -> (u32, u32) {
@@ -213,7 +240,7 @@ mod tests {
         let file = dir.path().join("f");
         fs::write(&file, "abc").expect("write");
         fs::set_permissions(&file, fs::Permissions::from_mode(0o640)).expect("chmod");
-        let observed = status(&file).expect("status");
+        let observed = status(&host(), &file).expect("status");
         assert_eq!(observed.kind, Kind::File);
         assert_eq!(observed.mode, 0o640);
         assert_eq!(
@@ -221,14 +248,21 @@ mod tests {
             Some("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         );
         assert_eq!(observed.checksum, Some(checksum_bytes(b"abc")));
-        assert_eq!(status(dir.path()).expect("dir").kind, Kind::Directory);
         assert_eq!(
-            status(&dir.path().join("missing")).expect("absent").kind,
+            status(&host(), dir.path()).expect("dir").kind,
+            Kind::Directory
+        );
+        assert_eq!(
+            status(&host(), &dir.path().join("missing"))
+                .expect("absent")
+                .kind,
             Kind::Absent
         );
         std::os::unix::fs::symlink(&file, dir.path().join("link")).expect("symlink");
         assert_eq!(
-            status(&dir.path().join("link")).expect("link").kind,
+            status(&host(), &dir.path().join("link"))
+                .expect("link")
+                .kind,
             Kind::Other
         );
     }
@@ -238,15 +272,22 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (uid, gid) = me();
         let target = dir.path().join("motd");
-        store(&target, b"hello\n", uid, gid, 0o600).expect("store");
-        let observed = status(&target).expect("status");
+        store(&host(), &target, b"hello\n", uid, gid, 0o600).expect("store");
+        let observed = status(&host(), &target).expect("status");
         assert_eq!(
             (observed.uid, observed.gid, observed.mode),
             (uid, gid, 0o600)
         );
         assert_eq!(fs::read(&target).expect("read"), b"hello\n");
-        let err =
-            store(&dir.path().join("no/such/file"), b"x", uid, gid, 0o644).expect_err("parent");
+        let err = store(
+            &host(),
+            &dir.path().join("no/such/file"),
+            b"x",
+            uid,
+            gid,
+            0o644,
+        )
+        .expect_err("parent");
         assert!(err.message().contains("does not exist"), "{err}");
         let leftovers: Vec<_> = fs::read_dir(dir.path()).expect("ls").collect();
         assert_eq!(leftovers.len(), 1, "no temp files are left behind");
@@ -257,12 +298,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let full = dir.path().join("full");
         fs::create_dir_all(full.join("sub")).expect("mkdir");
-        let err = remove(&full, false).expect_err("not empty");
+        let err = remove(&host(), &full, false).expect_err("not empty");
         assert!(err.message().contains("force = true"), "{err}");
         assert!(full.exists());
-        remove(&full, true).expect("forced");
+        remove(&host(), &full, true).expect("forced");
         assert!(!full.exists());
-        remove(&full, false).expect("already gone is fine");
+        remove(&host(), &full, false).expect("already gone is fine");
     }
 
     #[test]
@@ -270,8 +311,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (uid, gid) = me();
         let target = dir.path().join("a/b");
-        create_directory(&target, uid, gid, 0o777).expect("mkdir");
-        assert_eq!(status(&target).expect("status").mode, 0o777);
+        create_directory(&host(), &target, uid, gid, 0o777).expect("mkdir");
+        assert_eq!(status(&host(), &target).expect("status").mode, 0o777);
     }
 
     #[test]
@@ -284,12 +325,15 @@ mod tests {
         fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).expect("chmod");
         let base_root = dir.path().join("state/base");
         let base = base_root.join("etc/app.conf");
-        let before = status(&target).expect("status");
-        save_original(&target, &base, &before).expect("save");
-        assert_eq!(status(&base).expect("base").checksum, before.checksum);
-        store(&target, b"managed\n", uid, gid, 0o644).expect("store");
-        restore_original(&base, &base_root, &target, uid, gid, 0o640).expect("restore");
-        let after = status(&target).expect("status");
+        let before = status(&host(), &target).expect("status");
+        save_original(&host(), &target, &base, &before).expect("save");
+        assert_eq!(
+            status(&host(), &base).expect("base").checksum,
+            before.checksum
+        );
+        store(&host(), &target, b"managed\n", uid, gid, 0o644).expect("store");
+        restore_original(&host(), &base, &base_root, &target, uid, gid, 0o640).expect("restore");
+        let after = status(&host(), &target).expect("status");
         assert_eq!((after.checksum, after.mode), (before.checksum, 0o640));
         assert!(!base.exists() && !base_root.join("etc").exists() && base_root.exists());
     }

@@ -24,11 +24,12 @@
 //! providers read.
 
 use std::cmp::Ordering;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use holo_plugin::atomic::{self, WriteOptions};
 use holo_plugin::command::{command_line, mock};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -118,9 +119,15 @@ impl MockExecutor {
         self.root.join(DATABASE)
     }
 
+    /// The root, with every path resolved inside it (symlinks included).
+    fn root_fs(&self) -> Result<RootFs> {
+        RootFs::contained_in(&self.root)
+            .map_err(|err| Error::io("open the root directory", &self.root, &err))
+    }
+
     fn load(&self) -> Result<MockDb> {
         let path = self.db_path();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match self.root_fs()?.read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(MockDb::default()),
             Err(err) => return Err(Error::io("read the mock package database", &path, &err)),
@@ -146,10 +153,12 @@ impl MockExecutor {
         let text = toml::to_string(db).map_err(|err| {
             Error::new(format!("cannot serialise the mock package database: {err}"))
         })?;
+        let fs = self.root_fs()?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|err| Error::io("create", dir, &err))?;
+            fs.create_dir_all(dir)
+                .map_err(|err| Error::io("create", dir, &err))?;
         }
-        std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))
+        atomic::write(&fs, &path, text.as_bytes(), &WriteOptions::mode(0o644))
     }
 
     fn compare(&self, a: &str, b: &str) -> Ordering {
@@ -186,8 +195,10 @@ impl MockExecutor {
 
     fn touch(&self, relative: &str) -> Result<()> {
         let dir = self.root.join(relative);
-        std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
-        File::open(&dir)
+        let fs = self.root_fs()?;
+        fs.create_dir_all(&dir)
+            .map_err(|err| Error::io("create", &dir, &err))?;
+        fs.open(&dir)
             .and_then(|handle| handle.set_modified(SystemTime::now()))
             .map_err(|err| Error::io("touch", &dir, &err))
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use holo_plugin::resources::{self, Resource};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{
     EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, atomic, process, state,
 };
@@ -98,11 +99,13 @@ impl Plugin for DemoPlugin {
             println!("Would have written {}", path.display());
             return Ok(Outcome::Changed);
         }
+        let fs = RootFs::of(env)?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
+            fs.create_dir_all(parent)
                 .map_err(|err| Error::io("create directory", parent, &err))?;
         }
         atomic::write(
+            &fs,
             &path,
             spec.value.as_bytes(),
             &atomic::WriteOptions::mode(0o644),

@@ -14,6 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Error, Result, atomic, command};
 use serde::{Deserialize, Serialize};
 
@@ -70,10 +71,20 @@ impl Mock {
             rest.rsplit_once('.')
                 .map(|(_, suffix)| format!("{prefix}@.{suffix}"))
         });
+        let Ok(fs) = self.root_fs() else {
+            return false;
+        };
         UNIT_DIRS.iter().any(|dir| {
             let dir = self.root.join(dir);
-            dir.join(unit).is_file() || template.as_ref().is_some_and(|t| dir.join(t).is_file())
+            fs.is_file(&dir.join(unit))
+                || template.as_ref().is_some_and(|t| fs.is_file(&dir.join(t)))
         })
+    }
+
+    /// The root, with every path resolved inside it (symlinks included).
+    fn root_fs(&self) -> Result<RootFs> {
+        RootFs::contained_in(&self.root)
+            .map_err(|err| Error::io("open the root directory", &self.root, &err))
     }
 
     fn state_path(&self, unit: &str) -> PathBuf {
@@ -82,7 +93,7 @@ impl Mock {
 
     fn read_state(&self, unit: &str) -> Result<UnitState> {
         let path = self.state_path(unit);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match self.root_fs()?.read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(UnitState::default());
@@ -106,10 +117,17 @@ impl Mock {
         };
         let path = self.state_path(unit);
         let dir = self.root.join(STATE_DIR);
-        std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
+        let fs = self.root_fs()?;
+        fs.create_dir_all(&dir)
+            .map_err(|err| Error::io("create", &dir, &err))?;
         let text = toml::to_string(&state)
             .map_err(|err| Error::new(format!("cannot serialise {}: {err}", path.display())))?;
-        atomic::write(&path, text.as_bytes(), &atomic::WriteOptions::default())
+        atomic::write(
+            &fs,
+            &path,
+            text.as_bytes(),
+            &atomic::WriteOptions::default(),
+        )
     }
 }
 

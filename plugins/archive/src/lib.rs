@@ -1,0 +1,18 @@
+//! holo-archive: the `archive` plugin for holo. It downloads `[[archive]]`
+//! resources over HTTP(S) with checksums, extracts `.tar.gz`, `.tar` and
+//! `.zip` archives natively and safely, and cleans up after itself, with the
+//! semantics of CCM's archive type.
+//!
+//! - [`model`]: properties and validation (credentials stay out of the spec);
+//! - [`apply`]: the state checks and the decision matrix as plain functions;
+//! - [`provider::http`]: status on disk and the download;
+//! - [`extract`]: staged extraction that refuses anything leaving `extract_parent`;
+//! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
+
+pub mod apply;
+pub mod extract;
+pub mod model;
+pub mod plugin;
+pub mod provider;
+
+pub use plugin::ArchivePlugin;

@@ -1,0 +1,476 @@
+//! The `[[archive]]` resource: its properties and their validation into an
+//! [`ArchiveSpec`]. Errors here are plain text; the caller prefixes the
+//! resource file and line.
+//!
+//! Credentials (`password`, URL userinfo, the values of `headers`) are never
+//! part of the spec, because the spec is cached between scan and apply and
+//! shown in scan lines. Apply reads them again from the resource
+//! ([`ArchiveTable::credentials`]).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+use std::time::Duration;
+
+use holo_plugin::download::{is_sensitive_header, redact_url};
+use serde::{Deserialize, Serialize};
+
+/// The `ensure` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ensure {
+    Present,
+    Absent,
+}
+
+impl Ensure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ensure::Present => "present",
+            Ensure::Absent => "absent",
+        }
+    }
+}
+
+/// The archive formats, from the file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `.tar.gz` or `.tgz`
+    TarGz,
+    /// `.tar`
+    Tar,
+    /// `.zip`
+    Zip,
+}
+
+impl Format {
+    /// The format a path or URL path ends in.
+    pub fn of(path: &str) -> Option<Format> {
+        let lower = path.to_ascii_lowercase();
+        if lower.ends_with(".tar.gz") || lower.ends_with(".tgz") {
+            Some(Format::TarGz)
+        } else if lower.ends_with(".tar") {
+            Some(Format::Tar)
+        } else if lower.ends_with(".zip") {
+            Some(Format::Zip)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::TarGz => ".tar.gz",
+            Format::Tar => ".tar",
+            Format::Zip => ".zip",
+        }
+    }
+}
+
+/// The default download timeout (CCM's fixed one minute).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An `[[archive]]` table as written in a resource file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ArchiveTable {
+    pub name: String,
+    pub url: Option<String>,
+    pub checksum: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub extract_parent: Option<String>,
+    pub creates: Option<String>,
+    #[serde(default)]
+    pub cleanup: bool,
+    pub owner: Option<String>,
+    pub group: Option<String>,
+    pub ensure: Option<String>,
+    pub timeout: Option<String>,
+    /// Keep setuid/setgid bits of extracted files (only honoured as root).
+    #[serde(default)]
+    pub keep_setuid: bool,
+}
+
+/// The validated desired state of one archive: what scan hands to apply.
+/// It holds no credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveSpec {
+    pub name: String,
+    pub format: Format,
+    /// The URL with userinfo redacted (the real one comes from the resource at apply).
+    pub shown_url: String,
+    pub checksum: Option<String>,
+    /// Basic auth is configured (username/password or URL userinfo).
+    pub basic_auth: bool,
+    /// Header names (values may be secrets).
+    pub header_names: Vec<String>,
+    pub extract_parent: Option<String>,
+    pub creates: Option<String>,
+    pub cleanup: bool,
+    pub owner: String,
+    pub group: String,
+    pub ensure: Ensure,
+    pub timeout_ms: u64,
+    pub keep_setuid: bool,
+    /// Holo's protection of manual changes (opt-in: archives converge by default).
+    #[serde(default)]
+    pub protect: bool,
+}
+
+impl ArchiveSpec {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+/// What apply needs to fetch the URL: the secrets the spec leaves out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    pub url: String,
+    pub basic_auth: Option<(String, String)>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl ArchiveTable {
+    /// The URL, basic auth and headers, for the download only.
+    pub fn credentials(&self) -> Credentials {
+        let basic_auth = self
+            .username
+            .as_ref()
+            .map(|user| (user.clone(), self.password.clone().unwrap_or_default()));
+        Credentials {
+            url: self.url.clone().unwrap_or_default(),
+            basic_auth,
+            headers: self
+                .headers
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+        }
+    }
+
+    /// Validates the table into a spec.
+    pub fn validate(&self) -> Result<ArchiveSpec, String> {
+        validate_absolute("name", &self.name)?;
+        let format = Format::of(&self.name).ok_or_else(|| {
+            format!(
+                "name {:?} must end in .tar.gz, .tgz, .tar or .zip (the archive type)",
+                self.name
+            )
+        })?;
+        let url = self
+            .url
+            .as_deref()
+            .filter(|url| !url.is_empty())
+            .ok_or("url is required: set url = \"https://...\"")?;
+        let shown_url = validate_url(url, format)?;
+        let checksum = self
+            .checksum
+            .as_deref()
+            .map(validate_checksum)
+            .transpose()?;
+        let has_userinfo = url_has_userinfo(url);
+        match (&self.username, &self.password) {
+            (None, Some(_)) => {
+                return Err("password is set without username: set username too".to_string());
+            }
+            (Some(_), _) if has_userinfo => {
+                return Err(
+                    "the url carries user:password@ and username is set too: give the credentials once"
+                        .to_string(),
+                );
+            }
+            _ => {}
+        }
+        let basic_auth = self.username.is_some() || has_userinfo;
+        for (name, value) in &self.headers {
+            validate_header(name, value)?;
+            if basic_auth && name.eq_ignore_ascii_case("authorization") {
+                return Err(
+                    "headers sets Authorization and basic auth is configured too: use one"
+                        .to_string(),
+                );
+            }
+        }
+        let extract_parent = self
+            .extract_parent
+            .as_deref()
+            .map(|path| validate_absolute("extract_parent", path).map(|()| path.to_string()))
+            .transpose()?;
+        let creates = self
+            .creates
+            .as_deref()
+            .map(|path| validate_absolute("creates", path).map(|()| path.to_string()))
+            .transpose()?;
+        if self.cleanup && (extract_parent.is_none() || creates.is_none()) {
+            return Err(
+                "cleanup = true requires extract_parent and creates (creates tells later runs that the archive was extracted)"
+                    .to_string(),
+            );
+        }
+        let owner = required("owner", self.owner.as_deref())?;
+        let group = required("group", self.group.as_deref())?;
+        let ensure = match self.ensure.as_deref() {
+            None | Some("present") => Ensure::Present,
+            Some("absent") => Ensure::Absent,
+            Some(other) => {
+                return Err(format!(
+                    "ensure {other:?} is not valid: use \"present\" or \"absent\""
+                ));
+            }
+        };
+        let timeout = match &self.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(text) => parse_duration(text)?,
+        };
+        Ok(ArchiveSpec {
+            name: self.name.clone(),
+            format,
+            shown_url,
+            checksum,
+            basic_auth,
+            header_names: self.headers.keys().cloned().collect(),
+            extract_parent,
+            creates,
+            cleanup: self.cleanup,
+            owner,
+            group,
+            ensure,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            keep_setuid: self.keep_setuid,
+            protect: false,
+        })
+    }
+}
+
+fn required(property: &str, value: Option<&str>) -> Result<String, String> {
+    match value {
+        Some(value) if !value.trim().is_empty() => Ok(value.to_string()),
+        _ => Err(format!(
+            "{property} is required: set {property} = \"NAME\" (a name or a numeric id)"
+        )),
+    }
+}
+
+/// Absolute and canonical: starts with `/`, no `.` or `..` components, no
+/// trailing or doubled slashes.
+pub fn validate_absolute(property: &str, path: &str) -> Result<(), String> {
+    let canonical = path.starts_with('/')
+        && (path == "/" || !path.ends_with('/'))
+        && !path.contains("//")
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !canonical || path.contains('\0') {
+        return Err(format!(
+            "{property} {path:?} must be an absolute, canonical path (starting with /, without . or .. components)"
+        ));
+    }
+    Ok(())
+}
+
+fn url_has_userinfo(url: &str) -> bool {
+    redact_url(url) != url
+}
+
+/// Checks scheme, host and path ending; returns the URL with userinfo redacted.
+pub fn validate_url(url: &str, format: Format) -> Result<String, String> {
+    let shown = redact_url(url);
+    let parsed: ureq::http::Uri = strip_userinfo(url).parse().map_err(|err| {
+        format!(
+            "url {shown:?} is not a valid URL ({err}); write it as https://host/path/file{}",
+            format.name()
+        )
+    })?;
+    match parsed.scheme_str() {
+        Some("http" | "https") => {}
+        _ => {
+            return Err(format!("url {shown:?} must use http or https"));
+        }
+    }
+    if parsed.host().is_none_or(str::is_empty) {
+        return Err(format!("url {shown:?} has no host"));
+    }
+    match Format::of(parsed.path()) {
+        Some(url_format) if url_format == format => Ok(shown),
+        Some(url_format) => Err(format!(
+            "url {shown:?} is a {} archive but name is a {} archive: they must be the same type",
+            url_format.name(),
+            format.name()
+        )),
+        None => Err(format!(
+            "url {shown:?}: its path must end in {} like name (the archive type)",
+            format.name()
+        )),
+    }
+}
+
+fn strip_userinfo(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let tail = &url[start..];
+    let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    match tail[..end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..start], &tail[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+fn validate_checksum(text: &str) -> Result<String, String> {
+    let hex = text.trim().to_ascii_lowercase();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "checksum {text:?} is not a SHA-256: write the 64 hex digits that sha256sum prints"
+        ));
+    }
+    Ok(hex)
+}
+
+fn validate_header(name: &str, value: &str) -> Result<(), String> {
+    if ureq::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(format!(
+            "headers: {name:?} is not a valid header name (letters, digits and -)"
+        ));
+    }
+    if ureq::http::HeaderValue::from_str(value).is_err() {
+        let shown = if is_sensitive_header(name) {
+            "(redacted)".to_string()
+        } else {
+            format!("{value:?}")
+        };
+        return Err(format!(
+            "headers: the value of {name} {shown} is not a valid header value (no line breaks or control characters)"
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a Go-style duration: `90s`, `5m`, `1h30m`, `500ms`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let invalid =
+        || format!("timeout {text:?} is not a duration: write it like 30s, 5m, 1h30m or 500ms");
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(invalid)?;
+        let number: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(invalid()),
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(number * seconds).map_err(|_| invalid())?;
+    }
+    if total.is_zero() {
+        return Err(format!("timeout {text:?} must be more than zero"));
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> ArchiveTable {
+        ArchiveTable {
+            name: "/opt/app.tar.gz".into(),
+            url: Some("https://example.com/releases/app.tgz".into()),
+            owner: Some("root".into()),
+            group: Some("root".into()),
+            ..ArchiveTable::default()
+        }
+    }
+
+    fn error_of(change: impl FnOnce(&mut ArchiveTable)) -> String {
+        let mut table = table();
+        change(&mut table);
+        table.validate().expect_err("invalid")
+    }
+
+    #[test]
+    fn a_minimal_table_is_valid() {
+        let spec = table().validate().expect("valid");
+        assert_eq!(spec.format, Format::TarGz);
+        assert_eq!(spec.ensure, Ensure::Present);
+        assert_eq!(spec.timeout(), DEFAULT_TIMEOUT);
+        assert!(!spec.basic_auth);
+    }
+
+    #[test]
+    fn names_and_urls_must_agree_on_the_type() {
+        assert!(error_of(|t| t.name = "opt/app.tar.gz".into()).contains("absolute"));
+        assert!(error_of(|t| t.name = "/opt/../app.tar".into()).contains("canonical"));
+        assert!(error_of(|t| t.name = "/opt/app.rar".into()).contains(".tar.gz, .tgz"));
+        assert!(error_of(|t| t.url = Some("https://h/app.zip".into())).contains("same type"));
+        assert!(error_of(|t| t.url = Some("ftp://h/app.tgz".into())).contains("http or https"));
+        assert!(error_of(|t| t.url = Some("https://h/download".into())).contains("must end in"));
+        assert!(error_of(|t| t.url = None).contains("url is required"));
+    }
+
+    #[test]
+    fn credentials_stay_out_of_the_spec_and_errors() {
+        let mut with_userinfo = table();
+        with_userinfo.url = Some("https://deploy:hunter2@example.com/app.tar.gz".into());
+        let spec = with_userinfo.validate().expect("valid");
+        assert!(spec.basic_auth);
+        let serialised = toml::to_string(&spec).expect("toml");
+        assert!(!serialised.contains("hunter2"), "{serialised}");
+        let message = error_of(|t| {
+            t.url = Some("https://deploy:hunter2@example.com/app.zip".into());
+        });
+        assert!(!message.contains("hunter2"), "{message}");
+        let message = error_of(|t| {
+            t.headers.insert("X-Token".into(), "abc\ndef".into());
+        });
+        assert!(!message.contains("abc"), "{message}");
+        assert!(error_of(|t| t.password = Some("x".into())).contains("without username"));
+    }
+
+    #[test]
+    fn cleanup_needs_extract_parent_and_creates() {
+        let message = error_of(|t| {
+            t.cleanup = true;
+            t.extract_parent = Some("/opt/app".into());
+        });
+        assert!(
+            message.contains("requires extract_parent and creates"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn owner_group_and_ensure_are_checked() {
+        assert!(error_of(|t| t.owner = None).contains("owner is required"));
+        assert!(error_of(|t| t.group = Some(" ".into())).contains("group is required"));
+        assert!(
+            error_of(|t| t.ensure = Some("latest".into())).contains("\"present\" or \"absent\"")
+        );
+        assert!(error_of(|t| t.checksum = Some("abc".into())).contains("SHA-256"));
+    }
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        for bad in ["", "10", "5x", "m", "0s", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! The plugin on the SDK: scan, apply (remove, download, extract, clean up,
+//! verify), noop, diff as TOML, state records and scrubbing of archives
+//! that are no longer declared. Paths in messages are the resource's own,
+//! not the test root's.
+
+use std::path::{Path, PathBuf};
+
+use holo_plugin::resources::{self, Resource};
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, owners, state};
+use serde::{Deserialize, Serialize};
+
+use crate::apply::{self, Desired, Protection, Status};
+use crate::extract;
+use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
+use crate::provider::http;
+
+impl Resource for ArchiveTable {
+    const KIND: &'static str = "archive";
+    fn entity_id(&self) -> String {
+        format!("archive:{}", self.name)
+    }
+}
+
+/// `$HOLO_STATE_DIR/archive:PATH.toml`: what apply left (no credentials).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub name: String,
+    /// The URL with userinfo redacted.
+    pub url: String,
+    pub ensure: Ensure,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract_parent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creates: Option<String>,
+}
+
+/// The plugin, handed to [`holo_plugin::run`] by `main`.
+pub struct ArchivePlugin;
+
+impl Plugin for ArchivePlugin {
+    const ID: &'static str = "archive";
+    type Spec = ArchiveSpec;
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        for declared in resources::load::<ArchiveTable>(env)? {
+            let spec = match declared.resource.validate() {
+                Ok(spec) => ArchiveSpec {
+                    protect: declared.common.protect.unwrap_or(false),
+                    ..spec
+                },
+                Err(message) => {
+                    errors.push(Error::new(format!(
+                        "{}: archive {:?}: {message}",
+                        declared.location, declared.resource.name
+                    )));
+                    continue;
+                }
+            };
+            let mut entity = declared
+                .scanned(spec.clone())
+                .info("found in", declared.location.to_string())
+                .info("url", spec.shown_url.clone())
+                .info("ensure", spec.ensure.as_str());
+            let optional = [
+                ("checksum", spec.checksum.clone()),
+                ("extract_parent", spec.extract_parent.clone()),
+                ("creates", spec.creates.clone()),
+                ("cleanup", spec.cleanup.then(|| "true".to_string())),
+                ("owner", Some(spec.owner.clone())),
+                ("group", Some(spec.group.clone())),
+                ("auth", spec.basic_auth.then(|| "basic".to_string())),
+                ("protect", spec.protect.then(|| "true".to_string())),
+                (
+                    "headers",
+                    (!spec.header_names.is_empty()).then(|| spec.header_names.join(", ")),
+                ),
+            ];
+            for (key, value) in optional {
+                if let Some(value) = value {
+                    entity = entity.info(key, value);
+                }
+            }
+            found.push(entity);
+        }
+        if !errors.is_empty() {
+            return Err(Error::many(errors));
+        }
+        state::add_orphans(env, &mut found)?;
+        for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
+            orphan.action = Some(holo_plugin::Action {
+                verb: "Scrubbing".to_string(),
+                reason: Some(
+                    "resource was deleted; the archive file and extracted files stay".to_string(),
+                ),
+            });
+        }
+        Ok(found)
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<ArchiveSpec>, mode: Mode) -> Result<Outcome> {
+        let result = match &entity.spec {
+            Some(spec) => converge(env, &entity.id, spec, mode),
+            None => {
+                if mode != Mode::Noop {
+                    state::remove(env, &entity.id)?;
+                }
+                Ok(Outcome::Changed)
+            }
+        };
+        result.map_err(|err| err.context(&entity.id))
+    }
+
+    fn diff(
+        &self,
+        env: &Env,
+        entity: &EntityCtx<ArchiveSpec>,
+    ) -> Result<Option<(PathBuf, PathBuf)>> {
+        match &entity.spec {
+            Some(spec) => render_diff(env, &entity.id, spec).map_err(|err| err.context(&entity.id)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The desired state with owner and group resolved (unresolvable ones
+/// never match, so that they are reported when apply needs them).
+fn desired(env: &Env, spec: &ArchiveSpec) -> Desired {
+    Desired {
+        ensure: spec.ensure,
+        checksum: spec.checksum.clone(),
+        uid: owners::uid(env, &spec.owner).ok(),
+        gid: owners::gid(env, &spec.group).ok(),
+        extract: spec.extract_parent.is_some(),
+        creates: spec.creates.is_some(),
+        cleanup: spec.cleanup,
+    }
+}
+
+fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outcome> {
+    let wanted = desired(env, spec);
+    let before = http::status(env, spec)?;
+    let plan = apply::plan(&wanted, &before);
+    if plan.is_empty() {
+        if mode != Mode::Noop {
+            write_record(env, id, spec, &before)?;
+        }
+        return Ok(Outcome::NotChanged);
+    }
+    if spec.protect && mode != Mode::Force {
+        let recorded = state::read::<Record>(env, id)?.and_then(|record| record.checksum);
+        match apply::protection(&wanted, recorded.as_deref(), &before) {
+            Protection::Proceed => {}
+            Protection::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
+            Protection::RequiresForceOverwrite => return Ok(Outcome::RequiresForceOverwrite),
+        }
+    }
+    if mode == Mode::Noop {
+        if let Some(message) = apply::noop_message(&plan) {
+            println!("{message}");
+        }
+        return Ok(Outcome::Changed);
+    }
+    let archive = env.root_join(&spec.name);
+    if plan.remove {
+        remove(&archive, &spec.name)?;
+        println!("Removed {}", spec.name);
+    }
+    if plan.download {
+        let uid = owners::uid(env, &spec.owner)?;
+        let gid = owners::gid(env, &spec.group)?;
+        let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
+        if !env.root_join(parent).is_dir() {
+            return Err(Error::new(format!(
+                "cannot download to {}: directory {} does not exist; create it first (for example with a [[file]] resource with ensure = \"directory\")",
+                spec.name,
+                parent.display()
+            )));
+        }
+        let credentials = credentials(env, id)?;
+        let done = http::fetch(env, spec, &credentials, uid, gid)?;
+        println!(
+            "Downloaded {} to {} ({} bytes, sha256 {})",
+            spec.shown_url, spec.name, done.bytes, done.sha256
+        );
+    }
+    if plan.extract
+        && let Some(parent) = &spec.extract_parent
+    {
+        let options = extract::Options {
+            keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
+        };
+        let count = extract::extract(
+            &archive,
+            spec.format,
+            &env.root_join(parent),
+            Path::new(parent),
+            options,
+        )
+        .map_err(|message| {
+            // A downloaded archive that failed to extract goes again, so that
+            // the next run fetches and extracts it rather than taking it as
+            // done (without `creates` nothing else would tell).
+            let removed = plan.download && remove(&archive, &spec.name).is_ok();
+            Error::new(format!(
+                "cannot extract {} into {parent}: {message}; nothing was extracted{}",
+                spec.name,
+                if removed {
+                    ", and the download was removed so that the next run tries again"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+        println!("Extracted {count} entries from {} into {parent}", spec.name);
+    }
+    if plan.cleanup {
+        remove(&archive, &spec.name)?;
+        println!("Cleaned up {}", spec.name);
+    }
+    let after = http::status(env, spec)?;
+    if let Some(unstable) = apply::check(&wanted, &after) {
+        return Err(Error::new(format!(
+            "desired state not achieved: {}",
+            unstable.describe(&wanted)
+        )));
+    }
+    write_record(env, id, spec, &after)?;
+    Ok(Outcome::Changed)
+}
+
+fn remove(path: &Path, name: &str) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(Error::new(format!("cannot remove {name}: {err}"))),
+    }
+}
+
+/// The URL and secrets, read again from the resource: the scan cache never
+/// holds them.
+fn credentials(env: &Env, id: &str) -> Result<Credentials> {
+    resources::load::<ArchiveTable>(env)?
+        .into_iter()
+        .find(|declared| declared.resource.entity_id() == id)
+        .map(|declared| declared.resource.credentials())
+        .ok_or_else(|| {
+            Error::new("the resource is no longer declared; run holo apply again".to_string())
+        })
+}
+
+fn write_record(env: &Env, id: &str, spec: &ArchiveSpec, status: &Status) -> Result<()> {
+    let record = Record {
+        name: spec.name.clone(),
+        url: spec.shown_url.clone(),
+        ensure: spec.ensure,
+        checksum: status.checksum.clone(),
+        uid: status.uid,
+        gid: status.gid,
+        extract_parent: spec.extract_parent.clone(),
+        creates: spec.creates.clone(),
+    };
+    if state::read::<Record>(env, id).ok().flatten().as_ref() == Some(&record) {
+        return Ok(());
+    }
+    state::write(env, id, &record)
+}
+
+/// One side of the diff: the state as TOML.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+struct Side {
+    name: String,
+    exists: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checksum: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    creates: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    creates_exists: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    archive: &'a Side,
+}
+
+fn render_diff(env: &Env, id: &str, spec: &ArchiveSpec) -> Result<Option<(PathBuf, PathBuf)>> {
+    let wanted = desired(env, spec);
+    let current = http::status(env, spec)?;
+    let keep = spec.ensure == Ensure::Present && !spec.cleanup;
+    // A name when the id is the wanted one, so that a match reads the same.
+    let shown = |id: Option<u32>, wanted_id: Option<u32>, name: &str| {
+        id.map(|id| {
+            if Some(id) == wanted_id {
+                name.to_string()
+            } else {
+                id.to_string()
+            }
+        })
+    };
+    let desired_side = Side {
+        name: spec.name.clone(),
+        exists: keep,
+        checksum: keep
+            .then(|| spec.checksum.clone().or_else(|| current.checksum.clone()))
+            .flatten(),
+        owner: keep.then(|| spec.owner.clone()),
+        group: keep.then(|| spec.group.clone()),
+        creates: spec.creates.clone(),
+        creates_exists: (spec.ensure == Ensure::Present && spec.creates.is_some()).then_some(true),
+    };
+    let current_side = Side {
+        name: spec.name.clone(),
+        exists: current.archive_exists,
+        checksum: current.checksum.clone(),
+        owner: shown(current.uid, wanted.uid, &spec.owner),
+        group: shown(current.gid, wanted.gid, &spec.group),
+        creates: spec.creates.clone(),
+        creates_exists: (spec.ensure == Ensure::Present && spec.creates.is_some())
+            .then_some(current.creates_exists),
+    };
+    if desired_side == current_side {
+        return Ok(None);
+    }
+    let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
+    let write_side = |file: &str, side: &Side| -> Result<PathBuf> {
+        let text = toml::to_string(&Document { archive: side })
+            .map_err(|err| Error::new(format!("cannot render the diff: {err}")))?;
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|err| Error::io("write", &path, &err))?;
+        Ok(path)
+    };
+    Ok(Some((
+        write_side("desired.toml", &desired_side)?,
+        write_side("current.toml", &current_side)?,
+    )))
+}

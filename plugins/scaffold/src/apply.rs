@@ -1,0 +1,158 @@
+//! The scaffold type's decisions as plain functions: the seed's decision
+//! table (is the current state the desired one?) and the noop count and
+//! message. Nothing here touches the system.
+
+use crate::model::Ensure;
+
+/// What rendering against the target showed (for `absent`, Changed and
+/// Stable hold only files that exist).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub target_exists: bool,
+    pub changed: usize,
+    pub stable: usize,
+    pub purged: usize,
+}
+
+/// The decision table: `absent` is stable when the target is missing or no
+/// managed file remains; `present` when the target exists, nothing is
+/// changed, and (with `purge`) nothing is left to purge.
+pub fn is_stable(ensure: Ensure, purge: bool, observed: &Observed) -> bool {
+    match ensure {
+        Ensure::Absent => !observed.target_exists || observed.changed + observed.stable == 0,
+        Ensure::Present => {
+            observed.target_exists && observed.changed == 0 && (!purge || observed.purged == 0)
+        }
+    }
+}
+
+/// The noop count: Changed (+ Stable for `absent`) + Purged with `purge`.
+pub fn affected(ensure: Ensure, purge: bool, observed: &Observed) -> usize {
+    let purged = if purge { observed.purged } else { 0 };
+    match ensure {
+        Ensure::Present => observed.changed + purged,
+        Ensure::Absent => observed.changed + observed.stable + purged,
+    }
+}
+
+/// Holo's protection for one Changed file the scaffold wrote before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    Proceed,
+    /// The file apply wrote is gone: `requires --force to restore`.
+    RequiresForceRestore,
+    /// The file differs from what apply wrote: `requires --force to overwrite`.
+    RequiresForceOverwrite,
+}
+
+/// `written` is the checksum apply left (`None`: never written by us);
+/// `current` the file's checksum now (`None`: missing).
+pub fn protection(written: Option<&str>, current: Option<&str>) -> Protection {
+    match (written, current) {
+        (None, _) => Protection::Proceed,
+        (Some(_), None) => Protection::RequiresForceRestore,
+        (Some(written), Some(current)) if written != current => Protection::RequiresForceOverwrite,
+        (Some(_), Some(_)) => Protection::Proceed,
+    }
+}
+
+/// `Would have changed N scaffold files` / `Would have removed N scaffold files`.
+pub fn noop_message(ensure: Ensure, affected: usize) -> String {
+    let verb = match ensure {
+        Ensure::Present => "changed",
+        Ensure::Absent => "removed",
+    };
+    format!("Would have {verb} {affected} scaffold files")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(target_exists: bool, changed: usize, stable: usize, purged: usize) -> Observed {
+        Observed {
+            target_exists,
+            changed,
+            stable,
+            purged,
+        }
+    }
+
+    // The seed's decision table, one test per row.
+
+    #[test]
+    fn absent_without_target_is_stable() {
+        assert!(is_stable(Ensure::Absent, false, &seen(false, 0, 0, 0)));
+        assert!(is_stable(Ensure::Absent, true, &seen(false, 0, 0, 0)));
+    }
+
+    #[test]
+    fn absent_with_no_managed_files_left_is_stable() {
+        assert!(is_stable(Ensure::Absent, false, &seen(true, 0, 0, 3)));
+        assert!(is_stable(Ensure::Absent, true, &seen(true, 0, 0, 3)));
+    }
+
+    #[test]
+    fn absent_with_managed_files_left_is_not_stable() {
+        assert!(!is_stable(Ensure::Absent, false, &seen(true, 1, 0, 0)));
+        assert!(!is_stable(Ensure::Absent, false, &seen(true, 0, 2, 5)));
+    }
+
+    #[test]
+    fn present_all_stable_is_stable() {
+        assert!(is_stable(Ensure::Present, false, &seen(true, 0, 4, 0)));
+        assert!(is_stable(Ensure::Present, true, &seen(true, 0, 4, 0)));
+    }
+
+    #[test]
+    fn present_purged_files_without_purge_are_ignored() {
+        assert!(is_stable(Ensure::Present, false, &seen(true, 0, 4, 2)));
+    }
+
+    #[test]
+    fn present_purged_files_with_purge_need_purging() {
+        assert!(!is_stable(Ensure::Present, true, &seen(true, 0, 4, 2)));
+    }
+
+    #[test]
+    fn present_changed_files_need_rendering() {
+        assert!(!is_stable(Ensure::Present, false, &seen(true, 1, 3, 0)));
+        assert!(!is_stable(Ensure::Present, true, &seen(true, 1, 3, 2)));
+    }
+
+    #[test]
+    fn present_without_target_is_not_stable() {
+        assert!(!is_stable(Ensure::Present, false, &seen(false, 0, 0, 0)));
+        assert!(!is_stable(Ensure::Present, true, &seen(false, 3, 0, 0)));
+    }
+
+    #[test]
+    fn protection_guards_files_edited_or_deleted_since_apply() {
+        assert_eq!(protection(None, Some("a")), Protection::Proceed);
+        assert_eq!(protection(Some("a"), Some("a")), Protection::Proceed);
+        assert_eq!(
+            protection(Some("a"), Some("b")),
+            Protection::RequiresForceOverwrite
+        );
+        assert_eq!(
+            protection(Some("a"), None),
+            Protection::RequiresForceRestore
+        );
+    }
+
+    #[test]
+    fn noop_counts_follow_the_seed() {
+        assert_eq!(affected(Ensure::Present, false, &seen(true, 2, 5, 3)), 2);
+        assert_eq!(affected(Ensure::Present, true, &seen(true, 2, 5, 3)), 5);
+        assert_eq!(affected(Ensure::Absent, false, &seen(true, 2, 5, 3)), 7);
+        assert_eq!(affected(Ensure::Absent, true, &seen(true, 2, 5, 3)), 10);
+        assert_eq!(
+            noop_message(Ensure::Present, 2),
+            "Would have changed 2 scaffold files"
+        );
+        assert_eq!(
+            noop_message(Ensure::Absent, 7),
+            "Would have removed 7 scaffold files"
+        );
+    }
+}

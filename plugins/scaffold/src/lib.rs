@@ -1,0 +1,17 @@
+//! holo-scaffold: the `scaffold` plugin for holo. It renders a directory of
+//! templates (minijinja, with `facts`, `data` and `env`) into a target
+//! directory, with the semantics of CCM's scaffold type: Changed, Stable and
+//! Purged lists, `purge`, `skip_empty`, `post` commands, and removal of the
+//! managed files for `ensure = absent`.
+//!
+//! - [`model`]: properties and validation;
+//! - [`apply`]: the decision table and noop messages as plain functions;
+//! - [`render`]: rendering the source tree and classifying the results;
+//! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
+
+pub mod apply;
+pub mod model;
+pub mod plugin;
+pub mod render;
+
+pub use plugin::ScaffoldPlugin;

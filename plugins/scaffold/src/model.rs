@@ -1,0 +1,294 @@
+//! The `[[scaffold]]` resource: its properties and their validation into a
+//! [`ScaffoldSpec`]. Errors here are plain text; the caller prefixes the
+//! resource file and line.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The `ensure` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ensure {
+    Present,
+    Absent,
+}
+
+impl Ensure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ensure::Present => "present",
+            Ensure::Absent => "absent",
+        }
+    }
+}
+
+/// A `[[scaffold]]` table as written in a resource file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct ScaffoldTable {
+    /// The target directory.
+    pub name: String,
+    pub source: Option<String>,
+    pub ensure: Option<String>,
+    #[serde(default)]
+    pub skip_empty: bool,
+    #[serde(default)]
+    pub purge: bool,
+    pub left_delimiter: Option<String>,
+    pub right_delimiter: Option<String>,
+    #[serde(default)]
+    pub post: Vec<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub data: toml::Table,
+    pub engine: Option<String>,
+}
+
+/// One `post` entry: files whose base name matches `glob` get `command`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Post {
+    pub glob: String,
+    pub command: String,
+}
+
+impl Post {
+    /// The argument vector for `path`: `{}` in any argument stands for the
+    /// path, else the path is appended.
+    pub fn argv(&self, path: &str) -> Result<Vec<String>, String> {
+        let words = shell_words::split(&self.command)
+            .map_err(|err| format!("post command {:?} cannot be split: {err}", self.command))?;
+        if words.is_empty() {
+            return Err(format!("post command for {:?} is empty", self.glob));
+        }
+        let mut substituted = false;
+        let mut argv: Vec<String> = words
+            .into_iter()
+            .map(|word| {
+                if word.contains("{}") {
+                    substituted = true;
+                    word.replace("{}", path)
+                } else {
+                    word
+                }
+            })
+            .collect();
+        if !substituted {
+            argv.push(path.to_string());
+        }
+        Ok(argv)
+    }
+
+    /// Whether the post command applies to a file with this base name.
+    pub fn matches(&self, file_name: &str) -> bool {
+        glob::Pattern::new(&self.glob).is_ok_and(|pattern| pattern.matches(file_name))
+    }
+}
+
+/// The validated desired state of one scaffold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaffoldSpec {
+    /// The target directory, absolute.
+    pub name: String,
+    /// The template directory, resolved against the declaring file.
+    pub source: PathBuf,
+    pub ensure: Ensure,
+    pub skip_empty: bool,
+    pub purge: bool,
+    pub delimiters: Option<(String, String)>,
+    pub post: Vec<Post>,
+    pub data: toml::Table,
+    /// Holo's protection of manual edits (on unless `protect = false`).
+    #[serde(default)]
+    pub protect: bool,
+}
+
+/// CCM's engines are Go templates and Jet; ours is minijinja.
+const ENGINE_HELP: &str = "holo renders scaffolds with minijinja (Jinja2 syntax: {{ data.port }}, {% if facts.os.id == \"debian\" %}...{% endif %}, {% for x in data.list %}...{% endfor %}); translate the templates, set engine = \"jinja\" or leave it out, and if the templates' text clashes with {{ }}, choose other delimiters with left_delimiter and right_delimiter (for example \"[[\" and \"]]\"; blocks then read [[% if x %]] and comments [[# ... #]])";
+
+impl ScaffoldTable {
+    /// Validates the table; `declared_in` is the resource file, which a
+    /// relative `source` is resolved against.
+    pub fn validate(&self, declared_in: &Path) -> Result<ScaffoldSpec, String> {
+        validate_target(&self.name)?;
+        let source = self
+            .source
+            .as_deref()
+            .filter(|source| !source.is_empty())
+            .ok_or("source is required: set source = \"DIRECTORY\" (relative to this file)")?;
+        let resolved = match declared_in.parent() {
+            Some(dir) => dir.join(source),
+            None => PathBuf::from(source),
+        };
+        if !resolved.is_dir() {
+            return Err(format!(
+                "source {source:?} is not a directory next to this file ({}); create it or fix the path",
+                resolved.display()
+            ));
+        }
+        match self.engine.as_deref() {
+            None | Some("jinja") => {}
+            Some(engine @ ("go" | "jet")) => {
+                return Err(format!("engine {engine:?} is not supported: {ENGINE_HELP}"));
+            }
+            Some(other) => {
+                return Err(format!(
+                    "unknown engine {other:?}: use \"jinja\" (the default)"
+                ));
+            }
+        }
+        let ensure = match self.ensure.as_deref() {
+            None | Some("present") => Ensure::Present,
+            Some("absent") => Ensure::Absent,
+            Some(other) => {
+                return Err(format!(
+                    "ensure {other:?} is not valid: use \"present\" or \"absent\""
+                ));
+            }
+        };
+        let delimiters = match (&self.left_delimiter, &self.right_delimiter) {
+            (None, None) => None,
+            (Some(left), Some(right)) if !left.trim().is_empty() && !right.trim().is_empty() => {
+                if left == right {
+                    return Err("left_delimiter and right_delimiter must differ".to_string());
+                }
+                Some((left.clone(), right.clone()))
+            }
+            _ => {
+                return Err(
+                    "set both left_delimiter and right_delimiter, non-empty (for example \"[[\" and \"]]\")"
+                        .to_string(),
+                );
+            }
+        };
+        let mut post = Vec::new();
+        for entry in &self.post {
+            for (glob, command) in entry {
+                if glob.trim().is_empty() || command.trim().is_empty() {
+                    return Err(
+                        "post: every entry needs a glob and a command, as { \"*.sh\" = \"chmod +x {}\" }"
+                            .to_string(),
+                    );
+                }
+                glob::Pattern::new(glob)
+                    .map_err(|err| format!("post: {glob:?} is not a valid glob: {err}"))?;
+                let entry = Post {
+                    glob: glob.clone(),
+                    command: command.clone(),
+                };
+                entry.argv("PATH")?;
+                post.push(entry);
+            }
+        }
+        Ok(ScaffoldSpec {
+            name: self.name.clone(),
+            source: resolved,
+            ensure,
+            skip_empty: self.skip_empty,
+            purge: self.purge,
+            delimiters,
+            post,
+            data: self.data.clone(),
+            protect: true,
+        })
+    }
+}
+
+/// The target: absolute and canonical, and not `/` itself.
+pub fn validate_target(path: &str) -> Result<(), String> {
+    let canonical = path.starts_with('/')
+        && path != "/"
+        && !path.ends_with('/')
+        && !path.contains("//")
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !canonical {
+        return Err(format!(
+            "name {path:?} must be an absolute, canonical directory path (starting with /, without . or .. components, not /)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid(dir: &Path) -> ScaffoldTable {
+        std::fs::create_dir_all(dir.join("templates")).expect("mkdir");
+        ScaffoldTable {
+            name: "/etc/app".into(),
+            source: Some("templates".into()),
+            ..ScaffoldTable::default()
+        }
+    }
+
+    #[test]
+    fn source_is_resolved_next_to_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spec = valid(dir.path())
+            .validate(&dir.path().join("app.toml"))
+            .expect("valid");
+        assert_eq!(spec.source, dir.path().join("templates"));
+        assert_eq!(spec.ensure, Ensure::Present);
+        let mut missing = valid(dir.path());
+        missing.source = Some("nope".into());
+        let err = missing
+            .validate(&dir.path().join("app.toml"))
+            .expect_err("missing");
+        assert!(err.contains("not a directory"), "{err}");
+    }
+
+    #[test]
+    fn go_and_jet_are_rejected_with_help() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut table = valid(dir.path());
+        table.engine = Some("jet".into());
+        let err = table.validate(&dir.path().join("a.toml")).expect_err("jet");
+        assert!(
+            err.contains("minijinja") && err.contains("left_delimiter"),
+            "{err}"
+        );
+        table.engine = Some("jinja".into());
+        assert!(table.validate(&dir.path().join("a.toml")).is_ok());
+    }
+
+    #[test]
+    fn delimiters_come_in_pairs_and_targets_are_canonical() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut table = valid(dir.path());
+        table.left_delimiter = Some("[[".into());
+        assert!(table.validate(&dir.path().join("a.toml")).is_err());
+        table.right_delimiter = Some("]]".into());
+        assert!(table.validate(&dir.path().join("a.toml")).is_ok());
+        for bad in ["etc/app", "/etc/../app", "/", "/etc/app/"] {
+            assert!(validate_target(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn post_commands_substitute_or_append_the_path() {
+        let with = Post {
+            glob: "*.sh".into(),
+            command: "chmod 0755 {}".into(),
+        };
+        assert_eq!(
+            with.argv("/t/a.sh"),
+            Ok(vec!["chmod".into(), "0755".into(), "/t/a.sh".into()])
+        );
+        let without = Post {
+            glob: "*.go".into(),
+            command: "gofmt -w".into(),
+        };
+        assert_eq!(
+            without.argv("/t/m.go"),
+            Ok(vec!["gofmt".into(), "-w".into(), "/t/m.go".into()])
+        );
+        assert!(with.matches("run.sh") && !with.matches("run.py"));
+        let unclosed = Post {
+            glob: "*".into(),
+            command: "echo 'oops".into(),
+        };
+        assert!(unclosed.argv("/x").is_err());
+    }
+}

@@ -1,0 +1,502 @@
+//! The plugin on the SDK: scan renders every scaffold and shows the counts,
+//! apply writes Changed files atomically (running `post` right after each),
+//! purges, or removes the managed files for `absent`, then verifies; noop
+//! prints the seed's message; diff shows every changed file in one pair of
+//! files; the state record lists the managed files, and a scaffold that is
+//! no longer declared gets its unchanged managed files removed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use holo_plugin::atomic::{self, WriteOptions};
+use holo_plugin::process::Command;
+use holo_plugin::resources::{self, Resource};
+use holo_plugin::root_fs::RootFs;
+use holo_plugin::template::TemplateContext;
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
+use serde::{Deserialize, Serialize};
+
+use crate::apply::{self, Observed};
+use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable};
+use crate::render::{self, Lists, Managed, Rendered};
+
+impl Resource for ScaffoldTable {
+    const KIND: &'static str = "scaffold";
+    fn entity_id(&self) -> String {
+        format!("scaffold:{}", self.name)
+    }
+}
+
+/// `$HOLO_STATE_DIR/scaffold:DIR.toml`: the managed files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub target: String,
+    #[serde(default)]
+    pub files: Vec<Managed>,
+}
+
+impl Record {
+    fn by_rel(&self) -> BTreeMap<PathBuf, Managed> {
+        self.files
+            .iter()
+            .filter_map(|managed| {
+                let rel = Path::new(&managed.path).strip_prefix(&self.target).ok()?;
+                Some((rel.to_path_buf(), managed.clone()))
+            })
+            .collect()
+    }
+}
+
+/// The plugin, handed to [`holo_plugin::run`] by `main`.
+pub struct ScaffoldPlugin;
+
+/// One scaffold rendered against its target.
+struct Rendering {
+    files: Vec<Rendered>,
+    lists: Lists,
+    target_exists: bool,
+}
+
+impl Rendering {
+    fn observed(&self) -> Observed {
+        Observed {
+            target_exists: self.target_exists,
+            changed: self.lists.changed.len(),
+            stable: self.lists.stable.len(),
+            purged: self.lists.purged.len(),
+        }
+    }
+}
+
+fn render(
+    env: &Env,
+    context: &TemplateContext,
+    spec: &ScaffoldSpec,
+    record: &Record,
+) -> Result<Rendering> {
+    let delimiters = spec
+        .delimiters
+        .as_ref()
+        .map(|(left, right)| (left.as_str(), right.as_str()));
+    let engine = context
+        .tree_engine(&spec.data, delimiters)
+        .map_err(Error::new)?;
+    let files = render::render_tree(&engine, &spec.source, spec.skip_empty).map_err(Error::new)?;
+    let target = env.root_join(&spec.name);
+    let mut lists = render::classify(&files, &target, &record.by_rel());
+    if spec.ensure == Ensure::Absent {
+        // After removal the render would list files to add; only what is
+        // on disk counts.
+        lists.changed.retain(|rel| target.join(rel).exists());
+        lists.stable.retain(|rel| target.join(rel).exists());
+    }
+    Ok(Rendering {
+        files,
+        lists,
+        target_exists: target.is_dir(),
+    })
+}
+
+fn template_context(env: &Env) -> Result<TemplateContext> {
+    TemplateContext::load(&env.root, env.test_mode).map_err(|err| Error::new(err.to_string()))
+}
+
+fn read_record(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Record> {
+    Ok(state::read::<Record>(env, id)?.unwrap_or_else(|| Record {
+        target: spec.name.clone(),
+        files: Vec::new(),
+    }))
+}
+
+impl Plugin for ScaffoldPlugin {
+    const ID: &'static str = "scaffold";
+    type Spec = ScaffoldSpec;
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {
+        let mut found = Vec::new();
+        let mut errors = Vec::new();
+        let mut context = None;
+        for declared in resources::load::<ScaffoldTable>(env)? {
+            let location = &declared.location;
+            let spec = match declared.resource.validate(&location.path) {
+                Ok(spec) => ScaffoldSpec {
+                    protect: declared.common.protect.unwrap_or(true),
+                    ..spec
+                },
+                Err(message) => {
+                    errors.push(Error::new(format!(
+                        "{location}: scaffold {:?}: {message}",
+                        declared.resource.name
+                    )));
+                    continue;
+                }
+            };
+            if context.is_none() {
+                context = Some(template_context(env)?);
+            }
+            let Some(context) = &context else { continue };
+            let id = declared.resource.entity_id();
+            let record = read_record(env, &id, &spec)?;
+            let rendering = match render(env, context, &spec, &record) {
+                Ok(rendering) => rendering,
+                Err(err) => {
+                    errors.push(err.context(format!("{location}: scaffold {:?}", spec.name)));
+                    continue;
+                }
+            };
+            let lists = &rendering.lists;
+            let mut entity = declared
+                .scanned(spec.clone())
+                .info("found in", location.to_string())
+                .info("source", env.origin_of(&spec.source).display().to_string())
+                .info("ensure", spec.ensure.as_str())
+                .info(
+                    "files",
+                    format!(
+                        "{} changed, {} stable, {} purged",
+                        lists.changed.len(),
+                        lists.stable.len(),
+                        lists.purged.len()
+                    ),
+                );
+            if spec.purge {
+                entity = entity.info("purge", "true");
+            }
+            found.push(entity);
+        }
+        if !errors.is_empty() {
+            return Err(Error::many(errors));
+        }
+        state::add_orphans(env, &mut found)?;
+        Ok(found)
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<ScaffoldSpec>, mode: Mode) -> Result<Outcome> {
+        let result = match &entity.spec {
+            Some(spec) => converge(env, &entity.id, spec, mode),
+            None => scrub(env, &entity.id, mode),
+        };
+        result.map_err(|err| err.context(&entity.id))
+    }
+
+    fn diff(
+        &self,
+        env: &Env,
+        entity: &EntityCtx<ScaffoldSpec>,
+    ) -> Result<Option<(PathBuf, PathBuf)>> {
+        match &entity.spec {
+            Some(spec) => render_diff(env, &entity.id, spec).map_err(|err| err.context(&entity.id)),
+            None => Ok(None),
+        }
+    }
+}
+
+fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outcome> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let observed = rendering.observed();
+    if apply::is_stable(spec.ensure, spec.purge, &observed) {
+        return Ok(Outcome::NotChanged);
+    }
+    if spec.ensure == Ensure::Present
+        && spec.protect
+        && mode != Mode::Force
+        && let Some(outcome) = protected(env, spec, &rendering, &record)
+    {
+        return Ok(outcome);
+    }
+    if mode == Mode::Noop {
+        println!(
+            "{}",
+            apply::noop_message(
+                spec.ensure,
+                apply::affected(spec.ensure, spec.purge, &observed)
+            )
+        );
+        return Ok(Outcome::Changed);
+    }
+    let target = env.root_join(&spec.name);
+    match spec.ensure {
+        Ensure::Present => {
+            let files = write_files(env, spec, &rendering, &record)?;
+            if spec.purge {
+                for rel in &rendering.lists.purged {
+                    remove_file(&target.join(rel), &spec.name, rel)?;
+                    println!("Purged {}", Path::new(&spec.name).join(rel).display());
+                }
+            }
+            let record = Record {
+                target: spec.name.clone(),
+                files,
+            };
+            let after = render(env, &context, spec, &record)?;
+            verify(spec, &after)?;
+            state::write(env, id, &record)?;
+        }
+        Ensure::Absent => {
+            let managed: Vec<PathBuf> = rendering
+                .lists
+                .changed
+                .iter()
+                .chain(&rendering.lists.stable)
+                .cloned()
+                .collect();
+            remove_managed(&target, &spec.name, &managed)?;
+            let after = render(env, &context, spec, &record)?;
+            verify(spec, &after)?;
+            state::remove(env, id)?;
+        }
+    }
+    Ok(Outcome::Changed)
+}
+
+/// The outcome that leaves files edited or deleted since the last apply
+/// alone (`None` when apply may go ahead); a restore wins over an overwrite.
+fn protected(
+    env: &Env,
+    spec: &ScaffoldSpec,
+    rendering: &Rendering,
+    record: &Record,
+) -> Option<Outcome> {
+    let target = env.root_join(&spec.name);
+    let previous = record.by_rel();
+    let mut outcome = None;
+    for rel in &rendering.lists.changed {
+        let written = previous.get(rel).map(|managed| managed.written.as_str());
+        let current = std::fs::read(target.join(rel))
+            .ok()
+            .map(|bytes| render::sha256(&bytes));
+        match apply::protection(written, current.as_deref()) {
+            apply::Protection::Proceed => {}
+            apply::Protection::RequiresForceRestore => return Some(Outcome::RequiresForceRestore),
+            apply::Protection::RequiresForceOverwrite => {
+                outcome = Some(Outcome::RequiresForceOverwrite);
+            }
+        }
+    }
+    outcome
+}
+
+fn verify(spec: &ScaffoldSpec, after: &Rendering) -> Result<()> {
+    if apply::is_stable(spec.ensure, spec.purge, &after.observed()) {
+        return Ok(());
+    }
+    let lists = &after.lists;
+    let remaining: Vec<String> = match spec.ensure {
+        Ensure::Present => lists
+            .changed
+            .iter()
+            .chain(if spec.purge { &lists.purged[..] } else { &[] })
+            .map(|rel| rel.display().to_string())
+            .collect(),
+        Ensure::Absent => lists
+            .changed
+            .iter()
+            .chain(&lists.stable)
+            .map(|rel| rel.display().to_string())
+            .collect(),
+    };
+    Err(Error::new(format!(
+        "desired state not achieved: {} still differ in {}: {}",
+        remaining.len(),
+        spec.name,
+        remaining.join(", ")
+    )))
+}
+
+/// Writes every Changed file atomically and runs its `post` commands;
+/// returns the managed files for the record.
+fn write_files(
+    env: &Env,
+    spec: &ScaffoldSpec,
+    rendering: &Rendering,
+    record: &Record,
+) -> Result<Vec<Managed>> {
+    let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
+    let previous = record.by_rel();
+    let mut managed = Vec::new();
+    for file in &rendering.files {
+        let path = target.join(&file.rel);
+        let shown = Path::new(&spec.name).join(&file.rel).display().to_string();
+        if rendering.lists.changed.contains(&file.rel) {
+            if let Some(parent) = path.parent() {
+                fs.create_dir_all(parent)
+                    .map_err(|err| Error::io("create", parent, &err))?;
+            }
+            atomic::write(&fs, &path, &file.content, &WriteOptions::mode(file.mode))?;
+            println!("Rendered {shown}");
+            run_post(spec, file, &path, &shown)?;
+        }
+        let written = match fs.read(&path) {
+            Ok(bytes) => render::sha256(&bytes),
+            Err(err) => return Err(Error::io("read", &path, &err)),
+        };
+        let rendered = render::sha256(&file.content);
+        let written = match previous.get(&file.rel) {
+            // A stable file keeps what post made of it last time.
+            Some(old) if !rendering.lists.changed.contains(&file.rel) => old.written.clone(),
+            _ => written,
+        };
+        managed.push(Managed {
+            path: shown,
+            rendered,
+            written,
+        });
+    }
+    Ok(managed)
+}
+
+fn run_post(spec: &ScaffoldSpec, file: &Rendered, path: &Path, shown: &str) -> Result<()> {
+    let name = file
+        .rel
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for post in spec.post.iter().filter(|post| post.matches(&name)) {
+        let argv = post.argv(&path.display().to_string()).map_err(Error::new)?;
+        let finished = Command::from_argv(&argv)?.run()?;
+        if !finished.success() {
+            return Err(Error::new(format!(
+                "post command {:?} failed for {shown} ({}): {}",
+                post.command,
+                finished.status,
+                finished.stderr_tail(5).trim()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn remove_file(path: &Path, target: &str, rel: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(Error::new(format!(
+            "cannot remove {}: {err}",
+            Path::new(target).join(rel).display()
+        ))),
+    }
+}
+
+/// Removes the managed files, then empty directories deepest first, then
+/// the target itself if it is empty.
+fn remove_managed(target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for rel in managed {
+        remove_file(&target.join(rel), name, rel)?;
+        println!("Removed {}", Path::new(name).join(rel).display());
+        let mut parent = rel.parent();
+        while let Some(dir) = parent.filter(|dir| !dir.as_os_str().is_empty()) {
+            dirs.insert(dir.to_path_buf());
+            parent = dir.parent();
+        }
+    }
+    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
+    for dir in dirs {
+        // Only empty directories go; others hold unrelated files.
+        let _ = std::fs::remove_dir(target.join(dir));
+    }
+    let _ = std::fs::remove_dir(target);
+    Ok(())
+}
+
+/// A scaffold that is no longer declared: its managed files that are
+/// unchanged since apply are removed; edited ones stay, with a warning.
+fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
+    let Some(record) = state::read::<Record>(env, id)? else {
+        return Ok(Outcome::NotChanged);
+    };
+    let target = env.root_join(&record.target);
+    let mut unchanged = Vec::new();
+    for (rel, managed) in record.by_rel() {
+        match std::fs::read(target.join(&rel)) {
+            Ok(bytes) if render::sha256(&bytes) == managed.written => unchanged.push(rel),
+            Ok(_) => eprintln!(">> {} was edited since apply; it stays", managed.path),
+            Err(_) => {}
+        }
+    }
+    if mode == Mode::Noop {
+        println!("{}", apply::noop_message(Ensure::Absent, unchanged.len()));
+        return Ok(Outcome::Changed);
+    }
+    remove_managed(&target, &record.target, &unchanged)?;
+    state::remove(env, id)?;
+    Ok(Outcome::Changed)
+}
+
+/// One side of the diff: `==> PATH <==` and the content of every file that
+/// differs, in path order, like `head` prints several files.
+fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathBuf, PathBuf)>> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let target = env.root_join(&spec.name);
+    let lists = &rendering.lists;
+    let mut differing: Vec<&PathBuf> = match spec.ensure {
+        Ensure::Present => lists
+            .changed
+            .iter()
+            .chain(if spec.purge { &lists.purged[..] } else { &[] })
+            .collect(),
+        Ensure::Absent => lists.changed.iter().chain(&lists.stable).collect(),
+    };
+    if differing.is_empty() {
+        return Ok(None);
+    }
+    differing.sort();
+    let desired_of = |rel: &Path| -> Option<Vec<u8>> {
+        if spec.ensure == Ensure::Absent {
+            return None;
+        }
+        rendering
+            .files
+            .iter()
+            .find(|file| file.rel == rel)
+            .map(|file| file.content.clone())
+    };
+    let mut desired = Vec::new();
+    let mut current = Vec::new();
+    for rel in differing {
+        let shown = Path::new(&spec.name).join(rel).display().to_string();
+        append_section(&mut desired, &shown, desired_of(rel));
+        append_section(&mut current, &shown, std::fs::read(target.join(rel)).ok());
+    }
+    let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
+    std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf> {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|err| Error::io("write", &path, &err))?;
+        Ok(path)
+    };
+    Ok(Some((
+        write("desired", &desired)?,
+        write("current", &current)?,
+    )))
+}
+
+fn append_section(out: &mut Vec<u8>, shown: &str, content: Option<Vec<u8>>) {
+    match content {
+        None => out.extend_from_slice(format!("==> {shown} (absent) <==\n").as_bytes()),
+        Some(bytes) => {
+            out.extend_from_slice(format!("==> {shown} <==\n").as_bytes());
+            if std::str::from_utf8(&bytes).is_ok() {
+                out.extend_from_slice(&bytes);
+                if !bytes.ends_with(b"\n") && !bytes.is_empty() {
+                    out.extend_from_slice(b"\n\\ No newline at end of file\n");
+                }
+            } else {
+                out.extend_from_slice(
+                    format!(
+                        "(binary, {} bytes, sha256 {})\n",
+                        bytes.len(),
+                        render::sha256(&bytes)
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,681 @@
+//! HTTP(S) downloads to a file (feature `download`), shared by the archive
+//! plugin and `holos pull`.
+//!
+//! A [`Download`] fetches one URL with ureq (rustls; `ALL_PROXY`,
+//! `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` honoured) into a temp file in
+//! the target's own directory. The temp file gets its owner before any byte
+//! is written, the SHA-256 is computed while streaming, and only a verified
+//! file is renamed over the target; on any failure the temp file is removed
+//! and the target is untouched. Anything but a 200 response is an error.
+//! Credentials (URL userinfo, basic auth, the values of auth headers) never
+//! reach a message: every text this module produces goes through a
+//! [`Redactor`].
+
+use std::fs::{File, Permissions};
+use std::io::{IsTerminal, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// Downloads at least this large (or of unknown size) get a progress bar
+/// when stderr is a terminal.
+const PROGRESS_THRESHOLD: u64 = 4 * 1024 * 1024;
+
+/// The replacement for a secret in messages.
+const REDACTED: &str = "***";
+
+/// Header names whose values are credentials (compared case-insensitively;
+/// a name containing one of the words counts too).
+const SENSITIVE_HEADER_WORDS: &[&str] = &[
+    "authorization",
+    "cookie",
+    "token",
+    "secret",
+    "password",
+    "api-key",
+    "apikey",
+    "session",
+    "auth",
+];
+
+/// Whether the value of header `name` is a credential to redact.
+pub fn is_sensitive_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SENSITIVE_HEADER_WORDS
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+/// Replaces known secrets in texts with `***`.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// Adds a secret (empty ones are ignored). Its percent-encoded and
+    /// base64 (`user:password`) forms are the caller's to add.
+    pub fn add(&mut self, secret: impl Into<String>) {
+        let secret = secret.into();
+        if !secret.is_empty() && !self.secrets.contains(&secret) {
+            self.secrets.push(secret);
+            // Longest first, so that a secret containing another goes whole.
+            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    /// `text` with URL userinfo and every secret replaced by `***`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = redact_userinfo_in_text(text);
+        for secret in &self.secrets {
+            text = text.replace(secret.as_str(), REDACTED);
+        }
+        text
+    }
+}
+
+/// `url` with its userinfo (`user:password@`) replaced by `***@`.
+pub fn redact_url(url: &str) -> String {
+    match split_userinfo(url) {
+        Some((before, _, after)) => format!("{before}{REDACTED}@{after}"),
+        None => url.to_string(),
+    }
+}
+
+/// Every `scheme://userinfo@` in free text redacted.
+fn redact_userinfo_in_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..authority_end].rfind('@') {
+            Some(userinfo_end) => {
+                out.push_str(REDACTED);
+                out.push_str(&tail[userinfo_end..authority_end]);
+            }
+            None => out.push_str(&tail[..authority_end]),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `(scheme://, userinfo, host...)` when the URL has userinfo.
+fn split_userinfo(url: &str) -> Option<(&str, &str, &str)> {
+    let start = url.find("://")? + 3;
+    let tail = &url[start..];
+    let authority_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    let at = tail[..authority_end].rfind('@')?;
+    Some((&url[..start], &tail[..at], &tail[at + 1..]))
+}
+
+/// Decodes `%XX` escapes (userinfo is percent-encoded in URLs).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let hex = bytes
+            .get(index + 1..index + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (bytes[index], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                index += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The result of a successful download.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Downloaded {
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// One download: build it, then [`Download::fetch`].
+#[derive(Debug, Clone)]
+pub struct Download {
+    /// The URL without userinfo: what is requested.
+    url: String,
+    target: PathBuf,
+    sha256: Option<String>,
+    basic_auth: Option<(String, String)>,
+    headers: Vec<(String, String)>,
+    idle_timeout: Duration,
+    timeout: Duration,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    mode: Option<u32>,
+    progress: bool,
+    redactor: Redactor,
+}
+
+impl Download {
+    /// A download of `url` (`http` or `https`) to `target`, whose directory
+    /// must exist. Userinfo in the URL becomes basic auth. Defaults: no
+    /// checksum, 30 s idle timeout, 1 min overall timeout, mode of an
+    /// existing target or 0644, progress bar on a terminal.
+    pub fn new(url: &str, target: impl Into<PathBuf>) -> Result<Download> {
+        let mut redactor = Redactor::default();
+        let (url, basic_auth) = match split_userinfo(url) {
+            Some((scheme, userinfo, rest)) => {
+                let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+                redactor.add(userinfo);
+                redactor.add(password);
+                (
+                    format!("{scheme}{rest}"),
+                    Some((percent_decode(user), percent_decode(password))),
+                )
+            }
+            None => (url.to_string(), None),
+        };
+        let lower = url.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(Error::new(format!(
+                "cannot download {}: only http:// and https:// URLs are supported",
+                redactor.redact(&url)
+            )));
+        }
+        let mut download = Download {
+            url,
+            target: target.into(),
+            sha256: None,
+            basic_auth: None,
+            headers: Vec::new(),
+            idle_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(60),
+            uid: None,
+            gid: None,
+            mode: None,
+            progress: true,
+            redactor,
+        };
+        if let Some((user, password)) = basic_auth {
+            download = download.basic_auth(&user, &password);
+        }
+        Ok(download)
+    }
+
+    /// The expected SHA-256 (hex, any case); a mismatch fails the download.
+    pub fn sha256(mut self, hex: &str) -> Self {
+        self.sha256 = Some(hex.trim().to_ascii_lowercase());
+        self
+    }
+
+    /// Basic authentication.
+    pub fn basic_auth(mut self, user: &str, password: &str) -> Self {
+        self.redactor.add(password);
+        let encoded =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.redactor.add(encoded.clone());
+        self.basic_auth = Some((user.to_string(), password.to_string()));
+        self
+    }
+
+    /// A request header, sent as given. Values of auth-like headers
+    /// ([`is_sensitive_header`]) are redacted from messages.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        if is_sensitive_header(name) {
+            self.redactor.add(value);
+            // `Bearer TOKEN`: the token alone may show up too.
+            if let Some((_, token)) = value.split_once(' ') {
+                self.redactor.add(token.trim());
+            }
+        }
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// The longest time without any data from the server.
+    pub fn idle_timeout(mut self, limit: Duration) -> Self {
+        self.idle_timeout = limit;
+        self
+    }
+
+    /// The longest time for the whole download, connecting included.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = limit;
+        self
+    }
+
+    /// Owner and group of the downloaded file (set before any content is written).
+    pub fn owner(mut self, uid: Option<u32>, gid: Option<u32>) -> Self {
+        self.uid = uid;
+        self.gid = gid;
+        self
+    }
+
+    /// Permission bits of the downloaded file.
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Whether a progress bar may be shown (only ever on a terminal).
+    pub fn progress(mut self, show: bool) -> Self {
+        self.progress = show;
+        self
+    }
+
+    /// The URL as it may be shown: userinfo and secrets redacted.
+    pub fn shown_url(&self) -> String {
+        self.redactor.redact(&self.url)
+    }
+
+    /// The redactor holding this download's secrets, for the caller's own messages.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Fetches the URL into the target. On error the target is unchanged
+    /// and no temp file is left behind.
+    pub fn fetch(&self) -> Result<Downloaded> {
+        self.fetch_inner()
+            .map_err(|message| Error::new(self.redactor.redact(&message)))
+    }
+
+    fn fetch_inner(&self) -> std::result::Result<Downloaded, String> {
+        let shown = self.shown_url();
+        let target = &self.target;
+        let cannot =
+            |what: &str| format!("cannot download {shown} to {}: {what}", target.display());
+        let parent = match target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(cannot(&format!(
+                "directory {} does not exist; create it first",
+                parent.display()
+            )));
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .proxy(ureq::Proxy::try_from_env())
+            .timeout_global(Some(self.timeout))
+            .timeout_per_read(Some(self.idle_timeout))
+            .user_agent(concat!("holo/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let mut request = agent.get(&self.url);
+        if let Some((user, password)) = &self.basic_auth {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            request = request.header("Authorization", format!("Basic {encoded}"));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = request.call().map_err(|err| cannot(&self.describe(&err)))?;
+        let status = response.status();
+        if status != ureq::http::StatusCode::OK {
+            return Err(cannot(&format!(
+                "the server answered {status} instead of 200 OK; check the URL{}",
+                if status == 401 || status == 403 {
+                    " and the credentials"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let mut body = response.into_body();
+        let length = body.content_length();
+        let file_name = target
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let prefix = format!(".{file_name}-");
+        remove_stale_temp_files(parent, &prefix);
+        let mut temp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .tempfile_in(parent)
+            .map_err(|err| {
+                cannot(&format!(
+                    "cannot create a temp file in {}: {err}",
+                    parent.display()
+                ))
+            })?;
+        let io_error = |err: std::io::Error| cannot(&err.to_string());
+        let mode = self.mode.unwrap_or_else(|| {
+            std::fs::metadata(target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777)
+        });
+        if self.uid.is_some() || self.gid.is_some() {
+            std::os::unix::fs::fchown(temp.as_file(), self.uid, self.gid).map_err(io_error)?;
+        }
+        temp.as_file()
+            .set_permissions(Permissions::from_mode(mode))
+            .map_err(io_error)?;
+
+        let bar = self.progress_bar(length, &file_name);
+        let mut reader = body.as_reader();
+        let mut hasher = Sha256::new();
+        let mut bytes = 0u64;
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = match reader.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    bar.finish_and_clear();
+                    return Err(cannot(&self.describe_io(&err)));
+                }
+            };
+            hasher.update(&buffer[..read]);
+            temp.write_all(&buffer[..read]).map_err(io_error)?;
+            bytes += read as u64;
+            bar.inc(read as u64);
+        }
+        bar.finish_and_clear();
+        let sha256 = hex(&hasher.finalize());
+        if let Some(expected) = &self.sha256
+            && *expected != sha256
+        {
+            return Err(cannot(&format!(
+                "checksum mismatch, expected {expected:?} got {sha256:?}; {} is unchanged",
+                target.display()
+            )));
+        }
+        temp.as_file().sync_all().map_err(io_error)?;
+        temp.persist(target).map_err(|err| io_error(err.error))?;
+        if let Ok(dir) = File::open(parent) {
+            // The rename is durable only once the directory is synced.
+            let _ = dir.sync_all();
+        }
+        Ok(Downloaded { sha256, bytes })
+    }
+
+    fn progress_bar(&self, length: Option<u64>, file_name: &str) -> indicatif::ProgressBar {
+        let large = length.is_none_or(|length| length >= PROGRESS_THRESHOLD);
+        if !(self.progress && large && std::io::stderr().is_terminal()) {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = indicatif::ProgressBar::with_draw_target(
+            length,
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        let template = if length.is_some() {
+            "{msg} {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} {eta}"
+        } else {
+            "{msg} {spinner} {bytes} {bytes_per_sec}"
+        };
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.set_message(self.redactor.redact(file_name));
+        bar
+    }
+
+    fn describe(&self, err: &ureq::Error) -> String {
+        match err {
+            ureq::Error::Timeout(_) => self.timeout_text(),
+            ureq::Error::Io(io) => self.describe_io(io),
+            other => other.to_string(),
+        }
+    }
+
+    fn describe_io(&self, err: &std::io::Error) -> String {
+        if matches!(
+            err.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ) || err.to_string().contains("timeout")
+        {
+            return self.timeout_text();
+        }
+        err.to_string()
+    }
+
+    fn timeout_text(&self) -> String {
+        format!(
+            "timed out (no data for {} s, or more than {} s in all); raise the timeout or check the server",
+            self.idle_timeout.as_secs_f64(),
+            self.timeout.as_secs_f64()
+        )
+    }
+}
+
+/// Removes temp files that a killed download left: `PREFIX` followed by
+/// tempfile's six random characters. Best effort; holo runs one at a time.
+fn remove_stale_temp_files(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let stale = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(prefix))
+            .is_some_and(|suffix| {
+                suffix.len() == 6 && suffix.bytes().all(|b| b.is_ascii_alphanumeric())
+            });
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// SHA-256 of a file, lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file = File::open(path).map_err(|err| Error::io("read", path, &err))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(|err| Error::io("read", path, &err))?;
+    Ok(hex(&hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+
+    /// Serves `responses` in order, one per connection; returns the URL base
+    /// and a handle yielding the raw requests.
+    fn serve(responses: Vec<Vec<u8>>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!(
+            "http://127.0.0.1:{}",
+            listener.local_addr().expect("addr").port()
+        );
+        let handle = std::thread::spawn(move || {
+            let mut requests = Vec::new();
+            for response in responses {
+                let (stream, _) = listener.accept().expect("accept");
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut request = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    request.push_str(&line);
+                }
+                requests.push(request);
+                let mut stream = stream;
+                let _ = stream.write_all(&response);
+            }
+            requests
+        });
+        (base, handle)
+    }
+
+    fn ok(body: &[u8]) -> Vec<u8> {
+        let mut response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        response.extend_from_slice(body);
+        response
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        hex(&Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn redact_url_hides_userinfo_only() {
+        assert_eq!(
+            redact_url("https://deploy:s3cret@example.com/a.tar.gz"),
+            "https://***@example.com/a.tar.gz"
+        );
+        assert_eq!(
+            redact_url("https://example.com/a@b.tgz"),
+            "https://example.com/a@b.tgz"
+        );
+        let mut redactor = Redactor::default();
+        redactor.add("tok");
+        redactor.add("token-123");
+        assert_eq!(
+            redactor.redact("see http://u:p@h/x with token-123 and tok"),
+            "see http://***@h/x with *** and ***"
+        );
+    }
+
+    #[test]
+    fn percent_encoded_userinfo_is_decoded() {
+        assert_eq!(percent_decode("p%40ss%3Aw"), "p@ss:w");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+
+    #[test]
+    fn downloads_verifies_and_sends_credentials() {
+        let body = b"archive bytes".to_vec();
+        let (base, server) = serve(vec![ok(&body)]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("a.tar");
+        let url = format!(
+            "{}/a.tar",
+            base.replace("http://", "http://deploy:pa%40ss@")
+        );
+        let download = Download::new(&url, &target)
+            .expect("valid")
+            .sha256(&sha(&body).to_uppercase())
+            .header("X-Api-Token", "Bearer abc123");
+        assert!(
+            !download.shown_url().contains("pa"),
+            "{}",
+            download.shown_url()
+        );
+        let done = download.fetch().expect("download");
+        assert_eq!(done.sha256, sha(&body));
+        assert_eq!(done.bytes, body.len() as u64);
+        assert_eq!(std::fs::read(&target).expect("read"), body);
+        let requests = server.join().expect("server");
+        let expected = base64::engine::general_purpose::STANDARD.encode("deploy:pa@ss");
+        assert!(
+            requests[0].contains(&format!("authorization: Basic {expected}"))
+                || requests[0].contains(&format!("Authorization: Basic {expected}")),
+            "{}",
+            requests[0]
+        );
+        assert!(
+            requests[0]
+                .to_ascii_lowercase()
+                .contains("x-api-token: bearer abc123")
+        );
+        assert!(requests[0].starts_with("GET /a.tar "), "{}", requests[0]);
+    }
+
+    #[test]
+    fn mismatch_and_non_200_leave_the_target_alone() {
+        let (base, server) = serve(vec![
+            ok(b"new content"),
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("a.zip");
+        std::fs::write(&target, b"old").expect("old");
+        let wanted = sha(b"something else");
+        let err = Download::new(&format!("{base}/a.zip"), &target)
+            .expect("valid")
+            .sha256(&wanted)
+            .fetch()
+            .expect_err("mismatch");
+        assert!(err.message().contains(&wanted), "{err}");
+        assert!(err.message().contains(&sha(b"new content")), "{err}");
+        let err = Download::new(&format!("{base}/missing.zip"), &target)
+            .expect("valid")
+            .fetch()
+            .expect_err("404");
+        assert!(err.message().contains("404 Not Found"), "{err}");
+        server.join().expect("server");
+        assert_eq!(std::fs::read(&target).expect("read"), b"old");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["a.zip"], "no temp file is left");
+    }
+
+    #[test]
+    fn temp_files_of_a_killed_download_are_removed() {
+        let (base, server) = serve(vec![ok(b"x")]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(".a.tar-Ab12Cd"), b"partial").expect("leftover");
+        std::fs::write(dir.path().join(".a.tar-keep-me"), b"not ours").expect("other");
+        Download::new(&format!("{base}/a.tar"), dir.path().join("a.tar"))
+            .expect("valid")
+            .fetch()
+            .expect("download");
+        server.join().expect("server");
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| entry.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".a.tar-keep-me", "a.tar"]);
+    }
+
+    #[test]
+    fn idle_server_times_out_without_a_temp_file() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
+            std::thread::sleep(Duration::from_millis(1500));
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("slow.tar");
+        let err = Download::new(&format!("http://127.0.0.1:{port}/slow.tar"), &target)
+            .expect("valid")
+            .idle_timeout(Duration::from_millis(300))
+            .fetch()
+            .expect_err("idle");
+        assert!(err.message().contains("timed out"), "{err}");
+        server.join().expect("server");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+    }
+
+    #[test]
+    fn other_schemes_are_refused() {
+        let err = Download::new("ftp://u:pw@h/a.tar", "/tmp/x").expect_err("ftp");
+        assert!(err.message().contains("only http"), "{err}");
+        assert!(!err.message().contains("pw"), "{err}");
+    }
+}
