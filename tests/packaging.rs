@@ -441,8 +441,8 @@ impl Drop for Cleanup {
                 .args(&self.packages)
                 .status();
         }
-        for file in &self.files {
-            let _ = std::fs::remove_file(file);
+        for path in &self.files {
+            remove(path);
         }
         let _ = Command::new("debian/rules")
             .arg("clean")
@@ -451,20 +451,50 @@ impl Drop for Cleanup {
     }
 }
 
-/// Minimal resources for each plugin, so `holo scan` shows it was loaded.
-/// A plugin added to packaging/plugins.list needs one here.
-const SAMPLES: [(&str, &str); 4] = [
-    ("package", "[[package]]\nname = \"holo-packaging-test\"\n"),
-    ("service", "[[service]]\nname = \"holo-packaging-test\"\n"),
+/// Minimal resources for each plugin, so `holo scan` shows it was loaded:
+/// plugin ID, the entity, the resource. A plugin added to
+/// packaging/plugins.list needs one here.
+const SAMPLES: [(&str, &str, &str); 6] = [
+    (
+        "package",
+        "package:holo-packaging-test",
+        "[[package]]\nname = \"holo-packaging-test\"\n",
+    ),
+    (
+        "service",
+        "service:holo-packaging-test",
+        "[[service]]\nname = \"holo-packaging-test\"\n",
+    ),
     (
         "exec",
+        "exec:holo-packaging-test",
         "[[exec]]\nname = \"holo-packaging-test\"\ncommand = \"true\"\n",
     ),
     (
+        "archive",
+        "archive:/opt/holo-packaging-test.tar.gz",
+        "[[archive]]\nname = \"/opt/holo-packaging-test.tar.gz\"\nurl = \"https://example.org/holo-packaging-test.tar.gz\"\nowner = \"root\"\ngroup = \"root\"\n",
+    ),
+    (
+        "scaffold",
+        "scaffold:/etc/holo-packaging-test.d",
+        "[[scaffold]]\nname = \"/etc/holo-packaging-test.d\"\nsource = \"holo-packaging-test\"\n",
+    ),
+    (
         "file",
+        "file:/etc/holo-packaging-test",
         "[[file]]\nname = \"/etc/holo-packaging-test\"\ncontent = \"applied by holo\\n\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\n",
     ),
 ];
+
+/// Removes a file or a whole directory the test made.
+fn remove(path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+}
 
 #[test]
 fn debian_packages_build_install_work_and_purge_without_a_trace() {
@@ -563,9 +593,9 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
     let plugins = plugins();
     let mut samples = Vec::new();
     for plugin in plugins.iter().filter(|p| p.snippet.is_some()) {
-        let (_, sample) = SAMPLES
+        let (_, entity, sample) = SAMPLES
             .iter()
-            .find(|(id, _)| *id == plugin.id)
+            .find(|(id, _, _)| *id == plugin.id)
             .unwrap_or_else(|| panic!("add a sample resource for plugin {} to SAMPLES", plugin.id));
         let path = PathBuf::from(format!(
             "/usr/share/holo/{}/holo-packaging-test.toml",
@@ -573,7 +603,16 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         ));
         std::fs::write(&path, sample).unwrap();
         cleanup.files.push(path.clone());
-        samples.push((plugin.id.clone(), path));
+        let mut made = vec![path];
+        if plugin.id == "scaffold" {
+            // The template directory the scaffold renders.
+            let templates = PathBuf::from("/usr/share/holo/scaffold/holo-packaging-test");
+            std::fs::create_dir_all(&templates).unwrap();
+            std::fs::write(templates.join("app.conf"), "port = 8080\n").unwrap();
+            cleanup.files.push(templates.clone());
+            made.push(templates);
+        }
+        samples.push((plugin.id.clone(), *entity, made));
     }
     let holo = |args: &[&str]| {
         Command::new("/usr/bin/holo")
@@ -589,14 +628,9 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
     );
     assert!(scan.status.success(), "holo scan:\n{stdout}{stderr}");
     assert!(stderr.is_empty(), "holo scan complains:\n{stderr}");
-    for (id, _) in &samples {
-        let entity = if id == "file" {
-            "file:/etc/holo-packaging-test".to_string()
-        } else {
-            format!("{id}:holo-packaging-test")
-        };
+    for (_, entity, _) in &samples {
         assert!(
-            stdout.lines().any(|l| l == entity),
+            stdout.lines().any(|l| l == *entity),
             "holo scan lacks {entity}:\n{stdout}"
         );
     }
@@ -618,9 +652,9 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         "holo-apply.timer must ship disabled"
     );
     // Only the file resource stays for apply: the others would act on the machine.
-    for (id, path) in &samples {
+    for (id, _, made) in &samples {
         if id != "file" {
-            std::fs::remove_file(path).unwrap();
+            made.iter().for_each(|path| remove(path));
         }
     }
     let apply = holo(&["apply"]);
@@ -650,8 +684,8 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         Path::new("/etc/holorc.d/20-file").exists(),
         "remove took the conffile"
     );
-    for (_, path) in &samples {
-        let _ = std::fs::remove_file(path);
+    for (_, _, made) in &samples {
+        made.iter().for_each(|path| remove(path));
     }
     run(Command::new("dpkg").arg("--purge").args(&packages));
     cleanup.packages.clear();
