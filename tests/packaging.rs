@@ -435,14 +435,15 @@ struct Cleanup {
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
+        // Our own files first, or dpkg could not remove their directories.
+        for path in &self.files {
+            remove(path);
+        }
         if !self.packages.is_empty() {
             let _ = Command::new("dpkg")
                 .arg("--purge")
                 .args(&self.packages)
                 .status();
-        }
-        for path in &self.files {
-            remove(path);
         }
         let _ = Command::new("debian/rules")
             .arg("clean")
@@ -627,7 +628,12 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         String::from_utf8_lossy(&scan.stderr),
     );
     assert!(scan.status.success(), "holo scan:\n{stdout}{stderr}");
-    assert!(stderr.is_empty(), "holo scan complains:\n{stderr}");
+    // `>>` notes may come (the scaffold's template directory draws one);
+    // no plugin may fail or be skipped.
+    assert!(
+        !stderr.contains("!!") && !stderr.contains("Skipping plugin"),
+        "holo scan complains:\n{stderr}"
+    );
     for (_, entity, _) in &samples {
         assert!(
             stdout.lines().any(|l| l == *entity),
