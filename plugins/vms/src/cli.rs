@@ -51,7 +51,7 @@ impl Cli {
             | Command::Exec(ExecArgs { file_args, .. })
             | Command::Console(ConsoleArgs { file_args, .. }) => &file_args.files,
             Command::Logs(logs) => &logs.files,
-            Command::Images | Command::Version => &Vec::new(),
+            Command::Images | Command::Version | Command::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
     }
@@ -106,6 +106,9 @@ pub enum Command {
     Console(ConsoleArgs),
     /// Print the version of holos.
     Version,
+    /// Print the shell completion script (the packages install it).
+    #[command(hide = true)]
+    Completions { shell: clap_complete::Shell },
 }
 
 /// `holos up [--no-wait] [SERVICE...]`.
@@ -296,11 +299,19 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// The commands that load no compose file: `version`.
+/// The commands that load no compose file: `version` and `completions`.
 fn run_without_project(command: &Command) -> Option<ExitCode> {
     match command {
         Command::Version => {
             println!("holos {}", env!("CARGO_PKG_VERSION"));
+            Some(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cli, "holos", &mut script);
+            // A closed stdout is not worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
             Some(ExitCode::SUCCESS)
         }
         _ => None,

@@ -165,11 +165,9 @@ fn holo_vms() -> Command {
 
 #[test]
 fn holo_vms_answers_info_through_the_sdk_and_scans_no_resources_as_nothing() {
-    holo_vms()
-        .arg("info")
-        .assert()
-        .success()
-        .stdout("MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order\n");
+    holo_vms().arg("info").assert().success().stdout(
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order\n",
+    );
     let root = tempfile::tempdir().expect("root");
     holo_vms()
         .env("HOLO_ROOT_DIR", root.path())

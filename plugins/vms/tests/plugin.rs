@@ -67,7 +67,8 @@ fn scan_reports_services_with_image_replicas_ports_and_requires() {
         .output()
         .unwrap();
     assert!(
-        String::from_utf8_lossy(&info.stdout).contains("EXTENSIONS=noop,order,batch,inplace,batch-order\n"),
+        String::from_utf8_lossy(&info.stdout)
+            .contains("EXTENSIONS=noop,order,batch,inplace,batch-order\n"),
         "{}",
         String::from_utf8_lossy(&info.stdout)
     );
