@@ -321,7 +321,7 @@ fn dependents_wait_for_a_healthy_dependency_and_a_failed_check_leaves_no_qemu() 
     let log = standin_ssh(&p);
     let said = p.ok(&["up"]);
     assert!(
-        said.contains("holos: waiting for db-0 to be healthy"),
+        said.contains("holos: api waits for db-0 to be healthy"),
         "{said}"
     );
     let calls = std::fs::read_to_string(&log).unwrap();
@@ -345,7 +345,8 @@ fn dependents_wait_for_a_healthy_dependency_and_a_failed_check_leaves_no_qemu() 
     assert_eq!(out.status.code(), Some(1));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("holos: db-0 did not become healthy (3 failed checks of \"pg_isready -U postgres\"); api was not started"),
+        said.contains("db-0 did not become healthy: 2 consecutive failed probes")
+            && said.contains("of pg_isready -U postgres; last probe output: no output, exit code 1; api was not started"),
         "{said}"
     );
     assert!(!said.contains("api-0 started"), "{said}");
