@@ -13,9 +13,9 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -46,14 +46,6 @@ impl Status {
     /// True for exit code 0.
     pub fn success(self) -> bool {
         self == Status::Exited(0)
-    }
-
-    fn from_exit(status: ExitStatus) -> Status {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => Status::Exited(code),
-            (None, Some(signal)) => Status::Signaled(signal),
-            (None, None) => Status::Exited(-1),
-        }
     }
 }
 
@@ -236,14 +228,11 @@ impl Command {
         let exited = ExitWatch::new(child.id());
         let deadline = self.timeout.map(|limit| Instant::now() + limit);
         let status = loop {
-            if let Some(status) = child.try_wait().map_err(|e| self.wait_error(&e))? {
-                break Status::from_exit(status);
+            if let Some(status) = try_wait_leader(child.id()).map_err(|e| self.wait_error(&e))? {
+                break status;
             }
             if deadline.is_some_and(|at| Instant::now() >= at) {
-                // ProcessGroup's kill signals the whole group, so children
-                // the command put in the background go too.
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut *child);
                 break Status::TimedOut;
             }
             let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
@@ -272,12 +261,11 @@ impl Command {
         let deadline = self.timeout.map(|limit| Instant::now() + limit);
         let exited = ExitWatch::new(child.id());
         loop {
-            if let Some(status) = child.try_wait().map_err(|e| self.wait_error(&e))? {
-                return Ok(Status::from_exit(status));
+            if let Some(status) = try_wait_leader(child.id()).map_err(|e| self.wait_error(&e))? {
+                return Ok(status);
             }
             if deadline.is_some_and(|at| Instant::now() >= at) {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut *child);
                 return Ok(Status::TimedOut);
             }
             let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
@@ -317,11 +305,37 @@ impl Detached {
 
     /// `Some(status)` once it has exited (it is then reaped), else `None`.
     pub fn try_wait(&mut self) -> Result<Option<Status>> {
-        self.child
-            .try_wait()
-            .map(|status| status.map(Status::from_exit))
+        try_wait_leader(self.pid())
             .map_err(|err| Error::new(format!("cannot wait for process {}: {err}", self.pid())))
     }
+}
+
+/// Reaps the command itself (the group leader) if it has exited. Only its
+/// pid is waited for: a plugin that is a child subreaper (a batch) also
+/// inherits the command's background children, and waiting for the whole
+/// group would mistake them for the command.
+fn try_wait_leader(pid: u32) -> std::io::Result<Option<Status>> {
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let pid = nix::unistd::Pid::from_raw(pid as libc::pid_t);
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return Ok(Some(Status::Exited(code))),
+            Ok(WaitStatus::Signaled(_, signal, _)) => {
+                return Ok(Some(Status::Signaled(signal as i32)));
+            }
+            Ok(_) => return Ok(None),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(errno) => return Err(std::io::Error::from(errno)),
+        }
+    }
+}
+
+/// Kills the command's whole process group (so children it put in the
+/// background go too) and reaps the command.
+fn kill_group(child: &mut dyn ChildWrapper) {
+    let _ = child.start_kill();
+    let pid = nix::unistd::Pid::from_raw(child.id() as libc::pid_t);
+    while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(pid, None) {}
 }
 
 /// Starts a long-lived process that outlives the plugin: in a new session,
