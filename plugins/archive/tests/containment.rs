@@ -14,15 +14,9 @@ use escapes::{Escapes, write};
 use support::{Format, Item, Route, Server, build, sha256};
 
 fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-archive"))
+    escapes
+        .plugin(assert_cmd::cargo::cargo_bin!("holo-archive"), "archive")
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", escapes.root())
-        .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/archive"))
-        .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/archive"))
-        .env("HOLO_CACHE_DIR", escapes.path("tmp/cache"))
         .output()
         .expect("run holo-archive")
 }
@@ -68,7 +62,7 @@ fn symlinks_in_the_root_never_lead_holo_archive_outside_it() {
         &format!("app:x:{uid}:{gid}::/srv:/bin/sh\n"),
     );
     write(&escapes.path("etc/group"), &format!("app:x:{gid}:\n"));
-    fs::create_dir_all(escapes.path("tmp/cache")).expect("cache");
+    fs::create_dir_all(escapes.path("tmp/holo.1")).expect("cache");
     // opt -> /…/elsewhere: inside the root that is ROOT/…/elsewhere.
     escapes.link_elsewhere("opt");
     let counterpart = escapes.elsewhere_in_root();

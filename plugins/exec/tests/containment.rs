@@ -12,15 +12,9 @@ use std::path::Path;
 use escapes::{Escapes, write};
 
 fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_holo-exec"))
+    escapes
+        .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", escapes.root())
-        .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/exec"))
-        .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/exec"))
-        .env("HOLO_CACHE_DIR", escapes.path("tmp/cache"))
         .output()
         .expect("run holo-exec")
 }
@@ -48,7 +42,7 @@ fn apply_all(escapes: &Escapes, names: &[&str]) -> String {
 #[test]
 fn creates_behind_symlinks_is_looked_for_inside_the_root() {
     let escapes = Escapes::new();
-    fs::create_dir_all(escapes.path("tmp/cache")).expect("cache");
+    fs::create_dir_all(escapes.path("tmp/holo.1")).expect("cache");
     // etc/outdir -> /…/elsewhere: inside the root that is ROOT/…/elsewhere.
     escapes.link_elsewhere("etc/outdir");
     // etc/up -> ../../..: inside the root that climbs to ROOT itself.

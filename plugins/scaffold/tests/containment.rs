@@ -12,15 +12,9 @@ use std::path::{Path, PathBuf};
 use escapes::{Escapes, write};
 
 fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_holo-scaffold"))
+    escapes
+        .plugin(Path::new(env!("CARGO_BIN_EXE_holo-scaffold")), "scaffold")
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", escapes.root())
-        .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/scaffold"))
-        .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/scaffold"))
-        .env("HOLO_CACHE_DIR", escapes.path("tmp/holo.1"))
         .output()
         .expect("run holo-scaffold")
 }
