@@ -6,11 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use holo_plugin::resources::{self, Resource};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, owners, state};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Desired, Protection, Status};
 use crate::extract;
+use crate::in_root;
 use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
 use crate::provider::http;
 
@@ -169,15 +171,16 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         return Ok(Outcome::Changed);
     }
     let archive = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
     if plan.remove {
-        remove(&archive, &spec.name)?;
+        remove(&fs, &archive, &spec.name)?;
         println!("Removed {}", spec.name);
     }
     if plan.download {
         let uid = owners::uid(env, &spec.owner)?;
         let gid = owners::gid(env, &spec.group)?;
         let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
-        if !env.root_join(parent).is_dir() {
+        if !fs.is_dir(&env.root_join(parent)) {
             return Err(Error::new(format!(
                 "cannot download to {}: directory {} does not exist; create it first (for example with a [[file]] resource with ensure = \"directory\")",
                 spec.name,
@@ -185,7 +188,8 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
             )));
         }
         let credentials = credentials(env, id)?;
-        let done = http::fetch(env, spec, &credentials, uid, gid)?;
+        let target = in_root::real_entry(env, &fs, &archive)?;
+        let done = http::fetch(&target, spec, &credentials, uid, gid)?;
         println!(
             "Downloaded {} to {} ({} bytes, sha256 {})",
             spec.shown_url, spec.name, done.bytes, done.sha256
@@ -197,32 +201,40 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         let options = extract::Options {
             keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
         };
-        let count = extract::extract(
-            &archive,
-            spec.format,
-            &env.root_join(parent),
-            Path::new(parent),
-            options,
-        )
-        .map_err(|message| {
-            // A downloaded archive that failed to extract goes again, so that
-            // the next run fetches and extracts it rather than taking it as
-            // done (without `creates` nothing else would tell).
-            let removed = plan.download && remove(&archive, &spec.name).is_ok();
-            Error::new(format!(
-                "cannot extract {} into {parent}: {message}; nothing was extracted{}",
-                spec.name,
-                if removed {
-                    ", and the download was removed so that the next run tries again"
-                } else {
-                    ""
-                }
-            ))
-        })?;
+        let host_parent = env.root_join(parent);
+        let count = fs
+            .create_dir_all(&host_parent)
+            .map_err(|err| format!("cannot create {parent}: {err}"))
+            .and_then(|()| {
+                let real =
+                    |path: &Path| in_root::real_path(env, &fs, path).map_err(|err| err.to_string());
+                extract::extract(
+                    &real(&archive)?,
+                    spec.format,
+                    &real(&host_parent)?,
+                    Path::new(parent),
+                    options,
+                )
+            })
+            .map_err(|message| {
+                // A downloaded archive that failed to extract goes again, so that
+                // the next run fetches and extracts it rather than taking it as
+                // done (without `creates` nothing else would tell).
+                let removed = plan.download && remove(&fs, &archive, &spec.name).is_ok();
+                Error::new(format!(
+                    "cannot extract {} into {parent}: {message}; nothing was extracted{}",
+                    spec.name,
+                    if removed {
+                        ", and the download was removed so that the next run tries again"
+                    } else {
+                        ""
+                    }
+                ))
+            })?;
         println!("Extracted {count} entries from {} into {parent}", spec.name);
     }
     if plan.cleanup {
-        remove(&archive, &spec.name)?;
+        remove(&fs, &archive, &spec.name)?;
         println!("Cleaned up {}", spec.name);
     }
     let after = http::status(env, spec)?;
@@ -236,8 +248,8 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     Ok(Outcome::Changed)
 }
 
-fn remove(path: &Path, name: &str) -> Result<()> {
-    match std::fs::remove_file(path) {
+fn remove(fs: &RootFs, path: &Path, name: &str) -> Result<()> {
+    match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(Error::new(format!("cannot remove {name}: {err}"))),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use holo_plugin::common::format_duration;
 use holo_plugin::process::{Command, Status, Stream};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Env, Error, Result};
 
 use crate::model::ExecSpec;
@@ -77,11 +78,18 @@ pub fn creates_path(env: &Env, spec: &ExecSpec) -> Option<PathBuf> {
     spec.creates.as_ref().map(|path| env.root_join(path))
 }
 
+/// True when the `creates` file exists; in test mode symlinks on the way
+/// resolve inside the root, as if it were `/`.
+pub fn creates_exists(env: &Env, spec: &ExecSpec) -> bool {
+    creates_path(env, spec)
+        .is_some_and(|path| RootFs::of(env).is_ok_and(|fs| fs.metadata(&path).is_ok()))
+}
+
 /// The scan report's reason line: why the command would run or be skipped,
 /// as far as scan can know (a refresh is only known during apply).
 pub fn scan_reason(env: &Env, spec: &ExecSpec) -> String {
     let creates = creates_path(env, spec);
-    let creates_exists = creates.as_deref().is_some_and(Path::exists);
+    let creates_exists = creates_exists(env, spec);
     let mut reason = match decide(false, creates_exists, spec.refresh_only) {
         Decision::Skip(skip) => {
             let why = match skip {

@@ -68,7 +68,7 @@ impl Plugin for ExecPlugin {
         let Some(spec) = &entity.spec else {
             return Ok(Outcome::NotChanged);
         };
-        let creates_exists = apply::creates_path(env, spec).is_some_and(|path| path.exists());
+        let creates_exists = apply::creates_exists(env, spec);
         let run = match apply::decide(entity.refresh, creates_exists, spec.refresh_only) {
             Decision::Skip(_) => return Ok(Outcome::NotChanged),
             Decision::Run(run) => run,

@@ -83,17 +83,19 @@ fn render(
         .map_err(Error::new)?;
     let files = render::render_tree(&engine, &spec.source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
-    let mut lists = render::classify(&files, &target, &record.by_rel());
+    let fs = RootFs::of(env)?;
+    let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
     if spec.ensure == Ensure::Absent {
         // After removal the render would list files to add; only what is
         // on disk counts.
-        lists.changed.retain(|rel| target.join(rel).exists());
-        lists.stable.retain(|rel| target.join(rel).exists());
+        let exists = |rel: &PathBuf| fs.metadata(&target.join(rel)).is_ok();
+        lists.changed.retain(exists);
+        lists.stable.retain(exists);
     }
     Ok(Rendering {
         files,
         lists,
-        target_exists: target.is_dir(),
+        target_exists: fs.is_dir(&target),
     })
 }
 
@@ -209,6 +211,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
     let context = template_context(env)?;
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
+    let fs = RootFs::of(env)?;
     let observed = rendering.observed();
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
         return Ok(Outcome::NotChanged);
@@ -216,7 +219,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
     if spec.ensure == Ensure::Present
         && spec.protect
         && mode != Mode::Force
-        && let Some(outcome) = protected(env, spec, &rendering, &record)
+        && let Some(outcome) = protected(&fs, env, spec, &rendering, &record)
     {
         return Ok(outcome);
     }
@@ -236,7 +239,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
             let files = write_files(env, spec, &rendering, &record)?;
             if spec.purge {
                 for rel in &rendering.lists.purged {
-                    remove_file(&target.join(rel), &spec.name, rel)?;
+                    remove_file(&fs, &target.join(rel), &spec.name, rel)?;
                     println!("Purged {}", Path::new(&spec.name).join(rel).display());
                 }
             }
@@ -256,7 +259,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
                 .chain(&rendering.lists.stable)
                 .cloned()
                 .collect();
-            remove_managed(&target, &spec.name, &managed)?;
+            remove_managed(&fs, &target, &spec.name, &managed)?;
             let after = render(env, &context, spec, &record)?;
             verify(spec, &after)?;
             state::remove(env, id)?;
@@ -268,6 +271,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
 /// The outcome that leaves files edited or deleted since the last apply
 /// alone (`None` when apply may go ahead); a restore wins over an overwrite.
 fn protected(
+    fs: &RootFs,
     env: &Env,
     spec: &ScaffoldSpec,
     rendering: &Rendering,
@@ -278,7 +282,8 @@ fn protected(
     let mut outcome = None;
     for rel in &rendering.lists.changed {
         let written = previous.get(rel).map(|managed| managed.written.as_str());
-        let current = std::fs::read(target.join(rel))
+        let current = fs
+            .read(&target.join(rel))
             .ok()
             .map(|bytes| render::sha256(&bytes));
         match apply::protection(written, current.as_deref()) {
@@ -383,8 +388,8 @@ fn run_post(spec: &ScaffoldSpec, file: &Rendered, path: &Path, shown: &str) -> R
     Ok(())
 }
 
-fn remove_file(path: &Path, target: &str, rel: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
+fn remove_file(fs: &RootFs, path: &Path, target: &str, rel: &Path) -> Result<()> {
+    match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(Error::new(format!(
@@ -396,10 +401,10 @@ fn remove_file(path: &Path, target: &str, rel: &Path) -> Result<()> {
 
 /// Removes the managed files, then empty directories deepest first, then
 /// the target itself if it is empty.
-fn remove_managed(target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> {
+fn remove_managed(fs: &RootFs, target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> {
     let mut dirs = std::collections::BTreeSet::new();
     for rel in managed {
-        remove_file(&target.join(rel), name, rel)?;
+        remove_file(fs, &target.join(rel), name, rel)?;
         println!("Removed {}", Path::new(name).join(rel).display());
         let mut parent = rel.parent();
         while let Some(dir) = parent.filter(|dir| !dir.as_os_str().is_empty()) {
@@ -411,9 +416,9 @@ fn remove_managed(target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> 
     dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
     for dir in dirs {
         // Only empty directories go; others hold unrelated files.
-        let _ = std::fs::remove_dir(target.join(dir));
+        let _ = fs.remove_dir(&target.join(dir));
     }
-    let _ = std::fs::remove_dir(target);
+    let _ = fs.remove_dir(target);
     Ok(())
 }
 
@@ -424,9 +429,10 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         return Ok(Outcome::NotChanged);
     };
     let target = env.root_join(&record.target);
+    let fs = RootFs::of(env)?;
     let mut unchanged = Vec::new();
     for (rel, managed) in record.by_rel() {
-        match std::fs::read(target.join(&rel)) {
+        match fs.read(&target.join(&rel)) {
             Ok(bytes) if render::sha256(&bytes) == managed.written => unchanged.push(rel),
             Ok(_) => eprintln!(">> {} was edited since apply; it stays", managed.path),
             Err(_) => {}
@@ -436,7 +442,7 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         println!("{}", apply::noop_message(Ensure::Absent, unchanged.len()));
         return Ok(Outcome::Changed);
     }
-    remove_managed(&target, &record.target, &unchanged)?;
+    remove_managed(&fs, &target, &record.target, &unchanged)?;
     state::remove(env, id)?;
     Ok(Outcome::Changed)
 }
@@ -448,6 +454,7 @@ fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathB
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
     let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
     let lists = &rendering.lists;
     let mut differing: Vec<&PathBuf> = match spec.ensure {
         Ensure::Present => lists
@@ -476,7 +483,7 @@ fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathB
     for rel in differing {
         let shown = Path::new(&spec.name).join(rel).display().to_string();
         append_section(&mut desired, &shown, desired_of(rel));
-        append_section(&mut current, &shown, std::fs::read(target.join(rel)).ok());
+        append_section(&mut current, &shown, fs.read(&target.join(rel)).ok());
     }
     let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
     std::fs::create_dir_all(&dir).map_err(|err| Error::io("create", &dir, &err))?;

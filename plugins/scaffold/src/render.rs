@@ -9,6 +9,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use holo_plugin::root_fs::RootFs;
 use minijinja::Environment;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -141,26 +142,41 @@ fn collect_files(dir: &Path, rel: &Path, files: &mut Vec<PathBuf>) -> Result<(),
     Ok(())
 }
 
-/// Every file in the target (symlinks not followed), relative.
-pub fn target_files(target: &Path) -> Vec<PathBuf> {
+/// Every file in the target (symlinks not followed), relative; `fs`
+/// keeps the walk inside the root in test mode.
+pub fn target_files(fs: &RootFs, target: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    if target.is_dir() {
-        let _ = collect_files(target, Path::new(""), &mut files);
+    if fs.is_dir(target) {
+        collect_target_files(fs, target, Path::new(""), &mut files);
     }
     files
 }
 
+fn collect_target_files(fs: &RootFs, dir: &Path, rel: &Path, files: &mut Vec<PathBuf>) {
+    for name in fs.read_dir_names(dir).unwrap_or_default() {
+        let path = dir.join(&name);
+        match fs.symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => {
+                collect_target_files(fs, &path, &rel.join(&name), files);
+            }
+            Ok(_) => files.push(rel.join(&name)),
+            Err(_) => {}
+        }
+    }
+}
+
 /// Classifies `rendered` against the target directory `target` (the real
-/// path). `record` maps target paths to what was rendered and written
+/// path, read through `fs`). `record` maps target paths to what was rendered and written
 /// last time, so that a file its `post` command changed stays Stable.
 pub fn classify(
+    fs: &RootFs,
     rendered: &[Rendered],
     target: &Path,
     record: &BTreeMap<PathBuf, Managed>,
 ) -> Lists {
     let mut lists = Lists::default();
     for file in rendered {
-        let current = fs::read(target.join(&file.rel)).ok();
+        let current = fs.read(&target.join(&file.rel)).ok();
         let stable = match &current {
             None => false,
             Some(bytes) if *bytes == file.content => true,
@@ -175,7 +191,7 @@ pub fn classify(
         }
     }
     let produced: BTreeSet<&PathBuf> = rendered.iter().map(|file| &file.rel).collect();
-    lists.purged = target_files(target)
+    lists.purged = target_files(fs, target)
         .into_iter()
         .filter(|rel| !produced.contains(rel))
         .collect();
@@ -218,7 +234,7 @@ mod tests {
             .collect();
         assert_eq!(rels, ["conf.d/web.conf", "same.txt"]);
         assert_eq!(rendered[0].content, b"name=web\n");
-        let lists = classify(&rendered, &target, &BTreeMap::new());
+        let lists = classify(&RootFs::unconfined(), &rendered, &target, &BTreeMap::new());
         assert_eq!(lists.changed, [PathBuf::from("conf.d/web.conf")]);
         assert_eq!(lists.stable, [PathBuf::from("same.txt")]);
         assert_eq!(lists.purged, [PathBuf::from("stray.txt")]);
@@ -241,11 +257,21 @@ mod tests {
                 written: sha256(b"formatted"),
             },
         )]);
-        assert_eq!(classify(&rendered, dir.path(), &record).stable.len(), 1);
         assert_eq!(
-            classify(&rendered, dir.path(), &BTreeMap::new())
-                .changed
+            classify(&RootFs::unconfined(), &rendered, dir.path(), &record)
+                .stable
                 .len(),
+            1
+        );
+        assert_eq!(
+            classify(
+                &RootFs::unconfined(),
+                &rendered,
+                dir.path(),
+                &BTreeMap::new()
+            )
+            .changed
+            .len(),
             1
         );
     }

@@ -6,9 +6,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use holo_plugin::download::{self, Download, Downloaded};
+use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Env, Error, Result};
 
 use crate::apply::Status;
+use crate::in_root;
 use crate::model::{ArchiveSpec, Credentials};
 
 /// Idle timeout of a download: no byte for this long fails it.
@@ -17,12 +19,13 @@ const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Reads the archive file (existence, checksum, owner, group) and the
 /// `creates` marker. Paths are below the root in test mode.
 pub fn status(env: &Env, spec: &ArchiveSpec) -> Result<Status> {
+    let fs = RootFs::of(env)?;
     let archive = env.root_join(&spec.name);
     let creates_exists = match &spec.creates {
-        Some(creates) => exists(&env.root_join(creates))?,
+        Some(creates) => exists(&fs, &env.root_join(creates))?,
         None => false,
     };
-    let meta = match std::fs::metadata(&archive) {
+    let meta = match fs.metadata(&archive) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Status {
@@ -40,28 +43,33 @@ pub fn status(env: &Env, spec: &ArchiveSpec) -> Result<Status> {
     }
     Ok(Status {
         archive_exists: true,
-        checksum: Some(download::sha256_file(&archive)?),
+        checksum: Some(download::sha256_file(&in_root::real_path(
+            env, &fs, &archive,
+        )?)?),
         uid: Some(meta.uid()),
         gid: Some(meta.gid()),
         creates_exists,
     })
 }
 
-fn exists(path: &Path) -> Result<bool> {
-    path.try_exists()
-        .map_err(|err| Error::io("check", path, &err))
+fn exists(fs: &RootFs, path: &Path) -> Result<bool> {
+    match fs.metadata(path) {
+        Ok(_) => Ok(true),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(Error::io("check", path, &err)),
+    }
 }
 
-/// Downloads the archive to its name (below the root in test mode), owned
-/// by `uid`:`gid`. Messages never carry the credentials.
+/// Downloads the archive to `target` (its real path), owned by
+/// `uid`:`gid`. Messages never carry the credentials.
 pub fn fetch(
-    env: &Env,
+    target: &Path,
     spec: &ArchiveSpec,
     credentials: &Credentials,
     uid: u32,
     gid: u32,
 ) -> Result<Downloaded> {
-    let mut request = Download::new(&credentials.url, env.root_join(&spec.name))?
+    let mut request = Download::new(&credentials.url, target)?
         .timeout(spec.timeout())
         .idle_timeout(IDLE_TIMEOUT.min(spec.timeout()))
         .owner(Some(uid), Some(gid));

@@ -56,6 +56,28 @@ impl Escapes {
         symlink(target, link).expect("symlink");
     }
 
+    /// Plugin binary `bin` in test mode on this root, with the
+    /// directories holo gives plugin `plugin` below it.
+    #[allow(dead_code)] // not every test that includes this runs a plugin
+    pub fn plugin(&self, bin: &Path, plugin: &str) -> std::process::Command {
+        let mut command = std::process::Command::new(bin);
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOLO_API_VERSION", "3")
+            .env("HOLO_ROOT_DIR", self.root())
+            .env(
+                "HOLO_RESOURCE_DIR",
+                self.path(&format!("usr/share/holo/{plugin}")),
+            )
+            .env(
+                "HOLO_STATE_DIR",
+                self.path(&format!("var/lib/holo/{plugin}")),
+            )
+            .env("HOLO_CACHE_DIR", self.path("tmp/holo.1"));
+        command
+    }
+
     /// Every entry outside the root, with the content of files.
     pub fn outside_the_root(&self) -> Vec<(PathBuf, String)> {
         let mut found = Vec::new();
