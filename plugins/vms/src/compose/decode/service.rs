@@ -27,7 +27,9 @@ pub struct Context<'a> {
     pub environment: &'a Environment,
 }
 
-const DEFAULT_STOP_GRACE_MS: u64 = 10_000;
+/// A VM shuts down slower than a container (Compose waits 10 s), and a
+/// systemd guest under TCG needs more still.
+const DEFAULT_STOP_GRACE_MS: u64 = 30_000;
 const DEFAULT_USER: &str = "ubuntu";
 
 pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> Option<Service> {
