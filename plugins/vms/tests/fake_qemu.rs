@@ -113,6 +113,19 @@ fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
     }
 }
 
+/// Connects once the fake listens: it creates its QMP socket first, and under
+/// load the serial socket and the forwards may come a moment later.
+fn connect_when_ready<T>(mut connect: impl FnMut() -> std::io::Result<T>, what: &str) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match connect() {
+            Ok(stream) => return stream,
+            Err(err) if Instant::now() >= deadline => panic!("cannot connect to {what}: {err}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
 fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -277,7 +290,10 @@ fn qmp_quit_and_the_legacy_qmp_option() {
 fn serial_console_clients_see_the_guest_echo_and_the_log_keeps_it() {
     let fake = Fake::new();
     let mut child = fake.spawn(&fake.instance_args(), &[]);
-    let mut console = UnixStream::connect(fake.path("serial.sock")).expect("console");
+    let mut console = connect_when_ready(
+        || UnixStream::connect(fake.path("serial.sock")),
+        "the serial socket",
+    );
     console
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
@@ -306,7 +322,10 @@ fn host_forwards_bind_like_slirp_and_a_taken_port_fails() {
         format!("user,id=net0,hostfwd=tcp:127.0.0.1:{free_port}-:22"),
     ]);
     let mut child = fake.spawn(&args, &[]);
-    let mut ssh = std::net::TcpStream::connect(("127.0.0.1", free_port)).expect("forward");
+    let mut ssh = connect_when_ready(
+        || std::net::TcpStream::connect(("127.0.0.1", free_port)),
+        "the forwarded port",
+    );
     ssh.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     let mut banner = [0u8; 4];
