@@ -14,22 +14,8 @@ use std::time::Duration;
 use holo_plugin::download::{is_sensitive_header, redact_url};
 use serde::{Deserialize, Serialize};
 
-/// The `ensure` property.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ensure {
-    Present,
-    Absent,
-}
-
-impl Ensure {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ensure::Present => "present",
-            Ensure::Absent => "absent",
-        }
-    }
-}
+/// The `ensure` property (`present` or `absent`), shared with other kinds.
+pub use holo_plugin::resources::Ensure;
 
 /// The archive formats, from the file name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

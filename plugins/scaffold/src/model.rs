@@ -7,22 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The `ensure` property.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ensure {
-    Present,
-    Absent,
-}
-
-impl Ensure {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ensure::Present => "present",
-            Ensure::Absent => "absent",
-        }
-    }
-}
+/// The `ensure` property (`present` or `absent`), shared with other kinds.
+pub use holo_plugin::resources::Ensure;
 
 /// A `[[scaffold]]` table as written in a resource file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -148,6 +148,25 @@ pub fn load_reading<R: Resource>(
     Ok(declared)
 }
 
+/// The `ensure` property of kinds whose entities are either there or not
+/// (archive, scaffold).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ensure {
+    Present,
+    Absent,
+}
+
+impl Ensure {
+    /// The value as written in a resource.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ensure::Present => "present",
+            Ensure::Absent => "absent",
+        }
+    }
+}
+
 /// `path` without `.` components and with `..` taken back lexically.
 pub fn lexically_normal(path: &Path) -> PathBuf {
     let mut normal = PathBuf::new();

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Manifest;
 use crate::compose::Options;
-use crate::manifest::{MountKind, Service};
+use crate::manifest::Service;
 use crate::runtime::host;
 use crate::runtime::instance;
 use crate::runtime::project::Runtime;
@@ -225,16 +225,7 @@ fn port_text(port: &crate::manifest::Port) -> String {
 /// The hash of what the service's VMs are built from: the resolved service
 /// and the named volumes it mounts.
 pub fn spec_hash(manifest: &Manifest, service: &Service) -> String {
-    let volumes: Vec<_> = manifest
-        .volumes
-        .iter()
-        .filter(|v| {
-            service
-                .mounts
-                .iter()
-                .any(|m| m.kind == MountKind::Volume && m.source == v.name)
-        })
-        .collect();
+    let volumes = crate::runtime::plan::mounted_volumes(manifest, service);
     crate::runtime::plan::hash_json(&(service, volumes))
 }
 

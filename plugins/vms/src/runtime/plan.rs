@@ -14,7 +14,7 @@ use super::spec::{
     Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
 use super::state::{Layout, ProjectRecord};
-use crate::manifest::{Image, Instance, Manifest, MountKind, Service};
+use crate::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
 
 /// The longest path a unix socket address holds (`sun_path` less the NUL).
 pub const UNIX_SOCKET_PATH_MAX: usize = 107;
@@ -87,7 +87,12 @@ fn instance_hash(
 ) -> String {
     let mut alone = service.clone();
     alone.instances = vec![instance.clone()];
-    let volumes: Vec<_> = manifest
+    hash_json(&(&alone, &mounted_volumes(manifest, service), accel))
+}
+
+/// The project's named volumes that `service` mounts.
+pub fn mounted_volumes<'m>(manifest: &'m Manifest, service: &Service) -> Vec<&'m Volume> {
+    manifest
         .volumes
         .iter()
         .filter(|v| {
@@ -96,8 +101,7 @@ fn instance_hash(
                 .iter()
                 .any(|m| m.kind == MountKind::Volume && m.source == v.name)
         })
-        .collect();
-    hash_json(&(&alone, &volumes, accel))
+        .collect()
 }
 
 /// Plans every instance of `services` (all when empty), in start order.
