@@ -198,15 +198,7 @@ impl ArchiveTable {
         }
         let owner = required("owner", self.owner.as_deref())?;
         let group = required("group", self.group.as_deref())?;
-        let ensure = match self.ensure.as_deref() {
-            None | Some("present") => Ensure::Present,
-            Some("absent") => Ensure::Absent,
-            Some(other) => {
-                return Err(format!(
-                    "ensure {other:?} is not valid: use \"present\" or \"absent\""
-                ));
-            }
-        };
+        let ensure = Ensure::parse(self.ensure.as_deref())?;
         let timeout = match &self.timeout {
             None => DEFAULT_TIMEOUT,
             Some(text) => parse_duration(text)?,

@@ -122,15 +122,7 @@ impl ScaffoldTable {
                 ));
             }
         }
-        let ensure = match self.ensure.as_deref() {
-            None | Some("present") => Ensure::Present,
-            Some("absent") => Ensure::Absent,
-            Some(other) => {
-                return Err(format!(
-                    "ensure {other:?} is not valid: use \"present\" or \"absent\""
-                ));
-            }
-        };
+        let ensure = Ensure::parse(self.ensure.as_deref())?;
         let delimiters = match (&self.left_delimiter, &self.right_delimiter) {
             (None, None) => None,
             (Some(left), Some(right)) if !left.trim().is_empty() && !right.trim().is_empty() => {

@@ -158,6 +158,17 @@ pub enum Ensure {
 }
 
 impl Ensure {
+    /// Reads the property: unset means `present`.
+    pub fn parse(value: Option<&str>) -> std::result::Result<Ensure, String> {
+        match value {
+            None | Some("present") => Ok(Ensure::Present),
+            Some("absent") => Ok(Ensure::Absent),
+            Some(other) => Err(format!(
+                "ensure {other:?} is not valid: use \"present\" or \"absent\""
+            )),
+        }
+    }
+
     /// The value as written in a resource.
     pub fn as_str(self) -> &'static str {
         match self {
