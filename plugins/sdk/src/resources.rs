@@ -140,7 +140,8 @@ pub fn load_reading<R: Resource>(
     for path in &listing.toml_files {
         loader.load_file(path);
     }
-    for path in listing.unread(&|path| reads(path, &loader.declared)) {
+    let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+    for path in listing.unread(&read) {
         warn_unread::<R>(env, &path);
     }
     let mut declared = loader.finish()?;
@@ -690,9 +691,13 @@ impl LineIndex {
 
 /// Renders string properties; the template context (facts, data) is built
 /// on first use, so resources without templates never gather facts.
+/// Templates may read files of the resource directory (`template()`,
+/// `readFile()`, includes); those count as read by the plugin.
 struct Templates {
     root: PathBuf,
     test_mode: bool,
+    resource_dir: PathBuf,
+    resource_origin: PathBuf,
     context: Option<TemplateContext>,
 }
 
@@ -701,8 +706,17 @@ impl Templates {
         Templates {
             root: env.root.clone(),
             test_mode: env.test_mode,
+            resource_dir: env.resource_dir.clone(),
+            resource_origin: env.resource_origin.clone(),
             context: None,
         }
+    }
+
+    /// Whether a template has read `path` (below the resource directory).
+    fn has_read(&self, path: &Path) -> bool {
+        self.context
+            .as_ref()
+            .is_some_and(|context| context.has_read(path))
     }
 
     fn render_value(
@@ -740,7 +754,7 @@ impl Templates {
                     "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
                 ))
             })?;
-            self.context = Some(context);
+            self.context = Some(context.with_files(&self.resource_dir, &self.resource_origin));
         }
         self.context
             .as_ref()
@@ -748,15 +762,24 @@ impl Templates {
     }
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
+        let origin = self.resource_origin.clone();
         let context = self.context(location, property)?;
-        context.render(text).map_err(|err| {
-            let place = Location {
-                line: location.line + err.line().saturating_sub(1),
-                ..location.clone()
-            };
-            Error::new(format!(
-                "{place}: property {property}: {err}; set template = false in the table to take the text literally"
-            ))
+        context.render(text).map_err(|err| match err.file() {
+            // Inside a template file: its own place first, then the property.
+            Some(file) => Error::new(format!(
+                "{}:{}: {err}; rendered for property {property} at {location}",
+                origin.join(file).display(),
+                err.line()
+            )),
+            None => {
+                let place = Location {
+                    line: location.line + err.line().saturating_sub(1),
+                    ..location.clone()
+                };
+                Error::new(format!(
+                    "{place}: property {property}: {err}; or set template = false in the table to take the text literally"
+                ))
+            }
         })
     }
 }
