@@ -776,9 +776,12 @@ impl Templates {
                     line: location.line + err.line().saturating_sub(1),
                     ..location.clone()
                 };
-                Error::new(format!(
-                    "{place}: property {property}: {err}; or set template = false in the table to take the text literally"
-                ))
+                let literally = if err.may_be_literal() {
+                    "; set template = false in the table to take the text literally"
+                } else {
+                    ""
+                };
+                Error::new(format!("{place}: property {property}: {err}{literally}"))
             }
         })
     }

@@ -39,6 +39,7 @@ pub struct TemplateError {
     expression: Option<String>,
     line: usize,
     file: Option<String>,
+    may_be_literal: bool,
 }
 
 impl TemplateError {
@@ -62,6 +63,13 @@ impl TemplateError {
     /// failed, when the error is inside one rather than in the string itself.
     pub fn file(&self) -> Option<&str> {
         self.file.as_deref()
+    }
+
+    /// Whether the text may not have been meant as a template at all (a
+    /// syntax error, an undefined name), so that taking it literally is
+    /// worth suggesting.
+    pub fn may_be_literal(&self) -> bool {
+        self.may_be_literal
     }
 }
 
@@ -366,6 +374,7 @@ impl TemplateContext {
             );
             machine.hint_for(&mentioned)
         });
+        let machine_fact = machine.is_some();
         let message = match (err.kind(), machine) {
             (_, Some(hint)) => format!("{}; {hint}", detail.unwrap_or("undefined value")),
             (ErrorKind::UndefinedError, None) => format!(
@@ -395,11 +404,21 @@ impl TemplateContext {
                 None => err.kind().to_string(),
             },
         };
+        let may_be_literal = !machine_fact
+            && matches!(
+                err.kind(),
+                ErrorKind::SyntaxError
+                    | ErrorKind::UndefinedError
+                    | ErrorKind::UnknownFunction
+                    | ErrorKind::UnknownFilter
+                    | ErrorKind::UnknownTest
+            );
         TemplateError {
             message,
             expression,
             line,
             file,
+            may_be_literal,
         }
     }
 }
@@ -486,10 +505,14 @@ impl TemplateFiles {
         }
         let path = self.dir.join(&normal);
         match (path.canonicalize(), self.dir.canonicalize()) {
-            (Ok(real), Ok(dir)) if !real.starts_with(&dir) => refuse(format!(
-                "is a symlink out of the resource directory (to {})",
-                real.display()
-            )),
+            (Ok(real), Ok(dir)) if !real.starts_with(&dir) => {
+                // The link as written; the resolved path would name the
+                // machine's layout rather than the resource.
+                let link = std::fs::read_link(&path)
+                    .map(|target| format!(" (-> {})", target.display()))
+                    .unwrap_or_default();
+                refuse(format!("is a symlink out of the resource directory{link}"))
+            }
             (Ok(_), Ok(_)) => {
                 if let Ok(mut read) = self.read.lock() {
                     read.insert(path.clone());
