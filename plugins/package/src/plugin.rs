@@ -131,6 +131,11 @@ fn provider_hints(env: &Env) -> Result<ProviderHints> {
         os_ids,
         apt_on_path: on_path("apt-get"),
         dnf_on_path: on_path("dnf"),
+        mock_database: env.test_mode.then(|| {
+            env.root_join(provider::mock::DATABASE)
+                .display()
+                .to_string()
+        }),
     })
 }
 
@@ -227,7 +232,7 @@ impl Plugin for PackagePlugin {
                 .get(&spec.provider)
                 .and_then(|packages| packages.get(&spec.name))
                 .map(Observed::from);
-            let origin = item.location.origin.display().to_string();
+            let origin = item.location.to_string();
             let with = describe(&spec);
             let installed = describe_observed(seen.as_ref());
             let mut scanned = Scanned::new(
