@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The pages the suite ships; each must exist.
-const REQUIRED_PAGES: [&str; 4] = [
+const REQUIRED_PAGES: [&str; 5] = [
     "holo.8",
     "holorc.5",
+    "holo-data.5",
     "holo-plugin-interface.7",
     "holo-test.7",
 ];

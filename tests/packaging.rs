@@ -640,10 +640,10 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
             "holo scan lacks {entity}:\n{stdout}"
         );
     }
-    let man = run(Command::new("man").args(["-w", "holo", "holorc", "holo-file"]));
+    let man = run(Command::new("man").args(["-w", "holo", "holorc", "holo-data", "holo-file"]));
     assert_eq!(
         String::from_utf8_lossy(&man.stdout),
-        "/usr/share/man/man8/holo.8.gz\n/usr/share/man/man5/holorc.5.gz\n/usr/share/man/man8/holo-file.8.gz\n"
+        "/usr/share/man/man8/holo.8.gz\n/usr/share/man/man5/holorc.5.gz\n/usr/share/man/man5/holo-data.5.gz\n/usr/share/man/man8/holo-file.8.gz\n"
     );
     if has_command("systemd-analyze") {
         // Checks the units' syntax, ExecStart= and Documentation= man page.
