@@ -950,6 +950,9 @@ mod tests {
         let (_dir, ctx) = with_files(&[("self.j2", "{{ template('self.j2') }}")]);
         let err = ctx.render("{{ template('self.j2') }}").expect_err("loop");
         assert!(err.message().contains("nested more than"), "{err}");
+        let (_dir, ctx) = with_files(&[("loop.j2", "{% include 'loop.j2' %}")]);
+        let err = ctx.render("{% include 'loop.j2' %}").expect_err("loop");
+        assert!(err.to_string().contains("recursion"), "{err}");
     }
 
     #[test]
