@@ -1,6 +1,7 @@
 //! `holos doctor` with `PATH` arranged: tools missing, a `qemu-img` of
 //! another QEMU release (a script that answers `--version` as qemu-img 8.2
-//! does), the crate's fake `qemu-system-x86_64` (no KVM), a state directory
+//! does), the crate's fake `qemu-system-x86_64` (KVM failing, or working
+//! with `FAKE_QEMU_KVM=1`), a state directory
 //! that cannot be created, OVMF below the test root; and for real on this
 //! machine, against the installed QEMU.
 
@@ -180,6 +181,21 @@ fn qemu_tools_of_different_releases_warn_and_without_kvm_tcg_is_used() {
         line(&report, "accelerator").contains("HOLOS_ACCEL=kvm, but "),
         "{report}"
     );
+    // Where KVM works (the fake's FAKE_QEMU_KVM=1 answers query-kvm with
+    // enabled), the probe launch finds it. The probe first needs /dev/kvm.
+    if Path::new("/dev/kvm").exists() {
+        for accel in [None, Some("kvm")] {
+            let mut env = vec![("FAKE_QEMU_KVM", "1")];
+            env.extend(accel.map(|a| ("HOLOS_ACCEL", a)));
+            let (out, report) = host.doctor_on_own_path(&env);
+            assert_eq!(out.status.code(), Some(0), "{report}");
+            assert_eq!(
+                line(&report, "accelerator"),
+                "ok    accelerator          KVM (the probe launch with KVM worked)",
+                "{report}"
+            );
+        }
+    }
     let (out, report) = host.doctor_on_own_path(&[("HOLOS_ACCEL", "fast")]);
     assert_eq!(out.status.code(), Some(1), "{report}");
     assert!(

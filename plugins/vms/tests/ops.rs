@@ -234,3 +234,21 @@ fn volumes_ls_shows_users_and_rm_refuses_while_an_instance_attaches_the_volume()
     let said = fails(&p, &["volumes", "rm", "../projects/ops"]);
     assert!(said.contains("it has no volumes at all"), "{said}");
 }
+
+#[test]
+fn up_without_holos_accel_uses_kvm_only_where_the_probe_launch_works() {
+    if !have_qemu_img() || !std::path::Path::new("/dev/kvm").exists() {
+        eprintln!("skipped: the probe launch needs /dev/kvm");
+        return;
+    }
+    for (kvm, accel) in [("1", "kvm"), ("0", "tcg")] {
+        let p = Project::new(COMPOSE, Qemu::Fake);
+        let mut up = p.holos(&["up", "--no-wait"]);
+        up.env_remove("HOLOS_ACCEL").env("FAKE_QEMU_KVM", kvm);
+        p.ok_with(&mut up);
+        let db = json(&p, &["inspect", "db-0", "--json"]);
+        assert_eq!(db["accel"], accel, "FAKE_QEMU_KVM={kvm}");
+        let argv = cmdline(db["pid"].as_u64().unwrap() as u32);
+        assert!(argv.contains(&format!("q35,accel={accel}")), "{argv:?}");
+    }
+}
