@@ -10,12 +10,16 @@
 //!   talking to it; `host`: pids, ports and the accelerator;
 //! - `health`: healthchecks over SSH and waiting on `depends_on`;
 //! - `project`: up, stop, start and down under the lock; `commands`: the
-//!   `holos` commands on top.
+//!   `holos` commands on top;
+//! - `inspect`, `volumes`, `doctor`: operating a project (`ps --json` and
+//!   `inspect`, `volumes ls|rm`) and the host (`doctor`).
 
 pub mod cloud_init;
 pub mod commands;
+pub mod doctor;
 pub mod health;
 pub mod host;
+pub mod inspect;
 pub mod instance;
 pub mod plan;
 pub mod project;
@@ -25,4 +29,5 @@ pub mod seed_iso;
 pub mod spec;
 pub mod ssh;
 pub mod state;
+pub mod volumes;
 pub mod yaml_out;
