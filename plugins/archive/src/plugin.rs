@@ -49,6 +49,10 @@ impl Plugin for ArchivePlugin {
     const ID: &'static str = "archive";
     type Spec = ArchiveSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<ArchiveTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

@@ -29,6 +29,10 @@ impl Plugin for FilePlugin {
     const ID: &'static str = "file";
     type Spec = FileSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<FileResource>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

@@ -128,6 +128,10 @@ impl Plugin for ScaffoldPlugin {
     const ID: &'static str = "scaffold";
     type Spec = ScaffoldSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<ScaffoldTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

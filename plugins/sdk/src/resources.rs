@@ -117,6 +117,24 @@ const COMMON_PROPERTIES: &[&str] = &[
     "health_checks",
 ];
 
+/// The properties a `[[R::KIND]]` table accepts, by section: `R::KIND`
+/// with the struct's fields and the CCM aliases, `common` with the
+/// properties every kind accepts, and `health_checks` with the keys of one
+/// health check. This is what `holo-ID properties` prints (see
+/// [`crate::Plugin::properties`]); the man page test reads it.
+pub fn properties<R: Resource>() -> Vec<(String, Vec<&'static str>)> {
+    let mut own: Vec<&'static str> = struct_fields::<R>().unwrap_or_default().to_vec();
+    own.extend(R::ALIASES.iter().map(|(alias, _)| *alias));
+    vec![
+        (R::KIND.to_string(), own),
+        ("common".to_string(), COMMON_PROPERTIES.to_vec()),
+        (
+            "health_checks".to_string(),
+            common::HEALTH_CHECK_PROPERTIES.to_vec(),
+        ),
+    ]
+}
+
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
 /// directory. All errors are collected and reported together. Every other
 /// file in the resource directory gets a `>>` warning: the plugin reads
