@@ -1230,4 +1230,36 @@ mod tests {
         );
         assert_eq!(struct_fields::<HashMap<String, String>>(), None);
     }
+
+    #[test]
+    fn properties_are_the_fields_the_aliases_and_the_common_ones() {
+        let properties = properties::<Demo>();
+        let sections: Vec<&str> = properties.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(sections, ["demo", "common", "health_checks"]);
+        assert_eq!(
+            properties[0].1,
+            ["name", "content", "refresh_only", "contents", "refreshonly"]
+        );
+        assert!(properties[1].1.contains(&"subscribe") && properties[1].1.contains(&"template"));
+        // Every listed health check key is accepted by the parser.
+        for key in &properties[2].1 {
+            let value = match *key {
+                "command" => "\"true\"",
+                "tries" => "2",
+                _ => "\"1s\"",
+            };
+            let text = if *key == "command" {
+                format!("health_checks = [{{ command = {value} }}]")
+            } else {
+                format!("health_checks = [{{ command = \"true\", {key} = {value} }}]")
+            };
+            let mut table: DeTable = DeTable::parse(&text).unwrap().into_inner();
+            let at = |_| Location {
+                path: PathBuf::new(),
+                origin: PathBuf::new(),
+                line: 1,
+            };
+            take_common(&mut table, &at).unwrap_or_else(|err| panic!("{key}: {}", err.message()));
+        }
+    }
 }
