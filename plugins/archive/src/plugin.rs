@@ -50,7 +50,10 @@ impl Plugin for ArchivePlugin {
     type Spec = ArchiveSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        resources::properties::<ArchiveTable>()
+        let mut properties = resources::properties::<ArchiveTable>();
+        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
+        properties.push(("archive.ensure".to_string(), ensure.to_vec()));
+        properties
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {

@@ -30,7 +30,10 @@ impl Plugin for FilePlugin {
     type Spec = FileSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        resources::properties::<FileResource>()
+        let mut properties = resources::properties::<FileResource>();
+        let ensure = resources::enum_variants::<model::Ensure>().unwrap_or_default();
+        properties.push(("file.ensure".to_string(), ensure.to_vec()));
+        properties
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {

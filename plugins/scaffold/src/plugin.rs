@@ -129,7 +129,10 @@ impl Plugin for ScaffoldPlugin {
     type Spec = ScaffoldSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        resources::properties::<ScaffoldTable>()
+        let mut properties = resources::properties::<ScaffoldTable>();
+        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
+        properties.push(("scaffold.ensure".to_string(), ensure.to_vec()));
+        properties
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {

@@ -795,12 +795,34 @@ fn looks_like_template(text: &str) -> bool {
 /// The field names of a `#[derive(Deserialize)]` struct, found by asking it
 /// to deserialize from a probe; `None` for other shapes (maps, flatten).
 fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
-    let mut fields = None;
-    let _ = R::deserialize(FieldProbe(&mut fields));
-    fields
+    let mut shape = None;
+    let _ = R::deserialize(FieldProbe(&mut shape));
+    match shape {
+        Some(Shape::Struct(fields)) => Some(fields),
+        _ => None,
+    }
 }
 
-struct FieldProbe<'a>(&'a mut Option<&'static [&'static str]>);
+/// The variant names of a `#[derive(Deserialize)]` enum as resources write
+/// them (after `rename_all`), found like [`struct_fields`]; `None` for other
+/// types. A plugin adds them to [`properties`] as a section `KIND.PROPERTY`,
+/// so that the man page test sees every accepted value.
+pub fn enum_variants<E: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut shape = None;
+    let _ = E::deserialize(FieldProbe(&mut shape));
+    match shape {
+        Some(Shape::Enum(variants)) => Some(variants),
+        _ => None,
+    }
+}
+
+/// What a probed type asked to be deserialized as.
+enum Shape {
+    Struct(&'static [&'static str]),
+    Enum(&'static [&'static str]),
+}
+
+struct FieldProbe<'a>(&'a mut Option<Shape>);
 
 #[derive(Debug)]
 struct ProbeDone;
@@ -832,14 +854,24 @@ impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
         fields: &'static [&'static str],
         _visitor: V,
     ) -> Result<V::Value, ProbeDone> {
-        *self.0 = Some(fields);
+        *self.0 = Some(Shape::Struct(fields));
+        Err(ProbeDone)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, ProbeDone> {
+        *self.0 = Some(Shape::Enum(variants));
         Err(ProbeDone)
     }
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map enum identifier ignored_any
+        tuple_struct map identifier ignored_any
     }
 }
 
@@ -1229,6 +1261,8 @@ mod tests {
             Some(&["name", "content", "refresh_only"][..])
         );
         assert_eq!(struct_fields::<HashMap<String, String>>(), None);
+        assert_eq!(enum_variants::<Ensure>(), Some(&["present", "absent"][..]));
+        assert_eq!(enum_variants::<Demo>(), None);
     }
 
     #[test]
