@@ -302,6 +302,32 @@ fn debian_arch_and_rpm_install_the_same_paths_as_plugins_list_says() {
         );
     }
 
+    // Every page in man/ is shipped by exactly one package.
+    let mut pages: Vec<String> = std::fs::read_dir(repo().join("man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.rsplit('.')
+                .next()
+                .is_some_and(|s| s.len() == 1 && s.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    pages.sort();
+    for page in &pages {
+        let section = page.rsplit('.').next().unwrap();
+        let installed = format!("/usr/share/man/man{section}/{page}.gz");
+        let shipping: Vec<&String> = debian
+            .iter()
+            .filter(|(_, set)| set.contains(&installed))
+            .map(|(package, _)| package)
+            .collect();
+        assert_eq!(
+            shipping.len(),
+            1,
+            "man/{page} must be in exactly one debian/PACKAGE.manpages (and the PKGBUILD and spec), found in {shipping:?}"
+        );
+    }
+
     // Every source a .install or .manpages file names is in the tree (the
     // build products come from target/ and debian/generated-completions).
     for package in debian_packages() {

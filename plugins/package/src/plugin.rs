@@ -175,6 +175,10 @@ impl Plugin for PackagePlugin {
     const ID: &'static str = "package";
     type Spec = Entity;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<PackageTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
         let declared = resources::load::<PackageTable>(env)?;
         let mut hints: Option<ProviderHints> = None;
