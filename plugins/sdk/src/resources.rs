@@ -90,6 +90,25 @@ pub struct Declared<R> {
     pub location: Location,
     /// Why `if`/`unless` leave it unmanaged; `None` when it is managed.
     pub skipped: Option<String>,
+    /// The line of each property of the table (CCM aliases under the
+    /// property's own name), for [`Declared::location_of`].
+    pub property_lines: Vec<(String, usize)>,
+}
+
+impl<R> Declared<R> {
+    /// Where `property` is written in the table, so that an error about
+    /// its value names its own line; the table's line when it is not there.
+    pub fn location_of(&self, property: &str) -> Location {
+        let line = self
+            .property_lines
+            .iter()
+            .find(|(name, _)| name == property)
+            .map_or(self.location.line, |(_, line)| *line);
+        Location {
+            line,
+            ..self.location.clone()
+        }
+    }
 }
 
 impl<R: Resource> Declared<R> {
@@ -163,9 +182,10 @@ impl Ensure {
         match value {
             None | Some("present") => Ok(Ensure::Present),
             Some("absent") => Ok(Ensure::Absent),
-            Some(other) => Err(format!(
-                "ensure {other:?} is not valid: use \"present\" or \"absent\""
-            )),
+            Some(other) => {
+                one_of("ensure", other, &["present", "absent"])?;
+                Ok(Ensure::Present)
+            }
         }
     }
 
@@ -176,6 +196,32 @@ impl Ensure {
             Ensure::Absent => "absent",
         }
     }
+}
+
+/// Checks the value of an enumerated property against its `allowed`
+/// values and gives back the one it is. The error names every allowed
+/// value and, when the value looks like a typo of one, that one:
+/// `ensure = "lastest" is not known (did you mean "latest"?); use "present",
+/// "absent" or "latest"`.
+pub fn one_of<'a>(
+    property: &str,
+    value: &str,
+    allowed: &[&'a str],
+) -> std::result::Result<&'a str, String> {
+    if let Some(found) = allowed.iter().find(|candidate| **candidate == value) {
+        return Ok(found);
+    }
+    let quoted: Vec<String> = allowed.iter().map(|name| format!("{name:?}")).collect();
+    let listed = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    };
+    let suggestion = closest(value, allowed)
+        .map(|candidate| format!(" (did you mean {candidate:?}?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "{property} = {value:?} is not known{suggestion}; use {listed}"
+    ))
 }
 
 /// `path` without `.` components and with `..` taken back lexically.
@@ -495,6 +541,10 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .render_value(value, &|offset| at(offset), key.get_ref())?;
             }
         }
+        let property_lines: Vec<(String, usize)> = table
+            .keys()
+            .map(|key| (key.get_ref().to_string(), at(key.span().start).line))
+            .collect();
         let condition_places: Vec<(&str, Location)> = ["if", "unless"]
             .into_iter()
             .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
@@ -543,6 +593,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             common,
             location: location.clone(),
             skipped,
+            property_lines,
         })
     }
 }
