@@ -317,6 +317,9 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
         let base = base_path(env, path);
         let desired = if fs.is_file(&base) {
             base
+        } else if let Some(original) = original_link(env, id)? {
+            // Scrubbing puts the original link back.
+            scratch_link(env, &fs, path, &original)?
         } else {
             PathBuf::from("/dev/null")
         };
@@ -332,10 +335,7 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
     let current = posix::status(&fs, &target).map_err(context)?;
     let wanted = wanted(env, &fs, spec).map_err(context)?;
     let header = header_lines(env, spec, &wanted, &current);
-    let scratch = env
-        .cache_dir
-        .join("desired")
-        .join(path.trim_start_matches('/'));
+    let scratch = scratch_path(env, path);
     match spec.ensure {
         Ensure::Absent => Ok(None),
         // A directory shows only its attributes, and only where it is one.
@@ -347,13 +347,8 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
         })),
         Ensure::Link => {
             let link_target = wanted.target.as_deref().unwrap_or(Path::new(""));
-            if let Some(parent) = scratch.parent() {
-                fs.create_dir_all(parent)
-                    .map_err(|err| Error::io("create directory", parent, &err))?;
-            }
-            posix::link(&fs, &scratch, link_target, None, None)?;
             Ok(Some(Diff {
-                desired: scratch,
+                desired: scratch_link(env, &fs, path, link_target)?,
                 current: target,
                 header,
             }))
@@ -380,6 +375,33 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
             }))
         }
     }
+}
+
+/// Where diff puts the desired state of `path` in the cache.
+fn scratch_path(env: &Env, path: &str) -> PathBuf {
+    env.cache_dir
+        .join("desired")
+        .join(path.trim_start_matches('/'))
+}
+
+/// A link to `target` in the cache, as the desired state of `path`.
+fn scratch_link(env: &Env, fs: &RootFs, path: &str, target: &Path) -> Result<PathBuf> {
+    let scratch = scratch_path(env, path);
+    if let Some(parent) = scratch.parent() {
+        fs.create_dir_all(parent)
+            .map_err(|err| Error::io("create directory", parent, &err))?;
+    }
+    posix::link(fs, &scratch, target, None, None)?;
+    Ok(scratch)
+}
+
+/// The original link that scrubbing an entity puts back, if it had one.
+fn original_link(env: &Env, id: &str) -> Result<Option<PathBuf>> {
+    let record: Option<Record> = state::read(env, id)?;
+    Ok(record
+        .filter(|record| record.original.kind == OriginalKind::Link)
+        .and_then(|record| record.original.target)
+        .map(PathBuf::from))
 }
 
 /// Writes a file in the cache: it lives for one run, so no fsync.
