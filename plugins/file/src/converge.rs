@@ -55,7 +55,8 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
                 match action {
                     Action::Store => "Would have created the file",
                     Action::CreateDirectory => "Would have created directory",
-                    Action::Link => "Would have created the link",
+                    Action::Link if current.kind == Kind::Absent => "Would have created the link",
+                    Action::Link => "Would have replaced the file with the link",
                     Action::Remove | Action::None => "Would have removed the file",
                 }
             );

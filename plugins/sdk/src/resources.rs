@@ -958,6 +958,28 @@ mod tests {
         assert_eq!(scanned.sources, std::slice::from_ref(&a.location.path));
         assert_eq!(scanned.requires, ["package:nginx", "file:/etc/x"]);
         assert_eq!(scanned.subscribes, ["service:a"]);
+        // Each property's own line, aliases under the property's name.
+        assert_eq!(a.location_of("content").line, 7);
+        assert_eq!(a.location_of("refresh_only").line, 8);
+        assert_eq!(a.location_of("missing").line, 5, "the table's line");
+    }
+
+    #[test]
+    fn enumerated_values_name_the_choices_and_the_likely_one() {
+        let allowed = ["present", "absent", "latest", "purged"];
+        assert_eq!(one_of("ensure", "latest", &allowed), Ok("latest"));
+        assert_eq!(
+            one_of("ensure", "lastest", &allowed),
+            Err("ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or \"purged\"".to_string())
+        );
+        assert_eq!(
+            one_of("ensure", "running", &["present", "absent"]),
+            Err("ensure = \"running\" is not known; use \"present\" or \"absent\"".to_string())
+        );
+        assert_eq!(
+            Ensure::parse(Some("absnt")),
+            Err("ensure = \"absnt\" is not known (did you mean \"absent\"?); use \"present\" or \"absent\"".to_string())
+        );
     }
 
     #[test]
