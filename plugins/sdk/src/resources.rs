@@ -609,26 +609,11 @@ fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]
     ))
 }
 
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 /// The candidate closest to `name`, if it is close enough to be a typo.
 fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
     candidates
         .iter()
-        .map(|candidate| (edit_distance(name, candidate), *candidate))
+        .map(|candidate| (strsim::levenshtein(name, candidate), *candidate))
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
         .min()
         .map(|(_, candidate)| candidate)
@@ -1271,10 +1256,10 @@ mod tests {
     }
 
     #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("contnet", "content"), 2);
-        assert_eq!(edit_distance("owner", "owner"), 0);
-        assert_eq!(edit_distance("", "abc"), 3);
+    fn closest_finds_typos_only() {
+        assert_eq!(closest("contnet", &["content", "owner"]), Some("content"));
+        assert_eq!(closest("owner", &["owner"]), Some("owner"));
+        assert_eq!(closest("zzzzzz", &["content", "owner"]), None);
     }
 
     #[test]
