@@ -334,8 +334,12 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
         return Ok(Some(plain(PathBuf::from("/dev/null"), target)));
     }
     let current = posix::status(&fs, &target).map_err(context)?;
-    let wanted = wanted(env, &fs, spec).map_err(context)?;
-    let header = header_lines(env, spec, &wanted, &current);
+    // An owner that does not exist yet fails apply, not diff: then only
+    // the files show.
+    let header = match wanted(env, &fs, spec) {
+        Ok(wanted) => header_lines(env, spec, &wanted, &current),
+        Err(_) => Vec::new(),
+    };
     let scratch = scratch_path(env, path);
     match spec.ensure {
         Ensure::Absent => Ok(None),
@@ -347,7 +351,7 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
             header,
         })),
         Ensure::Link => {
-            let link_target = wanted.target.as_deref().unwrap_or(Path::new(""));
+            let link_target = Path::new(spec.target.as_deref().unwrap_or_default());
             Ok(Some(Diff {
                 desired: scratch_link(env, &fs, path, link_target)?,
                 current: target,
@@ -356,7 +360,7 @@ pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<
         }
         Ensure::Present => {
             let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
-            let mode = wanted.mode.unwrap_or(0o644);
+            let mode = spec.mode.unwrap_or(0o644);
             let in_place = current.kind == Kind::File
                 && current.mode == mode
                 && current.checksum.as_deref() == Some(posix::checksum_bytes(&contents).as_str());
