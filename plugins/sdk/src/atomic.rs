@@ -241,10 +241,11 @@ impl<'d> TempFile<'d> {
         }
     }
 
-    fn rename_to(self, target: &std::ffi::OsStr) -> io::Result<()> {
+    fn rename_to(mut self, target: &std::ffi::OsStr) -> io::Result<()> {
         let renamed = rustix::fs::renameat(self.dir, self.name.as_str(), self.dir, target);
         if renamed.is_ok() {
-            std::mem::forget(self);
+            // The name is the target's now: drop closes the file, unlinks nothing.
+            self.name.clear();
         }
         renamed.map_err(io::Error::from)
     }
@@ -252,7 +253,9 @@ impl<'d> TempFile<'d> {
 
 impl Drop for TempFile<'_> {
     fn drop(&mut self) {
-        let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
+        if !self.name.is_empty() {
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
+        }
     }
 }
 
@@ -371,6 +374,22 @@ mod tests {
         .expect_err("no parent");
         assert!(err.message().contains("does not exist"), "{err}");
         assert!(err.message().contains(&target.display().to_string()));
+    }
+
+    #[test]
+    fn writes_leave_no_descriptor_open() {
+        let open = || std::fs::read_dir("/proc/self/fd").expect("fds").count();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = RootFs::unconfined();
+        let options = WriteOptions::mode(0o644);
+        write(&fs, &dir.path().join("warm-up"), b"x", &options).expect("write");
+        let before = open();
+        for i in 0..50 {
+            write(&fs, &dir.path().join(format!("f{i}")), b"x", &options).expect("write");
+        }
+        // Other tests run in parallel threads and open files too; a
+        // descriptor per write would show as 50.
+        assert!(open() < before + 25, "{before} before, {} after", open());
     }
 
     #[test]
