@@ -92,7 +92,7 @@ pub struct Declared<R> {
     pub skipped: Option<String>,
     /// The line of each property of the table (CCM aliases under the
     /// property's own name), for [`Declared::location_of`].
-    pub property_lines: Vec<(String, usize)>,
+    pub property_lines: Vec<(&'static str, usize)>,
 }
 
 impl<R> Declared<R> {
@@ -102,7 +102,7 @@ impl<R> Declared<R> {
         let line = self
             .property_lines
             .iter()
-            .find(|(name, _)| name == property)
+            .find(|(name, _)| *name == property)
             .map_or(self.location.line, |(_, line)| *line);
         Location {
             line,
@@ -374,10 +374,13 @@ impl<'e, R: Resource> Loader<'e, R> {
             }
         };
         let lines = LineIndex::new(&text);
+        let line_at = |offset: usize| {
+            lines.line_of(offset) + usize::from(opens_trimmed_multiline(&text, offset))
+        };
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
             origin: origin.clone(),
-            line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(&text, offset)),
+            line: line_at(offset),
         };
         let mut document = match DeTable::parse(&text) {
             Ok(document) => document.into_inner(),
@@ -426,10 +429,12 @@ impl<'e, R: Resource> Loader<'e, R> {
             let span = table.span();
             let location = at(span.start);
             match table.into_inner() {
-                DeValue::Table(entries) => match self.load_table(entries, span, &location, &at) {
-                    Ok(declared) => self.add(declared),
-                    Err(err) => self.errors.push(err),
-                },
+                DeValue::Table(entries) => {
+                    match self.load_table(entries, span, &location, &at, &line_at) {
+                        Ok(declared) => self.add(declared),
+                        Err(err) => self.errors.push(err),
+                    }
+                }
                 other => self.errors.push(Error::new(format!(
                     "{location}: {} in {}, expected a [[{}]] table",
                     other.type_str(),
@@ -510,6 +515,7 @@ impl<'e, R: Resource> Loader<'e, R> {
         span: std::ops::Range<usize>,
         location: &Location,
         at: &dyn Fn(usize) -> Location,
+        line_at: &dyn Fn(usize) -> usize,
     ) -> Result<Declared<R>> {
         let kind = R::KIND;
         for (alias, property) in R::ALIASES {
@@ -541,9 +547,17 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .render_value(value, &|offset| at(offset), key.get_ref())?;
             }
         }
-        let property_lines: Vec<(String, usize)> = table
+        // Names as the static field names: no allocation per key.
+        let known: &[&'static str] = self.fields.unwrap_or_default();
+        let property_lines: Vec<(&'static str, usize)> = table
             .keys()
-            .map(|key| (key.get_ref().to_string(), at(key.span().start).line))
+            .filter_map(|key| {
+                let name = known
+                    .iter()
+                    .chain(COMMON_PROPERTIES)
+                    .find(|name| **name == key.get_ref().as_ref())?;
+                Some((*name, line_at(key.span().start)))
+            })
             .collect();
         let condition_places: Vec<(&str, Location)> = ["if", "unless"]
             .into_iter()
