@@ -35,9 +35,9 @@ impl Plugin for FilePlugin {
         let fs = RootFs::of(env)?;
         for mut declared in resources::load_reading::<FileResource>(env, names_as_source)? {
             let id = resources::Resource::entity_id(&declared.resource);
-            let location = declared.location.clone();
             let resource = std::mem::take(&mut declared.resource);
-            let spec = match resource.validate(&location, declared.common.protect, &fs, |path| {
+            let location = &declared.location;
+            let spec = match resource.validate(location, declared.common.protect, &fs, |path| {
                 env.root_join(path)
             }) {
                 Ok(spec) => spec,

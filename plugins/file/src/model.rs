@@ -117,6 +117,7 @@ pub struct FileSpec {
     pub group: Option<Principal>,
     pub mode: Option<u32>,
     /// With `link`: what the link points to, verbatim (absolute or relative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// With `absent`: remove a non-empty directory too. With `link`: replace
     /// a regular file (saved as the original).

@@ -90,23 +90,50 @@ pub struct Declared<R> {
     pub location: Location,
     /// Why `if`/`unless` leave it unmanaged; `None` when it is managed.
     pub skipped: Option<String>,
-    /// The line of each property of the table (CCM aliases under the
-    /// property's own name), for [`Declared::location_of`].
-    pub property_lines: Vec<(&'static str, usize)>,
+    /// Where the table's keys start in `source`, for [`Declared::location_of`]
+    /// (looked up only for an error, so loading stays cheap).
+    key_offsets: Vec<usize>,
+    /// The text of the file, shared by its tables.
+    source: std::sync::Arc<SourceText>,
 }
 
-impl<R> Declared<R> {
-    /// Where `property` is written in the table, so that an error about
-    /// its value names its own line; the table's line when it is not there.
+/// A resource file's text with its line index.
+#[derive(Debug)]
+struct SourceText {
+    text: String,
+    lines: LineIndex,
+}
+
+impl<R: Resource> Declared<R> {
+    /// Where `property` is written in the table (a CCM alias counts as the
+    /// property), so that an error about its value names its own line; the
+    /// table's line when it is not there.
     pub fn location_of(&self, property: &str) -> Location {
-        let line = self
-            .property_lines
-            .iter()
-            .find(|(name, _)| *name == property)
-            .map_or(self.location.line, |(_, line)| *line);
+        let source = &self.source;
+        let found = self.key_offsets.iter().find_map(|&offset| {
+            let key = key_at(source.text.get(offset..)?);
+            let name = R::ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == key)
+                .map_or(key, |(_, property)| property);
+            (name == property).then(|| source.lines.line_of(offset))
+        });
         Location {
-            line,
+            line: found.unwrap_or(self.location.line),
             ..self.location.clone()
+        }
+    }
+}
+
+/// The key that `text` starts with: bare, or quoted without its quotes.
+fn key_at(text: &str) -> &str {
+    match text.chars().next() {
+        Some(quote @ ('"' | '\'')) => text[1..].split(quote).next().unwrap_or(""),
+        _ => {
+            let end = text
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(text.len());
+            &text[..end]
         }
     }
 }
@@ -374,15 +401,14 @@ impl<'e, R: Resource> Loader<'e, R> {
             }
         };
         let lines = LineIndex::new(&text);
-        let line_at = |offset: usize| {
-            lines.line_of(offset) + usize::from(opens_trimmed_multiline(&text, offset))
-        };
+        let source = std::sync::Arc::new(SourceText { text, lines });
+        let (text, lines) = (&source.text, &source.lines);
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
             origin: origin.clone(),
-            line: line_at(offset),
+            line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(text, offset)),
         };
-        let mut document = match DeTable::parse(&text) {
+        let mut document = match DeTable::parse(text) {
             Ok(document) => document.into_inner(),
             Err(err) => {
                 let location = at(err.span().map_or(0, |span| span.start));
@@ -430,7 +456,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             let location = at(span.start);
             match table.into_inner() {
                 DeValue::Table(entries) => {
-                    match self.load_table(entries, span, &location, &at, &line_at) {
+                    match self.load_table(entries, span, &location, &at, &source) {
                         Ok(declared) => self.add(declared),
                         Err(err) => self.errors.push(err),
                     }
@@ -515,7 +541,7 @@ impl<'e, R: Resource> Loader<'e, R> {
         span: std::ops::Range<usize>,
         location: &Location,
         at: &dyn Fn(usize) -> Location,
-        line_at: &dyn Fn(usize) -> usize,
+        source: &std::sync::Arc<SourceText>,
     ) -> Result<Declared<R>> {
         let kind = R::KIND;
         for (alias, property) in R::ALIASES {
@@ -547,18 +573,7 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .render_value(value, &|offset| at(offset), key.get_ref())?;
             }
         }
-        // Names as the static field names: no allocation per key.
-        let known: &[&'static str] = self.fields.unwrap_or_default();
-        let property_lines: Vec<(&'static str, usize)> = table
-            .keys()
-            .filter_map(|key| {
-                let name = known
-                    .iter()
-                    .chain(COMMON_PROPERTIES)
-                    .find(|name| **name == key.get_ref().as_ref())?;
-                Some((*name, line_at(key.span().start)))
-            })
-            .collect();
+        let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
         let condition_places: Vec<(&str, Location)> = ["if", "unless"]
             .into_iter()
             .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
@@ -607,7 +622,8 @@ impl<'e, R: Resource> Loader<'e, R> {
             common,
             location: location.clone(),
             skipped,
-            property_lines,
+            key_offsets,
+            source: source.clone(),
         })
     }
 }
@@ -718,6 +734,7 @@ pub fn entity_reference(text: &str) -> Option<String> {
 }
 
 /// Byte offset to 1-based line number.
+#[derive(Debug)]
 struct LineIndex {
     starts: Vec<usize>,
 }
@@ -961,6 +978,15 @@ mod tests {
         assert_eq!(a.location_of("content").line, 7);
         assert_eq!(a.location_of("refresh_only").line, 8);
         assert_eq!(a.location_of("missing").line, 5, "the table's line");
+    }
+
+    #[test]
+    fn keys_are_read_bare_or_quoted() {
+        assert_eq!(key_at("mode = \"0644\""), "mode");
+        assert_eq!(key_at("allow_setid=true"), "allow_setid");
+        assert_eq!(key_at("\"mode\" = 1"), "mode");
+        assert_eq!(key_at("'health-checks' = []"), "health-checks");
+        assert_eq!(key_at(""), "");
     }
 
     #[test]
