@@ -632,11 +632,14 @@ pub fn render_entity_diff(
         std::path::Path::new(std::ffi::OsStr::from_bytes(parts[0])),
         std::path::Path::new(std::ffi::OsStr::from_bytes(parts[1])),
     );
-    let diff = crate::diff::render_file_diff(
+    // A third field: header lines (the diff-header extension).
+    let attributes = parts.get(2).copied().filter(|lines| !lines.is_empty());
+    let diff = crate::diff::render_file_diff_with_header(
         from,
         to,
         &runtime.translate(&from.to_string_lossy()),
         &runtime.translate(&to.to_string_lossy()),
+        attributes,
     )
     .map_err(|e| e.to_string())?;
     Ok(if out.color(Stream::Out) {

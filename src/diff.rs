@@ -92,6 +92,7 @@ struct Blob {
 const MODE_REGULAR: u32 = 0o100644;
 const MODE_EXECUTABLE: u32 = 0o100755;
 const MODE_SYMLINK: u32 = 0o120000;
+const MODE_DIRECTORY: u32 = 0o040000;
 const MODE_TYPE_MASK: u32 = 0o170000;
 
 impl Blob {
@@ -102,7 +103,7 @@ impl Blob {
 
 /// Loads one side: `None` for "/dev/null" and for a path that does not
 /// exist, as Holo 3's `checkFile` does.
-fn load_side(path: &Path) -> Result<Option<Blob>, DiffError> {
+fn load_side(path: &Path, directories: bool) -> Result<Option<Blob>, DiffError> {
     if path.as_os_str() == "/dev/null" {
         return Ok(None);
     }
@@ -136,6 +137,12 @@ fn load_side(path: &Path) -> Result<Option<Blob>, DiffError> {
             oversized: metadata.len() > BIG_FILE_THRESHOLD,
             content,
         }))
+    } else if file_type.is_dir() && directories {
+        Ok(Some(Blob {
+            mode: MODE_DIRECTORY,
+            content: Vec::new(),
+            oversized: false,
+        }))
     } else {
         Err(DiffError::WrongFileType(path.to_path_buf()))
     }
@@ -153,12 +160,28 @@ pub fn render_file_diff(
     from_display: &str,
     to_display: &str,
 ) -> Result<Vec<u8>, DiffError> {
-    let old = load_side(from)?;
-    let new = load_side(to)?;
+    render_file_diff_with_header(from, to, from_display, to_display, None)
+}
+
+/// [`render_file_diff`] with a plugin's extended header lines (the
+/// `diff-header` extension): when both sides exist and are of one type,
+/// they replace the `old mode`/`new mode` lines and are shown even when the
+/// contents are equal. With them, a side may be a directory (no content).
+pub fn render_file_diff_with_header(
+    from: &Path,
+    to: &Path,
+    from_display: &str,
+    to_display: &str,
+    attributes: Option<&[u8]>,
+) -> Result<Vec<u8>, DiffError> {
+    let attributes = attributes.filter(|lines| !lines.is_empty());
+    let old = load_side(from, attributes.is_some())?;
+    let new = load_side(to, attributes.is_some())?;
     let names = Names {
         from_label: git_label("a/", from),
         to_label: git_label("b/", to),
         header: format!("diff --holo {from_display} {to_display}\n"),
+        attributes,
     };
     let mut raw = Vec::new();
     match (&old, &new) {
@@ -174,7 +197,9 @@ pub fn render_file_diff(
 }
 
 /// The path labels of one file pair.
-struct Names {
+struct Names<'a> {
+    /// A plugin's extended header lines (`diff-header`), newline-terminated.
+    attributes: Option<&'a [u8]>,
     /// git's `a/PATH` label, C-quoted when git would quote it.
     from_label: Vec<u8>,
     /// git's `b/PATH` label, C-quoted when git would quote it.
@@ -194,6 +219,14 @@ fn emit_pair(out: &mut Vec<u8>, names: &Names, old: Option<&Blob>, new: Option<&
         }
         (Some(a), None) => {
             header.extend_from_slice(format!("deleted file mode {:06o}\n", a.mode).as_bytes());
+            true
+        }
+        (Some(_), Some(_)) if names.attributes.is_some() => {
+            let lines = names.attributes.unwrap_or_default();
+            header.extend_from_slice(lines);
+            if !lines.ends_with(b"\n") {
+                header.push(b'\n');
+            }
             true
         }
         (Some(a), Some(b)) if a.mode != b.mode => {
@@ -1479,6 +1512,44 @@ mod tests {
         // git only looks at the owner's executable bit.
         let c = dir.file("c", "run\n", 0o655);
         assert_eq!(render(&a, &c), "");
+    }
+
+    #[test]
+    fn plugin_header_lines_replace_the_mode_lines_and_allow_directories() {
+        let dir = Scratch::new();
+        let a = dir.file("a", "run\n", 0o644);
+        let b = dir.file("b", "walk\n", 0o744);
+        let with = |from: &Path, to: &Path, lines: &[u8]| {
+            let diff =
+                render_file_diff_with_header(from, to, "FROM", "TO", Some(lines)).expect("renders");
+            String::from_utf8(diff).expect("utf-8")
+        };
+        assert_eq!(
+            with(
+                &a,
+                &a,
+                b"old mode 100644\nnew mode 100600\nold owner root\nnew owner nobody\n"
+            ),
+            "diff --holo FROM TO\nold mode 100644\nnew mode 100600\nold owner root\nnew owner nobody\n"
+        );
+        assert_eq!(
+            with(&a, &b, b"old group root\nnew group adm"),
+            "diff --holo FROM TO\nold group root\nnew group adm\n--- FROM\n+++ TO\n@@ -1 +1 @@\n-run\n+walk\n"
+        );
+        // Empty lines are no header: the driver's own mode lines stay.
+        assert_eq!(
+            with(&a, &b, b""),
+            "diff --holo FROM TO\nold mode 100644\nnew mode 100755\n--- FROM\n+++ TO\n@@ -1 +1 @@\n-run\n+walk\n"
+        );
+        let d = dir.0.path();
+        assert_eq!(
+            with(d, d, b"old mode 042775\nnew mode 040755\n"),
+            "diff --holo FROM TO\nold mode 042775\nnew mode 040755\n"
+        );
+        assert!(
+            render_file_diff(d, d, "FROM", "TO").is_err(),
+            "no directories without"
+        );
     }
 
     #[test]

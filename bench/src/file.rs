@@ -27,7 +27,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
 
 /// Writes `etc/passwd`, `etc/group` (a user for whoever runs the benchmark,
 /// so that chown works without root) and one TOML file with `n` resources.
-fn write_fixture(root: &Path, n: usize) -> Result<(), String> {
+pub(crate) fn write_fixture(root: &Path, n: usize) -> Result<(), String> {
     write_bench_user(root)?;
     let mut toml = String::with_capacity(n * 110);
     for i in 0..n {

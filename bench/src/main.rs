@@ -5,6 +5,7 @@
 mod driver;
 mod file;
 mod file_dependent;
+mod file_versus;
 mod inplace;
 mod util;
 
@@ -22,7 +23,11 @@ Benchmarks:
   file-dependent
             holo-file no-op apply: N/10 directories with 9 files each that
             require their directory, against N independent files
-  all       every benchmark
+  file-versus OLD_DIR
+            holo-file no-op apply with this build and with the holo and
+            holo-file in OLD_DIR (an older build's target/release),
+            alternately; SIZES follow OLD_DIR (default: 10000)
+  all       every benchmark (not file-versus)
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
@@ -35,21 +40,31 @@ fn main() -> std::process::ExitCode {
         eprint!("{USAGE}");
         return std::process::ExitCode::from(2);
     };
-    let sizes: Vec<usize> = match args.get(1) {
-        Some(list) => match list.split(',').map(str::parse).collect() {
-            Ok(sizes) => sizes,
-            Err(_) => {
-                eprintln!("bench: SIZES must be numbers separated by commas, got {list}");
-                return std::process::ExitCode::from(2);
-            }
-        },
-        None => vec![1000, 10000],
+    let default_sizes: &[usize] = if name == "file-versus" {
+        &[10000]
+    } else {
+        &[1000, 10000]
+    };
+    let sizes_arg = if name == "file-versus" { 2 } else { 1 };
+    let sizes = match parse_sizes(args.get(sizes_arg), default_sizes) {
+        Ok(sizes) => sizes,
+        Err(message) => {
+            eprintln!("bench: {message}");
+            return std::process::ExitCode::from(2);
+        }
     };
     let result = match name.as_str() {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
         "inplace" => inplace::run(),
         "file-dependent" => file_dependent::run(&sizes),
+        "file-versus" => match args.get(1) {
+            Some(old) => file_versus::run(std::path::Path::new(old), &sizes),
+            None => {
+                eprint!("{USAGE}");
+                return std::process::ExitCode::from(2);
+            }
+        },
         "all" => driver::run(&sizes)
             .and_then(|()| file::run(&sizes))
             .and_then(|()| file_dependent::run(&sizes))
@@ -66,5 +81,17 @@ fn main() -> std::process::ExitCode {
             eprintln!("bench: {message}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// SIZES: entity counts separated by commas, or `default` when not given.
+fn parse_sizes(list: Option<&String>, default: &[usize]) -> Result<Vec<usize>, String> {
+    match list {
+        Some(list) => list
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("SIZES must be numbers separated by commas, got {list}")),
+        None => Ok(default.to_vec()),
     }
 }

@@ -2,6 +2,8 @@
 //! state: the seed's decision table, Holo's protection of manual edits, and
 //! what scrubbing a deleted resource does. Nothing here touches the system.
 
+use std::path::PathBuf;
+
 use crate::model::Ensure;
 
 /// What kind of thing is at a path.
@@ -10,8 +12,33 @@ pub enum Kind {
     Absent,
     File,
     Directory,
-    /// A symlink, socket, device or fifo: never managed, never replaced.
+    /// A symbolic link.
+    Link,
+    /// A socket, device or fifo: never managed, never replaced.
     Other,
+}
+
+impl Kind {
+    /// What a resource writes to get this kind: `ensure = "..."`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Absent => "absent",
+            Kind::File => "present",
+            Kind::Directory => "directory",
+            Kind::Link => "link",
+            Kind::Other => "special file",
+        }
+    }
+
+    /// The kind an `ensure` value asks for.
+    pub fn of(ensure: Ensure) -> Kind {
+        match ensure {
+            Ensure::Present => Kind::File,
+            Ensure::Absent => Kind::Absent,
+            Ensure::Directory => Kind::Directory,
+            Ensure::Link => Kind::Link,
+        }
+    }
 }
 
 /// The state of a path as Status reports it.
@@ -24,6 +51,8 @@ pub struct Observed {
     pub gid: u32,
     /// Permission bits including setuid/setgid/sticky (`st_mode & 0o7777`).
     pub mode: u32,
+    /// A symbolic link's target, verbatim.
+    pub target: Option<PathBuf>,
 }
 
 impl Observed {
@@ -35,19 +64,24 @@ impl Observed {
             uid: 0,
             gid: 0,
             mode: 0,
+            target: None,
         }
     }
 }
 
-/// The desired state with owner and group resolved to ids.
+/// The desired state with owner and group resolved to ids. An attribute
+/// that is `None` is not managed (a link's mode, or its owner when the
+/// resource gives none).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {
     pub ensure: Ensure,
     /// `None` when the content is not managed (neither content nor source).
     pub checksum: Option<String>,
-    pub uid: u32,
-    pub gid: u32,
-    pub mode: u32,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub mode: Option<u32>,
+    /// A link's target.
+    pub target: Option<PathBuf>,
 }
 
 /// What apply must do to reach the desired state.
@@ -57,6 +91,8 @@ pub enum Action {
     Remove,
     CreateDirectory,
     Store,
+    /// Create or replace the symbolic link.
+    Link,
 }
 
 /// The seed's decision table, row by row.
@@ -68,22 +104,22 @@ pub fn decide(wanted: &Wanted, current: &Observed) -> Action {
         (Ensure::Directory, _) => Action::CreateDirectory,
         (Ensure::Present, Kind::File) if differences(wanted, current).is_empty() => Action::None,
         (Ensure::Present, _) => Action::Store,
+        (Ensure::Link, Kind::Link) if differences(wanted, current).is_empty() => Action::None,
+        (Ensure::Link, _) => Action::Link,
     }
 }
 
 fn attributes_match(wanted: &Wanted, current: &Observed) -> bool {
-    wanted.uid == current.uid && wanted.gid == current.gid && wanted.mode == current.mode
+    let matches = |wanted: Option<u32>, current: u32| wanted.is_none_or(|id| id == current);
+    matches(wanted.uid, current.uid)
+        && matches(wanted.gid, current.gid)
+        && matches(wanted.mode, current.mode)
 }
 
 /// The properties in which `current` differs from `wanted`, in the seed's
 /// order of checks; used for verification messages and noop details.
 pub fn differences(wanted: &Wanted, current: &Observed) -> Vec<&'static str> {
-    let expected_kind = match wanted.ensure {
-        Ensure::Present => Kind::File,
-        Ensure::Absent => Kind::Absent,
-        Ensure::Directory => Kind::Directory,
-    };
-    if current.kind != expected_kind {
+    if current.kind != Kind::of(wanted.ensure) {
         return vec!["ensure"];
     }
     if wanted.ensure == Ensure::Absent {
@@ -96,13 +132,17 @@ pub fn differences(wanted: &Wanted, current: &Observed) -> Vec<&'static str> {
     {
         differing.push("content");
     }
-    if wanted.uid != current.uid {
+    if wanted.ensure == Ensure::Link && wanted.target != current.target {
+        differing.push("target");
+    }
+    let differs = |wanted: Option<u32>, current: u32| wanted.is_some_and(|id| id != current);
+    if differs(wanted.uid, current.uid) {
         differing.push("owner");
     }
-    if wanted.gid != current.gid {
+    if differs(wanted.gid, current.gid) {
         differing.push("group");
     }
-    if wanted.mode != current.mode {
+    if differs(wanted.mode, current.mode) {
         differing.push("mode");
     }
     differing
@@ -115,6 +155,8 @@ pub struct Left {
     pub kind: Kind,
     /// `None` when the content was not the plugin's to manage.
     pub checksum: Option<String>,
+    /// The target of a link the plugin made.
+    pub target: Option<PathBuf>,
 }
 
 /// Whether apply may change the path (Holo's protection of manual edits).
@@ -136,7 +178,8 @@ pub fn guard(left: Option<&Left>, current: &Observed) -> Guard {
     let unchanged = left.kind == current.kind
         && (left.kind != Kind::File
             || left.checksum.is_none()
-            || left.checksum == current.checksum);
+            || left.checksum == current.checksum)
+        && (left.kind != Kind::Link || left.target == current.target);
     if unchanged {
         Guard::Proceed
     } else if current.kind == Kind::Absent {
@@ -155,6 +198,8 @@ pub enum Original {
     File,
     /// A directory, whose attributes are recorded.
     Directory,
+    /// A symbolic link, whose target is recorded.
+    Link,
 }
 
 /// What scrubbing (the resource was deleted) does.
@@ -179,7 +224,7 @@ pub fn scrub(original: Original, left: &Left, current: &Observed, force: bool) -
         return Scrub::RequiresForceOverwrite;
     }
     match (original, current.kind) {
-        (Original::File, _) => Scrub::RestoreOriginal,
+        (Original::File | Original::Link, _) => Scrub::RestoreOriginal,
         (Original::Directory, Kind::Directory) => Scrub::RestoreOriginal,
         (Original::Directory, _) => Scrub::Forget,
         (Original::None, Kind::Absent) => Scrub::Forget,
@@ -199,9 +244,10 @@ mod tests {
         Wanted {
             ensure,
             checksum: Some(SUM_A.to_string()),
-            uid: 0,
-            gid: 0,
-            mode: 0o644,
+            uid: Some(0),
+            gid: Some(0),
+            mode: Some(0o644),
+            target: None,
         }
     }
 
@@ -216,6 +262,7 @@ mod tests {
             } else {
                 0o644
             },
+            target: None,
         }
     }
 
@@ -225,6 +272,7 @@ mod tests {
         Left {
             kind,
             checksum: checksum.map(str::to_string),
+            target: None,
         }
     }
 
@@ -238,7 +286,7 @@ mod tests {
 
     fn directory_wanted() -> Wanted {
         Wanted {
-            mode: 0o755,
+            mode: Some(0o755),
             checksum: None,
             ..wanted(Ensure::Directory)
         }
@@ -393,6 +441,76 @@ mod tests {
         assert_eq!(
             differences(&wanted(Ensure::Present), &observed(Kind::Directory)),
             ["ensure"]
+        );
+    }
+
+    fn link_wanted(target: &str) -> Wanted {
+        Wanted {
+            checksum: None,
+            mode: None,
+            uid: None,
+            gid: None,
+            target: Some(PathBuf::from(target)),
+            ..wanted(Ensure::Link)
+        }
+    }
+
+    fn link_to(target: &str) -> Observed {
+        Observed {
+            mode: 0o777,
+            target: Some(PathBuf::from(target)),
+            ..observed(Kind::Link)
+        }
+    }
+
+    #[test]
+    fn row_link_to_the_target_does_nothing_whatever_its_mode() {
+        assert_eq!(decide(&link_wanted("../a"), &link_to("../a")), Action::None);
+    }
+
+    #[test]
+    fn row_link_over_absent_another_link_or_a_file_makes_the_link() {
+        let wanted = link_wanted("/etc/a");
+        assert_eq!(decide(&wanted, &Observed::absent()), Action::Link);
+        assert_eq!(decide(&wanted, &link_to("/etc/b")), Action::Link);
+        assert_eq!(differences(&wanted, &link_to("/etc/b")), ["target"]);
+        assert_eq!(decide(&wanted, &observed(Kind::File)), Action::Link);
+        assert_eq!(differences(&wanted, &observed(Kind::File)), ["ensure"]);
+    }
+
+    #[test]
+    fn link_owner_is_compared_only_when_managed() {
+        let owned = Wanted {
+            uid: Some(7),
+            ..link_wanted("/etc/a")
+        };
+        assert_eq!(differences(&owned, &link_to("/etc/a")), ["owner"]);
+        assert!(differences(&link_wanted("/etc/a"), &link_to("/etc/a")).is_empty());
+    }
+
+    #[test]
+    fn guard_protects_a_retargeted_or_deleted_link() {
+        let left = Left {
+            kind: Kind::Link,
+            checksum: None,
+            target: Some(PathBuf::from("/etc/a")),
+        };
+        assert_eq!(guard(Some(&left), &link_to("/etc/a")), Guard::Proceed);
+        assert_eq!(
+            guard(Some(&left), &link_to("/etc/b")),
+            Guard::RequiresForceOverwrite
+        );
+        assert_eq!(
+            guard(Some(&left), &Observed::absent()),
+            Guard::RequiresForceRestore
+        );
+        assert_eq!(
+            scrub(Original::Link, &left, &link_to("/etc/a"), false),
+            Scrub::RestoreOriginal
+        );
+        assert_eq!(
+            scrub(Original::None, &left, &link_to("/etc/a"), false),
+            Scrub::Remove
         );
     }
 

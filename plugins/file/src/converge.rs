@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use holo_plugin::root_fs::RootFs;
-use holo_plugin::{Env, Error, Mode, Outcome, Result, owners, state};
+use holo_plugin::{Diff, Env, Error, Mode, Outcome, Result, owners, state};
 
 use crate::apply::{self, Action, Guard, Kind, Observed, Scrub, Wanted};
 use crate::model::{Content, Ensure, FileSpec, Principal, format_mode};
@@ -41,17 +41,26 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
             Guard::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
         }
     }
-    check_type_conflict(spec, &target, &current).map_err(context)?;
+    check_type_conflict(spec, &target, &current, record.is_some()).map_err(context)?;
+    let changes = changes(env, spec, &wanted, &current);
 
     if mode == Mode::Noop {
-        println!(
-            "{}",
-            match action {
-                Action::Store => "Would have created the file",
-                Action::CreateDirectory => "Would have created directory",
-                Action::Remove | Action::None => "Would have removed the file",
+        if current.kind == Kind::of(spec.ensure) {
+            for change in &changes {
+                println!("Would have changed {change}");
             }
-        );
+        } else {
+            println!(
+                "{}",
+                match action {
+                    Action::Store => "Would have created the file",
+                    Action::CreateDirectory => "Would have created directory",
+                    Action::Link if current.kind == Kind::Absent => "Would have created the link",
+                    Action::Link => "Would have replaced the file with the link",
+                    Action::Remove | Action::None => "Would have removed the file",
+                }
+            );
+        }
         return Ok(Outcome::Changed);
     }
 
@@ -59,6 +68,8 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
         Some(record) => record.original.clone(),
         None => save_original(env, &fs, spec, &current).map_err(context)?,
     };
+    let (uid, gid) = (wanted.uid.unwrap_or(0), wanted.gid.unwrap_or(0));
+    let file_mode = wanted.mode.unwrap_or(0o644);
     match action {
         Action::None => {}
         Action::Remove => posix::remove(&fs, &target, spec.force).map_err(context)?,
@@ -66,13 +77,15 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
             if current.kind == Kind::File {
                 posix::remove(&fs, &target, false).map_err(context)?;
             }
-            posix::create_directory(&fs, &target, wanted.uid, wanted.gid, wanted.mode)
-                .map_err(context)?;
+            posix::create_directory(&fs, &target, uid, gid, file_mode).map_err(context)?;
         }
         Action::Store => {
             let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
-            posix::store(&fs, &target, &contents, wanted.uid, wanted.gid, wanted.mode)
-                .map_err(context)?;
+            posix::store(&fs, &target, &contents, uid, gid, file_mode).map_err(context)?;
+        }
+        Action::Link => {
+            let link_target = wanted.target.as_deref().unwrap_or(Path::new(""));
+            posix::link(&fs, &target, link_target, wanted.uid, wanted.gid).map_err(context)?;
         }
     }
 
@@ -86,8 +99,132 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
             target.display()
         )));
     }
+    for change in &changes {
+        println!("{}", change.done());
+    }
     write_record(env, id, spec, &wanted, &reached, original)?;
     Ok(Outcome::Changed)
+}
+
+/// One property that apply changes on a path that exists: printed as
+/// `mode changed 0600 to 0644`, or in noop mode as `Would have changed
+/// mode 0600 to 0644`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub property: &'static str,
+    pub old: String,
+    pub new: String,
+}
+
+impl Change {
+    /// The line apply prints once the change is made.
+    pub fn done(&self) -> String {
+        format!("{} changed {} to {}", self.property, self.old, self.new)
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} to {}", self.property, self.old, self.new)
+    }
+}
+
+/// What apply changes on a path that exists, one entry per property, in
+/// the seed's order of checks. Creating and removing list nothing (the
+/// entity's block says it); replacing one type with another lists `ensure`.
+fn changes(env: &Env, spec: &FileSpec, wanted: &Wanted, current: &Observed) -> Vec<Change> {
+    if current.kind == Kind::Absent || spec.ensure == Ensure::Absent {
+        return Vec::new();
+    }
+    if current.kind != Kind::of(spec.ensure) {
+        return vec![Change {
+            property: "ensure",
+            old: current.kind.as_str().to_string(),
+            new: spec.ensure.as_str().to_string(),
+        }];
+    }
+    let unknown = || "(none)".to_string();
+    let shown = |path: &Option<PathBuf>| {
+        path.as_ref()
+            .map_or_else(unknown, |p| p.display().to_string())
+    };
+    apply::differences(wanted, current)
+        .into_iter()
+        .map(|property| {
+            let (old, new) = match property {
+                "content" => (
+                    current.checksum.clone().unwrap_or_else(unknown),
+                    wanted.checksum.clone().unwrap_or_else(unknown),
+                ),
+                "target" => (shown(&current.target), shown(&wanted.target)),
+                "owner" => (
+                    user_shown(env, current.uid, None),
+                    user_shown(env, wanted.uid.unwrap_or(0), spec.owner.as_ref()),
+                ),
+                "group" => (
+                    group_shown(env, current.gid, None),
+                    group_shown(env, wanted.gid.unwrap_or(0), spec.group.as_ref()),
+                ),
+                _ => (
+                    format_mode(current.mode),
+                    format_mode(wanted.mode.unwrap_or(0)),
+                ),
+            };
+            Change { property, old, new }
+        })
+        .collect()
+}
+
+/// A user as messages show it: the name the resource gives, else the name
+/// of the id, else the id.
+fn user_shown(env: &Env, uid: u32, declared: Option<&Principal>) -> String {
+    match declared {
+        Some(Principal::Name(name)) => name.clone(),
+        _ => owners::user_name(env, uid).unwrap_or_else(|| uid.to_string()),
+    }
+}
+
+/// A group as messages show it; see [`user_shown`].
+fn group_shown(env: &Env, gid: u32, declared: Option<&Principal>) -> String {
+    match declared {
+        Some(Principal::Name(name)) => name.clone(),
+        _ => owners::group_name(env, gid).unwrap_or_else(|| gid.to_string()),
+    }
+}
+
+/// git's extended header lines for the attributes that differ between the
+/// desired state (`old`) and the path (`new`): `old mode`/`new mode` with
+/// all permission bits, and `old owner`/`new owner`, `old group`/`new
+/// group`, which git has no lines for. Empty unless both are of one type.
+fn header_lines(env: &Env, spec: &FileSpec, wanted: &Wanted, current: &Observed) -> Vec<String> {
+    let type_bits = match current.kind {
+        Kind::File => 0o100000,
+        Kind::Directory => 0o040000,
+        Kind::Link => 0o120000,
+        Kind::Absent | Kind::Other => return Vec::new(),
+    };
+    if current.kind != Kind::of(spec.ensure) {
+        return Vec::new();
+    }
+    // git's mode lines first, then ours.
+    let mut lines = Vec::new();
+    let mut owners = Vec::new();
+    for change in changes(env, spec, wanted, current) {
+        match change.property {
+            "mode" => {
+                let wanted_mode = wanted.mode.unwrap_or(0);
+                lines.push(format!("old mode {:06o}", type_bits | wanted_mode));
+                lines.push(format!("new mode {:06o}", type_bits | current.mode));
+            }
+            "owner" | "group" => {
+                owners.push(format!("old {} {}", change.property, change.new));
+                owners.push(format!("new {} {}", change.property, change.old));
+            }
+            _ => {}
+        }
+    }
+    lines.extend(owners);
+    lines
 }
 
 /// Undoes what the plugin did for an entity whose resource was deleted.
@@ -108,9 +245,22 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     if decision == Scrub::RequiresForceOverwrite {
         return Ok(Outcome::RequiresForceOverwrite);
     }
+    let what = |kind| {
+        if kind == OriginalKind::Link {
+            "link"
+        } else {
+            "file"
+        }
+    };
     if mode == Mode::Noop {
         match decision {
-            Scrub::RestoreOriginal => println!("Would have restored the original file"),
+            Scrub::RestoreOriginal => println!(
+                "Would have restored the original {}",
+                what(record.original.kind)
+            ),
+            Scrub::Remove if record.ensure == Ensure::Link => {
+                println!("Would have removed the link")
+            }
             Scrub::Remove => println!("Would have removed the file"),
             Scrub::Forget | Scrub::RequiresForceOverwrite => {}
         }
@@ -118,6 +268,10 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     }
     let (uid, gid, original_mode) = record.original.attributes();
     match decision {
+        Scrub::RestoreOriginal if record.original.kind == OriginalKind::Link => {
+            let original = PathBuf::from(record.original.target.clone().unwrap_or_default());
+            posix::link(&fs, &target, &original, Some(uid), Some(gid)).map_err(context)?
+        }
         Scrub::RestoreOriginal if record.original.kind == OriginalKind::Directory => {
             posix::set_directory_attributes(&fs, &target, uid, gid, original_mode)
                 .map_err(context)?
@@ -146,16 +300,17 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     Ok(Outcome::Changed)
 }
 
-/// The files to diff: the desired state (with the desired mode) and the path.
-pub fn diff(
-    env: &Env,
-    id: &str,
-    spec: Option<&FileSpec>,
-    path: &str,
-) -> Result<Option<(PathBuf, PathBuf)>> {
+/// The files to diff: the desired state (with the desired mode) and the
+/// path, and header lines for attribute drift.
+pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<Option<Diff>> {
     let fs = RootFs::of(env)?;
     let target = env.root_join(path);
     let context = |err: Error| err.context(id);
+    let plain = |desired: PathBuf, current: PathBuf| Diff {
+        desired,
+        current,
+        header: Vec::new(),
+    };
     let Some(spec) = spec else {
         if fs.is_dir(&target) {
             return Ok(None);
@@ -163,35 +318,95 @@ pub fn diff(
         let base = base_path(env, path);
         let desired = if fs.is_file(&base) {
             base
+        } else if let Some(original) = original_link(env, id)? {
+            // Scrubbing puts the original link back.
+            scratch_link(env, &fs, path, &original)?
         } else {
             PathBuf::from("/dev/null")
         };
-        return Ok(Some((desired, target)));
+        return Ok(Some(plain(desired, target)));
     };
-    match spec.ensure {
-        Ensure::Directory => Ok(None),
+    if spec.ensure == Ensure::Absent {
         // A directory that is to go has no text to show.
-        Ensure::Absent if fs.is_dir(&target) => Ok(None),
-        Ensure::Absent => Ok(Some((PathBuf::from("/dev/null"), target))),
+        if fs.is_dir(&target) {
+            return Ok(None);
+        }
+        return Ok(Some(plain(PathBuf::from("/dev/null"), target)));
+    }
+    let current = posix::status(&fs, &target).map_err(context)?;
+    // An owner that does not exist yet fails apply, not diff: then only
+    // the files show.
+    let header = match wanted(env, &fs, spec) {
+        Ok(wanted) => header_lines(env, spec, &wanted, &current),
+        Err(_) => Vec::new(),
+    };
+    let scratch = scratch_path(env, path);
+    match spec.ensure {
+        Ensure::Absent => Ok(None),
+        // A directory shows only its attributes, and only where it is one.
+        Ensure::Directory if header.is_empty() => Ok(None),
+        Ensure::Directory => Ok(Some(Diff {
+            desired: target.clone(),
+            current: target,
+            header,
+        })),
+        Ensure::Link => {
+            let link_target = Path::new(spec.target.as_deref().unwrap_or_default());
+            Ok(Some(Diff {
+                desired: scratch_link(env, &fs, path, link_target)?,
+                current: target,
+                header,
+            }))
+        }
         Ensure::Present => {
-            let current = posix::status(&fs, &target).map_err(context)?;
             let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
             let mode = spec.mode.unwrap_or(0o644);
             let in_place = current.kind == Kind::File
                 && current.mode == mode
                 && current.checksum.as_deref() == Some(posix::checksum_bytes(&contents).as_str());
             if in_place {
-                // Nothing to show; spare the driver a copy to compare.
-                return Ok(Some((target.clone(), target)));
+                // Nothing to show but the owner; spare the driver a copy to compare.
+                return Ok(Some(Diff {
+                    desired: target.clone(),
+                    current: target,
+                    header,
+                }));
             }
-            let desired = env
-                .cache_dir
-                .join("desired")
-                .join(path.trim_start_matches('/'));
-            write_scratch(&fs, &desired, &contents, mode)?;
-            Ok(Some((desired, target)))
+            write_scratch(&fs, &scratch, &contents, mode)?;
+            Ok(Some(Diff {
+                desired: scratch,
+                current: target,
+                header,
+            }))
         }
     }
+}
+
+/// Where diff puts the desired state of `path` in the cache.
+fn scratch_path(env: &Env, path: &str) -> PathBuf {
+    env.cache_dir
+        .join("desired")
+        .join(path.trim_start_matches('/'))
+}
+
+/// A link to `target` in the cache, as the desired state of `path`.
+fn scratch_link(env: &Env, fs: &RootFs, path: &str, target: &Path) -> Result<PathBuf> {
+    let scratch = scratch_path(env, path);
+    if let Some(parent) = scratch.parent() {
+        fs.create_dir_all(parent)
+            .map_err(|err| Error::io("create directory", parent, &err))?;
+    }
+    posix::link(fs, &scratch, target, None, None)?;
+    Ok(scratch)
+}
+
+/// The original link that scrubbing an entity puts back, if it had one.
+fn original_link(env: &Env, id: &str) -> Result<Option<PathBuf>> {
+    let record: Option<Record> = state::read(env, id)?;
+    Ok(record
+        .filter(|record| record.original.kind == OriginalKind::Link)
+        .and_then(|record| record.original.target)
+        .map(PathBuf::from))
 }
 
 /// Writes a file in the cache: it lives for one run, so no fsync.
@@ -209,9 +424,9 @@ fn write_scratch(fs: &RootFs, path: &Path, contents: &[u8], mode: u32) -> Result
 /// earlier in this run may have created them).
 fn wanted(env: &Env, fs: &RootFs, spec: &FileSpec) -> Result<Wanted> {
     let lookup = |principal: &Option<Principal>, kind: IdKind| match principal {
-        Some(Principal::Id(id)) => Ok(*id),
-        Some(Principal::Name(name)) => cached_id(env, kind, name),
-        None => Ok(0),
+        Some(Principal::Id(id)) => Ok(Some(*id)),
+        Some(Principal::Name(name)) => cached_id(env, kind, name).map(Some),
+        None => Ok(None),
     };
     let checksum = match (&spec.ensure, &spec.content) {
         (Ensure::Present, Content::Inline(text)) => Some(posix::checksum_bytes(text.as_bytes())),
@@ -223,7 +438,11 @@ fn wanted(env: &Env, fs: &RootFs, spec: &FileSpec) -> Result<Wanted> {
         checksum,
         uid: lookup(&spec.owner, IdKind::User)?,
         gid: lookup(&spec.group, IdKind::Group)?,
-        mode: spec.mode.unwrap_or(0o644),
+        mode: match spec.ensure {
+            Ensure::Link => None,
+            _ => Some(spec.mode.unwrap_or(0o644)),
+        },
+        target: spec.target.as_ref().map(PathBuf::from),
     })
 }
 
@@ -271,30 +490,50 @@ fn desired_contents(
     }
 }
 
-/// Types the provider does not replace on its own.
-fn check_type_conflict(spec: &FileSpec, target: &Path, current: &Observed) -> Result<()> {
+/// Types the provider does not replace on its own. `managed` is true when
+/// the plugin applied the entity before (a file that replaced its link is
+/// then a manual edit, which `--force` overwrites without `force = true`).
+fn check_type_conflict(
+    spec: &FileSpec,
+    target: &Path,
+    current: &Observed,
+    managed: bool,
+) -> Result<()> {
     let what = match current.kind {
         Kind::Directory => "a directory",
-        Kind::Other => "a symlink or special file",
+        Kind::Link => "a symbolic link",
+        Kind::Other => "a special file",
+        Kind::File if spec.ensure == Ensure::Link && !spec.force && !managed => {
+            return Err(Error::new(format!(
+                "{} is a regular file; set force = true to replace it with the link (the file is saved and put back when the resource is removed) ({})",
+                target.display(),
+                spec.found_in
+            )));
+        }
         Kind::Absent | Kind::File => return Ok(()),
     };
     match spec.ensure {
         Ensure::Present => Err(Error::new(format!(
             "{} is {what}, not a regular file; remove it by hand or declare ensure = \"{}\" ({})",
             target.display(),
-            if current.kind == Kind::Directory {
-                "directory"
-            } else {
-                "absent"
+            match current.kind {
+                Kind::Directory => "directory",
+                Kind::Link => "link",
+                _ => "absent",
             },
             spec.found_in
         ))),
-        Ensure::Directory if current.kind == Kind::Other => Err(Error::new(format!(
+        Ensure::Directory if current.kind != Kind::Directory => Err(Error::new(format!(
             "{} is {what}, not a directory; remove it by hand ({})",
             target.display(),
             spec.found_in
         ))),
-        Ensure::Directory | Ensure::Absent => Ok(()),
+        Ensure::Link if current.kind != Kind::Link => Err(Error::new(format!(
+            "{} is {what}, which a link does not replace; remove it by hand ({})",
+            target.display(),
+            spec.found_in
+        ))),
+        Ensure::Directory | Ensure::Absent | Ensure::Link => Ok(()),
     }
 }
 
@@ -343,6 +582,11 @@ fn save_original(
             current.gid,
             current.mode,
         )),
+        Kind::Link => Ok(OriginalRecord::link(
+            current.target.as_deref().unwrap_or(Path::new("")),
+            current.uid,
+            current.gid,
+        )),
         Kind::Absent | Kind::Other => Ok(OriginalRecord::none()),
     }
 }
@@ -365,7 +609,8 @@ fn write_record(
         },
         owner: present.then_some(reached.uid),
         group: present.then_some(reached.gid),
-        mode: present.then(|| format_mode(reached.mode)),
+        mode: (present && wanted.mode.is_some()).then(|| format_mode(reached.mode)),
+        target: spec.target.clone(),
         original,
     };
     state::write(env, id, &record)

@@ -12,13 +12,13 @@ pub mod model;
 pub mod provider;
 pub mod state;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use holo_plugin::resources;
 use holo_plugin::root_fs::RootFs;
 use holo_plugin::template::TemplateContext;
-use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
+use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 
 use crate::model::{Content, FileResource, FileSpec, format_mode};
 
@@ -40,21 +40,20 @@ impl Plugin for FilePlugin {
         let mut found = Vec::new();
         let mut errors = Vec::new();
         let fs = RootFs::of(env)?;
-        for declared in resources::load_reading::<FileResource>(env, names_as_source)? {
+        for mut declared in resources::load_reading::<FileResource>(env, names_as_source)? {
             let id = resources::Resource::entity_id(&declared.resource);
-            let location = declared.location;
-            let spec =
-                match declared
-                    .resource
-                    .validate(&location, declared.common.protect, &fs, |path| {
-                        env.root_join(path)
-                    }) {
-                    Ok(spec) => spec,
-                    Err(invalid) => {
-                        errors.push(Error::new(format!("{location}: {invalid}")));
-                        continue;
-                    }
-                };
+            let resource = std::mem::take(&mut declared.resource);
+            let location = &declared.location;
+            let spec = match resource.validate(location, declared.common.protect, &fs, |path| {
+                env.root_join(path)
+            }) {
+                Ok(spec) => spec,
+                Err(invalid) => {
+                    let place = declared.location_of(invalid.property);
+                    errors.push(Error::new(format!("{place}: {invalid}")));
+                    continue;
+                }
+            };
             let mut entity = Scanned::new(id, spec.clone())
                 .source(&location.path)
                 .info("found in", location.to_string())
@@ -67,6 +66,9 @@ impl Plugin for FilePlugin {
             }
             if let Some(mode) = spec.mode {
                 entity = entity.info("mode", format_mode(mode));
+            }
+            if let Some(target) = &spec.target {
+                entity = entity.info("target", describe_target(env, &fs, &spec.path, target));
             }
             match &spec.content {
                 Content::Inline(text) => {
@@ -103,7 +105,7 @@ impl Plugin for FilePlugin {
         }
     }
 
-    fn diff(&self, env: &Env, entity: &EntityCtx<FileSpec>) -> Result<Option<(PathBuf, PathBuf)>> {
+    fn diff_with_header(&self, env: &Env, entity: &EntityCtx<FileSpec>) -> Result<Option<Diff>> {
         let path = match &entity.spec {
             Some(spec) => spec.path.as_str(),
             None => path_of(&entity.id)?,
@@ -147,6 +149,18 @@ fn names_as_source(path: &Path, declared: &[resources::Declared<FileResource>]) 
     })
 }
 
+/// A link's target for the scan report; a dangling one (nothing there now)
+/// is allowed, and said so, since a later entity may create it.
+fn describe_target(env: &Env, fs: &RootFs, link: &str, target: &str) -> String {
+    let dir = Path::new(link).parent().unwrap_or(Path::new("/"));
+    let resolved = env.root_join(dir.join(target));
+    if fs.metadata(&resolved).is_ok() {
+        target.to_string()
+    } else {
+        format!("{target} (dangling: nothing is there now; the link is made anyway)")
+    }
+}
+
 /// Adds what scrubbing will do to an orphan's scan lines.
 fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
     let path = path_of(&orphan.id)?;
@@ -158,6 +172,13 @@ fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
             Some(record) if record.original.kind == state::OriginalKind::None => {
                 Some(("delete", env.root_join(path).display().to_string()))
             }
+            Some(record) if record.original.kind == state::OriginalKind::Link => Some((
+                "restore",
+                format!(
+                    "link to {}",
+                    record.original.target.as_deref().unwrap_or_default()
+                ),
+            )),
             _ => None,
         }
     };
@@ -192,7 +213,12 @@ mod tests {
 
     #[test]
     fn ensure_names_match_the_resource_spelling() {
-        for ensure in [Ensure::Present, Ensure::Absent, Ensure::Directory] {
+        for ensure in [
+            Ensure::Present,
+            Ensure::Absent,
+            Ensure::Directory,
+            Ensure::Link,
+        ] {
             assert_eq!(Ensure::parse(ensure.as_str()), Ok(ensure));
         }
     }

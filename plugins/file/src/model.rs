@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use holo_plugin::resources::{Location, Resource};
+use holo_plugin::resources::{self, Location, Resource};
 use holo_plugin::root_fs::RootFs;
 use serde::{Deserialize, Serialize};
 
@@ -19,19 +19,26 @@ pub enum Ensure {
     Absent,
     /// A directory.
     Directory,
+    /// A symbolic link to `target`.
+    Link,
 }
 
 impl Ensure {
+    const ALL: [Ensure; 4] = [
+        Ensure::Present,
+        Ensure::Absent,
+        Ensure::Directory,
+        Ensure::Link,
+    ];
+
     /// Parses the `ensure` property.
     pub fn parse(text: &str) -> Result<Ensure, String> {
-        match text {
-            "present" => Ok(Ensure::Present),
-            "absent" => Ok(Ensure::Absent),
-            "directory" => Ok(Ensure::Directory),
-            other => Err(format!(
-                "ensure = \"{other}\" is not known; use \"present\", \"absent\" or \"directory\""
-            )),
-        }
+        let names = Ensure::ALL.map(Ensure::as_str);
+        let name = resources::one_of("ensure", text, &names)?;
+        Ok(Ensure::ALL
+            .into_iter()
+            .find(|ensure| ensure.as_str() == name)
+            .unwrap_or(Ensure::Present))
     }
 
     /// The property value, as written in resources and state records.
@@ -40,6 +47,7 @@ impl Ensure {
             Ensure::Present => "present",
             Ensure::Absent => "absent",
             Ensure::Directory => "directory",
+            Ensure::Link => "link",
         }
     }
 }
@@ -108,7 +116,11 @@ pub struct FileSpec {
     pub owner: Option<Principal>,
     pub group: Option<Principal>,
     pub mode: Option<u32>,
-    /// With `absent`: remove a non-empty directory too.
+    /// With `link`: what the link points to, verbatim (absolute or relative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// With `absent`: remove a non-empty directory too. With `link`: replace
+    /// a regular file (saved as the original).
     pub force: bool,
     /// Refuse to overwrite manual edits without `--force`.
     pub protect: bool,
@@ -129,7 +141,9 @@ pub struct FileResource {
     pub owner: Option<IdOrName>,
     pub group: Option<IdOrName>,
     pub mode: Option<ModeValue>,
+    pub target: Option<String>,
     pub force: Option<bool>,
+    pub allow_setid: Option<bool>,
 }
 
 impl Resource for FileResource {
@@ -232,7 +246,34 @@ impl FileResource {
             }
             None => None,
         };
-        if ensure != Ensure::Absent {
+        let target = match (ensure, self.target) {
+            (Ensure::Link, Some(target)) => {
+                Some(validate_target(&target).map_err(|m| invalid("target", m))?)
+            }
+            (Ensure::Link, None) => {
+                return Err(invalid(
+                    "target",
+                    "`target` is required with ensure = \"link\"; give the path the link points to",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(invalid(
+                    "target",
+                    format!(
+                        "target only applies to ensure = \"link\", this one is \"{}\"; remove it or set ensure = \"link\"",
+                        ensure.as_str()
+                    ),
+                ));
+            }
+            (_, None) => None,
+        };
+        if ensure == Ensure::Link && mode.is_some() {
+            return Err(invalid(
+                "mode",
+                "a symbolic link has no mode of its own (what it points to has); remove `mode`",
+            ));
+        }
+        if !matches!(ensure, Ensure::Absent | Ensure::Link) {
             for (property, missing) in [
                 ("owner", owner.is_none()),
                 ("group", group.is_none()),
@@ -242,17 +283,35 @@ impl FileResource {
                     return Err(invalid(
                         property,
                         format!(
-                            "`{property}` is required unless ensure = \"absent\", so that no file gets default permissions; add it"
+                            "`{property}` is required unless ensure = \"absent\" or \"link\", so that no file gets default permissions; add it"
                         ),
                     ));
                 }
             }
         }
+        if let (Ensure::Present, Some(mode)) = (ensure, mode) {
+            let bits = [(0o4000, "setuid"), (0o2000, "setgid")];
+            let set: Vec<&str> = bits
+                .iter()
+                .filter(|(bit, _)| mode & bit != 0)
+                .map(|(_, name)| *name)
+                .collect();
+            if !set.is_empty() && self.allow_setid != Some(true) {
+                return Err(invalid(
+                    "mode",
+                    format!(
+                        "mode \"{}\" sets the {} bit on a file, which is easy to do by mistake; add allow_setid = true to the resource if it is meant",
+                        format_mode(mode),
+                        set.join(" and ")
+                    ),
+                ));
+            }
+        }
         let force = self.force.unwrap_or(false);
-        if force && ensure != Ensure::Absent {
+        if force && !matches!(ensure, Ensure::Absent | Ensure::Link) {
             return Err(invalid(
                 "force",
-                "force only applies to ensure = \"absent\" (to remove a non-empty directory); remove it",
+                "force only applies to ensure = \"absent\" (to remove a non-empty directory) and \"link\" (to replace a file); remove it",
             ));
         }
         Ok(FileSpec {
@@ -262,6 +321,7 @@ impl FileResource {
             owner,
             group,
             mode,
+            target,
             force,
             protect: protect.unwrap_or(true),
             found_in: declared.to_string(),
@@ -364,7 +424,23 @@ pub fn validate_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses a mode: `"0644"`, `"644"`, `"0o755"` or `"0O700"`; at most `0777`.
+/// Checks a link target: any path, absolute or relative to the link's
+/// directory, and it need not exist (a dangling link is allowed).
+pub fn validate_target(target: &str) -> Result<String, String> {
+    if target.is_empty() {
+        return Err("target is empty; give the path the link points to".to_string());
+    }
+    if target.contains('\0') || target.contains('\n') {
+        return Err(format!(
+            "target {target:?} contains a NUL or newline; use a plain path"
+        ));
+    }
+    Ok(target.to_string())
+}
+
+/// Parses a mode: `"0644"`, `"644"`, `"0o755"` or `"0O700"`, with the
+/// setuid, setgid and sticky bits as a fourth digit (`"2775"`); at most
+/// `07777`.
 pub fn parse_mode(text: &str) -> Result<u32, String> {
     let digits = text
         .strip_prefix("0o")
@@ -376,10 +452,10 @@ pub fn parse_mode(text: &str) -> Result<u32, String> {
         ));
     }
     let mode = u32::from_str_radix(digits, 8)
-        .map_err(|_| format!("mode \"{text}\" is too large; the maximum is \"0777\""))?;
-    if mode > 0o777 {
+        .map_err(|_| format!("mode \"{text}\" is too large; the maximum is \"7777\""))?;
+    if mode > 0o7777 {
         return Err(format!(
-            "mode \"{text}\" is above 0777; setuid, setgid and sticky bits cannot be set through mode"
+            "mode \"{text}\" is above 7777; write at most four octal digits: setuid, setgid and sticky (4, 2, 1), then owner, group and others"
         ));
     }
     Ok(mode)
@@ -404,6 +480,10 @@ mod tests {
             ("0", 0),
             ("0777", 0o777),
             ("00640", 0o640),
+            ("2775", 0o2775),
+            ("1777", 0o1777),
+            ("4755", 0o4755),
+            ("0o7777", 0o7777),
         ] {
             assert_eq!(parse_mode(text), Ok(mode), "{text}");
         }
@@ -418,8 +498,8 @@ mod tests {
             ("0o", "not octal"),
             ("0x644", "not octal"),
             ("-644", "not octal"),
-            ("1777", "above 0777"),
-            ("4755", "above 0777"),
+            ("17777", "above 7777"),
+            ("00010000", "above 7777"),
             ("77777777777777", "too large"),
         ] {
             let err = parse_mode(text).expect_err(text);
@@ -517,7 +597,47 @@ mod tests {
             (
                 "name = \"/e\"\nensure=\"file\"",
                 "ensure",
-                "\"present\", \"absent\" or \"directory\"",
+                "use \"present\", \"absent\", \"directory\" or \"link\"",
+            ),
+            (
+                "name = \"/e\"\nensure=\"presnt\"",
+                "ensure",
+                "(did you mean \"present\"?)",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"",
+                "mode",
+                "sets the setuid bit on a file",
+            ),
+            (
+                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"6755\"",
+                "mode",
+                "setuid and setgid bit on a file, which is easy to do by mistake; add allow_setid = true",
+            ),
+            (
+                "name = \"/e\"\nensure=\"link\"",
+                "target",
+                "`target` is required with ensure = \"link\"",
+            ),
+            (
+                "name = \"/e\"\nensure=\"link\"\ntarget=\"\"",
+                "target",
+                "target is empty",
+            ),
+            (
+                "name = \"/e\"\ntarget=\"/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+                "target",
+                "target only applies to ensure = \"link\"",
+            ),
+            (
+                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\nmode=\"0777\"",
+                "mode",
+                "a symbolic link has no mode of its own",
+            ),
+            (
+                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\ncontent=\"x\"",
+                "content",
+                "only a file with ensure = \"present\"",
             ),
             (
                 "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
@@ -579,6 +699,37 @@ mod tests {
             assert_eq!(err.property, property, "{text}: {err}");
             assert!(err.message.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn full_modes_need_allow_setid_only_on_files() {
+        let file = validate(
+            "name = \"/usr/bin/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"\nallow_setid = true",
+        )
+        .expect("allowed");
+        assert_eq!(file.mode, Some(0o4755));
+        let sticky = validate("name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"1644\"")
+            .expect("sticky is no setid");
+        assert_eq!(sticky.mode, Some(0o1644));
+        for (mode, bits) in [("2775", 0o2775), ("1777", 0o1777), ("4755", 0o4755)] {
+            let dir = validate(&format!(
+                "name = \"/srv/x\"\nensure=\"directory\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"{mode}\""
+            ))
+            .expect("directories need no allow_setid");
+            assert_eq!(dir.mode, Some(bits));
+        }
+    }
+
+    #[test]
+    fn links_need_a_target_and_no_attributes() {
+        let spec = validate(
+            "name = \"/etc/nginx/sites-enabled/site\"\nensure = \"link\"\ntarget = \"../sites-available/site\"\nforce = true",
+        )
+        .expect("valid");
+        assert_eq!(spec.ensure, Ensure::Link);
+        assert_eq!(spec.target.as_deref(), Some("../sites-available/site"));
+        assert!(spec.force);
+        assert_eq!((spec.owner, spec.mode), (None, None));
     }
 
     #[test]

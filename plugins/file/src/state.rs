@@ -1,6 +1,8 @@
 //! The state record of a file entity: what the plugin left at the path and
 //! what was there before it first touched it.
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{Kind, Left, Original};
@@ -20,6 +22,9 @@ pub struct Record {
     pub group: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The target of the link the plugin made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
     /// What was at the path before the plugin first changed it.
     pub original: OriginalRecord,
 }
@@ -27,7 +32,8 @@ pub struct Record {
 /// The original of a path, kept so that scrubbing can put it back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OriginalRecord {
-    /// `none`, `file` (its content is in `$HOLO_STATE_DIR/base/PATH`) or `directory`.
+    /// `none`, `file` (its content is in `$HOLO_STATE_DIR/base/PATH`),
+    /// `directory` or `link`.
     pub kind: OriginalKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<u32>,
@@ -35,6 +41,9 @@ pub struct OriginalRecord {
     pub group: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// An original link's target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// The kinds of original the plugin can restore.
@@ -44,18 +53,16 @@ pub enum OriginalKind {
     None,
     File,
     Directory,
+    Link,
 }
 
 impl Record {
     /// What the guard compares the current state against.
     pub fn left(&self) -> Left {
         Left {
-            kind: match self.ensure {
-                Ensure::Present => Kind::File,
-                Ensure::Absent => Kind::Absent,
-                Ensure::Directory => Kind::Directory,
-            },
+            kind: Kind::of(self.ensure),
             checksum: self.checksum.clone(),
+            target: self.target.as_ref().map(PathBuf::from),
         }
     }
 }
@@ -68,6 +75,18 @@ impl OriginalRecord {
             owner: None,
             group: None,
             mode: None,
+            target: None,
+        }
+    }
+
+    /// A link to `target` owned by `uid:gid` was there.
+    pub fn link(target: &Path, uid: u32, gid: u32) -> OriginalRecord {
+        OriginalRecord {
+            kind: OriginalKind::Link,
+            owner: Some(uid),
+            group: Some(gid),
+            mode: None,
+            target: Some(target.to_string_lossy().into_owned()),
         }
     }
 
@@ -78,6 +97,7 @@ impl OriginalRecord {
             owner: Some(uid),
             group: Some(gid),
             mode: Some(format_mode(mode)),
+            target: None,
         }
     }
 
@@ -87,6 +107,7 @@ impl OriginalRecord {
             OriginalKind::None => Original::None,
             OriginalKind::File => Original::File,
             OriginalKind::Directory => Original::Directory,
+            OriginalKind::Link => Original::Link,
         }
     }
 
@@ -114,6 +135,7 @@ mod tests {
             owner: Some(0),
             group: Some(0),
             mode: Some("0644".into()),
+            target: None,
             original: OriginalRecord::existing(OriginalKind::File, 0, 4, 0o640),
         };
         let text = toml::to_string(&record).expect("serialise");
@@ -124,7 +146,8 @@ mod tests {
             record.left(),
             Left {
                 kind: Kind::File,
-                checksum: Some("sha256:ab".into())
+                checksum: Some("sha256:ab".into()),
+                target: None,
             }
         );
     }

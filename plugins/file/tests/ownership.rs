@@ -153,9 +153,47 @@ fn owner_drift_is_converged_without_force() {
     let (_, stderr, ok) = root.apply("file:/etc/app.conf");
     assert!(ok, "{stderr}");
     std::os::unix::fs::chown(root.path("etc/app.conf"), Some(0), Some(0)).expect("chown");
-    let (_, stderr, ok) = root.apply("file:/etc/app.conf");
+    let noop = root.run(&["noop", "file:/etc/app.conf"]);
+    assert_eq!(
+        String::from_utf8_lossy(&noop.stdout),
+        "Would have changed owner root to app\nWould have changed group root to web\n"
+    );
+    assert_eq!(
+        root.owner("etc/app.conf"),
+        (0, 0, 0o644),
+        "noop changes nothing"
+    );
+    let (stdout, stderr, ok) = root.apply("file:/etc/app.conf");
     assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout, "owner changed root to app\ngroup changed root to web\n",
+        "one line per property, and not `not changed`"
+    );
     assert_eq!(root.owner("etc/app.conf"), (1234, 2345, 0o644));
+    // An id without a name shows as the number.
+    std::os::unix::fs::chown(root.path("etc/app.conf"), Some(777), None).expect("chown");
+    let (stdout, stderr, ok) = root.apply("file:/etc/app.conf");
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "owner changed 777 to app\n");
+}
+
+#[test]
+fn setuid_files_keep_their_bits_after_the_chown() {
+    if !running_as_root() {
+        return;
+    }
+    let root = Root::new(
+        "[[file]]\nname = \"/usr/bin/tool\"\ncontent = \"#!/bin/sh\\n\"\nowner = \"app\"\ngroup = \"web\"\nmode = \"6755\"\nallow_setid = true\n",
+    );
+    fs::create_dir_all(root.path("usr/bin")).expect("mkdir");
+    let (_, stderr, ok) = root.apply("file:/usr/bin/tool");
+    assert!(ok, "{stderr}");
+    assert_eq!(root.owner("usr/bin/tool"), (1234, 2345, 0o6755));
+    // An owner drift is fixed with the bits kept.
+    std::os::unix::fs::chown(root.path("usr/bin/tool"), Some(0), None).expect("chown");
+    let (stdout, stderr, ok) = root.apply("file:/usr/bin/tool");
+    assert!(ok, "{stderr}");
+    assert_eq!(root.owner("usr/bin/tool"), (1234, 2345, 0o6755), "{stdout}");
 }
 
 #[test]
@@ -166,7 +204,10 @@ fn an_unknown_user_fails_the_apply_and_says_what_to_do() {
     let (_, stderr, ok) = root.apply("file:/etc/x.conf");
     assert!(!ok);
     assert!(stderr.contains("nobody-here"), "{stderr}");
-    assert!(stderr.contains("create it first"), "{stderr}");
+    assert!(
+        stderr.contains("must exist") && stderr.contains("earlier in the run"),
+        "{stderr}"
+    );
     assert!(!root.path("etc/x.conf").exists());
 }
 

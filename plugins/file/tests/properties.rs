@@ -11,6 +11,7 @@ fn kind() -> impl Strategy<Value = Kind> {
         Just(Kind::Absent),
         Just(Kind::File),
         Just(Kind::Directory),
+        Just(Kind::Link),
         Just(Kind::Other)
     ]
 }
@@ -19,7 +20,8 @@ fn ensure() -> impl Strategy<Value = Ensure> {
     prop_oneof![
         Just(Ensure::Present),
         Just(Ensure::Absent),
-        Just(Ensure::Directory)
+        Just(Ensure::Directory),
+        Just(Ensure::Link)
     ]
 }
 
@@ -33,10 +35,10 @@ fn checksum() -> impl Strategy<Value = Option<String>> {
 
 proptest! {
     #[test]
-    fn parse_mode_accepts_exactly_octal_up_to_0777(text in "(0[oO])?[0-9a-z]{0,5}") {
+    fn parse_mode_accepts_exactly_octal_up_to_07777(text in "(0[oO])?[0-9a-z]{0,6}") {
         match parse_mode(&text) {
             Ok(mode) => {
-                prop_assert!(mode <= 0o777);
+                prop_assert!(mode <= 0o7777);
                 prop_assert_eq!(parse_mode(&format_mode(mode)), Ok(mode));
             }
             Err(message) => prop_assert!(!message.is_empty()),
@@ -44,7 +46,7 @@ proptest! {
     }
 
     #[test]
-    fn every_mode_up_to_0777_round_trips(mode in 0u32..=0o777) {
+    fn every_mode_up_to_07777_round_trips(mode in 0u32..=0o7777) {
         prop_assert_eq!(parse_mode(&format_mode(mode)), Ok(mode));
         prop_assert_eq!(parse_mode(&format!("0o{mode:o}")), Ok(mode));
     }
@@ -65,9 +67,19 @@ proptest! {
         current_kind in kind(),
         current_sum in checksum(),
         uid in 0u32..2, gid in 0u32..2, mode in prop_oneof![Just(0o644u32), Just(0o600u32)],
+        target in prop_oneof![Just(None), Just(Some("/a")), Just(Some("../b"))],
     ) {
-        let wanted = Wanted { ensure, checksum: wanted_sum, uid: 0, gid: 0, mode: 0o644 };
-        let current = Observed { kind: current_kind, checksum: current_sum, uid, gid, mode };
+        let target = target.map(std::path::PathBuf::from);
+        let link = ensure == Ensure::Link;
+        let wanted = Wanted {
+            ensure,
+            checksum: wanted_sum,
+            uid: Some(0),
+            gid: Some(0),
+            mode: (!link).then_some(0o644),
+            target: link.then(|| std::path::PathBuf::from("/a")),
+        };
+        let current = Observed { kind: current_kind, checksum: current_sum, uid, gid, mode, target };
         let action = decide(&wanted, &current);
         prop_assert_eq!(action == Action::None, differences(&wanted, &current).is_empty());
         if action != Action::None {
@@ -75,6 +87,7 @@ proptest! {
                 Ensure::Absent => Action::Remove,
                 Ensure::Directory => Action::CreateDirectory,
                 Ensure::Present => Action::Store,
+                Ensure::Link => Action::Link,
             };
             prop_assert_eq!(action, expected);
         }

@@ -30,8 +30,21 @@ pub mod extension {
     /// Declared by a plugin that only reads its resources: without generated
     /// resources its `HOLO_RESOURCE_DIR` is the static directory, uncopied.
     pub const INPLACE: &str = "inplace";
+    /// Announced by the driver: after the two paths of `diff`, a plugin may
+    /// write a third NUL-terminated field of extended header lines (`old
+    /// mode 100644`, `old owner root`, ...) that describe attributes the
+    /// files cannot show; they replace the driver's `old mode`/`new mode`.
+    pub const DIFF_HEADER: &str = "diff-header";
     /// What this driver announces in `HOLO_EXTENSIONS`.
-    pub const DRIVER: &[&str] = &[NOOP, ORDER, BATCH, BATCH_ORDER, BATCH_STREAM, INPLACE];
+    pub const DRIVER: &[&str] = &[
+        NOOP,
+        ORDER,
+        BATCH,
+        BATCH_ORDER,
+        BATCH_STREAM,
+        INPLACE,
+        DIFF_HEADER,
+    ];
 }
 
 /// The lines a plugin writes on FD 3 after apply.

@@ -59,23 +59,7 @@ pub const TEMP_PREFIX: &str = ".holo-tmp-";
 /// Writes `contents` to `path` atomically. The parent directory must exist.
 pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) -> Result<()> {
     let fail = |err: io::Error| Error::io("write", path, &err);
-    let (dir, name) = match fs.open_parent(path) {
-        Ok(opened) => opened,
-        Err(err)
-            if matches!(
-                err.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            let parent = path.parent().unwrap_or(Path::new("."));
-            return Err(Error::new(format!(
-                "cannot write {}: directory {} does not exist; create it first (for example with a directory resource)",
-                path.display(),
-                parent.display()
-            )));
-        }
-        Err(err) => return Err(fail(err)),
-    };
+    let (dir, name) = open_parent(fs, path)?;
     let mode = options.mode.unwrap_or_else(|| {
         rustix::fs::statat(&dir, name.as_os_str(), AtFlags::empty())
             .map_or(0o644, |stat| stat.st_mode & 0o7777)
@@ -96,6 +80,72 @@ pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) 
     file.sync_all().map_err(fail)?;
     temp.rename_to(name.as_os_str()).map_err(fail)?;
     // The rename is durable only once the directory entry is synced.
+    dir.sync_all().map_err(|err| {
+        Error::io(
+            "sync directory",
+            path.parent().unwrap_or(Path::new(".")),
+            &err,
+        )
+    })
+}
+
+/// The directory that will hold `path`, opened, and `path`'s name in it.
+fn open_parent(fs: &RootFs, path: &Path) -> Result<(File, std::ffi::OsString)> {
+    match fs.open_parent(path) {
+        Ok(opened) => Ok(opened),
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            Err(Error::new(format!(
+                "cannot write {}: directory {} does not exist; create it first (for example with a directory resource)",
+                path.display(),
+                parent.display()
+            )))
+        }
+        Err(err) => Err(Error::io("write", path, &err)),
+    }
+}
+
+/// Makes `path` a symbolic link to `target` atomically: a temp link in the
+/// same directory gets the owner (when given) and is renamed over `path`,
+/// replacing a file or link there (never a directory). `target` is written
+/// verbatim and need not exist.
+pub fn symlink(fs: &RootFs, path: &Path, target: &Path, options: &WriteOptions) -> Result<()> {
+    let fail = |err: io::Error| Error::io("create the link", path, &err);
+    let (dir, name) = open_parent(fs, path)?;
+    sweep_once(&dir, path.parent().unwrap_or(Path::new("."))).map_err(fail)?;
+    rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
+    let random = RandomState::new();
+    let mut attempt = 0u64;
+    let temp = loop {
+        let temp = format!("{TEMP_PREFIX}{:016x}", random.hash_one(attempt));
+        match rustix::fs::symlinkat(target, &dir, temp.as_str()) {
+            Ok(()) => break temp,
+            Err(rustix::io::Errno::EXIST) if attempt < 100 => attempt += 1,
+            Err(err) => return Err(fail(err.into())),
+        }
+    };
+    let finish = || -> io::Result<()> {
+        if options.uid.is_some() || options.gid.is_some() {
+            rustix::fs::chownat(
+                &dir,
+                temp.as_str(),
+                options.uid.map(rustix::fs::Uid::from_raw),
+                options.gid.map(rustix::fs::Gid::from_raw),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )?;
+        }
+        rustix::fs::renameat(&dir, temp.as_str(), &dir, name.as_os_str())?;
+        Ok(())
+    };
+    if let Err(err) = finish() {
+        let _ = rustix::fs::unlinkat(&dir, temp.as_str(), AtFlags::empty());
+        return Err(fail(err));
+    }
     dir.sync_all().map_err(|err| {
         Error::io(
             "sync directory",
@@ -191,10 +241,11 @@ impl<'d> TempFile<'d> {
         }
     }
 
-    fn rename_to(self, target: &std::ffi::OsStr) -> io::Result<()> {
+    fn rename_to(mut self, target: &std::ffi::OsStr) -> io::Result<()> {
         let renamed = rustix::fs::renameat(self.dir, self.name.as_str(), self.dir, target);
         if renamed.is_ok() {
-            std::mem::forget(self);
+            // The name is the target's now: drop closes the file, unlinks nothing.
+            self.name.clear();
         }
         renamed.map_err(io::Error::from)
     }
@@ -202,7 +253,9 @@ impl<'d> TempFile<'d> {
 
 impl Drop for TempFile<'_> {
     fn drop(&mut self) {
-        let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
+        if !self.name.is_empty() {
+            let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
+        }
     }
 }
 
@@ -321,6 +374,65 @@ mod tests {
         .expect_err("no parent");
         assert!(err.message().contains("does not exist"), "{err}");
         assert!(err.message().contains(&target.display().to_string()));
+    }
+
+    #[test]
+    fn writes_leave_no_descriptor_open() {
+        let open = || std::fs::read_dir("/proc/self/fd").expect("fds").count();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = RootFs::unconfined();
+        let options = WriteOptions::mode(0o644);
+        write(&fs, &dir.path().join("warm-up"), b"x", &options).expect("write");
+        let before = open();
+        for i in 0..50 {
+            write(&fs, &dir.path().join(format!("f{i}")), b"x", &options).expect("write");
+        }
+        // Other tests run in parallel threads and open files too; a
+        // descriptor per write would show as 50.
+        assert!(open() < before + 25, "{before} before, {} after", open());
+    }
+
+    #[test]
+    fn symlinks_replace_files_and_links_atomically() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let link = dir.path().join("site");
+        std::fs::write(&link, "a file\n").expect("write");
+        let fs = RootFs::unconfined();
+        symlink(
+            &fs,
+            &link,
+            Path::new("../available/site"),
+            &WriteOptions::default(),
+        )
+        .expect("over a file");
+        assert_eq!(
+            std::fs::read_link(&link).expect("link"),
+            Path::new("../available/site")
+        );
+        symlink(
+            &fs,
+            &link,
+            Path::new("/etc/other"),
+            &WriteOptions::default(),
+        )
+        .expect("over a link");
+        assert_eq!(
+            std::fs::read_link(&link).expect("link"),
+            Path::new("/etc/other")
+        );
+        std::fs::create_dir(dir.path().join("dir")).expect("mkdir");
+        symlink(
+            &fs,
+            &dir.path().join("dir"),
+            Path::new("x"),
+            &WriteOptions::default(),
+        )
+        .expect_err("a directory is not replaced");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp link is left: {names:?}");
     }
 
     #[test]

@@ -151,13 +151,15 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     }
     let diff = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
         true => Ok(None),
-        false => plugin.diff(&env, &entity),
+        false => plugin.diff_with_header(&env, &entity),
     };
     match entity.and_then(diff) {
-        Ok(Some((desired, current))) => match report::fd3_diff(&desired, &current) {
-            Ok(()) => flush_stdout(),
-            Err(err) => fail(&err),
-        },
+        Ok(Some(diff)) => {
+            match report::fd3_diff(&diff.desired, &diff.current, &diff.header, &env) {
+                Ok(()) => flush_stdout(),
+                Err(err) => fail(&err),
+            }
+        }
         Ok(None) => flush_stdout(),
         Err(err) => fail(&err),
     }

@@ -106,4 +106,4 @@ pub mod template;
 pub use dispatch::{fail, run};
 pub use env::Env;
 pub use error::{Error, Result};
-pub use plugin::{Action, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned};
+pub use plugin::{Action, Diff, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned};

@@ -41,8 +41,39 @@ pub fn gid(env: &Env, group: &str) -> Result<u32> {
 
 fn not_found(kind: &str, name: &str, place: &str) -> Error {
     Error::new(format!(
-        "{kind} {name} not found in {place}; create it first (declare it as a requirement) or use a numeric id"
+        "{kind} {name} not found in {place}; the {kind} must exist when this entity is applied: \
+         a package (its maintainer scripts) or another plugin must create it earlier in the run \
+         (make this entity require that one), or use a numeric id"
     ))
+}
+
+/// The name of user `uid`, for messages; `None` when it has none.
+pub fn user_name(env: &Env, uid: u32) -> Option<String> {
+    if env.test_mode {
+        return name_in_file(env, &env.root_join("/etc/passwd"), uid);
+    }
+    let found = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid));
+    found.ok().flatten().map(|user| user.name)
+}
+
+/// The name of group `gid`, for messages; `None` when it has none.
+pub fn group_name(env: &Env, gid: u32) -> Option<String> {
+    if env.test_mode {
+        return name_in_file(env, &env.root_join("/etc/group"), gid);
+    }
+    let found = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid));
+    found.ok().flatten().map(|group| group.name)
+}
+
+/// The first name with id `id` in a passwd/group style file.
+fn name_in_file(env: &Env, path: &Path, id: u32) -> Option<String> {
+    let text = RootFs::of(env).ok()?.read_to_string(path).ok()?;
+    text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let found: u32 = fields.nth(1)?.trim().parse().ok()?;
+        (found == id && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 /// Finds `name` in a passwd/group style file (`name:x:id:...`).
@@ -101,6 +132,10 @@ mod tests {
         assert_eq!(gid(&env, "adm").expect("group"), 4);
         let err = uid(&env, "nobody-here").expect_err("missing");
         assert!(err.message().contains("etc/passwd"), "{err}");
+        assert!(err.message().contains("earlier in the run"), "{err}");
+        assert_eq!(user_name(&env, 33).as_deref(), Some("www-data"));
+        assert_eq!(group_name(&env, 4).as_deref(), Some("adm"));
+        assert_eq!(user_name(&env, 4242), None);
         let err = uid(&env, "broken").expect_err("malformed");
         assert!(err.message().contains("passwd:3:"), "{err}");
     }
@@ -113,5 +148,7 @@ mod tests {
         .expect("env");
         assert_eq!(uid(&env, "root").expect("root"), 0);
         assert_eq!(gid(&env, "root").expect("root"), 0);
+        assert_eq!(user_name(&env, 0).as_deref(), Some("root"));
+        assert_eq!(group_name(&env, 0).as_deref(), Some("root"));
     }
 }

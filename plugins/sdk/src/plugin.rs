@@ -81,12 +81,37 @@ pub trait Plugin {
         Vec::new()
     }
 
+    /// Like [`Plugin::diff`], with extended header lines for what the two
+    /// files cannot show, such as `old mode 100644`/`new mode 100600` for the
+    /// full permission bits or `old owner root`/`new owner nobody`
+    /// (desired first). They replace the driver's own mode lines when it
+    /// announced `diff-header`; give them only when both sides exist and are
+    /// of the same type. By default, [`Plugin::diff`] without header lines.
+    fn diff_with_header(&self, env: &Env, entity: &EntityCtx<Self::Spec>) -> Result<Option<Diff>> {
+        Ok(self.diff(env, entity)?.map(|(desired, current)| Diff {
+            desired,
+            current,
+            header: Vec::new(),
+        }))
+    }
+
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
     /// `None` when `name` is not one of them.
     fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
         let _ = (env, name, args);
         None
     }
+}
+
+/// What `diff` hands the driver: see [`Plugin::diff_with_header`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diff {
+    /// The desired state.
+    pub desired: PathBuf,
+    /// The current state.
+    pub current: PathBuf,
+    /// Extended header lines, without newlines.
+    pub header: Vec<String>,
 }
 
 /// How apply was invoked.

@@ -164,14 +164,23 @@ pub fn fd3_message(message: &str) -> Result<()> {
     fd3_write(format!("{message}\n").as_bytes())
 }
 
-/// Writes the two NUL-terminated diff paths on FD 3: desired state, then current.
-pub fn fd3_diff(desired: &Path, current: &Path) -> Result<()> {
+/// Writes the two NUL-terminated diff paths on FD 3: desired state, then
+/// current; then, when there are any and the driver announced `diff-header`,
+/// the header lines as a third field.
+pub fn fd3_diff(desired: &Path, current: &Path, header: &[String], env: &crate::Env) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let mut bytes = Vec::new();
     bytes.extend_from_slice(desired.as_os_str().as_bytes());
     bytes.push(0);
     bytes.extend_from_slice(current.as_os_str().as_bytes());
     bytes.push(0);
+    if !header.is_empty() && env.has_extension(holo_protocol::extension::DIFF_HEADER) {
+        for line in header {
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+        }
+        bytes.push(0);
+    }
     fd3_write(&bytes)
 }
 

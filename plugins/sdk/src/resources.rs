@@ -90,6 +90,52 @@ pub struct Declared<R> {
     pub location: Location,
     /// Why `if`/`unless` leave it unmanaged; `None` when it is managed.
     pub skipped: Option<String>,
+    /// Where the table's keys start in `source`, for [`Declared::location_of`]
+    /// (looked up only for an error, so loading stays cheap).
+    key_offsets: Vec<usize>,
+    /// The text of the file, shared by its tables.
+    source: std::sync::Arc<SourceText>,
+}
+
+/// A resource file's text with its line index.
+#[derive(Debug)]
+struct SourceText {
+    text: String,
+    lines: LineIndex,
+}
+
+impl<R: Resource> Declared<R> {
+    /// Where `property` is written in the table (a CCM alias counts as the
+    /// property), so that an error about its value names its own line; the
+    /// table's line when it is not there.
+    pub fn location_of(&self, property: &str) -> Location {
+        let source = &self.source;
+        let found = self.key_offsets.iter().find_map(|&offset| {
+            let key = key_at(source.text.get(offset..)?);
+            let name = R::ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == key)
+                .map_or(key, |(_, property)| property);
+            (name == property).then(|| source.lines.line_of(offset))
+        });
+        Location {
+            line: found.unwrap_or(self.location.line),
+            ..self.location.clone()
+        }
+    }
+}
+
+/// The key that `text` starts with: bare, or quoted without its quotes.
+fn key_at(text: &str) -> &str {
+    match text.chars().next() {
+        Some(quote @ ('"' | '\'')) => text[1..].split(quote).next().unwrap_or(""),
+        _ => {
+            let end = text
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(text.len());
+            &text[..end]
+        }
+    }
 }
 
 impl<R: Resource> Declared<R> {
@@ -182,9 +228,10 @@ impl Ensure {
         match value {
             None | Some("present") => Ok(Ensure::Present),
             Some("absent") => Ok(Ensure::Absent),
-            Some(other) => Err(format!(
-                "ensure {other:?} is not valid: use \"present\" or \"absent\""
-            )),
+            Some(other) => {
+                one_of("ensure", other, &["present", "absent"])?;
+                Ok(Ensure::Present)
+            }
         }
     }
 
@@ -195,6 +242,32 @@ impl Ensure {
             Ensure::Absent => "absent",
         }
     }
+}
+
+/// Checks the value of an enumerated property against its `allowed`
+/// values and gives back the one it is. The error names every allowed
+/// value and, when the value looks like a typo of one, that one:
+/// `ensure = "lastest" is not known (did you mean "latest"?); use "present",
+/// "absent" or "latest"`.
+pub fn one_of<'a>(
+    property: &str,
+    value: &str,
+    allowed: &[&'a str],
+) -> std::result::Result<&'a str, String> {
+    if let Some(found) = allowed.iter().find(|candidate| **candidate == value) {
+        return Ok(found);
+    }
+    let quoted: Vec<String> = allowed.iter().map(|name| format!("{name:?}")).collect();
+    let listed = match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.join(""),
+    };
+    let suggestion = closest(value, allowed)
+        .map(|candidate| format!(" (did you mean {candidate:?}?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "{property} = {value:?} is not known{suggestion}; use {listed}"
+    ))
 }
 
 /// `path` without `.` components and with `..` taken back lexically.
@@ -347,12 +420,14 @@ impl<'e, R: Resource> Loader<'e, R> {
             }
         };
         let lines = LineIndex::new(&text);
+        let source = std::sync::Arc::new(SourceText { text, lines });
+        let (text, lines) = (&source.text, &source.lines);
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
             origin: origin.clone(),
-            line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(&text, offset)),
+            line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(text, offset)),
         };
-        let mut document = match DeTable::parse(&text) {
+        let mut document = match DeTable::parse(text) {
             Ok(document) => document.into_inner(),
             Err(err) => {
                 let location = at(err.span().map_or(0, |span| span.start));
@@ -399,10 +474,12 @@ impl<'e, R: Resource> Loader<'e, R> {
             let span = table.span();
             let location = at(span.start);
             match table.into_inner() {
-                DeValue::Table(entries) => match self.load_table(entries, span, &location, &at) {
-                    Ok(declared) => self.add(declared),
-                    Err(err) => self.errors.push(err),
-                },
+                DeValue::Table(entries) => {
+                    match self.load_table(entries, span, &location, &at, &source) {
+                        Ok(declared) => self.add(declared),
+                        Err(err) => self.errors.push(err),
+                    }
+                }
                 other => self.errors.push(Error::new(format!(
                     "{location}: {} in {}, expected a [[{}]] table",
                     other.type_str(),
@@ -483,6 +560,7 @@ impl<'e, R: Resource> Loader<'e, R> {
         span: std::ops::Range<usize>,
         location: &Location,
         at: &dyn Fn(usize) -> Location,
+        source: &std::sync::Arc<SourceText>,
     ) -> Result<Declared<R>> {
         let kind = R::KIND;
         for (alias, property) in R::ALIASES {
@@ -514,6 +592,7 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .render_value(value, &|offset| at(offset), key.get_ref())?;
             }
         }
+        let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
         let condition_places: Vec<(&str, Location)> = ["if", "unless"]
             .into_iter()
             .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
@@ -562,6 +641,8 @@ impl<'e, R: Resource> Loader<'e, R> {
             common,
             location: location.clone(),
             skipped,
+            key_offsets,
+            source: source.clone(),
         })
     }
 }
@@ -577,26 +658,11 @@ fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]
     ))
 }
 
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 /// The candidate closest to `name`, if it is close enough to be a typo.
 fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
     candidates
         .iter()
-        .map(|candidate| (edit_distance(name, candidate), *candidate))
+        .map(|candidate| (strsim::levenshtein(name, candidate), *candidate))
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
         .min()
         .map(|(_, candidate)| candidate)
@@ -687,6 +753,7 @@ pub fn entity_reference(text: &str) -> Option<String> {
 }
 
 /// Byte offset to 1-based line number.
+#[derive(Debug)]
 struct LineIndex {
     starts: Vec<usize>,
 }
@@ -983,6 +1050,37 @@ mod tests {
         assert_eq!(scanned.sources, std::slice::from_ref(&a.location.path));
         assert_eq!(scanned.requires, ["package:nginx", "file:/etc/x"]);
         assert_eq!(scanned.subscribes, ["service:a"]);
+        // Each property's own line, aliases under the property's name.
+        assert_eq!(a.location_of("content").line, 7);
+        assert_eq!(a.location_of("refresh_only").line, 8);
+        assert_eq!(a.location_of("missing").line, 5, "the table's line");
+    }
+
+    #[test]
+    fn keys_are_read_bare_or_quoted() {
+        assert_eq!(key_at("mode = \"0644\""), "mode");
+        assert_eq!(key_at("allow_setid=true"), "allow_setid");
+        assert_eq!(key_at("\"mode\" = 1"), "mode");
+        assert_eq!(key_at("'health-checks' = []"), "health-checks");
+        assert_eq!(key_at(""), "");
+    }
+
+    #[test]
+    fn enumerated_values_name_the_choices_and_the_likely_one() {
+        let allowed = ["present", "absent", "latest", "purged"];
+        assert_eq!(one_of("ensure", "latest", &allowed), Ok("latest"));
+        assert_eq!(
+            one_of("ensure", "lastest", &allowed),
+            Err("ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or \"purged\"".to_string())
+        );
+        assert_eq!(
+            one_of("ensure", "running", &["present", "absent"]),
+            Err("ensure = \"running\" is not known; use \"present\" or \"absent\"".to_string())
+        );
+        assert_eq!(
+            Ensure::parse(Some("absnt")),
+            Err("ensure = \"absnt\" is not known (did you mean \"absent\"?); use \"present\" or \"absent\"".to_string())
+        );
     }
 
     #[test]
@@ -1274,10 +1372,10 @@ mod tests {
     }
 
     #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("contnet", "content"), 2);
-        assert_eq!(edit_distance("owner", "owner"), 0);
-        assert_eq!(edit_distance("", "abc"), 3);
+    fn closest_finds_typos_only() {
+        assert_eq!(closest("contnet", &["content", "owner"]), Some("content"));
+        assert_eq!(closest("owner", &["owner"]), Some("owner"));
+        assert_eq!(closest("zzzzzz", &["content", "owner"]), None);
     }
 
     #[test]

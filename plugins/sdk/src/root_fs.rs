@@ -169,6 +169,14 @@ impl RootFs {
         Ok((dir, name.to_os_string()))
     }
 
+    /// The target of the symbolic link at `path`, verbatim.
+    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        use std::os::unix::ffi::OsStringExt;
+        let (dir, name) = self.open_parent(path)?;
+        let target = rustix::fs::readlinkat(&dir, name.as_os_str(), Vec::new())?;
+        Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
+    }
+
     /// Removes the file or symlink at `path` (never what a symlink points to).
     pub fn remove_file(&self, path: &Path) -> io::Result<()> {
         let (dir, name) = self.open_parent(path)?;

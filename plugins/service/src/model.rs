@@ -28,13 +28,9 @@ impl Ensure {
 
     /// Parses a value, or says what was meant.
     pub fn parse(raw: &str) -> Result<Ensure, String> {
-        match raw {
-            "running" => Ok(Ensure::Running),
+        match holo_plugin::resources::one_of("ensure", raw, &Ensure::VALUES)? {
             "stopped" => Ok(Ensure::Stopped),
-            other => Err(format!(
-                "invalid ensure {other:?}: {}use \"running\" or \"stopped\"",
-                did_you_mean(other, &Ensure::VALUES)
-            )),
+            _ => Ok(Ensure::Running),
         }
     }
 }
@@ -50,17 +46,6 @@ impl<'de> Deserialize<'de> for Ensure {
         let raw = String::deserialize(deserializer)?;
         Ensure::parse(&raw).map_err(de::Error::custom)
     }
-}
-
-/// `did you mean "X"? ` for the closest value, or nothing when none is close.
-pub fn did_you_mean(raw: &str, values: &[&str]) -> String {
-    values
-        .iter()
-        .map(|value| (strsim::levenshtein(raw, value), *value))
-        .filter(|(distance, value)| *distance <= 2.max(value.len() / 3))
-        .min()
-        .map(|(_, value)| format!("did you mean {value:?}? "))
-        .unwrap_or_default()
 }
 
 /// A `[[service]]` table as written in a resource file. `subscribe`,

@@ -25,8 +25,17 @@ pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
         Kind::File
     } else if meta.is_dir() {
         Kind::Directory
+    } else if meta.is_symlink() {
+        Kind::Link
     } else {
         Kind::Other
+    };
+    let target = match kind {
+        Kind::Link => Some(
+            fs.read_link(path)
+                .map_err(|err| Error::io("read the link", path, &err))?,
+        ),
+        _ => None,
     };
     let checksum = match kind {
         Kind::File => Some(checksum_file(fs, path)?),
@@ -38,6 +47,7 @@ pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
         uid: meta.uid(),
         gid: meta.gid(),
         mode: meta.mode() & 0o7777,
+        target,
     })
 }
 
@@ -107,6 +117,23 @@ pub fn ensure_owner(fs: &RootFs, path: &Path, uid: u32, gid: u32) -> Result<()> 
         )));
     }
     Ok(())
+}
+
+/// Link: makes `path` a symbolic link to `target` atomically (a temp link,
+/// then a rename over what is there), owned by `uid`/`gid` when given.
+pub fn link(
+    fs: &RootFs,
+    path: &Path,
+    target: &Path,
+    uid: Option<u32>,
+    gid: Option<u32>,
+) -> Result<()> {
+    let options = WriteOptions {
+        mode: None,
+        uid,
+        gid,
+    };
+    atomic::symlink(fs, path, target, &options)
 }
 
 /// CreateDirectory: creates the directory and its parents, then sets the
@@ -258,13 +285,10 @@ mod tests {
                 .kind,
             Kind::Absent
         );
-        std::os::unix::fs::symlink(&file, dir.path().join("link")).expect("symlink");
-        assert_eq!(
-            status(&host(), &dir.path().join("link"))
-                .expect("link")
-                .kind,
-            Kind::Other
-        );
+        std::os::unix::fs::symlink("../f", dir.path().join("link")).expect("symlink");
+        let link = status(&host(), &dir.path().join("link")).expect("link");
+        assert_eq!(link.kind, Kind::Link);
+        assert_eq!(link.target.as_deref(), Some(Path::new("../f")));
     }
 
     #[test]

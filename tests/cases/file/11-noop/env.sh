@@ -1,11 +1,2 @@
-# Run every apply as `holo apply --noop`, which must change nothing.
-real_holo="$HOLO_BINARY"
-holo_noop() {
-    if [ "$1" = apply ]; then
-        shift
-        "$real_holo" apply --noop "$@"
-    else
-        "$real_holo" "$@"
-    fi
-}
-HOLO_BINARY=holo_noop
+# Run every apply as `holo apply --noop` (see ../noop.sh).
+. ../noop.sh

@@ -1,0 +1,2 @@
+# Run every apply as `holo apply --noop` (see ../noop.sh).
+. ../noop.sh
