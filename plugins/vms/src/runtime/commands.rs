@@ -45,6 +45,9 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
         Command::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         Command::Exec(args) => return Some(exec(options, args)),
         Command::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        Command::Images | Command::Pull(_) | Command::Lock(_) => {
+            with_runtime(|rt| super::image_cache::command(rt, options, command))
+        }
         _ => return None,
     };
     Some(match result {
@@ -80,7 +83,9 @@ fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(),
 }
 
 /// Resolves the compose project, printing its errors the way `validate` does.
-fn resolve(options: &Options) -> Result<(crate::compose::Project, crate::Manifest), String> {
+pub(crate) fn resolve(
+    options: &Options,
+) -> Result<(crate::compose::Project, crate::Manifest), String> {
     crate::resolve(options).map_err(|diags| describe(&diags))
 }
 

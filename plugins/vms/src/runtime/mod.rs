@@ -9,6 +9,8 @@
 //! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
 //!   talking to it; `host`: pids, ports and the accelerator;
 //! - `health`: healthchecks over SSH and waiting on `depends_on`;
+//! - `image_cache`: `holos pull`, the image cache and the base images of
+//!   `up`; `image_lock`: `holos.images.lock`;
 //! - `project`: up, stop, start and down under the lock; `commands`: the
 //!   `holos` commands on top.
 
@@ -16,6 +18,8 @@ pub mod cloud_init;
 pub mod commands;
 pub mod health;
 pub mod host;
+pub mod image_cache;
+pub mod image_lock;
 pub mod instance;
 pub mod plan;
 pub mod project;
