@@ -447,3 +447,55 @@ fn up_pulls_a_missing_alias_and_names_a_missing_local_file() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_newer_upstream_build_is_a_new_file_and_the_lock_keeps_the_pinned_one() {
+    if !have(&["qemu-img"]) {
+        return;
+    }
+    let p = Project::new(
+        "name: pinned\nservices:\n  web:\n    image: alpine\n",
+        Qemu::Fake,
+    );
+    let mirror = ImageMirror::start();
+    let first = qcow2_bytes("32M");
+    let served = mirror.serve("alpine", "3.23", &first);
+    let out = run(&p, &mirror, &["lock"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Upstream publishes a new build of the tag; a pull adds it beside the
+    // first one, which stays (instances may use it as their backing file).
+    let second = qcow2_bytes("48M");
+    mirror.serve("alpine", "3.23", &second);
+    let out = run(&p, &mirror, &["pull", "alpine"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (old, new) = (alpine_file(&p, &first), alpine_file(&p, &second));
+    assert_ne!(old, new);
+    assert_eq!(std::fs::read(&old).unwrap(), first);
+    assert_eq!(std::fs::read(&new).unwrap(), second);
+
+    // `up` uses the pinned build, without downloading anything.
+    let out = run(&p, &mirror, &["up", "--no-wait"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mirror.server.count(&served.image_path), 2);
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.state().join("projects/pinned.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        record["instances"]["web-0"]["spec"]["image"],
+        old.display().to_string()
+    );
+
+    // Without the lock, the newest pull is the one used.
+    std::fs::remove_file(p.path().join("holos.images.lock")).unwrap();
+    p.ok(&["down"]);
+    let out = run(&p, &mirror, &["up", "--no-wait"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.state().join("projects/pinned.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        record["instances"]["web-0"]["spec"]["image"],
+        new.display().to_string()
+    );
+}

@@ -104,8 +104,9 @@ pub struct CacheRecord {
     /// SHA-256 of the file, checked on every use.
     pub sha256: String,
     pub bytes: u64,
-    /// Seconds since the epoch of the last pull that chose this file.
-    pub pulled_at: u64,
+    /// Nanoseconds since the epoch of the last pull that chose this file:
+    /// the newest is the current build of the tag.
+    pub pulled_at_ns: u64,
 }
 
 /// A cached image file and its record.
@@ -153,8 +154,8 @@ pub fn cached(layout: &Layout, alias: &str, tag: &str) -> Vec<CachedImage> {
         .collect();
     found.sort_by(|a, b| {
         b.record
-            .pulled_at
-            .cmp(&a.record.pulled_at)
+            .pulled_at_ns
+            .cmp(&a.record.pulled_at_ns)
             .then_with(|| a.path.cmp(&b.path))
     });
     found
@@ -252,7 +253,7 @@ fn pull_locked(
         checksum: checksum.clone(),
         sha256: String::new(),
         bytes: 0,
-        pulled_at: now(),
+        pulled_at_ns: now(),
     };
     // The same build is already here: check it and make it the current one.
     if let Some(existing) = cached(layout, alias, tag)
@@ -317,7 +318,7 @@ fn write_record(image: &Path, record: &CacheRecord) -> Result<(), String> {
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// A verified cached build of `alias:tag` (the one whose SHA-256 is `pin`
