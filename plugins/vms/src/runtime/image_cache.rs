@@ -515,8 +515,8 @@ pub fn write_lock(layout: &Layout, manifest: &Manifest) -> Result<PathBuf, Strin
 /// The published checksum of `name` in a checksum file: GNU lines
 /// (`HEX  NAME`, `HEX *NAME`), BSD lines (`SHA256 (NAME) = HEX`) or a bare
 /// hash, inside a PGP clear-signed wrapper or not; `#` lines are comments.
-/// A per-image file (`IMAGE.sha512`) with a single hash of the right kind
-/// counts whatever name it gives.
+/// A per-image file (`IMAGE.sha512`, `IMAGE.CHECKSUM`) with a single
+/// distinct hash of the right kind counts whatever name it gives.
 pub fn find_checksum(
     text: &str,
     name: &str,
@@ -557,8 +557,13 @@ pub fn find_checksum(
     if let Some((_, hex)) = entries.iter().find(|(file, _)| *file == Some(name)) {
         return Ok(hex.clone());
     }
-    if per_image && entries.len() == 1 {
-        return Ok(entries.remove(0).1);
+    // A per-image file may name the dated build rather than the `latest`
+    // link, or list it twice: one distinct hash is the image's.
+    let mut distinct: Vec<&String> = entries.iter().map(|(_, hex)| hex).collect();
+    distinct.sort();
+    distinct.dedup();
+    if per_image && distinct.len() == 1 {
+        return Ok(distinct[0].clone());
     }
     Err(format!(
         "no {} checksum for {name} in it ({} usable lines); the distribution may have renamed the image, so check images.toml",
@@ -623,7 +628,6 @@ pub fn command(
                     .filter(|s| s.image.path.is_none())
                     .map(|s| lock_key(&s.image, Path::new(&manifest.directory)))
                     .collect();
-                references.dedup();
                 references.sort();
                 references.dedup();
                 if references.is_empty() {
@@ -682,6 +686,14 @@ mod tests {
             find_checksum(&format!("{sha512}\n"), "x.qcow2", Algorithm::Sha512, true),
             Ok(sha512.clone())
         );
+        // A per-image file naming the dated build, twice.
+        let dated =
+            format!("SHA256 (disk-20260101.qcow2) = {A}\nSHA256 (disk-20260101.qcow2) = {A}\n");
+        assert_eq!(
+            find_checksum(&dated, "disk-latest.qcow2", Algorithm::Sha256, true),
+            Ok(A.into())
+        );
+        assert!(find_checksum(&dated, "disk-latest.qcow2", Algorithm::Sha256, false).is_err());
         // A bare hash is only taken from a per-image file.
         assert!(
             find_checksum(&format!("{sha512}\n"), "x.qcow2", Algorithm::Sha512, false).is_err()
