@@ -65,9 +65,19 @@ fn pull_verifies_while_streaming_and_checks_every_cache_hit() {
     let mirror = ImageMirror::start();
     let bytes = b"an alpine cloud image".repeat(1000);
     let served = mirror.serve("alpine", "3.23", &bytes);
+    // What a pull killed during an older build's download left.
+    std::fs::create_dir_all(p.state().join("images")).unwrap();
+    let stale = p.state().join("images/alpine-3.23-0123456789ab.qcow2.part");
+    std::fs::write(&stale, b"half").unwrap();
+    let other_tag = p
+        .state()
+        .join("images/alpine-3.23-x-0123456789ab.qcow2.part");
+    std::fs::write(&other_tag, b"not ours").unwrap();
 
     let out = run(&p, &mirror, &["pull", "alpine"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stale.exists(), "a stale .part of the tag is removed");
+    std::fs::remove_file(&other_tag).unwrap();
     let file = alpine_file(&p, &bytes);
     assert_eq!(stdout(&out).trim(), file.display().to_string());
     assert_eq!(std::fs::read(&file).unwrap(), bytes);

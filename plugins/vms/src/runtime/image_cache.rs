@@ -274,6 +274,7 @@ fn pull_locked(
             Err(damaged) => eprintln!("holos: {damaged}; pulling it again"),
         }
     }
+    remove_stale_parts(&dir, alias, tag);
     let url = options.locate(&entry.url);
     eprintln!("holos: pulling {alias}:{tag} from {url}");
     let done = Download::new(&url, &target)
@@ -301,6 +302,24 @@ fn pull_locked(
         path: target,
         record,
     })
+}
+
+/// Removes the `.part` files a killed pull of `alias:tag` left (of any
+/// build); the caller holds the image's lock, so none is being written.
+fn remove_stale_parts(dir: &Path, alias: &str, tag: &str) {
+    let prefix = format!("{alias}-{tag}-");
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        // `alias-tag-HASH.FORMAT.part`: exactly one `-` after the prefix
+        // rules out another tag that starts like this one.
+        let ours = name
+            .strip_prefix(&prefix)
+            .is_some_and(|rest| rest.ends_with(".part") && !rest.contains('-') && rest.len() > 12);
+        if ours {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn write_record(image: &Path, record: &CacheRecord) -> Result<(), String> {
