@@ -8,6 +8,7 @@ use crate::run_dir::Runtime;
 use crate::scan::Entity;
 use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Mode {
@@ -17,6 +18,15 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The mode as the run report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Apply => "apply",
+            Mode::Force => "force",
+            Mode::Noop => "noop",
+        }
+    }
+
     fn operation(self) -> &'static str {
         match self {
             Mode::Apply => "apply",
@@ -45,20 +55,15 @@ pub struct Context<'a> {
     pub entities: &'a [Entity],
 }
 
-pub fn run(ctx: &Context, out: &mut Output, mode: Mode) -> i32 {
-    let lock = if mode == Mode::Noop {
-        None
-    } else {
-        match crate::lock::acquire(&ctx.runtime.root, out) {
-            Ok(lock) => Some(lock),
-            Err(code) => return code,
-        }
-    };
-    let outcomes = apply_all(ctx, out, mode);
-    if let Some(lock) = lock {
-        crate::lock::release(&lock, out);
-    }
-    exit_code(mode, &outcomes)
+/// The outcome of every entity, in apply order, with the time it took.
+pub struct Applied {
+    pub outcomes: Vec<Outcome>,
+    pub durations: Vec<Duration>,
+}
+
+/// Applies every entity of the context, in order. The caller holds the lock.
+pub fn run(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
+    apply_all(ctx, out, mode)
 }
 
 /// 0 when all is well; 1 on failures, skips and needed `--force`; with
@@ -76,7 +81,7 @@ pub fn exit_code(mode: Mode, outcomes: &[Outcome]) -> i32 {
     }
 }
 
-fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
+fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
     let entities = ctx.entities;
     let position: HashMap<&str, usize> = entities
         .iter()
@@ -95,6 +100,11 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
         .collect();
     let batching = std::env::var_os("HOLO_NO_BATCH").is_none_or(|v| v.is_empty() || v == "0");
     let mut outcomes: Vec<Option<Outcome>> = vec![None; entities.len()];
+    let mut durations: Vec<Duration> = vec![Duration::ZERO; entities.len()];
+    let mut results = Results {
+        outcomes: &mut outcomes,
+        durations: &mut durations,
+    };
     let mut start = 0;
     while start < entities.len() {
         let plugin = &ctx.plugins[entities[start].plugin];
@@ -123,14 +133,15 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
                     .find(|d| matches!(outcomes[*d], Some(Outcome::Failed | Outcome::Skipped)))
             };
             let skip_noop = mode == Mode::Noop && !plugin.has_extension(extension::NOOP);
-            if failed(&outcomes).is_none() && !skip_noop {
-                pending.push(index, entity, &position, &outcomes);
+            if failed(results.outcomes).is_none() && !skip_noop {
+                pending.push(index, entity, &position, results.outcomes);
                 continue;
             }
             // Every requirement is known once the pending ones have run, so
             // the skip names the same entity as in per-entity calls.
-            run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
-            if let Some(failed) = failed(&outcomes) {
+            run_pending(ctx, out, plugin, mode, &mut pending, &mut results);
+            let outcomes = &mut results.outcomes;
+            if let Some(failed) = failed(outcomes) {
                 let mut view = EntityView::new(entity);
                 view.prologue(out);
                 out.error(
@@ -151,13 +162,22 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Vec<Outcome> {
             out.end_paragraph(Stream::Out);
             out.flush();
         }
-        run_pending(ctx, out, plugin, mode, &mut pending, &mut outcomes);
+        run_pending(ctx, out, plugin, mode, &mut pending, &mut results);
         start = end;
     }
-    outcomes
-        .into_iter()
-        .map(|o| o.unwrap_or(Outcome::Failed))
-        .collect()
+    Applied {
+        outcomes: outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Failed))
+            .collect(),
+        durations,
+    }
+}
+
+/// The outcome and the time taken of each entity so far, by index.
+struct Results<'a> {
+    outcomes: &'a mut [Option<Outcome>],
+    durations: &'a mut [Duration],
 }
 
 /// The entities of a run that wait to be applied together. References to
@@ -215,19 +235,26 @@ fn run_pending(
     plugin: &Plugin,
     mode: Mode,
     pending: &mut PendingRun,
-    outcomes: &mut [Option<Outcome>],
+    results: &mut Results,
 ) {
+    let Results {
+        outcomes,
+        durations,
+    } = results;
     match pending.entries.as_slice() {
         [] => {}
         [single] => {
             let entity = &ctx.entities[single.index];
+            let started = Instant::now();
             outcomes[single.index] =
                 Some(run_single(ctx, out, plugin, mode, entity, single.refresh));
+            durations[single.index] = started.elapsed();
         }
         many => {
             let results = run_batch(ctx, out, plugin, mode, many);
-            for (entry, outcome) in many.iter().zip(results) {
+            for (entry, (outcome, duration)) in many.iter().zip(results) {
                 outcomes[entry.index] = Some(outcome);
+                durations[entry.index] = duration;
             }
         }
     }
@@ -408,7 +435,7 @@ fn run_batch(
     plugin: &Plugin,
     mode: Mode,
     runnable: &[Pending],
-) -> Vec<Outcome> {
+) -> Vec<(Outcome, Duration)> {
     let mut stdin = Vec::new();
     for entry in runnable {
         let line = BatchLine {
@@ -429,6 +456,8 @@ fn run_batch(
             .map(|(slot, entry)| (ctx.entities[entry.index].id.as_str(), slot))
             .collect(),
         outcomes: vec![None; runnable.len()],
+        durations: vec![Duration::ZERO; runnable.len()],
+        last_result: Instant::now(),
         streaming: HashMap::new(),
     };
     let mut fd3_partial: Vec<u8> = Vec::new();
@@ -469,20 +498,27 @@ fn run_batch(
     });
     let BatchRun {
         outcomes,
+        durations,
+        last_result,
         mut streaming,
         ..
     } = batch;
+    // Entities without a result waited from the last result to the end.
+    let unfinished = last_result.elapsed();
     outcomes
         .into_iter()
+        .zip(durations)
         .enumerate()
-        .map(|(slot_index, outcome)| {
-            outcome.unwrap_or_else(|| {
+        .map(|(slot_index, (outcome, duration))| match outcome {
+            Some(outcome) => (outcome, duration),
+            None => {
                 let entity = &ctx.entities[runnable[slot_index].index];
                 let mut view = streaming
                     .remove(&slot_index)
                     .unwrap_or_else(|| EntityView::new(entity));
-                view.finish(ctx, out, Some(failure.clone()), "")
-            })
+                let outcome = view.finish(ctx, out, Some(failure.clone()), "");
+                (outcome, unfinished)
+            }
         })
         .collect()
 }
@@ -495,6 +531,10 @@ struct BatchRun<'a> {
     runnable: &'a [Pending],
     slot: HashMap<&'a str, usize>,
     outcomes: Vec<Option<Outcome>>,
+    /// The time from the previous final record (or the start) to this
+    /// entity's: the plugin works on the entities of a batch one by one.
+    durations: Vec<Duration>,
+    last_result: Instant,
     /// Entities with output records but no final record yet.
     streaming: HashMap<usize, EntityView<'a>>,
 }
@@ -542,6 +582,9 @@ impl BatchRun<'_> {
             self.streaming.insert(slot, view);
             return;
         };
+        let now = Instant::now();
+        self.durations[slot] = now - self.last_result;
+        self.last_result = now;
         if record.skipped {
             // The output holds the plugin's `!! skipped: ...` line.
             self.outcomes[slot] = Some(view.finish_skipped(out));

@@ -7,6 +7,7 @@ use crate::loading::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::{self, Runtime};
+use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
 use crate::{order, report};
 use std::collections::{BTreeSet, HashMap};
@@ -25,6 +26,20 @@ struct Options {
     noop: bool,
     short: bool,
     porcelain: bool,
+    /// `--report FILE`: the run report goes there instead of the default.
+    report: Option<String>,
+    /// `--metrics FILE`: the counts in the Prometheus text format.
+    metrics: Option<String>,
+}
+
+impl Options {
+    fn mode(&self) -> Mode {
+        match (self.force, self.noop) {
+            (_, true) => Mode::Noop,
+            (true, _) => Mode::Force,
+            _ => Mode::Apply,
+        }
+    }
 }
 
 /// Entry point; returns the exit code.
@@ -54,10 +69,28 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     let mut options = Options::default();
     let mut selectors = Vec::new();
-    for arg in &args[2..] {
+    let mut rest = args[2..].iter();
+    while let Some(arg) = rest.next() {
         match (command, arg.as_str()) {
             (Command::Apply, "-f" | "--force") => options.force = true,
             (Command::Apply, "--noop") => options.noop = true,
+            (Command::Apply, "--report" | "--metrics") => {
+                let Some(file) = rest.next().filter(|file| !file.is_empty()) else {
+                    eprintln!("holo apply: {arg} needs a file name, as in `{arg} FILE`");
+                    return 2;
+                };
+                *report_option(&mut options, arg) = Some(file.clone());
+            }
+            (Command::Apply, _)
+                if arg.starts_with("--report=") || arg.starts_with("--metrics=") =>
+            {
+                let (name, file) = arg.split_once('=').unwrap_or_default();
+                if file.is_empty() {
+                    eprintln!("holo apply: {name} needs a file name, as in `{name}=FILE`");
+                    return 2;
+                }
+                *report_option(&mut options, name) = Some(file.to_string());
+            }
             (Command::Scan, "-s" | "--short") => options.short = true,
             (Command::Scan, "-p" | "--porcelain") => options.porcelain = true,
             _ => selectors.push(arg.clone()),
@@ -69,15 +102,105 @@ pub fn main(args: Vec<String>) -> i32 {
     }
     install_signal_cleanup();
     let mut out = Output::new();
-    let code = run(command, &options, &selectors, &mut out);
+    let mut reporting = Reporting::new(&options);
+    let code = run(command, &options, &selectors, &mut out, &mut reporting);
+    // A run that failed before it applied anything is reported too, so that
+    // a monitor sees the failure instead of an old success.
+    let code = if command == Command::Apply && !reporting.written {
+        reporting.write(&mut out, code, Vec::new())
+    } else {
+        code
+    };
     out.flush();
     code
+}
+
+fn report_option<'o>(options: &'o mut Options, name: &str) -> &'o mut Option<String> {
+    if name == "--report" {
+        &mut options.report
+    } else {
+        &mut options.metrics
+    }
+}
+
+/// Where the run report and the metrics of `holo apply` go, and when the
+/// run started.
+struct Reporting {
+    mode: Mode,
+    start: std::time::SystemTime,
+    /// `--report FILE`, else the default below the root (not for
+    /// `--noop`, which leaves the report of the last real run alone); set
+    /// once the root is known.
+    report: Option<std::path::PathBuf>,
+    /// The default path is the only one whose directory may be created.
+    report_is_default: bool,
+    metrics: Option<std::path::PathBuf>,
+    written: bool,
+}
+
+impl Reporting {
+    fn new(options: &Options) -> Self {
+        Reporting {
+            mode: options.mode(),
+            start: std::time::SystemTime::now(),
+            report: options.report.as_ref().map(Into::into),
+            report_is_default: false,
+            metrics: options.metrics.as_ref().map(Into::into),
+            written: false,
+        }
+    }
+
+    fn set_root(&mut self, root: &str) {
+        if self.report.is_none() && self.mode != Mode::Noop {
+            self.report = Some(crate::paths::join(root, run_report::DEFAULT_PATH).into());
+            self.report_is_default = true;
+        }
+    }
+
+    /// Writes the report and the metrics; returns the exit code, which
+    /// becomes 1 when the run went well but a file could not be written.
+    fn write(&mut self, out: &mut Output, code: i32, entities: Vec<EntityResult>) -> i32 {
+        self.written = true;
+        let report = RunReport {
+            mode: self.mode.name(),
+            start: self.start,
+            end: std::time::SystemTime::now(),
+            exit_code: code,
+            entities,
+        };
+        let mut failed = false;
+        let files = [
+            (
+                self.report.as_deref(),
+                self.report_is_default,
+                report.to_json(),
+            ),
+            (self.metrics.as_deref(), false, report.to_prometheus()),
+        ];
+        for (path, create_parent, content) in files {
+            let Some(path) = path else { continue };
+            if let Err(message) = run_report::write_atomically(path, &content, create_parent) {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "{message}; make the directory exist and be writable, or name another file"
+                    ),
+                );
+                failed = true;
+            }
+        }
+        if failed && matches!(code, 0 | 2) {
+            1
+        } else {
+            code
+        }
+    }
 }
 
 fn help_text(program: &str) -> String {
     format!(
         "Usage: {program} <operation> [...]\nOperations:\n    \
-         {program} apply [-f|--force] [--noop] [selector ...]\n    \
+         {program} apply [-f|--force] [--noop] [--report FILE] [--metrics FILE] [selector ...]\n    \
          {program} diff [selector ...]\n    \
          {program} scan [-s|--short|-p|--porcelain] [selector ...]\n    \
          {program} selectors\n    \
@@ -103,7 +226,13 @@ fn install_signal_cleanup() {
     }
 }
 
-fn run(command: Command, options: &Options, selectors: &[String], out: &mut Output) -> i32 {
+fn run(
+    command: Command,
+    options: &Options,
+    selectors: &[String],
+    out: &mut Output,
+    reporting: &mut Reporting,
+) -> i32 {
     let root = match utf8_env("HOLO_ROOT_DIR") {
         Ok(Some(root)) => root,
         Ok(None) => "/".to_string(),
@@ -112,6 +241,9 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
             return EXIT_FATAL;
         }
     };
+    if command == Command::Apply {
+        reporting.set_root(&root);
+    }
     if let Err(message) = utf8_env("TMPDIR") {
         out.error(Stream::Err, &message);
         return EXIT_FATAL;
@@ -169,24 +301,43 @@ fn run(command: Command, options: &Options, selectors: &[String], out: &mut Outp
         }
         Command::Diff => diff_all(&runtime, &plugins, &entities, out),
         Command::Apply => {
-            let mode = match (options.force, options.noop) {
-                (_, true) => Mode::Noop,
-                (true, _) => Mode::Force,
-                _ => Mode::Apply,
+            let mode = options.mode();
+            let lock = if mode == Mode::Noop {
+                None
+            } else {
+                match crate::lock::acquire(&runtime.root, out) {
+                    Ok(lock) => Some(lock),
+                    Err(code) => return code,
+                }
             };
             let ctx = apply::Context {
                 plugins: &plugins,
                 runtime: &runtime,
                 entities: &entities,
             };
-            let code = apply::run(&ctx, out, mode);
+            let applied = apply::run(&ctx, out, mode);
+            let mut code = apply::exit_code(mode, &applied.outcomes);
             // Unlike Holo 3: a skipped plugin is a failure, so that a cron
             // job learns that its entities are no longer managed.
             if missing_plugins && matches!(code, 0 | 2) {
-                1
-            } else {
-                code
+                code = 1;
             }
+            let results = entities
+                .iter()
+                .zip(applied.outcomes.iter().zip(&applied.durations))
+                .map(|(entity, (outcome, duration))| EntityResult {
+                    id: entity.id.clone(),
+                    plugin: plugins[entity.plugin].id.clone(),
+                    outcome: *outcome,
+                    duration: *duration,
+                })
+                .collect();
+            // Written under the lock, so the report is the last run's.
+            let code = reporting.write(out, code, results);
+            if let Some(lock) = lock {
+                crate::lock::release(&lock, out);
+            }
+            code
         }
     }
 }

@@ -16,4 +16,5 @@ pub mod paths;
 pub mod plugin;
 pub mod report;
 pub mod run_dir;
+pub mod run_report;
 pub mod scan;

@@ -87,7 +87,7 @@ fn the_playbook_reports_changed_once_and_fails_on_a_manual_edit() {
         "first run must report changed:\n{first}"
     );
     assert!(
-        changed.contains("\"msg\": \"holo changed 1 entities\""),
+        changed.contains("\"msg\": \"holo changed 1 entities: file:/etc/motd\""),
         "{changed}"
     );
     assert_eq!(
@@ -107,7 +107,7 @@ fn the_playbook_reports_changed_once_and_fails_on_a_manual_edit() {
         "second run must not report changed:\n{second}"
     );
     assert!(
-        changed.contains("\"msg\": \"holo changed 0 entities\""),
+        changed.contains("\"msg\": \"holo changed 0 entities: \""),
         "{changed}"
     );
     assert!(second.contains("changed=0"), "{second}");
@@ -122,6 +122,10 @@ fn the_playbook_reports_changed_once_and_fails_on_a_manual_edit() {
     );
     let failed = task(&third, "Fail on failed entities");
     assert!(failed.starts_with("fatal: [localhost]"), "{third}");
+    assert!(
+        failed.contains("1 entities failed, were skipped or need --force: file:/etc/motd"),
+        "{failed}"
+    );
     assert!(failed.contains("use --force to overwrite"), "{failed}");
     assert_eq!(std::fs::read_to_string(&motd).unwrap(), "edited by hand\n");
 }

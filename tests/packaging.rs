@@ -302,6 +302,32 @@ fn debian_arch_and_rpm_install_the_same_paths_as_plugins_list_says() {
         );
     }
 
+    // Every page in man/ is shipped by exactly one package.
+    let mut pages: Vec<String> = std::fs::read_dir(repo().join("man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.rsplit('.')
+                .next()
+                .is_some_and(|s| s.len() == 1 && s.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    pages.sort();
+    for page in &pages {
+        let section = page.rsplit('.').next().unwrap();
+        let installed = format!("/usr/share/man/man{section}/{page}.gz");
+        let shipping: Vec<&String> = debian
+            .iter()
+            .filter(|(_, set)| set.contains(&installed))
+            .map(|(package, _)| package)
+            .collect();
+        assert_eq!(
+            shipping.len(),
+            1,
+            "man/{page} must be in exactly one debian/PACKAGE.manpages (and the PKGBUILD and spec), found in {shipping:?}"
+        );
+    }
+
     // Every source a .install or .manpages file names is in the tree (the
     // build products come from target/ and debian/generated-completions).
     for package in debian_packages() {
@@ -453,9 +479,16 @@ impl Drop for Cleanup {
 }
 
 /// Minimal resources for each plugin, so `holo scan` shows it was loaded:
-/// plugin ID, the entity, the resource. A plugin added to
-/// packaging/plugins.list needs one here.
-const SAMPLES: [(&str, &str, &str); 6] = [
+/// plugin ID, the entity, the resource. The resource is
+/// `/usr/share/holo/ID/holo-packaging-test.toml`, except for vms, whose
+/// resources are `PROJECT/holos.yaml` (see [`sample_path`]); scanning it
+/// boots nothing. A plugin added to packaging/plugins.list needs one here.
+const SAMPLES: [(&str, &str, &str); 7] = [
+    (
+        "vms",
+        "vm:holo-packaging-test/web",
+        "services:\n  web:\n    image: alpine\n    ports: [\"8080:80\"]\n",
+    ),
     (
         "package",
         "package:holo-packaging-test",
@@ -487,6 +520,19 @@ const SAMPLES: [(&str, &str, &str); 6] = [
         "[[file]]\nname = \"/etc/holo-packaging-test\"\ncontent = \"applied by holo\\n\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\n",
     ),
 ];
+
+/// Where the sample resource of plugin `id` goes, and what the test removes
+/// afterwards (the file, or for vms the project directory holding it).
+fn sample_path(id: &str) -> (PathBuf, PathBuf) {
+    let resources = PathBuf::from(format!("/usr/share/holo/{id}"));
+    if id == "vms" {
+        let project = resources.join("holo-packaging-test");
+        (project.join("holos.yaml"), project)
+    } else {
+        let file = resources.join("holo-packaging-test.toml");
+        (file.clone(), file)
+    }
+}
 
 /// Removes a file or a whole directory the test made.
 fn remove(path: &Path) {
@@ -598,13 +644,13 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
             .iter()
             .find(|(id, _, _)| *id == plugin.id)
             .unwrap_or_else(|| panic!("add a sample resource for plugin {} to SAMPLES", plugin.id));
-        let path = PathBuf::from(format!(
-            "/usr/share/holo/{}/holo-packaging-test.toml",
-            plugin.id
-        ));
+        let (path, made_first) = sample_path(&plugin.id);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap();
+        }
         std::fs::write(&path, sample).unwrap();
-        cleanup.files.push(path.clone());
-        let mut made = vec![path];
+        cleanup.files.push(made_first.clone());
+        let mut made = vec![made_first];
         if plugin.id == "scaffold" {
             // The template directory the scaffold renders.
             let templates = PathBuf::from("/usr/share/holo/scaffold/holo-packaging-test");
@@ -640,10 +686,10 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
             "holo scan lacks {entity}:\n{stdout}"
         );
     }
-    let man = run(Command::new("man").args(["-w", "holo", "holorc", "holo-file"]));
+    let man = run(Command::new("man").args(["-w", "holo", "holorc", "holo-data", "holo-file"]));
     assert_eq!(
         String::from_utf8_lossy(&man.stdout),
-        "/usr/share/man/man8/holo.8.gz\n/usr/share/man/man5/holorc.5.gz\n/usr/share/man/man8/holo-file.8.gz\n"
+        "/usr/share/man/man8/holo.8.gz\n/usr/share/man/man5/holorc.5.gz\n/usr/share/man/man5/holo-data.5.gz\n/usr/share/man/man8/holo-file.8.gz\n"
     );
     if has_command("systemd-analyze") {
         // Checks the units' syntax, ExecStart= and Documentation= man page.

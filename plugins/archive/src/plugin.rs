@@ -49,6 +49,13 @@ impl Plugin for ArchivePlugin {
     const ID: &'static str = "archive";
     type Spec = ArchiveSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        let mut properties = resources::properties::<ArchiveTable>();
+        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
+        properties.push(("archive.ensure".to_string(), ensure.to_vec()));
+        properties
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

@@ -27,6 +27,10 @@ impl Plugin for ExecPlugin {
     const ID: &'static str = "exec";
     type Spec = ExecSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<ExecResource>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ExecSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

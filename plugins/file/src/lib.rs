@@ -29,6 +29,13 @@ impl Plugin for FilePlugin {
     const ID: &'static str = "file";
     type Spec = FileSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        let mut properties = resources::properties::<FileResource>();
+        let ensure = resources::enum_variants::<model::Ensure>().unwrap_or_default();
+        properties.push(("file.ensure".to_string(), ensure.to_vec()));
+        properties
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

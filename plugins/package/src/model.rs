@@ -107,6 +107,9 @@ pub struct ProviderHints {
     pub os_ids: Vec<String>,
     pub apt_on_path: bool,
     pub dnf_on_path: bool,
+    /// In test mode, where PATH is not searched: the mock's database as
+    /// messages show it.
+    pub mock_database: Option<String>,
 }
 
 const APT_FAMILY: &[&str] = &["debian", "ubuntu"];
@@ -146,11 +149,16 @@ pub fn choose_provider(
             } else {
                 format!("os-release names {}", hints.os_ids.join(", "))
             };
-            Err(format!(
-                "cannot choose a package provider ({os}; apt-get {}, dnf {} on PATH): set provider = \"apt\" or \"dnf\"",
-                found(hints.apt_on_path),
-                found(hints.dnf_on_path),
-            ))
+            Err(match &hints.mock_database {
+                None => format!(
+                    "cannot choose a package provider ({os}; apt-get {}, dnf {} on PATH): set provider = \"apt\" or \"dnf\"",
+                    found(hints.apt_on_path),
+                    found(hints.dnf_on_path),
+                ),
+                Some(database) => format!(
+                    "cannot choose a package provider ({os}; test mode does not search PATH, its mock apt and dnf use the package database {database}): set provider = \"apt\" or \"dnf\", or ID=debian or ID=fedora in $HOLO_ROOT_DIR/etc/os-release; create the database with [[installed]] and [[available]] tables as holo-package(8) shows under TEST MODE"
+                ),
+            })
         }
     }
 }
@@ -290,6 +298,20 @@ mod tests {
         );
         let message = choose_provider(None, &ProviderHints::default()).unwrap_err();
         assert!(message.contains("set provider"), "{message}");
+        assert!(message.contains("on PATH"), "{message}");
+        let test_mode = ProviderHints {
+            os_ids: vec!["nixos".into()],
+            mock_database: Some("root/var/lib/holo-mock/packages.toml".into()),
+            ..ProviderHints::default()
+        };
+        let message = choose_provider(None, &test_mode).unwrap_err();
+        assert!(!message.contains("on PATH"), "{message}");
+        assert!(
+            message.contains("test mode does not search PATH")
+                && message.contains("root/var/lib/holo-mock/packages.toml")
+                && message.contains("[[available]]"),
+            "{message}"
+        );
         assert!(choose_provider(Some("yum"), &debian()).is_err());
     }
 

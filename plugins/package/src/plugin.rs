@@ -131,6 +131,11 @@ fn provider_hints(env: &Env) -> Result<ProviderHints> {
         os_ids,
         apt_on_path: on_path("apt-get"),
         dnf_on_path: on_path("dnf"),
+        mock_database: env.test_mode.then(|| {
+            env.root_join(provider::mock::DATABASE)
+                .display()
+                .to_string()
+        }),
     })
 }
 
@@ -169,6 +174,10 @@ fn describe_observed(observed: Option<&Observed>) -> String {
 impl Plugin for PackagePlugin {
     const ID: &'static str = "package";
     type Spec = Entity;
+
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<PackageTable>()
+    }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
         let declared = resources::load::<PackageTable>(env)?;
@@ -227,7 +236,7 @@ impl Plugin for PackagePlugin {
                 .get(&spec.provider)
                 .and_then(|packages| packages.get(&spec.name))
                 .map(Observed::from);
-            let origin = item.location.origin.display().to_string();
+            let origin = item.location.to_string();
             let with = describe(&spec);
             let installed = describe_observed(seen.as_ref());
             let mut scanned = Scanned::new(

@@ -128,6 +128,13 @@ impl Plugin for ScaffoldPlugin {
     const ID: &'static str = "scaffold";
     type Spec = ScaffoldSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        let mut properties = resources::properties::<ScaffoldTable>();
+        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
+        properties.push(("scaffold.ensure".to_string(), ensure.to_vec()));
+        properties
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {
         let mut found = Vec::new();
         let mut errors = Vec::new();

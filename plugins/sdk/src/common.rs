@@ -229,6 +229,9 @@ impl HealthCheck {
 
 /// Reads `health_checks`: one table or a list of them, each with
 /// `command` and optional `tries`, `try_sleep` and `timeout`.
+/// The keys of one `health_checks` entry.
+pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
+
 pub(crate) fn parse_health_checks(
     value: &Spanned<DeValue<'_>>,
     at: &dyn Fn(usize) -> Location,
@@ -302,7 +305,8 @@ fn parse_health_check(
             "timeout" => check.timeout = Some(duration()?),
             other => {
                 return Err(Error::new(format!(
-                    "{place}: unknown health check property {other}; use command, tries, try_sleep or timeout"
+                    "{place}: unknown health check property {other}; use {}",
+                    HEALTH_CHECK_PROPERTIES.join(", ")
                 )));
             }
         }

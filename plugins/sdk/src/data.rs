@@ -9,7 +9,7 @@
 //!
 //! [hierarchy]
 //! order = ["os:{{ facts.os.id }}", "host:{{ facts.hostname }}"]
-//! merge = "deep"              # or "first" (the default)
+//! merge = "deep"              # or "first" (the default), or "deep_concat"
 //!
 //! [overrides."os:debian"]
 //! packages = ["apt-transport-https"]
@@ -19,9 +19,12 @@
 //! that name, if any, applies. With `first`, the first matching override is
 //! merged over the base key by key and the rest are ignored. With `deep`,
 //! every matching override is merged in order (later wins): tables merge
-//! recursively and arrays are concatenated, as CCM's resolver does. String
-//! values in `[data]` and the overrides are templates too (facts and env in
-//! scope). Every error names the file and line.
+//! recursively and arrays become their union in the order of first
+//! occurrence, as Hiera 5's deep merge does (`[80]` and `[80, 443]` give
+//! `[80, 443]`). `deep_concat` is the same but concatenates arrays, as
+//! CCM's resolver does. String values in `[data]` and the overrides are
+//! templates too (facts and env in scope). Every error names the file and
+//! line. holo-data(5) is the user's documentation of all this.
 
 use std::path::Path;
 
@@ -39,8 +42,24 @@ pub const DATA_FILE: &str = "etc/holo/data.toml";
 pub enum Merge {
     /// The first matching override wins; its top-level keys replace the base's.
     First,
-    /// Every matching override is merged deeply, in hierarchy order.
+    /// Every matching override is merged deeply, in hierarchy order; arrays
+    /// become their union (Hiera 5).
     Deep,
+    /// Like `Deep`, but arrays are concatenated (CCM).
+    DeepConcat,
+}
+
+impl Merge {
+    const NAMES: &'static str = "\"first\", \"deep\" or \"deep_concat\"";
+
+    fn parse(name: &str) -> Option<Merge> {
+        match name {
+            "first" => Some(Merge::First),
+            "deep" => Some(Merge::Deep),
+            "deep_concat" => Some(Merge::DeepConcat),
+            _ => None,
+        }
+    }
 }
 
 /// Reads `$ROOT/etc/holo/data.toml` and resolves it against the facts in
@@ -130,7 +149,8 @@ pub fn resolve_text(path: &Path, text: &str, templates: &TemplateContext) -> Res
                 base.extend(found);
                 break;
             }
-            Merge::Deep => deep_merge(&mut base, found),
+            Merge::Deep => deep_merge(&mut base, found, Arrays::Union),
+            Merge::DeepConcat => deep_merge(&mut base, found, Arrays::Concatenate),
         }
     }
     Ok(base)
@@ -166,16 +186,12 @@ fn read_hierarchy(hierarchy: Table, at: &At<'_>) -> Result<(Vec<(usize, String)>
                 }
             }
             ("merge", Value::String(mode)) => {
-                merge = match mode.as_str() {
-                    "first" => Merge::First,
-                    "deep" => Merge::Deep,
-                    other => {
-                        return Err(at(
-                            &here,
-                            format!("unknown merge strategy `{other}`; use \"first\" or \"deep\""),
-                        ));
-                    }
-                }
+                merge = Merge::parse(&mode).ok_or_else(|| {
+                    at(
+                        &here,
+                        format!("unknown merge strategy `{mode}`; use {}", Merge::NAMES),
+                    )
+                })?;
             }
             ("order", _) => {
                 return Err(at(
@@ -186,7 +202,7 @@ fn read_hierarchy(hierarchy: Table, at: &At<'_>) -> Result<(Vec<(usize, String)>
             ("merge", _) => {
                 return Err(at(
                     &here,
-                    "hierarchy.merge must be \"first\" or \"deep\"".to_string(),
+                    format!("hierarchy.merge must be {}", Merge::NAMES),
                 ));
             }
             (other, _) => {
@@ -263,15 +279,35 @@ fn dotted(trail: &[Segment<'_>]) -> String {
     out
 }
 
-/// Deep merge as CCM does it: tables recursively, arrays concatenated,
-/// anything else replaced by the incoming value.
-pub fn deep_merge(base: &mut Table, incoming: Table) {
+/// What a deep merge does with two arrays under the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrays {
+    /// The union, each value once, in the order of first occurrence (Hiera 5).
+    Union,
+    /// Base then incoming, duplicates kept (CCM).
+    Concatenate,
+}
+
+/// Deep merge: tables recursively, arrays as `arrays` says, anything else
+/// replaced by the incoming value.
+pub fn deep_merge(base: &mut Table, incoming: Table, arrays: Arrays) {
     for (key, value) in incoming {
         match (base.get_mut(&key), value) {
             (Some(Value::Table(existing)), Value::Table(incoming)) => {
-                deep_merge(existing, incoming)
+                deep_merge(existing, incoming, arrays)
             }
-            (Some(Value::Array(existing)), Value::Array(incoming)) => existing.extend(incoming),
+            (Some(Value::Array(existing)), Value::Array(incoming)) => {
+                existing.extend(incoming);
+                if arrays == Arrays::Union {
+                    let mut kept: Vec<Value> = Vec::with_capacity(existing.len());
+                    for value in existing.drain(..) {
+                        if !kept.contains(&value) {
+                            kept.push(value);
+                        }
+                    }
+                    *existing = kept;
+                }
+            }
             (_, value) => {
                 base.insert(key, value);
             }
@@ -369,7 +405,7 @@ log_level = "NEVER"
 "#;
 
     #[test]
-    fn deep_merge_concatenates_arrays_and_merges_tables_in_order() {
+    fn deep_merge_unites_arrays_and_merges_tables_in_order() {
         let data = resolve_str(&LAYERED.replace("MERGE", "deep")).expect("resolve");
         let expected: Table = toml::from_str(
             r#"
@@ -379,6 +415,48 @@ packages = ["ca-certificates", "apt-transport-https", "nginx"]
 listen_port = 443
 tls = true
 "#,
+        )
+        .expect("expected");
+        assert_eq!(data, expected);
+    }
+
+    const LISTEN: &str = r#"
+[data]
+listen = [80]
+[data.web]
+names = ["a", "b", "a"]
+[hierarchy]
+order = ["os:{{ facts.os.id }}", "host:{{ facts.hostname }}"]
+merge = "MERGE"
+[overrides."os:debian"]
+listen = [80, 443]
+[overrides."os:debian".web]
+names = ["c", "b"]
+[overrides."host:web01"]
+listen = [8080, 443, 80]
+"#;
+
+    #[test]
+    fn deep_merge_takes_the_union_of_arrays_in_first_occurrence_order() {
+        let data = resolve_str(&LISTEN.replace("MERGE", "deep")).expect("resolve");
+        let expected: Table = toml::from_str(
+            "listen = [80, 443, 8080]
+[web]
+names = [\"a\", \"b\", \"c\"]
+",
+        )
+        .expect("expected");
+        assert_eq!(data, expected);
+    }
+
+    #[test]
+    fn deep_concat_merge_keeps_every_element() {
+        let data = resolve_str(&LISTEN.replace("MERGE", "deep_concat")).expect("resolve");
+        let expected: Table = toml::from_str(
+            "listen = [80, 80, 443, 8080, 443, 80]
+[web]
+names = [\"a\", \"b\", \"a\", \"c\", \"b\"]
+",
         )
         .expect("expected");
         assert_eq!(data, expected);
@@ -425,7 +503,7 @@ tls = true
             (
                 "[data]\na = 1\n[hierarchy]\nmerge = \"deeper\"\n",
                 4,
-                "use \"first\" or \"deep\"",
+                "use \"first\", \"deep\" or \"deep_concat\"",
             ),
             (
                 "[hierarchy]\norder = [\n  \"a\",\n  \"x:{{ facts.nope }}\",\n]\n",

@@ -86,6 +86,14 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         print!("{}", info::<P>());
         return flush_stdout();
     }
+    if operation == "properties" {
+        for (section, names) in plugin.properties() {
+            for name in names {
+                println!("{section} {name}");
+            }
+        }
+        return flush_stdout();
+    }
     let env = match Env::from_process(P::ID) {
         Ok(env) => env,
         Err(err) => return fail(&err),

@@ -20,6 +20,21 @@ use toml::{Table, Value};
 /// Where facts overrides live, relative to the root.
 pub const FACTS_FILE: &str = "etc/holo/facts.toml";
 
+/// Facts gathered only on a real machine: test mode leaves them out, so
+/// that a run does not depend on the machine it runs on, and a test sets
+/// them in [`FACTS_FILE`].
+pub const MACHINE_FACTS: &[&str] = &["cpus", "memory_mb", "interfaces"];
+
+/// A line of facts.toml that sets a machine fact, for messages.
+pub(crate) fn machine_fact_example(name: &str) -> &'static str {
+    match name {
+        "cpus" => "cpus = 4",
+        "memory_mb" => "memory_mb = 4096",
+        "interfaces" => "interfaces = [{ name = \"eth0\", addresses = [\"10.0.0.5\"] }]",
+        _ => "NAME = VALUE",
+    }
+}
+
 /// A facts or data file could not be read; the message names the file (and
 /// the line where there is one) and says what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -72,6 +72,15 @@ pub trait Plugin {
         Ok(None)
     }
 
+    /// The properties the plugin's resources accept, by section, for the
+    /// hidden operation `holo-ID properties` (one `SECTION PROPERTY` line
+    /// each), which the test of the man pages reads. A plugin on
+    /// [`crate::resources`] returns [`crate::resources::properties`] for its
+    /// resource type.
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        Vec::new()
+    }
+
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
     /// `None` when `name` is not one of them.
     fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {

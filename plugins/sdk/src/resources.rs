@@ -117,6 +117,24 @@ const COMMON_PROPERTIES: &[&str] = &[
     "health_checks",
 ];
 
+/// The properties a `[[R::KIND]]` table accepts, by section: `R::KIND`
+/// with the struct's fields and the CCM aliases, `common` with the
+/// properties every kind accepts, and `health_checks` with the keys of one
+/// health check. This is what `holo-ID properties` prints (see
+/// [`crate::Plugin::properties`]); the man page test reads it.
+pub fn properties<R: Resource>() -> Vec<(String, Vec<&'static str>)> {
+    let mut own: Vec<&'static str> = struct_fields::<R>().unwrap_or_default().to_vec();
+    own.extend(R::ALIASES.iter().map(|(alias, _)| *alias));
+    vec![
+        (R::KIND.to_string(), own),
+        ("common".to_string(), COMMON_PROPERTIES.to_vec()),
+        (
+            "health_checks".to_string(),
+            common::HEALTH_CHECK_PROPERTIES.to_vec(),
+        ),
+    ]
+}
+
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
 /// directory. All errors are collected and reported together. Every other
 /// file in the resource directory gets a `>>` warning: the plugin reads
@@ -140,7 +158,8 @@ pub fn load_reading<R: Resource>(
     for path in &listing.toml_files {
         loader.load_file(path);
     }
-    for path in listing.unread(&|path| reads(path, &loader.declared)) {
+    let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+    for path in listing.unread(&read) {
         warn_unread::<R>(env, &path);
     }
     let mut declared = loader.finish()?;
@@ -690,9 +709,13 @@ impl LineIndex {
 
 /// Renders string properties; the template context (facts, data) is built
 /// on first use, so resources without templates never gather facts.
+/// Templates may read files of the resource directory (`template()`,
+/// `readFile()`, includes); those count as read by the plugin.
 struct Templates {
     root: PathBuf,
     test_mode: bool,
+    resource_dir: PathBuf,
+    resource_origin: PathBuf,
     context: Option<TemplateContext>,
 }
 
@@ -701,8 +724,17 @@ impl Templates {
         Templates {
             root: env.root.clone(),
             test_mode: env.test_mode,
+            resource_dir: env.resource_dir.clone(),
+            resource_origin: env.resource_origin.clone(),
             context: None,
         }
+    }
+
+    /// Whether a template has read `path` (below the resource directory).
+    fn has_read(&self, path: &Path) -> bool {
+        self.context
+            .as_ref()
+            .is_some_and(|context| context.has_read(path))
     }
 
     fn render_value(
@@ -740,7 +772,7 @@ impl Templates {
                     "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
                 ))
             })?;
-            self.context = Some(context);
+            self.context = Some(context.with_files(&self.resource_dir, &self.resource_origin));
         }
         self.context
             .as_ref()
@@ -748,15 +780,27 @@ impl Templates {
     }
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
+        let origin = self.resource_origin.clone();
         let context = self.context(location, property)?;
-        context.render(text).map_err(|err| {
-            let place = Location {
-                line: location.line + err.line().saturating_sub(1),
-                ..location.clone()
-            };
-            Error::new(format!(
-                "{place}: property {property}: {err}; set template = false in the table to take the text literally"
-            ))
+        context.render(text).map_err(|err| match err.file() {
+            // Inside a template file: its own place first, then the property.
+            Some(file) => Error::new(format!(
+                "{}:{}: {err}; rendered for property {property} at {location}",
+                origin.join(file).display(),
+                err.line()
+            )),
+            None => {
+                let place = Location {
+                    line: location.line + err.line().saturating_sub(1),
+                    ..location.clone()
+                };
+                let literally = if err.may_be_literal() {
+                    "; set template = false in the table to take the text literally"
+                } else {
+                    ""
+                };
+                Error::new(format!("{place}: property {property}: {err}{literally}"))
+            }
         })
     }
 }
@@ -777,12 +821,34 @@ fn looks_like_template(text: &str) -> bool {
 /// The field names of a `#[derive(Deserialize)]` struct, found by asking it
 /// to deserialize from a probe; `None` for other shapes (maps, flatten).
 fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
-    let mut fields = None;
-    let _ = R::deserialize(FieldProbe(&mut fields));
-    fields
+    let mut shape = None;
+    let _ = R::deserialize(FieldProbe(&mut shape));
+    match shape {
+        Some(Shape::Struct(fields)) => Some(fields),
+        _ => None,
+    }
 }
 
-struct FieldProbe<'a>(&'a mut Option<&'static [&'static str]>);
+/// The variant names of a `#[derive(Deserialize)]` enum as resources write
+/// them (after `rename_all`), found like [`struct_fields`]; `None` for other
+/// types. A plugin adds them to [`properties`] as a section `KIND.PROPERTY`,
+/// so that the man page test sees every accepted value.
+pub fn enum_variants<E: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut shape = None;
+    let _ = E::deserialize(FieldProbe(&mut shape));
+    match shape {
+        Some(Shape::Enum(variants)) => Some(variants),
+        _ => None,
+    }
+}
+
+/// What a probed type asked to be deserialized as.
+enum Shape {
+    Struct(&'static [&'static str]),
+    Enum(&'static [&'static str]),
+}
+
+struct FieldProbe<'a>(&'a mut Option<Shape>);
 
 #[derive(Debug)]
 struct ProbeDone;
@@ -814,14 +880,24 @@ impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
         fields: &'static [&'static str],
         _visitor: V,
     ) -> Result<V::Value, ProbeDone> {
-        *self.0 = Some(fields);
+        *self.0 = Some(Shape::Struct(fields));
+        Err(ProbeDone)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, ProbeDone> {
+        *self.0 = Some(Shape::Enum(variants));
         Err(ProbeDone)
     }
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map enum identifier ignored_any
+        tuple_struct map identifier ignored_any
     }
 }
 
@@ -1211,5 +1287,39 @@ mod tests {
             Some(&["name", "content", "refresh_only"][..])
         );
         assert_eq!(struct_fields::<HashMap<String, String>>(), None);
+        assert_eq!(enum_variants::<Ensure>(), Some(&["present", "absent"][..]));
+        assert_eq!(enum_variants::<Demo>(), None);
+    }
+
+    #[test]
+    fn properties_are_the_fields_the_aliases_and_the_common_ones() {
+        let properties = properties::<Demo>();
+        let sections: Vec<&str> = properties.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(sections, ["demo", "common", "health_checks"]);
+        assert_eq!(
+            properties[0].1,
+            ["name", "content", "refresh_only", "contents", "refreshonly"]
+        );
+        assert!(properties[1].1.contains(&"subscribe") && properties[1].1.contains(&"template"));
+        // Every listed health check key is accepted by the parser.
+        for key in &properties[2].1 {
+            let value = match *key {
+                "command" => "\"true\"",
+                "tries" => "2",
+                _ => "\"1s\"",
+            };
+            let text = if *key == "command" {
+                format!("health_checks = [{{ command = {value} }}]")
+            } else {
+                format!("health_checks = [{{ command = \"true\", {key} = {value} }}]")
+            };
+            let mut table: DeTable = DeTable::parse(&text).unwrap().into_inner();
+            let at = |_| Location {
+                path: PathBuf::new(),
+                origin: PathBuf::new(),
+                line: 1,
+            };
+            take_common(&mut table, &at).unwrap_or_else(|err| panic!("{key}: {}", err.message()));
+        }
     }
 }

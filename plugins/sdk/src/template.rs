@@ -8,14 +8,24 @@
 //! [`TemplateContext`] per process; strings without template syntax are
 //! returned without touching the engine, so rendering thousands of plain
 //! properties costs next to nothing.
+//!
+//! With [`TemplateContext::with_files`], templates may also read files of
+//! the plugin's resource directory: `template('nginx/site.conf.j2')` renders
+//! a template file with the same globals, `readFile('motd.txt')` inserts a
+//! file verbatim, and `{% include %}`/`{% import %}` load through the same
+//! loader. Every such path is relative to the resource directory and stays
+//! inside it: absolute paths, `..` and symlinks that lead out are refused
+//! with a message saying so. Errors inside a template file carry its name
+//! ([`TemplateError::file`]) and its own line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use minijinja::value::Value as JinjaValue;
-use minijinja::{AutoEscape, Environment, ErrorKind, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, ErrorKind, State, TemplateSource, UndefinedBehavior};
 use toml::{Table, Value};
 
 use crate::data;
@@ -28,6 +38,8 @@ pub struct TemplateError {
     message: String,
     expression: Option<String>,
     line: usize,
+    file: Option<String>,
+    may_be_literal: bool,
 }
 
 impl TemplateError {
@@ -41,9 +53,23 @@ impl TemplateError {
         self.expression.as_deref()
     }
 
-    /// The 1-based line inside the template where it failed.
+    /// The 1-based line inside the template where it failed: inside the
+    /// template file when [`file`](Self::file) names one.
     pub fn line(&self) -> usize {
         self.line
+    }
+
+    /// The template file (relative to the resource directory) where it
+    /// failed, when the error is inside one rather than in the string itself.
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// Whether the text may not have been meant as a template at all (a
+    /// syntax error, an undefined name), so that taking it literally is
+    /// worth suggesting.
+    pub fn may_be_literal(&self) -> bool {
+        self.may_be_literal
     }
 }
 
@@ -61,6 +87,13 @@ impl std::error::Error for TemplateError {}
 /// The facts or the data could not be loaded.
 pub type LoadError = facts::Error;
 
+/// The name minijinja gives a string rendered with `render_str`.
+const STRING_NAME: &str = "<string>";
+
+/// How deep templates may include, import or `template()` each other; far
+/// more than any configuration needs, and well within the stack.
+const MAX_DEPTH: usize = 64;
+
 /// Facts, data and environment, compiled into one template engine.
 pub struct TemplateContext {
     engine: Environment<'static>,
@@ -68,6 +101,9 @@ pub struct TemplateContext {
     data: Table,
     facts_value: JinjaValue,
     env_value: JinjaValue,
+    /// In test mode: where machine-only facts must be set.
+    facts_file: Option<PathBuf>,
+    files: Option<Arc<TemplateFiles>>,
 }
 
 impl fmt::Debug for TemplateContext {
@@ -88,6 +124,9 @@ impl TemplateContext {
             .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
             .collect();
         let mut context = TemplateContext::new(facts, Table::new(), env_vars);
+        if test_mode {
+            context.facts_file = Some(root.join(facts::FACTS_FILE));
+        }
         // Hierarchy levels and data values are rendered with facts and env only.
         let resolved = data::resolve(root, &context)?;
         context.set_data(resolved);
@@ -109,9 +148,45 @@ impl TemplateContext {
             data: Table::new(),
             facts_value,
             env_value,
+            facts_file: None,
+            files: None,
         };
         context.set_data(data);
         context
+    }
+
+    /// Lets templates read files below `dir` (the plugin's resource
+    /// directory) with `template()`, `readFile()`, `{% include %}` and
+    /// `{% import %}`; `shown` is the same directory as messages name it
+    /// (`HOLO_RESOURCE_ORIGIN`).
+    pub fn with_files(mut self, dir: &Path, shown: &Path) -> TemplateContext {
+        self.files = Some(Arc::new(TemplateFiles {
+            dir: dir.to_path_buf(),
+            shown: shown.to_path_buf(),
+            loader: Box::new(minijinja::path_loader(dir.to_path_buf())),
+            read: Mutex::new(BTreeSet::new()),
+            depth: AtomicUsize::new(0),
+        }));
+        let data = std::mem::take(&mut self.data);
+        self.set_data(data);
+        self
+    }
+
+    /// The files below the resource directory that templates have read so
+    /// far (through [`with_files`](Self::with_files)), as paths below it.
+    pub fn files_read(&self) -> BTreeSet<PathBuf> {
+        self.files
+            .as_ref()
+            .and_then(|files| files.read.lock().ok().map(|read| read.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Whether templates have read `path` (a file below the resource
+    /// directory).
+    pub fn has_read(&self, path: &Path) -> bool {
+        self.files
+            .as_ref()
+            .is_some_and(|files| files.read.lock().is_ok_and(|read| read.contains(path)))
     }
 
     fn set_data(&mut self, data: Table) {
@@ -168,11 +243,35 @@ impl TemplateContext {
             facts: self.facts_value.clone(),
             data: data_value,
             env: self.env_value.clone(),
+            machine_facts: self.missing_machine_facts(),
         });
         engine.add_function("lookup", move |path: &str, default: Option<JinjaValue>| {
             scope.lookup(path, default)
         });
+        if let Some(files) = &self.files {
+            engine.set_recursion_limit(MAX_DEPTH);
+            let loader = Arc::clone(files);
+            engine.set_loader(move |name| loader.load(name));
+            let rendering = Arc::clone(files);
+            engine.add_function("template", move |state: &State, name: &str| {
+                rendering.render(state, name)
+            });
+            let reading = Arc::clone(files);
+            engine.add_function("readFile", move |name: &str| reading.read_file(name));
+        }
         Ok(engine)
+    }
+
+    /// In test mode, the machine-only facts that facts.toml does not set,
+    /// with the file to set them in.
+    fn missing_machine_facts(&self) -> Option<MachineFacts> {
+        let file = self.facts_file.clone()?;
+        let missing: Vec<&'static str> = facts::MACHINE_FACTS
+            .iter()
+            .copied()
+            .filter(|name| self.facts.get(name).is_none())
+            .collect();
+        (!missing.is_empty()).then_some(MachineFacts { file, missing })
     }
 
     /// The facts in scope.
@@ -203,7 +302,7 @@ impl TemplateContext {
         }
         self.engine
             .render_str(text, minijinja::context! {})
-            .map_err(|err| to_template_error(&err, text))
+            .map_err(|err| self.to_template_error(&err, text))
     }
 
     /// Evaluates a bare expression such as `facts.os.id == "debian"` (the
@@ -211,7 +310,7 @@ impl TemplateContext {
     /// are errors here too.
     pub fn is_true(&self, expression: &str) -> Result<bool, TemplateError> {
         let to_error = |err: minijinja::Error| {
-            let mut error = to_template_error(&err, expression);
+            let mut error = self.to_template_error(&err, expression);
             error.expression = Some(expression.to_string());
             error
         };
@@ -230,6 +329,265 @@ impl TemplateContext {
         }
         Ok(value.is_true())
     }
+
+    /// A minijinja error as the user sees it: the tag that failed, the line,
+    /// the template file when the error is inside one, and what to do.
+    fn to_template_error(&self, err: &minijinja::Error, text: &str) -> TemplateError {
+        // An include wraps the error of the included template: report that one.
+        let mut err = err;
+        while let Some(inner) = std::error::Error::source(err)
+            .and_then(|source| source.downcast_ref::<minijinja::Error>())
+            .filter(|inner| inner.line().is_some())
+        {
+            err = inner;
+        }
+        let file = err
+            .name()
+            .filter(|name| *name != STRING_NAME)
+            .map(str::to_string);
+        // The failing tag is in the template file's source, not in `text`.
+        let source = match &file {
+            Some(name) => self
+                .engine
+                .get_template(name)
+                .map(|template| template.source().to_string())
+                .ok(),
+            None => Some(text.to_string()),
+        };
+        let expression = source
+            .as_deref()
+            .zip(err.range())
+            .and_then(|(source, range)| enclosing_tag(source, range))
+            .filter(|tag| !tag.is_empty());
+        let line = err.line().unwrap_or(1);
+        let detail = err.detail();
+        // A machine-only fact that test mode lacks, used in the failing tag.
+        let machine = (err.kind() == ErrorKind::UndefinedError
+            || detail.is_some_and(|detail| detail.contains("is undefined")))
+        .then(|| self.missing_machine_facts())
+        .flatten()
+        .and_then(|machine| {
+            let mentioned = format!(
+                "{} {}",
+                detail.unwrap_or_default(),
+                expression.as_deref().unwrap_or_default()
+            );
+            machine.hint_for(&mentioned)
+        });
+        let machine_fact = machine.is_some();
+        let message = match (err.kind(), machine) {
+            (_, Some(hint)) => format!("{}; {hint}", detail.unwrap_or("undefined value")),
+            (ErrorKind::UndefinedError, None) => format!(
+                "{}; define it in etc/holo/data.toml or etc/holo/facts.toml, or give a default with `| default('...')`",
+                detail.unwrap_or("undefined value")
+            ),
+            (ErrorKind::SyntaxError, None) => format!(
+                "template syntax error: {}; fix the template",
+                detail.unwrap_or("invalid syntax")
+            ),
+            (ErrorKind::TemplateNotFound, None) => match &self.files {
+                Some(files) => format!(
+                    "{}; template files are read relative to {}",
+                    detail.unwrap_or("template not found"),
+                    files.shown.display()
+                ),
+                None => format!(
+                    "{}; only resources read by a plugin may include template files",
+                    detail.unwrap_or("template not found")
+                ),
+            },
+            (ErrorKind::InvalidOperation, None) => {
+                detail.unwrap_or("invalid operation").to_string()
+            }
+            _ => match detail {
+                Some(detail) => format!("{}: {detail}", err.kind()),
+                None => err.kind().to_string(),
+            },
+        };
+        let may_be_literal = !machine_fact
+            && matches!(
+                err.kind(),
+                ErrorKind::SyntaxError
+                    | ErrorKind::UndefinedError
+                    | ErrorKind::UnknownFunction
+                    | ErrorKind::UnknownFilter
+                    | ErrorKind::UnknownTest
+            );
+        TemplateError {
+            message,
+            expression,
+            line,
+            file,
+            may_be_literal,
+        }
+    }
+}
+
+/// The facts that exist only on a real machine and are missing in test
+/// mode, and the facts file where a test sets them.
+#[derive(Debug, Clone)]
+struct MachineFacts {
+    file: PathBuf,
+    missing: Vec<&'static str>,
+}
+
+impl MachineFacts {
+    /// The advice for a failure whose text mentions one of the missing facts.
+    fn hint_for(&self, text: &str) -> Option<String> {
+        let name = self.missing.iter().find(|name| {
+            [
+                format!("facts.{name}"),
+                format!("facts['{name}']"),
+                format!("facts[\"{name}\"]"),
+            ]
+            .iter()
+            .any(|spelling| {
+                text.match_indices(spelling.as_str()).any(|(at, _)| {
+                    // `facts.cpus` but not `facts.cpus_max`
+                    !text[at + spelling.len()..]
+                        .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+            })
+        })?;
+        let example = facts::machine_fact_example(name);
+        Some(format!(
+            "the fact `{name}` is gathered only on a real machine, not in test mode: set it in $HOLO_ROOT_DIR/{} ({}), for example `{example}`",
+            facts::FACTS_FILE,
+            self.file.display()
+        ))
+    }
+}
+
+type Loader = dyn Fn(&str) -> Result<Option<TemplateSource>, minijinja::Error> + Send + Sync;
+
+/// The files of a resource directory that templates may read, and the
+/// ones they have read.
+struct TemplateFiles {
+    dir: PathBuf,
+    shown: PathBuf,
+    /// minijinja's path loader over `dir`, asked once a name is known to
+    /// stay inside it.
+    loader: Box<Loader>,
+    read: Mutex<BTreeSet<PathBuf>>,
+    /// Nested `template()` calls, which minijinja's own limit cannot see.
+    depth: AtomicUsize,
+}
+
+impl TemplateFiles {
+    /// The file that `name` names below the directory; `Ok(None)` when it
+    /// does not exist. Absolute names, `..` and symlinks out are errors.
+    fn resolve(&self, name: &str, what: &str) -> Result<Option<PathBuf>, minijinja::Error> {
+        let refuse = |why: String| {
+            Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "{what} {name:?} {why}; {what} paths are relative to {} and stay inside it",
+                    self.shown.display()
+                ),
+            ))
+        };
+        let relative = Path::new(name);
+        if name.is_empty() {
+            return refuse("is empty".to_string());
+        }
+        let mut normal = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => normal.push(part),
+                Component::CurDir => {}
+                Component::RootDir | Component::Prefix(_) => {
+                    return refuse("is absolute".to_string());
+                }
+                Component::ParentDir => {
+                    return refuse("leaves the resource directory with ..".to_string());
+                }
+            }
+        }
+        let path = self.dir.join(&normal);
+        match (path.canonicalize(), self.dir.canonicalize()) {
+            (Ok(real), Ok(dir)) if !real.starts_with(&dir) => {
+                // The link as written; the resolved path would name the
+                // machine's layout rather than the resource.
+                let link = std::fs::read_link(&path)
+                    .map(|target| format!(" (-> {})", target.display()))
+                    .unwrap_or_default();
+                refuse(format!("is a symlink out of the resource directory{link}"))
+            }
+            (Ok(_), Ok(_)) => {
+                if let Ok(mut read) = self.read.lock() {
+                    read.insert(path.clone());
+                }
+                Ok(Some(path))
+            }
+            (Err(err), _) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            (Err(err), _) | (_, Err(err)) => Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "cannot read {what} {}: {err}",
+                    self.shown.join(&normal).display()
+                ),
+            )),
+        }
+    }
+
+    /// The loader behind `{% include %}`, `{% import %}` and `template()`.
+    fn load(&self, name: &str) -> Result<Option<TemplateSource>, minijinja::Error> {
+        let Some(path) = self.resolve(name, "template")? else {
+            return Ok(None);
+        };
+        let relative = path.strip_prefix(&self.dir).unwrap_or(&path);
+        (self.loader)(&relative.to_string_lossy())
+    }
+
+    fn read_text(&self, path: &Path) -> Result<String, minijinja::Error> {
+        let shown = self
+            .shown
+            .join(path.strip_prefix(&self.dir).unwrap_or(path));
+        std::fs::read_to_string(path).map_err(|err| {
+            minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "cannot read {}: {err}; it must be a readable UTF-8 file",
+                    shown.display()
+                ),
+            )
+        })
+    }
+
+    /// `template(NAME)`: the template file rendered with the globals.
+    fn render(&self, state: &State, name: &str) -> Result<String, minijinja::Error> {
+        let depth = self.depth.fetch_add(1, Ordering::SeqCst);
+        let result = if depth >= MAX_DEPTH {
+            Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "template({name:?}) is nested more than {MAX_DEPTH} deep; does a template call itself?"
+                ),
+            ))
+        } else {
+            state
+                .env()
+                .get_template(name)
+                .and_then(|template| template.render(minijinja::context! {}))
+        };
+        self.depth.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// `readFile(NAME)`: the file's text, not rendered.
+    fn read_file(&self, name: &str) -> Result<String, minijinja::Error> {
+        match self.resolve(name, "readFile")? {
+            Some(path) => self.read_text(&path),
+            None => Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "readFile({name:?}): {} does not exist; paths are relative to {}",
+                    self.shown.join(name).display(),
+                    self.shown.display()
+                ),
+            )),
+        }
+    }
 }
 
 /// The three scopes, held for `lookup()`.
@@ -237,6 +595,7 @@ struct ScopeForLookup {
     facts: JinjaValue,
     data: JinjaValue,
     env: JinjaValue,
+    machine_facts: Option<MachineFacts>,
 }
 
 impl ScopeForLookup {
@@ -260,9 +619,16 @@ impl ScopeForLookup {
             (None, Some(default)) => Ok(default),
             (None, None) => Err(minijinja::Error::new(
                 ErrorKind::InvalidOperation,
-                format!(
-                    "lookup('{path}') found nothing; the path starts with facts, data or env, or give a default: lookup('{path}', 'fallback')"
-                ),
+                match self
+                    .machine_facts
+                    .as_ref()
+                    .and_then(|machine| machine.hint_for(path))
+                {
+                    Some(hint) => format!("lookup('{path}') found nothing: {hint}"),
+                    None => format!(
+                        "lookup('{path}') found nothing; the path starts with facts, data or env, or give a default: lookup('{path}', 'fallback')"
+                    ),
+                },
             )),
         }
     }
@@ -277,34 +643,6 @@ fn child(value: &JinjaValue, segment: &str) -> Option<JinjaValue> {
     }
     .ok()?;
     (!found.is_undefined()).then_some(found)
-}
-
-fn to_template_error(err: &minijinja::Error, text: &str) -> TemplateError {
-    let expression = err
-        .range()
-        .and_then(|range| enclosing_tag(text, range))
-        .filter(|tag| !tag.is_empty());
-    let line = err.line().unwrap_or(1);
-    let message = match err.kind() {
-        ErrorKind::UndefinedError => format!(
-            "{}; define it in etc/holo/data.toml or etc/holo/facts.toml, or give a default with `| default('...')`",
-            err.detail().unwrap_or("undefined value")
-        ),
-        ErrorKind::SyntaxError => format!(
-            "template syntax error: {}; fix the template, or set `template = false` to take the text literally",
-            err.detail().unwrap_or("invalid syntax")
-        ),
-        ErrorKind::InvalidOperation => err.detail().unwrap_or("invalid operation").to_string(),
-        _ => match err.detail() {
-            Some(detail) => format!("{}: {detail}", err.kind()),
-            None => err.kind().to_string(),
-        },
-    };
-    TemplateError {
-        message,
-        expression,
-        line,
-    }
 }
 
 /// The whole `{{ … }}` or `{% … %}` tag around the span minijinja blames, so
@@ -461,10 +799,12 @@ mod tests {
     }
 
     #[test]
-    fn a_syntax_error_says_how_to_take_text_literally() {
+    fn a_syntax_error_says_to_fix_the_template() {
         let err = context().render("a\nb {{ data.port ").expect_err("syntax");
         assert_eq!(err.line(), 2);
-        assert!(err.message().contains("template = false"), "{err}");
+        assert!(err.message().ends_with("; fix the template"), "{err}");
+        // The resource loader adds `template = false`, which only it knows.
+        assert!(!err.message().contains("template = false"), "{err}");
     }
 
     #[test]
@@ -494,5 +834,165 @@ mod tests {
         );
         assert!(ctx.data_toml().contains("role = \"debian on db1\""));
         assert!(ctx.facts().to_toml().contains("hostname = \"db1\""));
+    }
+    /// A context whose templates read files from a fresh resource directory.
+    fn with_files(files: &[(&str, &str)]) -> (tempfile::TempDir, TemplateContext) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let resources = dir.path().join("resources");
+        for (name, text) in files {
+            let path = resources.join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        let context = context().with_files(&resources, Path::new("/origin"));
+        (dir, context)
+    }
+
+    #[test]
+    fn template_files_render_with_the_same_globals_and_include_relative_to_the_directory() {
+        let (dir, ctx) = with_files(&[
+            (
+                "nginx/site.conf.j2",
+                "{% import 'nginx/macros.j2' as m %}server {{ facts.hostname }}:{{ data.port }}\n{% include 'nginx/extra.j2' %}{{ m.listen(443) }}\n",
+            ),
+            ("nginx/extra.j2", "# {{ env.LANG }}\n"),
+            (
+                "nginx/macros.j2",
+                "{% macro listen(port) %}listen {{ port }};{% endmacro %}",
+            ),
+            ("motd.txt", "raw {{ not rendered }}\n"),
+        ]);
+        let out = ctx
+            .render("{{ template('nginx/site.conf.j2') }}--{{ readFile('./motd.txt') }}")
+            .expect("render");
+        assert_eq!(
+            out,
+            "server web01:8080\n# C.UTF-8\nlisten 443;\n--raw {{ not rendered }}\n"
+        );
+        let read: Vec<PathBuf> = ctx.files_read().into_iter().collect();
+        let resources = dir.path().join("resources");
+        for name in [
+            "motd.txt",
+            "nginx/extra.j2",
+            "nginx/macros.j2",
+            "nginx/site.conf.j2",
+        ] {
+            assert!(read.contains(&resources.join(name)), "{name}: {read:?}");
+            assert!(ctx.has_read(&resources.join(name)));
+        }
+    }
+
+    #[test]
+    fn errors_inside_a_template_file_name_the_file_and_its_line() {
+        let (_dir, ctx) = with_files(&[
+            ("a.j2", "one\n{% include 'b.j2' %}"),
+            ("b.j2", "x\ny\nport = {{ data.nope }}\n"),
+            ("broken.j2", "ok\n{{ data.port \n"),
+        ]);
+        let err = ctx.render("{{ template('a.j2') }}").expect_err("undefined");
+        assert_eq!(err.file(), Some("b.j2"), "{err}");
+        assert_eq!(err.line(), 3);
+        assert_eq!(err.expression(), Some("{{ data.nope }}"));
+        let err = ctx
+            .render("{{ template('broken.j2') }}")
+            .expect_err("syntax");
+        assert_eq!((err.file(), err.line()), (Some("broken.j2"), 2), "{err}");
+        assert!(err.message().contains("template syntax error"), "{err}");
+        assert!(!err.message().contains("template = false"), "{err}");
+        let err = ctx
+            .render("x\n{{ template('none.j2') }}")
+            .expect_err("missing");
+        assert_eq!((err.file(), err.line()), (None, 2), "{err}");
+        assert!(err.message().contains("none.j2"), "{err}");
+        assert!(err.message().contains("relative to /origin"), "{err}");
+    }
+
+    #[test]
+    fn paths_out_of_the_resource_directory_are_refused() {
+        let (dir, ctx) = with_files(&[("ok.j2", "ok"), ("inc.j2", "{% include '../secret' %}")]);
+        std::fs::write(dir.path().join("secret"), "s3cret").expect("write");
+        std::os::unix::fs::symlink(dir.path().join("secret"), dir.path().join("resources/link"))
+            .expect("symlink");
+        std::os::unix::fs::symlink("ok.j2", dir.path().join("resources/inside")).expect("symlink");
+        assert_eq!(
+            ctx.render("{{ template('inside') }}").expect("inside"),
+            "ok"
+        );
+        for (text, needle) in [
+            (
+                "{{ template('../secret') }}",
+                "leaves the resource directory with ..",
+            ),
+            (
+                "{{ readFile('../secret') }}",
+                "leaves the resource directory with ..",
+            ),
+            ("{{ template('/etc/passwd') }}", "is absolute"),
+            (
+                "{{ readFile('link') }}",
+                "is a symlink out of the resource directory",
+            ),
+            (
+                "{{ template('link') }}",
+                "is a symlink out of the resource directory",
+            ),
+            ("{{ template('inc.j2') }}", "leaves the resource directory"),
+            ("{{ readFile('nope') }}", "does not exist"),
+        ] {
+            let err = ctx.render(text).expect_err(text);
+            assert!(err.message().contains(needle), "{text}: {err}");
+            assert!(!err.to_string().contains("s3cret"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_template_that_calls_itself_stops_with_an_error() {
+        let (_dir, ctx) = with_files(&[("self.j2", "{{ template('self.j2') }}")]);
+        let err = ctx.render("{{ template('self.j2') }}").expect_err("loop");
+        assert!(err.message().contains("nested more than"), "{err}");
+        let (_dir, ctx) = with_files(&[("loop.j2", "{% include 'loop.j2' %}")]);
+        let err = ctx.render("{% include 'loop.j2' %}").expect_err("loop");
+        assert!(err.to_string().contains("recursion"), "{err}");
+    }
+
+    #[test]
+    fn without_files_the_functions_do_not_exist() {
+        let err = context()
+            .render("{{ readFile('x') }}")
+            .expect_err("unknown");
+        assert!(err.to_string().contains("readFile"), "{err}");
+    }
+
+    #[test]
+    fn machine_facts_missing_in_test_mode_say_where_to_set_them() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let ctx = TemplateContext::load(root.path(), true).expect("load");
+        let facts_file = root.path().join("etc/holo/facts.toml");
+        for (text, fact) in [
+            ("{{ facts.cpus }}", "cpus"),
+            ("{{ facts.memory_mb // 2 }}", "memory_mb"),
+            ("{% for i in facts.interfaces %}{% endfor %}", "interfaces"),
+            ("{{ lookup('facts.cpus') }}", "cpus"),
+        ] {
+            let err = ctx.render(text).expect_err(text);
+            let wanted = format!(
+                "the fact `{fact}` is gathered only on a real machine, not in test mode: set it in $HOLO_ROOT_DIR/etc/holo/facts.toml ({})",
+                facts_file.display()
+            );
+            assert!(err.to_string().contains(&wanted), "{text}: {err}");
+        }
+        let err = ctx.render("{{ facts.cpus_max }}").expect_err("other");
+        assert!(!err.to_string().contains("real machine"), "{err}");
+        // Outside test mode the facts exist; a context without a root gives
+        // the ordinary advice.
+        let err = context()
+            .render("{{ facts.memory_mb }}")
+            .expect_err("plain");
+        assert!(!err.to_string().contains("real machine"), "{err}");
+        assert_eq!(
+            ctx.render("{{ facts.cpus | default(1) }}")
+                .expect("default"),
+            "1"
+        );
     }
 }

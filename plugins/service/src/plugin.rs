@@ -61,6 +61,10 @@ impl Plugin for ServicePlugin {
     const ID: &'static str = "service";
     type Spec = ServiceSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<ServiceTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ServiceSpec>>> {
         let declared = resources::load::<ServiceTable>(env)?;
         let mut found = Vec::new();

@@ -51,9 +51,16 @@ impl Cli {
             | Command::Exec(ExecArgs { file_args, .. })
             | Command::Console(ConsoleArgs { file_args, .. })
             | Command::Pull(PullArgs { file_args, .. })
-            | Command::Lock(LockArgs { file_args }) => &file_args.files,
+            | Command::Lock(LockArgs { file_args })
+            | Command::Inspect(InspectArgs { file_args, .. })
+            | Command::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
+            | Command::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
+                &file_args.files
+            }
             Command::Logs(logs) => &logs.files,
-            Command::Images | Command::Version | Command::Completions { .. } => &Vec::new(),
+            Command::Images | Command::Version | Command::Doctor | Command::Completions { .. } => {
+                &Vec::new()
+            }
         };
         [&self.file_args.files[..], &after[..]].concat()
     }
@@ -110,6 +117,13 @@ pub enum Command {
     Exec(ExecArgs),
     /// Attach to an instance's serial console; Ctrl-] detaches.
     Console(ConsoleArgs),
+    /// Show one instance: pid, ports, IP, MACs, health, spec hash, paths.
+    Inspect(InspectArgs),
+    /// List or remove the project's named volumes.
+    #[command(subcommand)]
+    Volumes(VolumesCommand),
+    /// Check what this host needs to run holos; exit 1 if up cannot work.
+    Doctor,
     /// Print the version of holos.
     Version,
     /// Print the shell completion script (the packages install it).
@@ -225,6 +239,46 @@ pub struct ConsoleArgs {
     /// The instance, such as web-0.
     #[arg(value_name = "INSTANCE")]
     pub instance: String,
+}
+
+/// `holos inspect INSTANCE [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// Print JSON (the objects of `ps --json`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holos volumes ls|rm`.
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum VolumesCommand {
+    /// List the volumes: size on disk, the instances that attach them.
+    Ls(VolumesLsArgs),
+    /// Remove a volume that no instance attaches.
+    Rm(VolumesRmArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumesLsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumesRmArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
 }
 
 /// `-w WAIT`: a Compose duration (a bare number is seconds).

@@ -86,6 +86,13 @@ impl Plugin for VmsPlugin {
     const ID: &'static str = "vms";
     type Spec = VmSpec;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        crate::compose::decode::keys::SECTIONS
+            .iter()
+            .map(|(section, keys)| (section.to_string(), keys.to_vec()))
+            .collect()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<VmSpec>>> {
         let runtime = project::runtime(env)?;
         let mut found: Vec<Scanned<VmSpec>> = Vec::new();

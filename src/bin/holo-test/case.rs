@@ -13,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::dump;
+use holo::run_report::DEFAULT_PATH as RUN_REPORT;
 
 /// The operations of one case, in the order they run. The name doubles as
 /// the suffix of the `expected-*` file.
@@ -121,7 +122,8 @@ impl Runner {
                 }
             }
         }
-        match dump::dump(&target, &[Path::new("usr/lib/holo")]) {
+        // The run report holds times; the driver's own tests check it.
+        match dump::dump(&target, &[Path::new("usr/lib/holo"), Path::new(RUN_REPORT)]) {
             Ok(tree) => actual.insert(0, ("tree", tree)),
             Err(err) => {
                 writeln!(

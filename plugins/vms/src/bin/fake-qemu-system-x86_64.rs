@@ -9,11 +9,13 @@
 //!   server=on,wait=off`, `-qmp unix:PATH,server,nowait`, `-mon chardev=ID,
 //!   mode=control`, `-serial chardev:ID|unix:..|file:..`, `-netdev user,
 //!   hostfwd=..`, `,,` escapes) and rejects unknown options with QEMU's text;
+//!   `-machine none` with `-cpu` fails as in QEMU 7.2 (x86 CPUs need a board);
 //! - listens on the unix sockets (and waits for a client when `wait` is on),
 //!   binds every `hostfwd` host port (a taken port fails as QEMU does), and
 //!   answers a forward to guest port 22 with an SSH banner;
-//! - speaks QMP: greeting, `qmp_capabilities`, `query-status`,
-//!   `query-version`, `system_powerdown` (the `POWERDOWN` event comes before
+//! - speaks QMP on unix sockets and on `-qmp stdio` (the KVM probe launch):
+//!   greeting, `qmp_capabilities`, `query-status`, `query-version`,
+//!   `query-kvm`, `system_powerdown` (the `POWERDOWN` event comes before
 //!   the `return`, as in 7.2), `quit`; replies end in `\r\n`;
 //! - writes a console banner to the serial chardev and its `logfile`, and
 //!   echoes what a console client types;
@@ -41,7 +43,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
@@ -153,6 +155,14 @@ const WITH_ARGUMENT: &[&str] = &[
     "usbdevice",
     "smp-opts",
 ];
+
+/// Whether the machine runs with KVM (`query-kvm`'s `enabled`).
+static KVM_ENABLED: OnceLock<bool> = OnceLock::new();
+
+/// `FAKE_QEMU_KVM=1`: the host has a working KVM (`query-kvm`'s `present`).
+fn kvm_present() -> bool {
+    std::env::var_os("FAKE_QEMU_KVM").is_some_and(|v| v == "1")
+}
 
 /// Things that happen to the process as a whole; the main thread acts on them.
 enum Event {
@@ -394,6 +404,7 @@ fn start(
     let mut pidfile = None;
     let mut name = "guest".to_string();
     let mut kvm_requested = None;
+    let (mut machine_none, mut cpu_given) = (false, false);
     let mut i = 0;
     while i < args.len() {
         let raw = &args[i];
@@ -510,8 +521,10 @@ fn start(
                 name = options.get("guest").cloned().unwrap_or(name);
             }
             "accel" => kvm_requested = Some((spelled.clone(), value.clone())),
+            "cpu" => cpu_given = true,
             "machine" | "M" => {
                 let (options, _) = parse_options(value, "type");
+                machine_none = options.get("type").is_some_and(|t| t == "none");
                 if let Some(accel) = options.get("accel") {
                     kvm_requested = Some((spelled.clone(), accel.clone()));
                 }
@@ -521,16 +534,23 @@ fn start(
         i += 2;
     }
 
+    let kvm_works = kvm_present();
     if let Some((spelled, accel)) = kvm_requested {
         let first = split_options(&accel).into_iter().next().unwrap_or_default();
-        let kvm_works = std::env::var_os("FAKE_QEMU_KVM").is_some_and(|v| v == "1");
         let accels: Vec<&str> = first.split(':').collect();
+        let _ = KVM_ENABLED.set(accels.first() == Some(&"kvm") && kvm_works);
         if accels.first() == Some(&"kvm") && !kvm_works && !accels.contains(&"tcg") {
             eprintln!("Could not access KVM kernel module: No such file or directory");
             return Err(StartError(format!(
                 "{spelled}: failed to initialize kvm: No such file or directory"
             )));
         }
+    }
+    if machine_none && cpu_given {
+        // x86 CPUs need a board to number them: QEMU 7.2 fails so.
+        return Err(StartError(
+            "apic-id property was not initialized properly".into(),
+        ));
     }
     for (spelled, path, kind) in &must_exist {
         if !Path::new(path).exists() {
@@ -631,6 +651,13 @@ fn start(
                     serial.push(out);
                 }
                 continue;
+            }
+            "stdio" if chardev.role == Some(Role::Qmp) => {
+                let events = events.clone();
+                let clients = qmp_clients.clone();
+                std::thread::spawn(move || {
+                    serve_qmp(std::io::stdin(), std::io::stdout(), None, &clients, &events);
+                });
             }
             "null" | "stdio" => {}
             other => {
@@ -751,7 +778,11 @@ fn spawn_qmp_server(
         // One client at a time, as a QEMU monitor serves them.
         let connections = first.into_iter().map(Ok).chain(listener.incoming());
         for stream in connections.flatten() {
-            serve_qmp(stream, &clients, &events);
+            let Ok(writer) = stream.try_clone() else {
+                continue;
+            };
+            let client = stream.try_clone().ok();
+            serve_qmp(stream, writer, client.as_ref(), &clients, &events);
         }
     });
 }
@@ -803,7 +834,7 @@ fn error_reply(class: &str, desc: &str) -> String {
 fn reply_to(
     command: &Value,
     negotiated: &mut bool,
-    writer: &UnixStream,
+    client: Option<&UnixStream>,
     clients: &Clients,
     events: &Sender<Event>,
 ) -> (String, Option<Event>) {
@@ -832,7 +863,10 @@ fn reply_to(
         ),
         "qmp_capabilities" => {
             *negotiated = true;
-            if let (Ok(mut list), Ok(clone)) = (clients.lock(), writer.try_clone()) {
+            // A socket client gets events from now on (stdio gets none).
+            if let (Ok(mut list), Some(Ok(clone))) =
+                (clients.lock(), client.map(UnixStream::try_clone))
+            {
                 list.push(clone);
             }
             ok("{}")
@@ -842,6 +876,11 @@ fn reply_to(
             "Expecting capabilities negotiation with 'qmp_capabilities'",
         ),
         "query-status" => ok(r#"{"status": "running", "singlestep": false, "running": true}"#),
+        "query-kvm" => ok(&format!(
+            r#"{{"enabled": {}, "present": {}}}"#,
+            KVM_ENABLED.get().copied().unwrap_or(false),
+            kvm_present()
+        )),
         "query-version" => ok(&format!(r#"{{"qemu": {VERSION}, "package": "{PACKAGE}"}}"#)),
         "system_powerdown" => {
             // QEMU 7.2 emits the event before it answers.
@@ -862,10 +901,15 @@ fn reply_to(
 const VERSION: &str = r#"{"micro": 22, "minor": 2, "major": 7}"#;
 const PACKAGE: &str = "Debian 1:7.2+dfsg-7+deb12u18+b3";
 
-fn serve_qmp(stream: UnixStream, clients: &Clients, events: &Sender<Event>) {
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
+/// One monitor connection: `reader` and `writer` are a unix socket client
+/// (`client`, which then receives events) or stdin and stdout.
+fn serve_qmp(
+    reader: impl Read,
+    mut writer: impl Write,
+    client: Option<&UnixStream>,
+    clients: &Clients,
+    events: &Sender<Event>,
+) {
     let greeting = format!(
         r#"{{"QMP": {{"version": {{"qemu": {VERSION}, "package": "{PACKAGE}"}}, "capabilities": ["oob"]}}}}"#
     );
@@ -877,7 +921,7 @@ fn serve_qmp(stream: UnixStream, clients: &Clients, events: &Sender<Event>) {
     }
     let mut negotiated = false;
     let commands =
-        serde_json::Deserializer::from_reader(BufReader::new(stream)).into_iter::<Value>();
+        serde_json::Deserializer::from_reader(BufReader::new(reader)).into_iter::<Value>();
     for command in commands {
         let command = match command {
             Ok(command) => command,
@@ -887,13 +931,16 @@ fn serve_qmp(stream: UnixStream, clients: &Clients, events: &Sender<Event>) {
                 return;
             }
         };
-        let (mut reply, after_reply) =
-            reply_to(&command, &mut negotiated, &writer, clients, events);
+        let (mut reply, after_reply) = reply_to(&command, &mut negotiated, client, clients, events);
         if let Some(id) = command.get("id") {
             reply.pop();
             reply.push_str(&format!(", \"id\": {}}}", qemu_json(id)));
         }
-        if writer.write_all(format!("{reply}\r\n").as_bytes()).is_err() {
+        if writer
+            .write_all(format!("{reply}\r\n").as_bytes())
+            .and_then(|()| writer.flush())
+            .is_err()
+        {
             return;
         }
         if let Some(event) = after_reply {

@@ -69,12 +69,15 @@ fn entries(include: &Node, file_dir: &Path, diags: &mut Diags) -> Vec<IncludeEnt
         };
         for (key, _) in map {
             let name = key.as_str().unwrap_or_default();
-            if !["path", "project_directory", "env_file"].contains(&name) && !name.starts_with("x-")
+            if !crate::compose::decode::keys::INCLUDE_LONG.contains(&name)
+                && !name.starts_with("x-")
             {
-                let hint =
-                    crate::diag::did_you_mean(name, ["path", "project_directory", "env_file"])
-                        .map(|s| format!("; did you mean {s:?}?"))
-                        .unwrap_or_default();
+                let hint = crate::diag::did_you_mean(
+                    name,
+                    crate::compose::decode::keys::INCLUDE_LONG.iter().copied(),
+                )
+                .map(|s| format!("; did you mean {s:?}?"))
+                .unwrap_or_default();
                 diags.push(
                     &key.pos,
                     format!("{path}.{name}"),

@@ -265,8 +265,9 @@ fn holo_settings(node: Option<&Node>) -> std::result::Result<HoloSettings, Strin
             },
             other => {
                 return Err(format!(
-                    "{}: unknown key {HOLO_EXTENSION_KEY}.{other}; the only one is protect",
-                    key.pos
+                    "{}: unknown key {HOLO_EXTENSION_KEY}.{other}; known keys: {}",
+                    key.pos,
+                    crate::compose::decode::keys::X_HOLO.join(", ")
                 ));
             }
         }

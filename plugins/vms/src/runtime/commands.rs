@@ -9,14 +9,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use serde_json::json;
-
-use super::health;
-use super::host;
 use super::project::{self, Runtime, UpRequest};
 use super::ssh;
 use super::state::{Layout, ProjectRecord};
-use crate::cli::{Command, ConsoleArgs, ExecArgs, LogsArgs, PsArgs};
+use super::{doctor, host, inspect, volumes};
+use crate::cli::{Command, ConsoleArgs, ExecArgs, LogsArgs, PsArgs, VolumesCommand};
 use crate::compose::Options;
 
 /// The byte Ctrl-] sends: it detaches the console.
@@ -45,6 +42,27 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
         Command::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         Command::Exec(args) => return Some(exec(options, args)),
         Command::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        Command::Inspect(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let view = inspect::view(&rt.layout, project::find_instance(&record, &args.instance)?);
+            print(&if args.json {
+                inspect::to_json(&view)
+            } else {
+                inspect::readable(&view)
+            })
+        }),
+        Command::Volumes(VolumesCommand::Ls(args)) => with_runtime(|rt| {
+            let list = volumes::list(&rt.layout, &project_name(options)?)?;
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                volumes::table(&list)
+            })
+        }),
+        Command::Volumes(VolumesCommand::Rm(args)) => {
+            with_runtime(|rt| volumes::remove(&rt.layout, &project_name(options)?, &args.name))
+        }
+        Command::Doctor => return Some(doctor::run(runtime_from_env())),
         Command::Images | Command::Pull(_) | Command::Lock(_) => {
             with_runtime(|rt| super::image_cache::command(rt, options, command))
         }
@@ -164,64 +182,44 @@ fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String>
     let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
     let mut instances: Vec<_> = record.instances.values().collect();
     instances.sort_by_key(|i| i.start_order);
-    let mut stdout = std::io::stdout().lock();
+    let views: Vec<_> = instances
+        .iter()
+        .map(|i| inspect::view(&runtime.layout, i))
+        .collect();
     if args.json {
-        let rows: Vec<_> = instances
-            .iter()
-            .map(|i| {
-                let pid = host::running_pid(i.pid, &i.spec);
-                json!({
-                    "project": project,
-                    "service": i.spec.service,
-                    "instance": i.spec.name,
-                    "state": if pid.is_some() { "running" } else { "stopped" },
-                    "health": pid.and_then(|_| health::read_state(&i.spec)).map(|h| h.name()),
-                    "pid": pid,
-                    "ports": i.spec.forwards.iter().map(|f| json!({
-                        "host_ip": f.host_ip.to_string(),
-                        "host_port": f.host_port,
-                        "guest_port": f.guest_port,
-                    })).collect::<Vec<_>>(),
-                    "ssh_port": i.spec.ssh_port,
-                    "ip": i.spec.ip.to_string(),
-                    "accel": i.spec.accel.name(),
-                })
-            })
-            .collect();
-        let text = serde_json::to_string_pretty(&rows).unwrap_or_default();
-        let _ = writeln!(stdout, "{text}");
-        return Ok(());
+        return print(&inspect::to_json(&views));
     }
-    let _ = writeln!(
-        stdout,
-        "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} IP",
+    let mut text = format!(
+        "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} IP\n",
         "INSTANCE", "STATE", "HEALTH", "PID", "SSH", "PORTS"
     );
-    for i in instances {
-        let pid = host::running_pid(i.pid, &i.spec);
-        let ports: Vec<String> = i
-            .spec
-            .forwards
+    for v in views {
+        let ports: Vec<String> = v
+            .ports
             .iter()
-            .map(|f| format!("{}:{}->{}", f.host_ip, f.host_port, f.guest_port))
+            .map(|p| format!("{}:{}->{}", p.host_ip, p.host_port, p.guest_port))
             .collect();
-        let _ = writeln!(
-            stdout,
-            "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}",
-            i.spec.name,
-            if pid.is_some() { "running" } else { "stopped" },
-            pid.and_then(|_| health::read_state(&i.spec))
-                .map_or("-", |h| h.name()),
-            pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            format!("127.0.0.1:{}", i.spec.ssh_port),
+        text.push_str(&format!(
+            "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}\n",
+            v.instance,
+            v.state,
+            v.health.unwrap_or("-"),
+            v.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            format!("127.0.0.1:{}", v.ssh_port),
             if ports.is_empty() {
                 "-".into()
             } else {
                 ports.join(",")
             },
-            i.spec.ip
-        );
+            v.ip
+        ));
     }
+    print(&text)
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
+fn print(text: &str) -> Result<(), String> {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(())
 }
 

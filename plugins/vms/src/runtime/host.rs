@@ -62,35 +62,67 @@ pub fn port_is_free(ip: Ipv4Addr, port: u16) -> bool {
 /// launch with KVM works, else TCG. Opening `/dev/kvm` proves nothing:
 /// nested KVM opens and then hangs.
 pub fn detect_accel(forced: Option<&str>) -> Result<Accel, String> {
-    match forced {
-        Some("kvm") => return Ok(Accel::Kvm),
-        Some("tcg") => return Ok(Accel::Tcg),
-        Some(other) => {
-            return Err(format!(
-                "HOLOS_ACCEL={other:?} is not an accelerator; use kvm or tcg, or unset it"
-            ));
-        }
-        None => {}
+    if let Some(accel) = forced_accel(forced)? {
+        return Ok(accel);
     }
-    if !Path::new("/dev/kvm").exists() {
-        return Ok(Accel::Tcg);
-    }
-    Ok(if kvm_probe() { Accel::Kvm } else { Accel::Tcg })
+    Ok(if kvm_probe().is_ok() {
+        Accel::Kvm
+    } else {
+        Accel::Tcg
+    })
 }
 
-/// Starts QEMU with KVM, no devices and QMP on stdin, and asks it to quit.
-/// A hang (nested KVM) ends at the timeout and counts as no KVM.
-fn kvm_probe() -> bool {
+/// `HOLOS_ACCEL`: `None` when unset, an error when it names no accelerator.
+pub fn forced_accel(forced: Option<&str>) -> Result<Option<Accel>, String> {
+    match forced {
+        None => Ok(None),
+        Some("kvm") => Ok(Some(Accel::Kvm)),
+        Some("tcg") => Ok(Some(Accel::Tcg)),
+        Some(other) => Err(format!(
+            "HOLOS_ACCEL={other:?} is not an accelerator; use kvm or tcg, or unset it"
+        )),
+    }
+}
+
+/// How long the KVM probe launch may take; a hang (nested KVM) ends here.
+pub const KVM_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The probe launch: QEMU with KVM, the machine and CPU holos starts guests
+/// with by default (q35, `-cpu host`: a vCPU is created, reset and run, so
+/// MSRs the host's KVM rejects show here) and QMP on stdin, asked whether
+/// KVM is enabled and then to quit. `Err` says why KVM cannot be used (for
+/// `holos doctor`); `up` then falls back to TCG.
+pub fn kvm_probe() -> Result<(), String> {
+    if !Path::new("/dev/kvm").exists() {
+        return Err(
+            "/dev/kvm does not exist (no KVM module, or a VM without nested virtualisation)".into(),
+        );
+    }
     let script = format!(
         "printf '%s\\n' '{{\"execute\":\"qmp_capabilities\"}}' '{{\"execute\":\"query-kvm\"}}' '{{\"execute\":\"quit\"}}' | \
-         {QEMU_SYSTEM} -machine none,accel=kvm -cpu host -nodefaults -no-user-config -display none -qmp stdio"
+         {QEMU_SYSTEM} -machine q35,accel=kvm -cpu host -m 64 -nodefaults -no-user-config -display none -qmp stdio"
     );
-    let probe = holo_plugin::process::Command::shell(script).timeout(Duration::from_secs(3));
-    match probe.run() {
-        Ok(finished) => {
-            finished.success()
-                && String::from_utf8_lossy(&finished.stdout).contains("\"enabled\": true")
-        }
-        Err(_) => false,
+    let probe = holo_plugin::process::Command::shell(script).timeout(KVM_PROBE_TIMEOUT);
+    let finished = probe
+        .run()
+        .map_err(|e| format!("cannot run the probe launch: {e}"))?;
+    if finished.status == holo_plugin::process::Status::TimedOut {
+        return Err(format!(
+            "the probe launch with KVM hung for {}s (nested KVM that opens but does not run)",
+            KVM_PROBE_TIMEOUT.as_secs()
+        ));
     }
+    if finished.success() && String::from_utf8_lossy(&finished.stdout).contains("\"enabled\": true")
+    {
+        return Ok(());
+    }
+    let said = finished.stderr_tail(3);
+    Err(format!(
+        "the probe launch with KVM failed: {}",
+        if said.trim().is_empty() {
+            "QEMU did not report KVM as enabled".to_string()
+        } else {
+            said.trim().replace('\n', "; ")
+        }
+    ))
 }

@@ -12,14 +12,18 @@
 //! - `image_cache`: `holos pull`, the image cache and the base images of
 //!   `up`; `image_lock`: `holos.images.lock`;
 //! - `project`: up, stop, start and down under the lock; `commands`: the
-//!   `holos` commands on top.
+//!   `holos` commands on top;
+//! - `inspect`, `volumes`, `doctor`: operating a project (`ps --json` and
+//!   `inspect`, `volumes ls|rm`) and the host (`doctor`).
 
 pub mod cloud_init;
 pub mod commands;
+pub mod doctor;
 pub mod health;
 pub mod host;
 pub mod image_cache;
 pub mod image_lock;
+pub mod inspect;
 pub mod instance;
 pub mod plan;
 pub mod project;
@@ -29,4 +33,5 @@ pub mod seed_iso;
 pub mod spec;
 pub mod ssh;
 pub mod state;
+pub mod volumes;
 pub mod yaml_out;

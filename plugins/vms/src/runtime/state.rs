@@ -43,10 +43,10 @@ impl Layout {
         self.root.join("instances").join(project)
     }
     pub fn volume(&self, project: &str, name: &str) -> PathBuf {
-        self.root
-            .join("volumes")
-            .join(project)
-            .join(format!("{name}.qcow2"))
+        self.project_volumes(project).join(format!("{name}.qcow2"))
+    }
+    pub fn project_volumes(&self, project: &str) -> PathBuf {
+        self.root.join("volumes").join(project)
     }
     pub fn ssh_key(&self, project: &str) -> PathBuf {
         self.root.join("ssh").join(project).join("id_ed25519")

@@ -249,3 +249,44 @@ pub const TOP_VOLUME: &[&str] = &[
 ];
 
 pub const EXTENDS: &[&str] = &["service", "file"];
+
+/// An `include` entry in the long form.
+pub const INCLUDE_LONG: &[&str] = &["path", "project_directory", "env_file"];
+
+/// A `devices` entry that passes a PCI device through.
+pub const DEVICE_PCI: &[&str] = &["pci", "rom_file"];
+
+/// A `devices` entry in Compose's long form, kept as metadata.
+pub const DEVICE_LONG: &[&str] = &["source", "target", "permissions"];
+
+/// The keys of the `x-holo` mapping of a service, which holo-vms reads.
+pub const X_HOLO: &[&str] = &["protect"];
+
+/// Every table above by where it applies, for `holo-vms properties` (the
+/// man page test checks that holos.yaml(5) names each key).
+pub const SECTIONS: &[(&str, &[&str])] = &[
+    ("top-level", TOP_LEVEL),
+    ("service", SERVICE_MAPPED),
+    ("service-metadata", SERVICE_METADATA),
+    ("vm", VM),
+    ("cloud_init", CLOUD_INIT),
+    ("cloud_init.write_files", WRITE_FILE),
+    ("build", BUILD),
+    ("deploy", DEPLOY),
+    ("deploy.resources", RESOURCES),
+    ("deploy.resources.limits", LIMITS),
+    ("healthcheck", HEALTHCHECK),
+    ("ports", PORT_LONG),
+    ("volumes", VOLUME_LONG),
+    ("volumes.type", VOLUME_TYPES),
+    ("depends_on", DEPENDS_ON_LONG),
+    ("depends_on.condition", DEPENDS_ON_CONDITIONS),
+    ("post_start", HOOK),
+    ("env_file", ENV_FILE_LONG),
+    ("top-level.volumes", TOP_VOLUME),
+    ("extends", EXTENDS),
+    ("include", INCLUDE_LONG),
+    ("devices", DEVICE_PCI),
+    ("devices-metadata", DEVICE_LONG),
+    ("x-holo", X_HOLO),
+];

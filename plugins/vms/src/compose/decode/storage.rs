@@ -167,7 +167,7 @@ pub fn decode_devices(
         let epath = item(path, i);
         match &entry.kind {
             Kind::Map(_) if entry.get("pci").is_some() => {
-                if r.mapping(entry, &epath, &["pci", "rom_file"]).is_none() {
+                if r.mapping(entry, &epath, keys::DEVICE_PCI).is_none() {
                     continue;
                 }
                 let pci = entry
@@ -187,7 +187,7 @@ pub fn decode_devices(
                 }
             }
             Kind::Map(_) => {
-                r.mapping(entry, &epath, &["source", "target", "permissions"]);
+                r.mapping(entry, &epath, keys::DEVICE_LONG);
                 kept.push(entry.to_json());
             }
             Kind::Scalar { .. } => kept.push(entry.to_json()),
