@@ -276,6 +276,7 @@ fn secret_route(body: Vec<u8>) -> Route {
         body,
         basic: Some(("deploy".into(), PASSWORD.into())),
         header: Some(("X-Release-Token".into(), TOKEN.into())),
+        ..Route::default()
     }
 }
 
@@ -365,6 +366,7 @@ fn url_userinfo_is_used_and_redacted() {
             body: bytes.clone(),
             basic: Some(("deploy".into(), PASSWORD.into())),
             header: None,
+            ..Route::default()
         },
     );
     let url = url.replace("http://", &format!("http://deploy:{PASSWORD}@"));

@@ -3,22 +3,26 @@
 //!
 //! A [`Download`] fetches one URL with ureq (rustls; `ALL_PROXY`,
 //! `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` honoured) into a temp file in
-//! the target's own directory. The temp file gets its owner before any byte
-//! is written, the SHA-256 is computed while streaming, and only a verified
-//! file is renamed over the target; on any failure the temp file is removed
-//! and the target is untouched. Anything but a 200 response is an error.
+//! the target's own directory (a random `.NAME-XXXXXX`, or `NAME.part` with
+//! [`Download::part_file`]). The temp file gets its owner before any byte
+//! is written, the SHA-256 (and the expected digest, SHA-256 or SHA-512) is
+//! computed while streaming, and only a verified file is renamed over the
+//! target; on any failure the temp file is removed and the target is
+//! untouched. Anything but a 200 response is an error.
+//! [`Download::fetch_bytes`] fetches a small document (a checksum file)
+//! into memory with the same client, timeouts and redaction.
 //! Credentials (URL userinfo, basic auth, the values of auth headers) never
 //! reach a message: every text this module produces goes through a
 //! [`Redactor`].
 
 use std::fs::{File, Permissions};
 use std::io::{IsTerminal, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::error::{Error, Result};
 
@@ -143,6 +147,39 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A digest algorithm a download can be checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    Sha256,
+    Sha512,
+}
+
+impl Algorithm {
+    /// `sha256` or `sha512`, as the name is written in configuration.
+    pub fn parse(name: &str) -> Option<Algorithm> {
+        match name.to_ascii_lowercase().as_str() {
+            "sha256" => Some(Algorithm::Sha256),
+            "sha512" => Some(Algorithm::Sha512),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+        }
+    }
+
+    /// Length of a digest in hex digits.
+    pub fn hex_len(self) -> usize {
+        match self {
+            Algorithm::Sha256 => 64,
+            Algorithm::Sha512 => 128,
+        }
+    }
+}
+
 /// The result of a successful download.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Downloaded {
@@ -158,11 +195,12 @@ pub struct Download {
     /// The URL without userinfo: what is requested.
     url: String,
     target: PathBuf,
-    sha256: Option<String>,
+    expected: Option<(Algorithm, String)>,
+    part_file: bool,
     basic_auth: Option<(String, String)>,
     headers: Vec<(String, String)>,
     idle_timeout: Duration,
-    timeout: Duration,
+    timeout: Option<Duration>,
     uid: Option<u32>,
     gid: Option<u32>,
     mode: Option<u32>,
@@ -173,8 +211,9 @@ pub struct Download {
 impl Download {
     /// A download of `url` (`http` or `https`) to `target`, whose directory
     /// must exist. Userinfo in the URL becomes basic auth. Defaults: no
-    /// checksum, 30 s idle timeout, 1 min overall timeout, mode of an
-    /// existing target or 0644, progress bar on a terminal.
+    /// checksum, 30 s idle timeout (also the connect timeout), 1 min overall
+    /// timeout, mode of an existing target or 0644, progress bar on a
+    /// terminal, a random temp file name.
     pub fn new(url: &str, target: impl Into<PathBuf>) -> Result<Download> {
         let mut redactor = Redactor::default();
         let (url, basic_auth) = match split_userinfo(url) {
@@ -199,11 +238,12 @@ impl Download {
         let mut download = Download {
             url,
             target: target.into(),
-            sha256: None,
+            expected: None,
+            part_file: false,
             basic_auth: None,
             headers: Vec::new(),
             idle_timeout: Duration::from_secs(30),
-            timeout: Duration::from_secs(60),
+            timeout: Some(Duration::from_secs(60)),
             uid: None,
             gid: None,
             mode: None,
@@ -217,9 +257,31 @@ impl Download {
     }
 
     /// The expected SHA-256 (hex, any case); a mismatch fails the download.
-    pub fn sha256(mut self, hex: &str) -> Self {
-        self.sha256 = Some(hex.trim().to_ascii_lowercase());
+    pub fn sha256(self, hex: &str) -> Self {
+        self.digest(Algorithm::Sha256, hex)
+    }
+
+    /// The expected digest (hex, any case) in `algorithm`; a mismatch fails
+    /// the download. It is computed in the same pass as the SHA-256.
+    pub fn digest(mut self, algorithm: Algorithm, hex: &str) -> Self {
+        self.expected = Some((algorithm, hex.trim().to_ascii_lowercase()));
         self
+    }
+
+    /// Downloads through `TARGET.part` instead of a random temp name, so
+    /// that an interrupted download is visible as such. The caller makes
+    /// sure that only one download of the target runs at a time (a lock);
+    /// a `.part` left by a killed one is overwritten by the next.
+    pub fn part_file(mut self, yes: bool) -> Self {
+        self.part_file = yes;
+        self
+    }
+
+    /// The path of the `.part` file used with [`Download::part_file`].
+    pub fn part_path(&self) -> PathBuf {
+        let mut name = self.target.as_os_str().to_os_string();
+        name.push(".part");
+        PathBuf::from(name)
     }
 
     /// Basic authentication.
@@ -254,7 +316,14 @@ impl Download {
 
     /// The longest time for the whole download, connecting included.
     pub fn timeout(mut self, limit: Duration) -> Self {
-        self.timeout = limit;
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// No limit for the whole download (large images on slow links); the
+    /// idle timeout still ends a stalled one.
+    pub fn no_overall_timeout(mut self) -> Self {
+        self.timeout = None;
         self
     }
 
@@ -309,23 +378,7 @@ impl Download {
                 parent.display()
             )));
         }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .proxy(ureq::Proxy::try_from_env())
-            .timeout_global(Some(self.timeout))
-            .timeout_per_read(Some(self.idle_timeout))
-            .user_agent(concat!("holo/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        let mut request = agent.get(&self.url);
-        if let Some((user, password)) = &self.basic_auth {
-            let encoded =
-                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-            request = request.header("Authorization", format!("Basic {encoded}"));
-        }
-        for (name, value) in &self.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
+        let request = self.request();
         let response = request.call().map_err(|err| cannot(&self.describe(&err)))?;
         let status = response.status();
         if status != ureq::http::StatusCode::OK {
@@ -344,17 +397,31 @@ impl Download {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let prefix = format!(".{file_name}-");
-        remove_stale_temp_files(parent, &prefix);
-        let mut temp = tempfile::Builder::new()
-            .prefix(&prefix)
-            .tempfile_in(parent)
-            .map_err(|err| {
-                cannot(&format!(
-                    "cannot create a temp file in {}: {err}",
-                    parent.display()
-                ))
-            })?;
+        let mut temp = if self.part_file {
+            let part = self.part_path();
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&part)
+                .map_err(|err| cannot(&format!("cannot create {}: {err}", part.display())))?;
+            let path = tempfile::TempPath::try_from_path(&part)
+                .map_err(|err| cannot(&format!("cannot use {}: {err}", part.display())))?;
+            tempfile::NamedTempFile::from_parts(file, path)
+        } else {
+            let prefix = format!(".{file_name}-");
+            remove_stale_temp_files(parent, &prefix);
+            tempfile::Builder::new()
+                .prefix(&prefix)
+                .tempfile_in(parent)
+                .map_err(|err| {
+                    cannot(&format!(
+                        "cannot create a temp file in {}: {err}",
+                        parent.display()
+                    ))
+                })?
+        };
         let io_error = |err: std::io::Error| cannot(&err.to_string());
         let mode = self.mode.unwrap_or_else(|| {
             std::fs::metadata(target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777)
@@ -369,6 +436,7 @@ impl Download {
         let bar = self.progress_bar(length, &file_name);
         let mut reader = body.as_reader();
         let mut hasher = Sha256::new();
+        let mut sha512 = matches!(self.expected, Some((Algorithm::Sha512, _))).then(Sha512::new);
         let mut bytes = 0u64;
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
@@ -382,19 +450,30 @@ impl Download {
                 }
             };
             hasher.update(&buffer[..read]);
+            if let Some(sha512) = &mut sha512 {
+                sha512.update(&buffer[..read]);
+            }
             temp.write_all(&buffer[..read]).map_err(io_error)?;
             bytes += read as u64;
             bar.inc(read as u64);
         }
         bar.finish_and_clear();
         let sha256 = hex(&hasher.finalize());
-        if let Some(expected) = &self.sha256
-            && *expected != sha256
-        {
-            return Err(cannot(&format!(
-                "checksum mismatch, expected {expected:?} got {sha256:?}; {} is unchanged",
-                target.display()
-            )));
+        if let Some((algorithm, expected)) = &self.expected {
+            let got = match sha512 {
+                Some(sha512) => hex(&sha512.finalize()),
+                None => sha256.clone(),
+            };
+            if *expected != got {
+                let name = match algorithm {
+                    Algorithm::Sha256 => "checksum",
+                    Algorithm::Sha512 => "sha512 checksum",
+                };
+                return Err(cannot(&format!(
+                    "{name} mismatch, expected {expected:?} got {got:?}; {} is unchanged",
+                    target.display()
+                )));
+            }
         }
         temp.as_file().sync_all().map_err(io_error)?;
         temp.persist(target).map_err(|err| io_error(err.error))?;
@@ -403,6 +482,62 @@ impl Download {
             let _ = dir.sync_all();
         }
         Ok(Downloaded { sha256, bytes })
+    }
+
+    /// The GET request, with credentials, headers and timeouts.
+    fn request(&self) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .proxy(ureq::Proxy::try_from_env())
+            .timeout_global(self.timeout)
+            .timeout_connect(Some(self.idle_timeout))
+            .timeout_per_read(Some(self.idle_timeout))
+            .user_agent(concat!("holo/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let mut request = agent.get(&self.url);
+        if let Some((user, password)) = &self.basic_auth {
+            let encoded =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+            request = request.header("Authorization", format!("Basic {encoded}"));
+        }
+        for (name, value) in &self.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        request
+    }
+
+    /// Fetches the URL into memory (a checksum file, an index): at most
+    /// `limit` bytes, else an error. The target is not touched.
+    pub fn fetch_bytes(&self, limit: u64) -> Result<Vec<u8>> {
+        self.fetch_bytes_inner(limit)
+            .map_err(|message| Error::new(self.redactor.redact(&message)))
+    }
+
+    fn fetch_bytes_inner(&self, limit: u64) -> std::result::Result<Vec<u8>, String> {
+        let shown = self.shown_url();
+        let cannot = |what: &str| format!("cannot download {shown}: {what}");
+        let response = self
+            .request()
+            .call()
+            .map_err(|err| cannot(&self.describe(&err)))?;
+        let status = response.status();
+        if status != ureq::http::StatusCode::OK {
+            return Err(cannot(&format!(
+                "the server answered {status} instead of 200 OK; check the URL"
+            )));
+        }
+        let mut body = Vec::new();
+        response
+            .into_body()
+            .into_reader()
+            .take(limit + 1)
+            .read_to_end(&mut body)
+            .map_err(|err| cannot(&self.describe_io(&err)))?;
+        if body.len() as u64 > limit {
+            return Err(cannot(&format!("it is larger than {limit} bytes")));
+        }
+        Ok(body)
     }
 
     fn progress_bar(&self, length: Option<u64>, file_name: &str) -> indicatif::ProgressBar {
@@ -446,11 +581,17 @@ impl Download {
     }
 
     fn timeout_text(&self) -> String {
-        format!(
-            "timed out (no data for {} s, or more than {} s in all); raise the timeout or check the server",
-            self.idle_timeout.as_secs_f64(),
-            self.timeout.as_secs_f64()
-        )
+        match self.timeout {
+            Some(timeout) => format!(
+                "timed out (no data for {} s, or more than {} s in all); raise the timeout or check the server",
+                self.idle_timeout.as_secs_f64(),
+                timeout.as_secs_f64()
+            ),
+            None => format!(
+                "timed out (no data for {} s); raise the idle timeout or check the server",
+                self.idle_timeout.as_secs_f64()
+            ),
+        }
     }
 }
 
@@ -670,6 +811,48 @@ mod tests {
         assert!(err.message().contains("timed out"), "{err}");
         server.join().expect("server");
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+    }
+
+    #[test]
+    fn sha512_and_part_file_and_in_memory_fetches() {
+        let body = b"image bytes".to_vec();
+        let (base, server) = serve(vec![
+            ok(&body),
+            ok(&body),
+            ok(b"abc  disk.img\n"),
+            ok(&[b'x'; 100]),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("disk.img");
+        let sha512 = hex(&Sha512::digest(&body));
+        // A wrong SHA-512 fails and leaves neither the target nor the .part.
+        let download = Download::new(&format!("{base}/disk.img"), &target)
+            .expect("valid")
+            .digest(Algorithm::Sha512, &sha512.replace('a', "b"))
+            .part_file(true)
+            .no_overall_timeout();
+        assert_eq!(download.part_path(), dir.path().join("disk.img.part"));
+        let err = download.fetch().expect_err("mismatch");
+        assert!(err.message().contains("sha512 checksum mismatch"), "{err}");
+        assert!(err.message().contains(&sha512), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
+        // The right one lands at the target, through the .part.
+        let done = Download::new(&format!("{base}/disk.img"), &target)
+            .expect("valid")
+            .digest(Algorithm::Sha512, &sha512.to_uppercase())
+            .part_file(true)
+            .fetch()
+            .expect("download");
+        assert_eq!(done.sha256, sha(&body));
+        assert_eq!(std::fs::read(&target).expect("read"), body);
+        assert!(!dir.path().join("disk.img.part").exists());
+        let memory = Download::new(&format!("{base}/SUMS"), "").expect("valid");
+        assert_eq!(memory.fetch_bytes(100).expect("sums"), b"abc  disk.img\n");
+        let err = memory.fetch_bytes(10).expect_err("too large");
+        assert!(err.message().contains("larger than 10 bytes"), "{err}");
+        server.join().expect("server");
+        assert_eq!(Algorithm::parse("SHA512"), Some(Algorithm::Sha512));
+        assert_eq!(Algorithm::parse("md5"), None);
     }
 
     #[test]

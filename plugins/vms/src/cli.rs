@@ -1,6 +1,6 @@
 //! The `holos` command line: parsing every command, running `config`,
-//! `validate`, `images` and `version` (the runtime commands run in
-//! `runtime::commands`), and the entry point shared by the `holos` and
+//! `validate` and `version` (the runtime commands, and `images`, `pull` and
+//! `lock`, run in `runtime::commands`), and the entry point shared by the `holos` and
 //! `holo-vms` binaries.
 
 use std::collections::BTreeMap;
@@ -50,6 +50,8 @@ impl Cli {
             | Command::Ps(PsArgs { file_args, .. })
             | Command::Exec(ExecArgs { file_args, .. })
             | Command::Console(ConsoleArgs { file_args, .. })
+            | Command::Pull(PullArgs { file_args, .. })
+            | Command::Lock(LockArgs { file_args })
             | Command::Inspect(InspectArgs { file_args, .. })
             | Command::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
             | Command::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
@@ -93,8 +95,12 @@ pub enum Command {
         #[arg(short = 'q', long)]
         quiet: bool,
     },
-    /// List the built-in image aliases with their tags and defaults.
+    /// List the built-in image aliases and tags, and which are cached.
     Images,
+    /// Download image aliases into the cache; the project's when none is named.
+    Pull(PullArgs),
+    /// Pin the project's base images by SHA-256 in holos.images.lock.
+    Lock(LockArgs),
     /// Create and start the project's VMs.
     Up(UpArgs),
     /// Stop and remove the project's VMs; named volumes survive.
@@ -139,6 +145,23 @@ pub struct UpArgs {
     /// Services to start (with their dependencies); all when none is given.
     #[arg(value_name = "SERVICE")]
     pub services: Vec<String>,
+}
+
+/// `holos pull [IMAGE...]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct PullArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Image aliases, `ALIAS` or `ALIAS:TAG`.
+    #[arg(value_name = "IMAGE")]
+    pub images: Vec<String>,
+}
+
+/// `holos lock`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct LockArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
 }
 
 /// `holos down [PROJECT]`.
@@ -385,9 +408,6 @@ pub fn run_with_messages(
     command: &Command,
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
-    if let Command::Images = command {
-        return Ok((images_table(), Vec::new()));
-    }
     let (project, manifest) = crate::resolve(options)?;
     let text = render(command, &project, &manifest)?;
     let mut messages: Vec<String> = project
@@ -436,27 +456,6 @@ fn render(
         // Validation printed nothing; the other commands print their own.
         _ => Ok(String::new()),
     }
-}
-
-/// `holos images`: one line per alias.
-fn images_table() -> String {
-    let mut out = format!(
-        "{:<14} {:<10} {:<8} {:<10} {:>10}  {}\n",
-        "ALIAS", "DEFAULT", "OS", "USER", "MIN_MB", "TAGS"
-    );
-    for image in &crate::images::table().image {
-        let tags: Vec<&str> = image.tags.keys().map(String::as_str).collect();
-        out.push_str(&format!(
-            "{:<14} {:<10} {:<8} {:<10} {:>10}  {}\n",
-            image.alias,
-            image.default_tag,
-            image.os,
-            image.user,
-            image.min_memory_mb,
-            tags.join(", ")
-        ));
-    }
-    out
 }
 
 fn pretty_json(json: &serde_json::Value) -> String {

@@ -12,11 +12,13 @@ use crate::manifest::Image;
 const IMAGES_TOML: &str = include_str!("../../../share/images.toml");
 
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImageTable {
     pub image: Vec<ImageAlias>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImageAlias {
     pub alias: String,
     pub os: String,
@@ -27,6 +29,7 @@ pub struct ImageAlias {
 }
 
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImageTag {
     pub url: String,
     pub format: String,
@@ -49,6 +52,111 @@ impl ImageTable {
     pub fn aliases(&self) -> Vec<&str> {
         self.image.iter().map(|i| i.alias.as_str()).collect()
     }
+}
+
+impl ImageTag {
+    /// The digest of `checksum_type` (the table check makes it known).
+    pub fn algorithm(&self) -> holo_plugin::download::Algorithm {
+        holo_plugin::download::Algorithm::parse(&self.checksum_type)
+            .unwrap_or(holo_plugin::download::Algorithm::Sha256)
+    }
+}
+
+/// The aliases the table must have (the compose file reference names them).
+pub const REQUIRED_ALIASES: [&str; 8] = [
+    "alpine",
+    "arch",
+    "debian",
+    "ubuntu",
+    "fedora",
+    "almalinux",
+    "rocky",
+    "centos-stream",
+];
+
+/// Everything wrong with a table, one sentence each: missing or duplicate
+/// aliases, a default tag that is not a tag, an unknown OS family, format
+/// or checksum type, names that cannot be part of a file name, URLs that
+/// are not HTTPS or whose checksum lives on another host (a mirror maps
+/// hosts), a zero minimum memory.
+pub fn table_problems(table: &ImageTable) -> Vec<String> {
+    let mut problems = Vec::new();
+    let safe = |text: &str| {
+        !text.is_empty()
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+    };
+    let host = |url: &str| {
+        url.strip_prefix("https://")
+            .and_then(|rest| rest.split('/').next())
+            .map(str::to_string)
+    };
+    for required in REQUIRED_ALIASES {
+        if table.find(required).is_none() {
+            problems.push(format!("alias {required} is missing"));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for image in &table.image {
+        let alias = &image.alias;
+        if !seen.insert(alias.as_str()) {
+            problems.push(format!("alias {alias} appears twice"));
+        }
+        if !safe(alias) {
+            problems.push(format!(
+                "alias {alias:?} must be lower case letters, digits, . and -"
+            ));
+        }
+        if !image.tags.contains_key(&image.default_tag) {
+            problems.push(format!(
+                "{alias}: default tag {} is not one of its tags",
+                image.default_tag
+            ));
+        }
+        if !OS_FAMILIES.contains(&image.os.as_str()) {
+            problems.push(format!(
+                "{alias}: os {:?} is not one of {OS_FAMILIES:?}",
+                image.os
+            ));
+        }
+        if image.user.is_empty() || image.min_memory_mb == 0 {
+            problems.push(format!("{alias}: user and min_memory_mb must be set"));
+        }
+        for (name, tag) in &image.tags {
+            let what = format!("{alias}:{name}");
+            if !safe(name) {
+                problems.push(format!(
+                    "{what}: tag must be lower case letters, digits, . and -"
+                ));
+            }
+            if !FORMATS.contains(&tag.format.as_str()) {
+                problems.push(format!(
+                    "{what}: format {:?} is not one of {FORMATS:?}",
+                    tag.format
+                ));
+            }
+            if holo_plugin::download::Algorithm::parse(&tag.checksum_type).is_none() {
+                problems.push(format!(
+                    "{what}: checksum_type {:?} is not sha256 or sha512",
+                    tag.checksum_type
+                ));
+            }
+            match (host(&tag.url), host(&tag.checksum_url)) {
+                (Some(image_host), Some(sum_host)) if image_host == sum_host => {}
+                (Some(_), Some(_)) => problems.push(format!(
+                    "{what}: the checksum must come from the image's host"
+                )),
+                _ => problems.push(format!(
+                    "{what}: url and checksum_url must be https:// URLs"
+                )),
+            }
+            if tag.url.ends_with('/') || tag.url == tag.checksum_url {
+                problems.push(format!("{what}: url must name the image file"));
+            }
+        }
+    }
+    problems
 }
 
 pub const OS_FAMILIES: [&str; 2] = ["systemd", "openrc"];
@@ -115,27 +223,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_parses_and_lists_the_seed_aliases() {
+    fn the_shipped_table_is_complete_and_consistent() {
         let table: ImageTable = toml::from_str(IMAGES_TOML).expect("share/images.toml parses");
-        for alias in [
-            "alpine",
-            "arch",
-            "debian",
-            "ubuntu",
-            "fedora",
-            "almalinux",
-            "rocky",
-            "centos-stream",
+        assert_eq!(table_problems(&table), Vec::<String>::new());
+        assert_eq!(table.image.len(), REQUIRED_ALIASES.len());
+        // The compiled-in table is the same one.
+        assert_eq!(self::table().aliases(), table.aliases());
+    }
+
+    #[test]
+    fn table_check_finds_each_kind_of_problem() {
+        let bad: ImageTable = toml::from_str(
+            r#"
+[[image]]
+alias = "ubuntu"
+os = "sysv"
+user = "u"
+min_memory_mb = 512
+default_tag = "lts"
+[image.tags.Noble]
+url = "http://a.example/x.img"
+format = "iso"
+checksum_url = "https://b.example/SUMS"
+checksum_type = "md5"
+[[image]]
+alias = "ubuntu"
+os = "systemd"
+user = "u"
+min_memory_mb = 512
+default_tag = "a"
+[image.tags.a]
+url = "https://a.example/x.img"
+format = "qcow2"
+checksum_url = "https://b.example/SUMS"
+checksum_type = "sha256"
+"#,
+        )
+        .expect("parses");
+        let text = table_problems(&bad).join("\n");
+        for expected in [
+            "alias alpine is missing",
+            "alias ubuntu appears twice",
+            "default tag lts is not one of its tags",
+            "os \"sysv\"",
+            "ubuntu:Noble: tag must be lower case",
+            "format \"iso\"",
+            "checksum_type \"md5\"",
+            "ubuntu:Noble: url and checksum_url must be https://",
+            "ubuntu:a: the checksum must come from the image's host",
         ] {
-            let entry = table
-                .find(alias)
-                .unwrap_or_else(|| panic!("{alias} missing"));
-            assert!(
-                entry.tags.contains_key(&entry.default_tag),
-                "{alias} default tag"
-            );
-            assert!(OS_FAMILIES.contains(&entry.os.as_str()));
+            assert!(text.contains(expected), "{expected} not in:\n{text}");
         }
+        let unknown = toml::from_str::<ImageTable>(
+            "[[image]]\nalias = \"a\"\nos = \"systemd\"\nuser = \"u\"\nmin_memory_mb = 1\ndefault_tag = \"t\"\nmirror = \"x\"\n[image.tags.t]\nurl = \"u\"\nformat = \"qcow2\"\nchecksum_url = \"c\"\nchecksum_type = \"sha256\"\n",
+        );
+        assert!(unknown.is_err(), "unknown keys are refused");
     }
 
     #[test]

@@ -281,18 +281,35 @@ fn unset_variables_warn_but_do_not_fail() {
 #[test]
 fn images_lists_the_aliases_without_a_project() {
     let f = Fixture::new(&[]);
-    let text = stdout(holos(&f).arg("images"));
+    let state = f.path().join("state");
+    let text = stdout(holos(&f).env("HOLOS_STATE_DIR", &state).arg("images"));
     let first = text.lines().next().unwrap_or_default();
     assert!(first.starts_with("ALIAS"), "{text}");
-    let ubuntu = text
-        .lines()
-        .find(|l| l.starts_with("ubuntu "))
-        .unwrap_or_default();
-    assert!(
-        ubuntu.contains("noble") && ubuntu.contains("systemd") && ubuntu.contains("jammy"),
-        "{text}"
+    let words = |alias: &str, tag: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.split_whitespace().take(2).eq([alias, tag]))
+            .unwrap_or_else(|| panic!("no {alias} {tag} in\n{text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // ALIAS TAG DEFAULT OS USER MIN_MB CACHED; nothing is cached yet.
+    assert_eq!(
+        words("ubuntu", "noble"),
+        ["ubuntu", "noble", "*", "systemd", "ubuntu", "512", "no"]
     );
-    assert_eq!(text.lines().count(), 9);
+    assert_eq!(
+        words("ubuntu", "jammy"),
+        ["ubuntu", "jammy", "systemd", "ubuntu", "512", "no"]
+    );
+    assert_eq!(words("alpine", "3.23")[3], "openrc");
+    let tags: usize = holo_vms::images::table()
+        .image
+        .iter()
+        .map(|i| i.tags.len())
+        .sum();
+    assert_eq!(text.lines().count(), 1 + tags);
+    assert!(!state.exists(), "listing creates no state");
 }
 
 #[test]

@@ -367,3 +367,54 @@ fn a_relative_root_still_gives_qemu_absolute_paths() {
     );
     assert!(root.pid("shop", "app-0").is_some());
 }
+
+#[test]
+fn apply_refuses_an_image_that_does_not_match_the_lock_beside_the_file() {
+    let root = Root::new();
+    root.compose(
+        "shop",
+        &format!(
+            "services:\n  app:\n    image: {image}\n    image_format: qcow2\n    image_os: systemd\n",
+            image = root.image()
+        ),
+    );
+    let zeros = "0".repeat(64);
+    root.resource(
+        "shop",
+        "holos.images.lock",
+        &format!(
+            "version = 1\n[images.\"{}\"]\nsha256 = \"{zeros}\"\n",
+            root.image()
+        ),
+    );
+    let lock = root
+        .path()
+        .join("usr/share/holo/vms/shop/holos.images.lock");
+    let (code, text) = root.holo_text(&["apply"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(&format!(
+            "service app: image {} does not match {}: expected sha256 {zeros}, got ",
+            root.image(),
+            lock.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        !root.state().join("instances/shop").exists(),
+        "nothing started"
+    );
+    // `holos lock` on the same file pins the image; apply then starts it.
+    let out = root
+        .holos(&["-f", "usr/share/holo/vms/shop/holos.yaml", "lock"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!std::fs::read_to_string(&lock).unwrap().contains(&zeros));
+    ok(&root, &["apply"]);
+    assert_eq!(root.pids("shop").len(), 1);
+}

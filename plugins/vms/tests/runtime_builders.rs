@@ -50,6 +50,7 @@ fn planned(manifest: &Manifest, accel: Accel) -> Vec<PlannedInstance> {
         accel,
         firmware: Some(&firmware),
         previous: None,
+        images: &Default::default(),
     };
     let mut next_port = 40000;
     let mut free_port = || {
@@ -168,6 +169,7 @@ fn commas_in_paths_are_doubled() {
         accel: Accel::Kvm,
         firmware: None,
         previous: None,
+        images: &Default::default(),
     };
     let spec = &plan(&manifest, &inputs, &[], &mut || Ok(2222)).unwrap()[0].spec;
     let argv = qemu::argv(spec);

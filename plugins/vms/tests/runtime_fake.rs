@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod runtime_support;
-use runtime_support::{Project, Qemu};
+use runtime_support::{ImageMirror, Project, Qemu, qcow2_bytes};
 
 fn have_qemu_img() -> bool {
     runtime_support::have(&["qemu-img"])
@@ -62,10 +62,16 @@ fn qemu_starts_with_the_golden_argv_of_each_seed_example() {
             .status()
             .unwrap();
         assert!(copied.success());
-        // Image aliases come from the image cache; UEFI from an OVMF below
-        // the test root.
-        for alias in ["ubuntu-noble", "alpine-3.20", "debian-bookworm"] {
-            p.base_image(&p.state().join(format!("images/{alias}.qcow2")));
+        // Image aliases are pulled from a mirror on 127.0.0.1; UEFI comes
+        // from an OVMF below the test root.
+        let mirror = ImageMirror::start();
+        let image = qcow2_bytes("64M");
+        for (alias, tag) in [
+            ("ubuntu", "noble"),
+            ("alpine", "3.23"),
+            ("debian", "bookworm"),
+        ] {
+            mirror.serve(alias, tag, &image);
         }
         let ovmf = p.path().join("root/usr/share/OVMF");
         std::fs::create_dir_all(&ovmf).unwrap();
@@ -76,10 +82,11 @@ fn qemu_starts_with_the_golden_argv_of_each_seed_example() {
             .env("HOLOS_ACCEL", accel)
             .env("FAKE_QEMU_KVM", "1")
             .env("HOLO_ROOT_DIR", p.path().join("root"))
+            .env("HOLOS_IMAGE_MIRROR", mirror.url())
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&out.stderr);
-        if said.contains("does not exist; download it there") {
+        if said.contains("404 Not Found") {
             panic!("{name}: an image alias the test does not provide: {said}");
         }
         assert!(out.status.success(), "{name}: {said}");

@@ -63,6 +63,9 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
             with_runtime(|rt| volumes::remove(&rt.layout, &project_name(options)?, &args.name))
         }
         Command::Doctor => return Some(doctor::run(runtime_from_env())),
+        Command::Images | Command::Pull(_) | Command::Lock(_) => {
+            with_runtime(|rt| super::image_cache::command(rt, options, command))
+        }
         _ => return None,
     };
     Some(match result {
@@ -98,7 +101,9 @@ fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(),
 }
 
 /// Resolves the compose project, printing its errors the way `validate` does.
-fn resolve(options: &Options) -> Result<(crate::compose::Project, crate::Manifest), String> {
+pub(crate) fn resolve(
+    options: &Options,
+) -> Result<(crate::compose::Project, crate::Manifest), String> {
     crate::resolve(options).map_err(|diags| describe(&diags))
 }
 

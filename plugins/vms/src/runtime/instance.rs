@@ -61,7 +61,7 @@ pub fn prepare(
     if !root.exists() {
         if !spec.image.is_file() {
             return Err(format!(
-                "service {}: the base image {} does not exist; download it there, or point image: at a local disk image",
+                "service {}: the base image {} does not exist; run `holos pull` for an alias, or point image: at a local disk image",
                 spec.service,
                 spec.image.display()
             ));

@@ -9,6 +9,8 @@
 //! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
 //!   talking to it; `host`: pids, ports and the accelerator;
 //! - `health`: healthchecks over SSH and waiting on `depends_on`;
+//! - `image_cache`: `holos pull`, the image cache and the base images of
+//!   `up`; `image_lock`: `holos.images.lock`;
 //! - `project`: up, stop, start and down under the lock; `commands`: the
 //!   `holos` commands on top;
 //! - `inspect`, `volumes`, `doctor`: operating a project (`ps --json` and
@@ -19,6 +21,8 @@ pub mod commands;
 pub mod doctor;
 pub mod health;
 pub mod host;
+pub mod image_cache;
+pub mod image_lock;
 pub mod inspect;
 pub mod instance;
 pub mod plan;

@@ -57,6 +57,10 @@ pub struct PlanInputs<'a> {
     pub accel: Accel,
     pub firmware: Option<&'a FirmwareFiles>,
     pub previous: Option<&'a ProjectRecord>,
+    /// The base image of each service, by name, as `up` checked it
+    /// (`image_cache::ensure_project_images`); a service not in it gets
+    /// [`image_file`].
+    pub images: &'a BTreeMap<String, PathBuf>,
 }
 
 /// One instance to run, with the hash that decides whether a running one
@@ -238,7 +242,10 @@ fn instance_spec(
         None
     };
 
-    let (image, image_format) = image_file(inputs.layout, &service.image, &manifest.directory);
+    let (mut image, image_format) = image_file(inputs.layout, &service.image, &manifest.directory);
+    if let Some(checked) = inputs.images.get(&service.name) {
+        image = checked.clone();
+    }
     Ok(InstanceSpec {
         project: project.clone(),
         service: service.name.clone(),
@@ -269,8 +276,9 @@ fn instance_spec(
     })
 }
 
-/// The base image file: a local path as given (relative to the project
-/// directory), or an alias's file in the image cache.
+/// The base image file without looking at the cache: a local path as given
+/// (relative to the project directory), or for an alias a name in the
+/// image cache directory that `up` replaces with the pulled build.
 pub fn image_file(layout: &Layout, image: &Image, project_dir: &str) -> (PathBuf, String) {
     match &image.path {
         Some(path) => (Path::new(project_dir).join(path), image.format.clone()),

@@ -93,11 +93,13 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
     } else {
         with_dependencies(manifest, &request.services)
     };
+    let images = super::image_cache::ensure_project_images(&runtime.layout, manifest, &services)?;
     let inputs = PlanInputs {
         layout: &runtime.layout,
         accel,
         firmware: firmware.as_ref(),
         previous: previous.as_ref(),
+        images: &images,
     };
     let planned = plan::plan(manifest, &inputs, &services, &mut host::free_port)?;
     ensure_volumes(runtime, manifest, &planned)?;

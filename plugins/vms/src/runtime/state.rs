@@ -6,7 +6,9 @@
 //! - `volumes/<p>/<name>.qcow2`: named volumes (never removed by `down`);
 //! - `ssh/<p>/id_ed25519`: the project key;
 //! - `locks/<p>.lock`: held while a command changes the project;
-//! - `images/`: downloaded base images.
+//! - `images/`: downloaded base images, `<alias>-<tag>-<hash>.qcow2` with a
+//!   `.json` record beside each (`image_cache`);
+//! - `locks/image-<alias>-<tag>.lock`: held while that image is pulled.
 //!
 //! Directories are created 0700, keys and records 0600.
 
@@ -54,6 +56,10 @@ impl Layout {
     }
     pub fn images(&self) -> PathBuf {
         self.root.join("images")
+    }
+    /// Held while one image (`alias-tag`) is pulled or checked.
+    pub fn image_lock(&self, name: &str) -> PathBuf {
+        self.root.join("locks").join(format!("image-{name}.lock"))
     }
 
     /// Every project that has a record, sorted.
@@ -165,8 +171,12 @@ impl ProjectLock {
     /// Takes the lock, waiting (with one message on stderr) while another
     /// holos command holds it.
     pub fn acquire(layout: &Layout, project: &str, wait: Duration) -> Result<ProjectLock, String> {
+        Self::acquire_at(&layout.lock(project), &format!("project {project}"), wait)
+    }
+
+    /// Takes the lock at `path`; `what` names what it protects in messages.
+    pub fn acquire_at(path: &Path, what: &str, wait: Duration) -> Result<ProjectLock, String> {
         use nix::fcntl::{Flock, FlockArg};
-        let path = layout.lock(project);
         if let Some(parent) = path.parent() {
             make_private_dir(parent)?;
         }
@@ -176,7 +186,7 @@ impl ProjectLock {
                 .truncate(false)
                 .write(true)
                 .mode(0o600)
-                .open(&path)
+                .open(path)
                 .map_err(|e| format!("cannot open {}: {e}", path.display()))
         };
         let started = Instant::now();
@@ -193,9 +203,9 @@ impl ProjectLock {
                 Err((returned, errno)) if errno == nix::errno::Errno::EWOULDBLOCK => {
                     file = returned;
                     if !told {
-                        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                        let holder = std::fs::read_to_string(path).unwrap_or_default();
                         eprintln!(
-                            "holos: waiting for another holos command on project {project} (pid {}, lock {})",
+                            "holos: waiting for another holos command on {what} (pid {}, lock {})",
                             holder.trim(),
                             path.display()
                         );
@@ -203,7 +213,7 @@ impl ProjectLock {
                     }
                     if started.elapsed() >= wait {
                         return Err(format!(
-                            "project {project} is still locked by another holos command after {}s ({}); try again when it has finished",
+                            "{what} is still locked by another holos command after {}s ({}); try again when it has finished",
                             wait.as_secs(),
                             path.display()
                         ));

@@ -9,6 +9,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The HTTP server of the archive tests, for image pulls.
+#[path = "../../../archive/tests/support/http.rs"]
+pub mod http;
+
 /// Which `qemu-system-x86_64` the project's commands find on PATH.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Qemu {
@@ -190,4 +194,89 @@ pub fn cmdline(pid: u32) -> Vec<String> {
 
 pub fn alive(pid: u32) -> bool {
     !cmdline(pid).is_empty()
+}
+
+/// A mirror of the distributions' image hosts on 127.0.0.1, laid out as
+/// `HOLOS_IMAGE_MIRROR` expects (`/HOST/PATH`), serving test images with
+/// checksum files in the distributions' formats.
+pub struct ImageMirror {
+    pub server: http::Server,
+}
+
+/// Where one mirrored image and its checksum file are served.
+pub struct Mirrored {
+    pub image_path: String,
+    pub checksum_path: String,
+}
+
+impl ImageMirror {
+    pub fn start() -> ImageMirror {
+        ImageMirror {
+            server: http::Server::start(),
+        }
+    }
+
+    /// The value for `HOLOS_IMAGE_MIRROR`.
+    pub fn url(&self) -> String {
+        self.server.base.clone()
+    }
+
+    /// Serves `bytes` as `alias:tag` (the table's URLs) with a correct checksum.
+    pub fn serve(&self, alias: &str, tag: &str, bytes: &[u8]) -> Mirrored {
+        self.serve_claiming(alias, tag, bytes, bytes)
+    }
+
+    /// Serves `bytes` with the checksum of `claimed`.
+    pub fn serve_claiming(&self, alias: &str, tag: &str, bytes: &[u8], claimed: &[u8]) -> Mirrored {
+        use sha2::{Digest, Sha256, Sha512};
+        let entry = &holo_vms::images::table().find(alias).unwrap().tags[tag];
+        let local = |url: &str| format!("/{}", url.split_once("://").unwrap().1);
+        let name = entry.url.rsplit('/').next().unwrap();
+        let hex = |digest: &[u8]| {
+            digest
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let (kind, sum) = match entry.checksum_type.as_str() {
+            "sha512" => ("SHA512", hex(&Sha512::digest(claimed))),
+            _ => ("SHA256", hex(&Sha256::digest(claimed))),
+        };
+        let other = "0".repeat(sum.len());
+        // As the distributions publish them: a bare hash or BSD lines beside
+        // the image, GNU lines in a directory's SUMS file.
+        let text = if entry.checksum_url.starts_with(&format!("{}.", entry.url)) {
+            if kind == "SHA512" {
+                format!("{sum}\n")
+            } else {
+                format!("# {name}: {} bytes\n{kind} ({name}) = {sum}\n", bytes.len())
+            }
+        } else {
+            format!("{other}  other-{name}\n{sum} *{name}\n")
+        };
+        let image_path = local(&entry.url);
+        let checksum_path = local(&entry.checksum_url);
+        self.server
+            .serve(&image_path, http::Route::body(bytes.to_vec()));
+        self.server
+            .serve(&checksum_path, http::Route::body(text.into_bytes()));
+        Mirrored {
+            image_path,
+            checksum_path,
+        }
+    }
+}
+
+/// The bytes of a blank qcow2 of `size` (qemu-img), for images `up` boots.
+pub fn qcow2_bytes(size: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blank.qcow2");
+    let status = Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&path)
+        .arg(size)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read(path).unwrap()
 }
