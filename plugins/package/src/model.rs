@@ -205,6 +205,16 @@ pub fn parse_ensure(raw: Option<&str>, provider: ProviderKind) -> Result<Ensure,
             "invalid ensure {version:?}: character {bad:?} is not allowed in a version; use present, absent, latest or a version"
         ));
     }
+    // A version starts with a digit in practice; a word close to a keyword
+    // is a typo (`lastest`), not a version to ask the package manager for.
+    let typo = (!version.starts_with(|c: char| c.is_ascii_digit()))
+        .then(|| holo_plugin::resources::closest(version, &["present", "absent", "latest"]))
+        .flatten();
+    if let Some(keyword) = typo {
+        return Err(format!(
+            "ensure = {version:?} is not known (did you mean {keyword:?}?); use \"present\", \"absent\", \"latest\" or a version"
+        ));
+    }
     match provider {
         ProviderKind::Apt => deb::validate_strict(version).map_err(|e| e.to_string())?,
         ProviderKind::Dnf => rpm::validate(version).map_err(|e| e.to_string())?,
@@ -212,11 +222,17 @@ pub fn parse_ensure(raw: Option<&str>, provider: ProviderKind) -> Result<Ensure,
     Ok(ensure)
 }
 
-/// Validates one table into a spec.
-pub fn validate(table: &PackageTable, hints: &ProviderHints) -> Result<PackageSpec, String> {
-    validate_name(&table.name)?;
-    let provider = choose_provider(table.provider.as_deref(), hints)?;
-    let ensure = parse_ensure(table.ensure.as_deref(), provider)?;
+/// Validates one table into a spec. An error comes with the property it is
+/// about, so that the message can cite that property's own line.
+pub fn validate(
+    table: &PackageTable,
+    hints: &ProviderHints,
+) -> Result<PackageSpec, (&'static str, String)> {
+    validate_name(&table.name).map_err(|message| ("name", message))?;
+    let provider = choose_provider(table.provider.as_deref(), hints)
+        .map_err(|message| ("provider", message))?;
+    let ensure =
+        parse_ensure(table.ensure.as_deref(), provider).map_err(|message| ("ensure", message))?;
     Ok(PackageSpec {
         name: table.name.clone(),
         ensure,
@@ -228,6 +244,13 @@ pub fn validate(table: &PackageTable, hints: &ProviderHints) -> Result<PackageSp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_keyword_gets_a_did_you_mean() {
+        let error = parse_ensure(Some("lastest"), ProviderKind::Apt).unwrap_err();
+        assert!(error.contains("did you mean \"latest\"?"), "{error}");
+        assert!(parse_ensure(Some("1.2-3"), ProviderKind::Apt).is_ok());
+    }
 
     fn debian() -> ProviderHints {
         ProviderHints {

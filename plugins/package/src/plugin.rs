@@ -192,9 +192,10 @@ impl Plugin for PackagePlugin {
             table.protect = item.common.protect;
             match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
                 Ok(spec) => specs.push((item, spec)),
-                Err(message) => errors.push(Error::new(format!(
+                Err((property, message)) => errors.push(Error::new(format!(
                     "{}: package {:?}: {message}",
-                    item.location, item.resource.name
+                    item.location_of(property),
+                    item.resource.name
                 ))),
             }
         }

@@ -659,7 +659,7 @@ fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]
 }
 
 /// The candidate closest to `name`, if it is close enough to be a typo.
-fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
+pub fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
     candidates
         .iter()
         .map(|candidate| (strsim::levenshtein(name, candidate), *candidate))
