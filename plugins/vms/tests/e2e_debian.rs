@@ -121,7 +121,7 @@ services:\n\
 {vm}\
     volumes: [\"dbdata:/srv/db\"]\n\
     healthcheck:\n\
-      test: \"mountpoint -q /srv/db && busybox wget -q -O /dev/null http://127.0.0.1:5432/index.html\"\n\
+      test: \"mountpoint -q /srv/db && test -s /srv/db/boots && busybox wget -q -O /dev/null http://127.0.0.1:5432/index.html\"\n\
       interval: 5s\n\
       timeout: 20s\n\
       retries: 5\n\
@@ -131,6 +131,7 @@ services:\n\
         - path: /srv/dbwww/index.html\n\
           content: \"{DB_PAGE}\\n\"\n\
       runcmd:\n\
+        - \"hostname >> /srv/db/boots\"\n\
         - [busybox, httpd, -p, \"5432\", -h, /srv/dbwww]\n\
   web:\n\
 {vm}\
@@ -427,6 +428,8 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         e2e.sh("db-0", "cat /srv/db/kept"),
         "kept across down and up"
     );
+    // Each first boot's runcmd wrote into the volume (mounted before it ran).
+    assert_eq!(e2e.sh("db-0", "cat /srv/db/boots"), "db-0\ndb-0");
     assert_eq!(e2e.sh("web-0", "cat /etc/hostname"), "webhost");
     assert!(
         http_get(web_port, "/index.html")
