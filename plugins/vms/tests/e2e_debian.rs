@@ -112,41 +112,47 @@ fn free_port() -> u16 {
 fn compose(image: &Path, web_port: u16) -> String {
     let image = image.display();
     let vm = format!(
-        "    image: {image}/disk.qcow2\n    image_format: qcow2\n    image_os: systemd\n    stop_grace_period: 300s\n    vm:\n      memory_mb: 768\n      extra_args: [\"-kernel\", \"{image}/vmlinuz\", \"-initrd\", \"{image}/initrd.img\", \"-append\", \"{APPEND}\"]\n"
+        r#"    image: {image}/disk.qcow2
+    image_format: qcow2
+    image_os: systemd
+    stop_grace_period: 300s
+    vm:
+      memory_mb: 768
+      extra_args: ["-kernel", "{image}/vmlinuz", "-initrd", "{image}/initrd.img", "-append", "{APPEND}"]
+"#
     );
     format!(
-        "name: e2e\n\
-services:\n\
-  db:\n\
-{vm}\
-    volumes: [\"dbdata:/srv/db\"]\n\
-    healthcheck:\n\
-      test: \"mountpoint -q /srv/db && test -s /srv/db/boots && busybox wget -q -O /dev/null http://127.0.0.1:5432/index.html\"\n\
-      interval: 5s\n\
-      timeout: 20s\n\
-      retries: 5\n\
-      start_period: 600s\n\
-    cloud_init:\n\
-      write_files:\n\
-        - path: /srv/dbwww/index.html\n\
-          content: \"{DB_PAGE}\\n\"\n\
-      runcmd:\n\
-        - \"hostname >> /srv/db/boots\"\n\
-        - [busybox, httpd, -p, \"5432\", -h, /srv/dbwww]\n\
-  web:\n\
-{vm}\
-    hostname: webhost\n\
-    depends_on: [db]\n\
-    ports: [\"{web_port}:80\"]\n\
-    cloud_init:\n\
-      write_files:\n\
-        - path: /srv/www/index.html\n\
-          content: \"{WEB_PAGE}\\n\"\n\
-          permissions: \"0644\"\n\
-      runcmd:\n\
-        - [busybox, httpd, -p, \"80\", -h, /srv/www]\n\
-volumes:\n\
-  dbdata: {{size: 64M}}\n"
+        r#"name: e2e
+services:
+  db:
+{vm}    volumes: ["dbdata:/srv/db"]
+    healthcheck:
+      test: "mountpoint -q /srv/db && test -s /srv/db/boots && busybox wget -q -O /dev/null http://127.0.0.1:5432/index.html"
+      interval: 5s
+      timeout: 20s
+      retries: 5
+      start_period: 600s
+    cloud_init:
+      write_files:
+        - path: /srv/dbwww/index.html
+          content: "{DB_PAGE}\n"
+      runcmd:
+        - "hostname >> /srv/db/boots"
+        - [busybox, httpd, -p, "5432", -h, /srv/dbwww]
+  web:
+{vm}    hostname: webhost
+    depends_on: [db]
+    ports: ["{web_port}:80"]
+    cloud_init:
+      write_files:
+        - path: /srv/www/index.html
+          content: "{WEB_PAGE}\n"
+          permissions: "0644"
+      runcmd:
+        - [busybox, httpd, -p, "80", -h, /srv/www]
+volumes:
+  dbdata: {{size: 64M}}
+"#
     )
 }
 
