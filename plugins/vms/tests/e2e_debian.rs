@@ -198,7 +198,7 @@ impl E2e {
 
     /// Runs `script` as root in the guest; its stdout, trimmed. It must succeed.
     fn sh(&self, instance: &str, script: &str) -> String {
-        let out = self.exec_with(instance, script, Stdio::null());
+        let out = self.run(instance, script);
         assert!(
             out.status.success(),
             "{instance}: {script:?} failed ({}):\n{}",
@@ -210,8 +210,27 @@ impl E2e {
 
     /// Runs `script`; its stdout, trimmed, whatever its exit status.
     fn sh_any(&self, instance: &str, script: &str) -> String {
-        let out = self.exec_with(instance, script, Stdio::null());
+        let out = self.run(instance, script);
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Runs `script` (no stdin). ssh itself failing (255) is retried: in
+    /// its first minutes a guest's cloud-init restarts sshd (after setting
+    /// PasswordAuthentication), which drops a connection being set up.
+    fn run(&self, instance: &str, script: &str) -> Output {
+        let mut attempt = 1;
+        loop {
+            let out = self.exec_with(instance, script, Stdio::null());
+            if out.status.code() != Some(255) || attempt == 5 {
+                return out;
+            }
+            eprintln!(
+                "e2e: {instance}: ssh failed ({}), again: {script}",
+                text(&out).trim()
+            );
+            attempt += 1;
+            std::thread::sleep(Duration::from_secs(3));
+        }
     }
 
     fn instance_dir(&self, instance: &str) -> PathBuf {
@@ -442,7 +461,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     // Each first boot's runcmd wrote into the volume (mounted before it ran).
     assert_eq!(e2e.sh("db-0", "cat /srv/db/boots"), "db-0\ndb-0");
     assert_eq!(e2e.sh("web-0", "cat /etc/hostname"), "webhost");
-    let status = e2e.sh_any("web-0", "cloud-init status --wait");
+    let status = e2e.sh_any("web-0", "cloud-init status --wait --long");
     assert!(status.contains("status: done"), "{status}");
     assert!(
         http_get(web_port, "/index.html")
