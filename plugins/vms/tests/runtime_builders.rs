@@ -218,7 +218,7 @@ fn strings(node: &Yaml) -> Vec<String> {
 const VOLUMES: &str = "name: demo\nservices:\n  db:\n    image: ubuntu:noble\n    hostname: dbhost\n    environment: {PGDATA: /var/lib/postgresql/data}\n    command: [\"postgres\", \"-D\", \"/x\"]\n    cloud_init:\n      packages: [postgresql]\n      runcmd: [\"echo user-runcmd\"]\n      bootcmd: [\"echo boot\"]\n    volumes:\n      - pgdata:/var/lib/postgresql\n      - snapshots:/mnt/snap shots:ro\n      - /srv/share:/mnt/share\n  web:\n    image: alpine\n    replicas: 2\nvolumes:\n  pgdata:\n  snapshots:\n";
 
 #[test]
-fn user_data_is_cloud_config_with_runcmd_then_mounts() {
+fn user_data_is_cloud_config_with_mounts_then_runcmd() {
     let (docs, manifest) = documents(VOLUMES);
     assert!(docs.user_data.starts_with("#cloud-config\n"));
     let doc = yaml(&docs.user_data);
@@ -276,8 +276,9 @@ fn user_data_is_cloud_config_with_runcmd_then_mounts() {
         command_at < user_at,
         "command before the user's runcmd: {texts:#?}"
     );
-    // The mounts come last: two volumes, then the share.
-    let mounts = &texts[texts.len() - 3..];
+    // The mounts come first (the command writes into its volume): two
+    // volumes, then the share.
+    let mounts = &texts[..3];
     assert!(mounts[0].contains("/dev/disk/by-id/virtio-vol-pgdata"));
     assert!(mounts[0].contains("blkid \"$dev\" >/dev/null 2>&1 || mkfs.ext4"));
     assert!(mounts[0].contains("ext4 defaults,nofail 0 2"));

@@ -1,9 +1,10 @@
 //! The cloud-init NoCloud documents of one instance: `meta-data`,
 //! `user-data` (`#cloud-config`) and `network-config` (netplan v2).
 //!
-//! `runcmd` keeps the manifest's order (Dockerfile steps, command or
-//! entrypoint, post_start, the service's own runcmd) and then mounts the
-//! volumes and shares. A read-write volume gets `mkfs.ext4` only when `blkid`
+//! `runcmd` first mounts the volumes and shares, so that every command sees
+//! them as a container's command sees its volumes, then keeps the manifest's
+//! order (Dockerfile steps, command or entrypoint, post_start, the service's
+//! own runcmd). A read-write volume gets `mkfs.ext4` only when `blkid`
 //! finds no filesystem on it; a read-only one is never formatted and mounts
 //! `ro,nofail`. A mount that fails prints `holos: failed to mount volume …`
 //! to the console and exits non-zero.
@@ -93,9 +94,15 @@ fn user_data(inputs: &SeedInputs) -> String {
             Value::Array(cloud.bootcmd.iter().map(command).collect()),
         );
     }
-    let mut runcmd: Vec<Value> = cloud.runcmd.iter().map(command).collect();
-    runcmd.extend(spec.volumes.iter().map(|v| sh(&volume_mount_script(v))));
+    // Mounts first: a command that writes below a volume's target must
+    // write into the volume, not into the root disk the mount then hides.
+    let mut runcmd: Vec<Value> = spec
+        .volumes
+        .iter()
+        .map(|v| sh(&volume_mount_script(v)))
+        .collect();
     runcmd.extend(spec.binds.iter().map(|b| sh(&share_mount_script(b))));
+    runcmd.extend(cloud.runcmd.iter().map(command));
     if !runcmd.is_empty() {
         doc.insert("runcmd".into(), Value::Array(runcmd));
     }

@@ -163,6 +163,20 @@ pub fn wait_healthy(
     }
 }
 
+/// How long to wait for the sshd of an instance before its health is
+/// probed: at least `base`, and as long as the service's `check` would keep
+/// probing (the start period, then `retries` probes), so that a slow boot
+/// that the check allows for is not cut short by the sshd wait.
+pub fn sshd_wait(check: Option<&Healthcheck>, base: Duration) -> Duration {
+    check.map_or(base, |check| {
+        let probes = u64::from(check.retries.max(1));
+        let budget = check.start_period_ms.saturating_add(
+            probes.saturating_mul(check.interval_ms.saturating_add(check.timeout_ms)),
+        );
+        base.max(Duration::from_millis(budget))
+    })
+}
+
 /// The instances found healthy during one command, so that each is waited
 /// for once (not again for every dependent replica).
 pub type HealthyInstances = BTreeSet<String>;
@@ -275,4 +289,27 @@ pub fn wait_for_dependencies(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sshd_wait_covers_what_the_healthcheck_allows() {
+        let base = Duration::from_secs(300);
+        assert_eq!(sshd_wait(None, base), base);
+        let mut check = Healthcheck {
+            test: vec!["true".into()],
+            interval_ms: 5_000,
+            timeout_ms: 20_000,
+            retries: 5,
+            start_period_ms: 600_000,
+            start_interval_ms: 0,
+        };
+        // 600 s of start period, then 5 probes of up to 25 s.
+        assert_eq!(sshd_wait(Some(&check), base), Duration::from_secs(725));
+        check.start_period_ms = 0;
+        assert_eq!(sshd_wait(Some(&check), base), base);
+    }
 }

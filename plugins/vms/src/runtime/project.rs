@@ -23,7 +23,8 @@ use crate::manifest::Manifest;
 pub const DEFAULT_VOLUME_BYTES: u64 = 10 * 1024 * 1024 * 1024;
 /// How often a launch is retried with a new SSH port.
 const SSH_PORT_ATTEMPTS: usize = 5;
-/// How long `up` waits for each guest's sshd unless `--no-wait`.
+/// How long `up` waits for each guest's sshd unless `--no-wait` (longer for
+/// a service whose healthcheck allows more, see [`health::sshd_wait`]).
 pub const SSHD_WAIT: Duration = Duration::from_secs(300);
 
 /// The host facts every operation needs.
@@ -180,7 +181,12 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
                 .instances
                 .get(name)
                 .map_or(planned_instance.spec.ssh_port, |i| i.spec.ssh_port);
-            ssh::wait_for_sshd(port, SSHD_WAIT).map_err(|e| format!("{name}: {e}"))?;
+            let service = &manifest.services[planned_instance.service_index];
+            ssh::wait_for_sshd(
+                port,
+                health::sshd_wait(service.healthcheck.as_ref(), SSHD_WAIT),
+            )
+            .map_err(|e| format!("{name}: {e}"))?;
         }
         let mut waited = BTreeSet::new();
         for planned_instance in &planned {
