@@ -71,7 +71,11 @@ done
 started=$(date +%s)
 # Beside the output, not in /tmp (a tmpfs may be too small for ~1 GB).
 work=$(mktemp -d "$out/.build.XXXXXX")
-trap 'umount -R "$work/root/proc" "$work/root/sys" "$work/root/dev" 2>/dev/null; rm -rf "$work"' EXIT
+# `|| true`: under `set -e` a failing umount (nothing left mounted, the usual
+# case) would end the trap, and the script, with its status.
+# --one-file-system: never reach through a mount debootstrap may have left
+# (a bind of the host's /dev in a container) into the host.
+trap 'umount -R "$work/root/proc" "$work/root/sys" "$work/root/dev" 2>/dev/null || true; rm -rf --one-file-system "$work"' EXIT
 root=$work/root
 echo "build-debian: debootstrap $suite from $mirror"
 debootstrap --variant=minbase --components=main --include="$packages" \
