@@ -554,6 +554,12 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         .map_err(|(_, e)| e)
         .expect("lock");
     if let Some(reason) = skip_reason(&packages) {
+        // CI sets HOLO_TEST_REAL_PACKAGING=1: there a skip (a missing tool, or
+        // a file another test left behind) must fail, not hide the test.
+        assert!(
+            std::env::var_os("HOLO_TEST_REAL_PACKAGING").is_none_or(|v| v != "1"),
+            "HOLO_TEST_REAL_PACKAGING=1, but the real Debian packaging test cannot run: {reason}"
+        );
         println!(
             "skipped: the real Debian packaging test needs root and dpkg-buildpackage: {reason}"
         );

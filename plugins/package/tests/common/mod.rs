@@ -166,6 +166,8 @@ pub fn install_plugin(restore: &mut Restore, plugin: &Path, entity: &str) -> Pat
     );
     let record = format!("/var/lib/holo/package/{entity}.toml");
     restore.forget_on_exit(Path::new(&record));
+    // Every `holo apply` writes its run report; the machine keeps its own.
+    restore.forget_on_exit(Path::new("/var/lib/holo/last-run.json"));
     restore.create_dirs(Path::new("/var/lib/holo/package"));
     PathBuf::from("/usr/share/holo/package/zz-real-package-test.toml")
 }
