@@ -170,12 +170,7 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
     let record = ProjectRecord::load(&runtime.layout, &first.project).map_err(Error::new)?;
     let manifest = match record {
         Some(record) if !record.instances.is_empty() => {
-            let ips = record
-                .instances
-                .iter()
-                .map(|(name, i)| (name.clone(), i.spec.ip))
-                .collect();
-            crate::resolve_with_allocations(&options, &ips)
+            crate::resolve_with_allocations(&options, &record.allocated_ips())
                 .map_err(|d| diagnostics(file, d))?
                 .1
         }

@@ -138,12 +138,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
     let record = ProjectRecord::load(layout, &first.project)?;
     let manifest = match &record {
         Some(record) if !record.instances.is_empty() => {
-            let ips = record
-                .instances
-                .iter()
-                .map(|(name, i)| (name.clone(), i.spec.ip))
-                .collect();
-            crate::resolve_with_allocations(options, &ips)
+            crate::resolve_with_allocations(options, &record.allocated_ips())
                 .map_err(|diags| describe(&diags))?
                 .1
         }

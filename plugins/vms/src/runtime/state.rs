@@ -115,6 +115,15 @@ pub struct InstanceRecord {
 pub const RECORD_VERSION: u32 = 1;
 
 impl ProjectRecord {
+    /// The address each recorded instance has, so that resolving the project
+    /// again keeps them.
+    pub fn allocated_ips(&self) -> BTreeMap<String, std::net::Ipv4Addr> {
+        self.instances
+            .iter()
+            .map(|(name, instance)| (name.clone(), instance.spec.ip))
+            .collect()
+    }
+
     pub fn load(layout: &Layout, project: &str) -> Result<Option<ProjectRecord>, String> {
         let path = layout.project_record(project);
         let text = match std::fs::read_to_string(&path) {
