@@ -150,8 +150,15 @@ impl Reporting {
         }
     }
 
+    /// In test mode (a root other than `/`) holo adds nothing to the root
+    /// that Holo 3 would not add, so that fixture suites compare whole
+    /// trees: the default report is written there only when
+    /// `HOLO_TEST_RUN_REPORT` asks for it.
     fn set_root(&mut self, root: &str) {
-        if self.report.is_none() && self.mode != Mode::Noop {
+        let test_mode = root != "/";
+        let asked =
+            std::env::var_os("HOLO_TEST_RUN_REPORT").is_some_and(|v| !v.is_empty() && v != "0");
+        if self.report.is_none() && self.mode != Mode::Noop && (!test_mode || asked) {
             self.report = Some(crate::paths::join(root, run_report::DEFAULT_PATH).into());
             self.report_is_default = true;
         }

@@ -192,11 +192,6 @@ fn compare_outputs(case: &Path) -> Vec<String> {
             (Ok(_), Err(_)) => problems.push(format!("{name}: expected, but not produced")),
             (Err(_), Ok(_)) => problems.push(format!("{name}: produced, but not expected")),
             (Ok(expected), Ok(actual)) => {
-                let actual = if name == "tree" {
-                    without_run_report(&actual)
-                } else {
-                    actual
-                };
                 if let Some(line) = first_undocumented_difference(name, &expected, &actual) {
                     problems.push(format!("{name}: {line}"));
                 }
@@ -204,25 +199,6 @@ fn compare_outputs(case: &Path) -> Vec<String> {
         }
     }
     problems
-}
-
-/// The tree dump without the section of `var/lib/holo/last-run.json`: our
-/// `holo apply` writes a run report (a documented difference), whose
-/// content has times.
-fn without_run_report(tree: &str) -> String {
-    let mut kept = String::with_capacity(tree.len());
-    let mut skipping = false;
-    for line in tree.split_inclusive('\n') {
-        let header = line.split_whitespace().nth(2);
-        if header == Some("./var/lib/holo/last-run.json") {
-            skipping = true;
-        } else if skipping && line.trim_end() == "-".repeat(40) {
-            skipping = false;
-        } else if !skipping {
-            kept.push_str(line);
-        }
-    }
-    kept
 }
 
 /// The first line where `actual` differs from `expected` other than by a
@@ -259,8 +235,8 @@ enum Step {
     ExtraActualLine,
 }
 
-/// The README's "Differences from Holo 3" that show in these outputs (and
-/// the run report, which [`without_run_report`] takes out of the tree):
+/// The README's "Differences from Holo 3" that show in these outputs (the
+/// trees are compared whole: in test mode holo adds nothing to the root):
 /// - `holo apply` exits 1 (Holo 3: 0) after an entity failed or needs
 ///   `--force`, or when a plugin binary is missing; `holo diff` exits 1
 ///   after a diff that could not be rendered;

@@ -100,6 +100,7 @@ fn the_demo_applies_the_example_root_cleanly() {
     let again = Command::new(env!("CARGO_BIN_EXE_holo"))
         .arg("apply")
         .env("HOLO_ROOT_DIR", root)
+        .env("HOLO_TEST_RUN_REPORT", "1")
         .output()
         .unwrap();
     let again_text = String::from_utf8_lossy(&again.stdout).into_owned()

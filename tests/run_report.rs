@@ -50,6 +50,7 @@ fn holo(root: &Path, args: &[&str]) -> (i32, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_holo"))
         .args(args)
         .env("HOLO_ROOT_DIR", root)
+        .env("HOLO_TEST_RUN_REPORT", "1")
         .env("TMPDIR", root.join("tmp"))
         .env("NO_COLOR", "1")
         .output()
@@ -463,4 +464,30 @@ fn the_exposition_check_rejects_what_node_exporter_would() {
         let caught = std::panic::catch_unwind(|| parse_exposition(bad)).is_err();
         assert!(caught, "accepted {bad:?}");
     }
+}
+
+#[test]
+fn test_mode_adds_no_report_to_the_root_unless_asked() {
+    let root = demo_root("plugin demo\n");
+    let output = Command::new(env!("CARGO_BIN_EXE_holo"))
+        .arg("apply")
+        .env("HOLO_ROOT_DIR", root.path())
+        .env_remove("HOLO_TEST_RUN_REPORT")
+        .env("TMPDIR", root.path().join("tmp"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        !root.path().join("var/lib/holo/last-run.json").exists(),
+        "a fixture suite compares the whole root: Holo 3 writes no report there"
+    );
+    // --report still writes one, also in test mode.
+    let elsewhere = root.path().join("tmp/run.json");
+    let (code, text) = holo(
+        root.path(),
+        &["apply", "--report", elsewhere.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(read_json(&elsewhere)["mode"], "apply");
 }
