@@ -7,6 +7,7 @@ mod file;
 mod file_dependent;
 mod file_versus;
 mod inplace;
+mod peers;
 mod util;
 
 const USAGE: &str = "\
@@ -27,7 +28,12 @@ Benchmarks:
             holo-file no-op apply with this build and with the holo and
             holo-file in OLD_DIR (an older build's target/release),
             alternately; SIZES follow OLD_DIR (default: 10000)
-  all       every benchmark (not file-versus)
+  peers     holo-file against Puppet (puppet apply) and CFEngine
+            (cf-agent -K) on N files with content, owner, group, mode and
+            their directory: first and no-op apply, medians of 3 rounds,
+            the no-op floor (sha256sum + stat) and per-process mode against
+            bare process starts; a peer that is not installed is skipped
+  all       every benchmark (not file-versus, not peers)
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
@@ -57,6 +63,7 @@ fn main() -> std::process::ExitCode {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
         "inplace" => inplace::run(),
+        "peers" => peers::run(&sizes),
         "file-dependent" => file_dependent::run(&sizes),
         "file-versus" => match args.get(1) {
             Some(old) => file_versus::run(std::path::Path::new(old), &sizes),

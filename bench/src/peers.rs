@@ -1,0 +1,393 @@
+//! holo against its peers on the same job: N managed files (content, owner,
+//! group and mode) and their parent directory as a resource, applied by
+//! holo with holo-file, by Puppet (`puppet apply`) and by CFEngine
+//! (`cf-agent -K`), each in a temporary directory of its own. Every round
+//! times a first apply and a no-op apply of each tool, the tools taking
+//! turns, and the medians are printed with their ratios. A peer that is not
+//! installed is skipped with a line that says so. Entry point: [`run`].
+//!
+//! The floor of a no-op run is what any tool must do at least: read every
+//! file (`sha256sum`) and look at its attributes (`stat`), timed in the
+//! same rounds. Per-process mode (`HOLO_NO_BATCH=1`, as under Holo 3's Go
+//! driver) is held against a bare process start per entity.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::file::write_bench_user;
+use crate::util::{release_binaries, root_with_plugins, time_holo};
+
+/// Rounds per size; the median of each figure is printed.
+const ROUNDS: usize = 3;
+
+struct Figures {
+    label: &'static str,
+    first: Vec<Duration>,
+    noop: Vec<Duration>,
+}
+
+impl Figures {
+    fn new(label: &'static str) -> Self {
+        Figures {
+            label,
+            first: Vec::new(),
+            noop: Vec::new(),
+        }
+    }
+}
+
+fn median(times: &[Duration]) -> Option<Duration> {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied()
+}
+
+fn secs(time: Option<Duration>) -> String {
+    time.map_or_else(|| "-".to_string(), |t| format!("{:.3} s", t.as_secs_f64()))
+}
+
+fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if !b.is_zero() => format!("{:.2}", a.as_secs_f64() / b.as_secs_f64()),
+        _ => "-".to_string(),
+    }
+}
+
+/// Runs the comparison for each size in `sizes`.
+pub fn run(sizes: &[usize]) -> Result<(), String> {
+    let bin = release_binaries(&["holo", "holo-file"])?;
+    let puppet = which("puppet");
+    let cfengine = which("cf-agent").filter(|_| which("cf-key").is_some());
+    println!(
+        "# holo against Puppet and CFEngine: N files with content, owner, group, mode and their directory"
+    );
+    println!("# {ROUNDS} rounds per size, tools in turn; medians");
+    if puppet.is_none() {
+        println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
+    }
+    if cfengine.is_none() {
+        println!(
+            "# skipped CFEngine: `cf-agent`/`cf-key` are not installed (apt-get install cfengine3)"
+        );
+    }
+    let (user, group) = current_user_and_group()?;
+    for &n in sizes {
+        let mut holo = Figures::new("holo (batch)");
+        let mut per_process = Figures::new("holo (HOLO_NO_BATCH=1)");
+        let mut puppet_figures = Figures::new("Puppet");
+        let mut cfengine_figures = Figures::new("CFEngine");
+        let mut floor = Vec::new();
+        let mut spawn = Vec::new();
+        for _ in 0..ROUNDS {
+            for (figures, env) in [
+                (&mut holo, &[][..]),
+                (&mut per_process, &[("HOLO_NO_BATCH", "1")][..]),
+            ] {
+                let root = root_with_plugins(&bin, &["file"])?;
+                write_holo_fixture(root.path(), n)?;
+                figures
+                    .first
+                    .push(time_holo(&bin, root.path(), &["apply"], env, &[0])?);
+                check_written(&root.path().join("srv/bench"), n)?;
+                figures
+                    .noop
+                    .push(time_holo(&bin, root.path(), &["apply"], env, &[0])?);
+                if env.is_empty() {
+                    floor.push(time_floor(&root.path().join("srv/bench"))?);
+                }
+            }
+            if let Some(puppet) = &puppet {
+                let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+                let manifest = write_puppet_fixture(work.path(), n, &user, &group)?;
+                puppet_figures
+                    .first
+                    .push(time_puppet(puppet, work.path(), &manifest)?);
+                check_written(&work.path().join("files"), n)?;
+                puppet_figures
+                    .noop
+                    .push(time_puppet(puppet, work.path(), &manifest)?);
+            }
+            if let Some(agent) = &cfengine {
+                let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+                let policy = write_cfengine_fixture(work.path(), agent, n, &user, &group)?;
+                cfengine_figures
+                    .first
+                    .push(time_cfengine(work.path(), &policy)?);
+                check_written(&work.path().join("files"), n)?;
+                cfengine_figures
+                    .noop
+                    .push(time_cfengine(work.path(), &policy)?);
+            }
+            spawn.push(time_spawns(n)?);
+        }
+        println!();
+        println!("N = {n}");
+        println!("{:<26} {:>12} {:>12}", "tool", "first", "no-op");
+        for figures in [&holo, &per_process, &puppet_figures, &cfengine_figures] {
+            if figures.first.is_empty() {
+                continue;
+            }
+            println!(
+                "{:<26} {:>12} {:>12}   per file {:.1} µs / {:.1} µs",
+                figures.label,
+                secs(median(&figures.first)),
+                secs(median(&figures.noop)),
+                per_file(median(&figures.first), n),
+                per_file(median(&figures.noop), n),
+            );
+        }
+        println!(
+            "{:<26} {:>12} {:>12}",
+            "floor (sha256sum + stat)",
+            "",
+            secs(median(&floor))
+        );
+        println!(
+            "{:<26} {:>12} {:>12}",
+            "N bare process starts",
+            "",
+            secs(median(&spawn))
+        );
+        let holo_first = median(&holo.first);
+        let holo_noop = median(&holo.noop);
+        println!(
+            "ratios: holo/CFEngine first {} no-op {}; holo/Puppet first {} no-op {}; holo no-op/floor {}; per-process no-op/bare starts {}",
+            ratio(holo_first, median(&cfengine_figures.first)),
+            ratio(holo_noop, median(&cfengine_figures.noop)),
+            ratio(holo_first, median(&puppet_figures.first)),
+            ratio(holo_noop, median(&puppet_figures.noop)),
+            ratio(holo_noop, median(&floor)),
+            ratio(median(&per_process.noop), median(&spawn)),
+        );
+    }
+    Ok(())
+}
+
+/// Every tool must have done the whole job: N files with their content.
+fn check_written(dir: &Path, n: usize) -> Result<(), String> {
+    for i in [0, n.saturating_sub(1)] {
+        let path = dir.join(format!("f{i:06}.conf"));
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if text != content(i) {
+            return Err(format!("{}: unexpected content {text:?}", path.display()));
+        }
+    }
+    let count = std::fs::read_dir(dir).map_err(|e| e.to_string())?.count();
+    if count != n {
+        return Err(format!("{}: {count} files, expected {n}", dir.display()));
+    }
+    Ok(())
+}
+
+fn per_file(time: Option<Duration>, n: usize) -> f64 {
+    time.map_or(0.0, |t| t.as_secs_f64() * 1e6 / n as f64)
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The name of the user and group running the benchmark: every tool sets
+/// them as owner and group, so that chown works without root.
+fn current_user_and_group() -> Result<(String, String), String> {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let user = nix::unistd::User::from_uid(uid)
+        .map_err(|e| e.to_string())?
+        .map_or_else(|| uid.to_string(), |u| u.name);
+    let group = nix::unistd::Group::from_gid(gid)
+        .map_err(|e| e.to_string())?
+        .map_or_else(|| gid.to_string(), |g| g.name);
+    Ok((user, group))
+}
+
+fn content(i: usize) -> String {
+    format!("value = {i}\n")
+}
+
+/// holo-file's resources: the directory `/srv/bench` and N files in it
+/// that require it.
+fn write_holo_fixture(root: &Path, n: usize) -> Result<(), String> {
+    write_bench_user(root)?;
+    std::fs::remove_dir(root.join("srv/bench")).map_err(|e| e.to_string())?;
+    let mut toml = String::with_capacity(n * 140);
+    toml.push_str("[[file]]\nname = \"/srv/bench\"\nensure = \"directory\"\nowner = \"bench\"\ngroup = \"bench\"\nmode = \"0755\"\n\n");
+    for i in 0..n {
+        toml.push_str(&format!(
+            "[[file]]\nname = \"/srv/bench/f{i:06}.conf\"\ncontent = {:?}\nowner = \"bench\"\ngroup = \"bench\"\nmode = \"0644\"\nrequire = [\"file:/srv/bench\"]\n\n",
+            content(i)
+        ));
+    }
+    std::fs::write(root.join("usr/share/holo/file/bench.toml"), toml).map_err(|e| e.to_string())
+}
+
+/// A manifest with the directory and N file resources below `work/files`.
+fn write_puppet_fixture(work: &Path, n: usize, user: &str, group: &str) -> Result<PathBuf, String> {
+    let dir = work.join("files");
+    let mut manifest = String::with_capacity(n * 160);
+    manifest.push_str(&format!(
+        "file {{ '{}': ensure => directory, owner => '{user}', group => '{group}', mode => '0755' }}\n",
+        dir.display()
+    ));
+    for i in 0..n {
+        manifest.push_str(&format!(
+            "file {{ '{}/f{i:06}.conf': ensure => file, content => \"value = {i}\\n\", owner => '{user}', group => '{group}', mode => '0644' }}\n",
+            dir.display()
+        ));
+    }
+    let path = work.join("site.pp");
+    std::fs::write(&path, manifest).map_err(|e| e.to_string())?;
+    for sub in ["conf", "var", "code", "log", "run"] {
+        std::fs::create_dir_all(work.join(sub)).map_err(|e| e.to_string())?;
+    }
+    Ok(path)
+}
+
+fn time_puppet(puppet: &Path, work: &Path, manifest: &Path) -> Result<Duration, String> {
+    let mut command = Command::new(puppet);
+    command.arg("apply");
+    for (flag, sub) in [
+        ("--confdir", "conf"),
+        ("--vardir", "var"),
+        ("--codedir", "code"),
+        ("--logdir", "log"),
+        ("--rundir", "run"),
+    ] {
+        command.arg(flag).arg(work.join(sub));
+    }
+    command
+        .args(["--detailed-exitcodes", "--color=false"])
+        .arg(manifest);
+    // --detailed-exitcodes: 0 nothing changed, 2 changes applied.
+    timed(&mut command, &[0, 2], "puppet apply")
+}
+
+/// A CFEngine work directory (`bin/` links to the installed binaries, a key
+/// made by `cf-key`) and a policy with the directory and N files below
+/// `work/files`.
+fn write_cfengine_fixture(
+    work: &Path,
+    agent: &Path,
+    n: usize,
+    user: &str,
+    group: &str,
+) -> Result<PathBuf, String> {
+    let bin_dir = work.join("bin");
+    std::fs::create_dir_all(&bin_dir).map_err(|e| e.to_string())?;
+    let installed = agent.parent().unwrap_or(Path::new("/usr/bin"));
+    for program in ["cf-agent", "cf-promises", "cf-key"] {
+        let target = installed.join(program);
+        if target.is_file() {
+            std::os::unix::fs::symlink(&target, bin_dir.join(program))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    for sub in ["inputs", "ppkeys", "state", "outputs"] {
+        std::fs::create_dir_all(work.join(sub)).map_err(|e| e.to_string())?;
+    }
+    // cf-agent refuses a key directory that others can read.
+    for private in ["ppkeys", "state"] {
+        std::fs::set_permissions(
+            work.join(private),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    let mut key = Command::new(bin_dir.join("cf-key"));
+    key.arg("-f").arg(work.join("ppkeys/localhost"));
+    timed(&mut key, &[0], "cf-key")?;
+    let dir = work.join("files");
+    let mut policy = String::with_capacity(n * 120);
+    policy.push_str("body common control\n{\n  bundlesequence => { \"bench\" };\n}\n\n");
+    policy.push_str(&format!(
+        "body perms p(m)\n{{\n  mode => \"$(m)\";\n  rxdirs => \"false\";\n  owners => {{ \"{user}\" }};\n  groups => {{ \"{group}\" }};\n}}\n\n"
+    ));
+    policy.push_str("bundle agent bench\n{\n  files:\n");
+    policy.push_str(&format!(
+        "    \"{}/.\" create => \"true\", perms => p(\"0755\");\n",
+        dir.display()
+    ));
+    for i in 0..n {
+        policy.push_str(&format!(
+            "    \"{}/f{i:06}.conf\" create => \"true\", content => \"value = {i}$(const.n)\", perms => p(\"0644\");\n",
+            dir.display()
+        ));
+    }
+    policy.push_str("}\n");
+    let path = work.join("inputs/promises.cf");
+    std::fs::write(&path, policy).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+fn time_cfengine(work: &Path, policy: &Path) -> Result<Duration, String> {
+    let mut command = Command::new(work.join("bin/cf-agent"));
+    command.arg("-K").arg("-w").arg(work).arg("-f").arg(policy);
+    timed(&mut command, &[0], "cf-agent")
+}
+
+/// `sha256sum` and `stat` of every file below `dir`.
+fn time_floor(dir: &Path) -> Result<Duration, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    let list = dir.with_extension("list");
+    let mut text = String::new();
+    for file in &files {
+        text.push_str(&file.to_string_lossy());
+        text.push('\n');
+    }
+    std::fs::write(&list, text).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    for program in ["sha256sum", "stat"] {
+        let mut command = Command::new("xargs");
+        command.arg("-a").arg(&list).arg(program);
+        command.stdout(Stdio::null());
+        let status = command.status().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("xargs {program} failed"));
+        }
+    }
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_file(&list);
+    Ok(elapsed)
+}
+
+/// N starts of `true`, one after another: the floor of a process per entity.
+fn time_spawns(n: usize) -> Result<Duration, String> {
+    let start = Instant::now();
+    for _ in 0..n {
+        let status = Command::new("true").status().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err("true failed".to_string());
+        }
+    }
+    Ok(start.elapsed())
+}
+
+fn timed(command: &mut Command, ok_codes: &[i32], what: &str) -> Result<Duration, String> {
+    let start = Instant::now();
+    let output = command.output().map_err(|e| format!("{what}: {e}"))?;
+    let elapsed = start.elapsed();
+    let code = output.status.code().unwrap_or(-1);
+    if !ok_codes.contains(&code) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: String = stderr
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(format!("{what} exited with {code}:\n{tail}"));
+    }
+    Ok(elapsed)
+}
