@@ -2,13 +2,17 @@
 //! external commands).
 //!
 //! The facts are a TOML tree: `hostname`, `os.{id, id_like, version_id,
-//! pretty_name}`, `arch`, `kernel`, `cpus`, `memory_mb` and `interfaces`
-//! (`[[interfaces]]` with `name` and `addresses`). In test mode (a root other
-//! than `/`) the hostname and os come from files below the root, `arch` and
-//! `kernel` from the running kernel, and `cpus`, `memory_mb` and `interfaces`
+//! pretty_name}`, `arch`, `kernel`, and the machine facts ([`MACHINE_FACTS`]:
+//! `cpus`, `memory_mb`, `interfaces`, and those of [`machine`]). In test mode
+//! (a root other than `/`) the hostname and os come from files below the
+//! root, `arch` and `kernel` from the running kernel, and the machine facts
 //! only from `$ROOT/etc/holo/facts.toml`, so that fixtures never depend on
-//! the machine. That file overrides any fact in both modes (tables are merged
+//! the machine. Custom facts ([`custom`], `etc/holo/facts.d`) come next, and
+//! facts.toml last: it overrides any fact in both modes (tables are merged
 //! key by key, everything else is replaced) and may add facts of its own.
+
+pub mod custom;
+mod machine;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,13 +21,27 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use toml::{Table, Value};
 
+use crate::root_fs::RootFs;
+
 /// Where facts overrides live, relative to the root.
 pub const FACTS_FILE: &str = "etc/holo/facts.toml";
 
 /// Facts gathered only on a real machine: test mode leaves them out, so
 /// that a run does not depend on the machine it runs on, and a test sets
 /// them in [`FACTS_FILE`].
-pub const MACHINE_FACTS: &[&str] = &["cpus", "memory_mb", "interfaces"];
+pub const MACHINE_FACTS: &[&str] = &[
+    "cpus",
+    "memory_mb",
+    "interfaces",
+    "virtual",
+    "is_virtual",
+    "disks",
+    "mountpoints",
+    "default_route",
+    "primary_ip",
+    "uptime_seconds",
+    "processor_model",
+];
 
 /// A line of facts.toml that sets a machine fact, for messages.
 pub(crate) fn machine_fact_example(name: &str) -> &'static str {
@@ -31,6 +49,16 @@ pub(crate) fn machine_fact_example(name: &str) -> &'static str {
         "cpus" => "cpus = 4",
         "memory_mb" => "memory_mb = 4096",
         "interfaces" => "interfaces = [{ name = \"eth0\", addresses = [\"10.0.0.5\"] }]",
+        "virtual" => "virtual = \"kvm\"",
+        "is_virtual" => "is_virtual = true",
+        "disks" => "disks = { vda = { size_bytes = 21474836480 } }",
+        "mountpoints" => {
+            "mountpoints = { \"/\" = { device = \"/dev/vda1\", filesystem = \"ext4\", size_bytes = 21474836480, available_bytes = 10737418240, used_bytes = 10737418240 } }"
+        }
+        "default_route" => "default_route = { interface = \"eth0\", gateway = \"10.0.0.1\" }",
+        "primary_ip" => "primary_ip = \"10.0.0.5\"",
+        "uptime_seconds" => "uptime_seconds = 3600",
+        "processor_model" => "processor_model = \"Intel(R) Xeon(R) CPU\"",
         _ => "NAME = VALUE",
     }
 }
@@ -101,8 +129,20 @@ impl Facts {
             if let Some(memory_mb) = memory_mb() {
                 facts.insert("memory_mb".into(), Value::Integer(memory_mb));
             }
-            facts.insert("interfaces".into(), Value::Array(interfaces()));
+            let interfaces = interfaces();
+            machine::gather(&mut facts, &interfaces);
+            facts.insert("interfaces".into(), Value::Array(interfaces));
         }
+
+        let files = if test_mode {
+            RootFs::contained_in(root).map_err(|err| {
+                Error::new(format!("{}: cannot open the root: {err}", root.display()))
+            })?
+        } else {
+            RootFs::unconfined()
+        };
+        let custom = custom::gather(root, &files, test_mode, merge_over)?;
+        merge_over(&mut facts, custom);
 
         let overrides_path = root.join(FACTS_FILE);
         if let Some(overrides) = read_toml_file(&overrides_path)? {
@@ -450,6 +490,38 @@ mod tests {
         assert!(facts.get("hostname").and_then(Value::as_str).is_some());
         let interfaces = facts.get("interfaces").and_then(Value::as_array);
         assert!(interfaces.is_some_and(|list| !list.is_empty()));
+        let virt = facts.get("virtual").and_then(Value::as_str).unwrap_or("");
+        assert!(!virt.is_empty());
+        assert_eq!(
+            facts.get("is_virtual").and_then(Value::as_bool),
+            Some(virt != "physical")
+        );
+        assert!(
+            facts
+                .get("mountpoints")
+                .and_then(Value::as_table)
+                .and_then(|mounts| mounts.get("/"))
+                .and_then(|root| root.get("size_bytes"))
+                .and_then(Value::as_integer)
+                .unwrap_or(0)
+                > 0,
+            "the root file system and its size: {facts:?}"
+        );
+        assert!(
+            facts
+                .get("uptime_seconds")
+                .and_then(Value::as_integer)
+                .is_some()
+        );
+        assert!(facts.get("disks").and_then(Value::as_table).is_some());
+        if cfg!(target_arch = "x86_64") {
+            assert!(
+                facts
+                    .get("processor_model")
+                    .and_then(Value::as_str)
+                    .is_some()
+            );
+        }
     }
 
     #[test]
