@@ -1,0 +1,7 @@
+//! The crate's integration tests, one binary: one module per area.
+
+mod archive;
+mod containment;
+#[path = "../../../sdk/tests/it/escapes.rs"]
+mod escapes;
+mod support;
