@@ -12,13 +12,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn has_command(name: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// A root declaring file:/etc/motd, and a PATH that finds this build's holo.
 fn root_and_path() -> (tempfile::TempDir, String) {
     let root = root::make(&["file"]);
@@ -106,11 +99,9 @@ fn stdout_of(shell: &mut Command, env: &[(&str, &str)]) -> String {
 }
 
 #[test]
+#[ignore = "needs fish"]
 fn fish_completes_selectors_where_fish_is_installed() {
-    if !has_command("fish") {
-        println!("skipped: fish is not installed (.ci/run installs it)");
-        return;
-    }
+    test_support::require_tools(&["fish"], "fish");
     let (root, path) = root_and_path();
     let script = repo().join("share/completions/fish/holo.fish");
     let complete = |line: &str| {
@@ -138,11 +129,9 @@ fn fish_completes_selectors_where_fish_is_installed() {
 }
 
 #[test]
+#[ignore = "needs zsh"]
 fn zsh_completion_parses_where_zsh_is_installed() {
-    if !has_command("zsh") {
-        println!("skipped: zsh is not installed (.ci/run installs it)");
-        return;
-    }
+    test_support::require_tools(&["zsh"], "zsh");
     let status = Command::new("zsh")
         .arg("-n")
         .arg(repo().join("share/completions/zsh/_holo"))
@@ -178,17 +167,22 @@ fn holos_prints_completions_from_clap_for_every_shell() {
         !String::from_utf8_lossy(&help.stdout).contains("completions"),
         "the subcommand is hidden"
     );
-    if has_command("fish") {
-        let script = Command::new(&holos)
-            .args(["completions", "fish"])
-            .output()
-            .unwrap();
-        let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(file.path(), &script.stdout).unwrap();
-        let offered = fish_complete(file.path(), "holos ", &[]);
-        assert!(
-            offered.lines().any(|l| l.starts_with("validate")),
-            "{offered}"
-        );
-    }
+}
+
+#[test]
+#[ignore = "needs fish"]
+fn fish_completes_holos_subcommands() {
+    test_support::require_tools(&["fish"], "fish");
+    let holos = root::binaries(&["vms"]).join("holos");
+    let script = Command::new(&holos)
+        .args(["completions", "fish"])
+        .output()
+        .unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &script.stdout).unwrap();
+    let offered = fish_complete(file.path(), "holos ", &[]);
+    assert!(
+        offered.lines().any(|l| l.starts_with("validate")),
+        "{offered}"
+    );
 }

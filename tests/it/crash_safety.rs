@@ -40,21 +40,9 @@ fn kills(files: usize) -> [KillWhen; 5] {
     ]
 }
 
-/// Builds holo-file beside the driver under test (a test of the root crate
-/// does not build other packages' binaries by itself).
+/// holo-file from the workspace's build, beside the driver under test.
 fn holo_file() -> PathBuf {
-    let binary = Path::new(HOLO).with_file_name("holo-file");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build
-        .args(["build", "--quiet", "-p", "holo-file", "--bin", "holo-file"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if Path::new(HOLO).parent().and_then(Path::file_name) == Some("release".as_ref()) {
-        build.arg("--release");
-    }
-    let status = build.status().expect("run cargo build");
-    assert!(status.success(), "cargo build -p holo-file failed");
-    binary
+    test_support::binary("holo-file")
 }
 
 fn old_content(index: usize) -> String {

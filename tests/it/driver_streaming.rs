@@ -25,27 +25,10 @@ case "$*" in
 esac
 "#;
 
-/// The directory of the binaries under test, with holo-demo built into it.
+/// The directory of the binaries under test, holo-demo among them.
 fn binaries() -> PathBuf {
-    let holo = assert_cmd::cargo::cargo_bin("holo");
-    let dir = holo.parent().expect("a directory").to_path_buf();
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "holo-plugin",
-            "--bin",
-            "holo-demo",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if dir.file_name().is_some_and(|name| name == "release") {
-        build.arg("--release");
-    }
-    assert!(build.status().expect("run cargo build").success());
-    dir
+    test_support::binary("holo-demo");
+    test_support::profile_dir()
 }
 
 struct Root {

@@ -27,7 +27,7 @@ fn every_fixture_case_passes_with_and_without_batching() {
         !cases.is_empty(),
         "no fixture cases found below tests/cases/*/*"
     );
-    build_workspace_plugins(&cases, &shell_plugins, binaries);
+    require_workspace_plugins(&cases, &shell_plugins);
 
     let mut failures = Vec::new();
     for case in &cases {
@@ -195,69 +195,27 @@ fn plugin_ids(cases: &[PathBuf]) -> BTreeSet<String> {
     ids
 }
 
-/// Builds the workspace's plugin binaries that the cases need, so that a
-/// stale or missing `holo-ID` never decides a case. Plugins that are test
-/// scripts (tests/plugins) or that no workspace crate provides are left
-/// alone: a case may name a missing plugin on purpose.
-fn build_workspace_plugins(cases: &[PathBuf], shell_plugins: &Path, binaries: &Path) {
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let metadata = Command::new(cargo)
-        .args(["metadata", "--no-deps", "--format-version", "1"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap_or_else(|err| panic!("cannot run {cargo} metadata: {err}"));
-    assert!(
-        metadata.status.success(),
-        "cargo metadata failed:\n{}",
-        String::from_utf8_lossy(&metadata.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&metadata.stdout).expect("cargo metadata prints JSON");
-    let workspace_binaries: BTreeSet<String> = metadata["packages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|package| package["targets"].as_array().into_iter().flatten())
-        .filter(|target| {
-            target["kind"]
-                .as_array()
-                .is_some_and(|kinds| kinds.iter().any(|kind| kind == "bin"))
-        })
-        .filter_map(|target| target["name"].as_str().map(str::to_string))
+/// Checks that the workspace's plugin binaries the cases need are built
+/// (a missing `holo-ID` must fail the test, never decide a case). Plugins
+/// that are test scripts (tests/plugins) or that no workspace crate provides
+/// are left alone: a case may name a missing plugin on purpose.
+fn require_workspace_plugins(cases: &[PathBuf], shell_plugins: &Path) {
+    let list =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/plugins.list"))
+            .expect("packaging/plugins.list");
+    let workspace_plugins: BTreeSet<String> = list
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| line.split_whitespace().next())
+        .chain(["demo"])
+        .map(|id| format!("holo-{id}"))
         .collect();
-
-    let wanted: Vec<String> = plugin_ids(cases)
+    for binary in plugin_ids(cases)
         .into_iter()
         .map(|id| format!("holo-{id}"))
         .filter(|binary| !shell_plugins.join(binary).exists())
-        .filter(|binary| workspace_binaries.contains(binary))
-        .collect();
-    if wanted.is_empty() {
-        return;
+        .filter(|binary| workspace_plugins.contains(binary))
+    {
+        test_support::binary(&binary);
     }
-
-    let mut command = Command::new(cargo);
-    command
-        .args(["build", "--quiet", "--workspace"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    for binary in &wanted {
-        command.args(["--bin", binary]);
-    }
-    // build into the same profile directory as the binaries under test
-    match binaries.file_name().and_then(|name| name.to_str()) {
-        Some("debug") | None => {}
-        Some("release") => {
-            command.arg("--release");
-        }
-        Some(profile) => {
-            command.args(["--profile", profile]);
-        }
-    }
-    let status = command
-        .status()
-        .unwrap_or_else(|err| panic!("cannot run {cargo} build: {err}"));
-    assert!(
-        status.success(),
-        "cargo build of the plugins {wanted:?} that the fixture cases use failed"
-    );
 }

@@ -11,13 +11,6 @@ fn fleet() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("share/examples/fleet")
 }
 
-fn has_command(name: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// One run of site.yml: its exit code and what the default callback printed
 /// (ansible-core has no json callback without extra collections).
 fn run_playbook(root: &Path, scratch: &Path) -> (Option<i32>, String) {
@@ -63,11 +56,9 @@ fn task<'a>(run: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
+#[ignore = "needs ansible-playbook"]
 fn the_playbook_reports_changed_once_and_fails_on_a_manual_edit() {
-    if !has_command("ansible-playbook") {
-        println!("skipped: ansible-playbook is not installed (.ci/run installs ansible-core)");
-        return;
-    }
+    test_support::require_tools(&["ansible-playbook"], "ansible-core");
     let root = root::make(&["file"]);
     let scratch = tempfile::tempdir().unwrap();
     let motd = root.path().join("etc/motd");
@@ -130,13 +121,9 @@ fn the_playbook_reports_changed_once_and_fails_on_a_manual_edit() {
 }
 
 #[test]
+#[ignore = "needs dpkg-buildpackage and debhelper"]
 fn the_example_configuration_package_ships_its_resources() {
-    if !(has_command("dpkg-buildpackage") && has_command("dh")) {
-        println!(
-            "skipped: dpkg-buildpackage and debhelper are not installed (.ci/run installs them)"
-        );
-        return;
-    }
+    test_support::require_tools(&["dpkg-buildpackage", "dh"], "dpkg-dev, debhelper");
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("site-config");
     let copy = Command::new("cp")

@@ -3,28 +3,14 @@
 //! fleet recipes) that need real entities.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The directory of the debug binaries, after building `holo-ID` for `ids`.
+/// The directory of the workspace's binaries, where `holo-ID` exists for
+/// every id in `ids` (see `test_support::binary`).
 pub fn binaries(ids: &[&str]) -> PathBuf {
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet"]);
     for id in ids {
-        build.args(["-p", &format!("holo-{id}")]);
+        test_support::binary(&format!("holo-{id}"));
     }
-    let status = build
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(
-        status.success(),
-        "cargo build of the plugins {ids:?} failed"
-    );
-    Path::new(env!("CARGO_BIN_EXE_holo"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    test_support::profile_dir()
 }
 
 /// A root with the holorc snippet from holorc.d/ and the binary of each

@@ -200,11 +200,9 @@ fn row_checksum_mismatch_on_disk_downloads_again() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn row_owner_mismatch_downloads_again_with_the_owner() {
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: changing an owner needs root");
-        return;
-    }
+    test_support::require_root("changing an owner");
     let root = assert_fetched_again(|root| {
         std::os::unix::fs::chown(root.path("opt/app.tar.gz"), Some(4321), Some(4321))
             .expect("chown")

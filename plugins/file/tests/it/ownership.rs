@@ -1,7 +1,7 @@
 //! holo-file with real owners and groups: the fixture dumps cannot show
 //! them, so these tests run the plugin binary in test mode and check the uid
-//! and gid on disk. Changing owners needs root, as in CI; unprivileged runs
-//! skip the tests that chown and say so.
+//! and gid on disk. Changing owners needs root, as in CI: the tests that chown
+//! are ignored by default and fail when run without root.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -81,25 +81,10 @@ impl Root {
     }
 }
 
-fn running_as_root() -> bool {
-    let root = nix_free_euid() == 0;
-    if !root {
-        eprintln!("skipped: changing owners needs root (CI runs as root)");
-    }
-    root
-}
-
-/// The effective uid, read from a file this process creates.
-fn nix_free_euid() -> u32 {
-    let probe = tempfile::NamedTempFile::new().expect("probe");
-    fs::metadata(probe.path()).expect("stat probe").uid()
-}
-
 #[test]
+#[ignore = "needs root"]
 fn names_are_looked_up_below_the_root_and_set_on_files_and_directories() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     let root = Root::new(
         r#"
 [[file]]
@@ -130,10 +115,9 @@ mode = "0640"
 }
 
 #[test]
+#[ignore = "needs root"]
 fn numeric_ids_need_no_user_database_entry() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     let root = Root::new(
         "[[file]]\nname = \"/etc/numeric.conf\"\ncontent = \"x\\n\"\nowner = 4321\ngroup = \"5432\"\nmode = \"0600\"\n",
     );
@@ -143,10 +127,9 @@ fn numeric_ids_need_no_user_database_entry() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn owner_drift_is_converged_without_force() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     let root = Root::new(
         "[[file]]\nname = \"/etc/app.conf\"\ncontent = \"x\\n\"\nowner = \"app\"\ngroup = \"web\"\nmode = \"0644\"\n",
     );
@@ -178,10 +161,9 @@ fn owner_drift_is_converged_without_force() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn setuid_files_keep_their_bits_after_the_chown() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     let root = Root::new(
         "[[file]]\nname = \"/usr/bin/tool\"\ncontent = \"#!/bin/sh\\n\"\nowner = \"app\"\ngroup = \"web\"\nmode = \"6755\"\nallow_setid = true\n",
     );
@@ -212,10 +194,9 @@ fn an_unknown_user_fails_the_apply_and_says_what_to_do() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn an_owner_that_did_not_stick_is_chowned_again_on_the_path() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     // What a FUSE or bind mount does: the file ends up with another owner
     // than the one the temp file had. ensure_owner must notice and fix it.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -228,10 +209,9 @@ fn an_owner_that_did_not_stick_is_chowned_again_on_the_path() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn store_sets_owner_and_mode_on_the_final_path() {
-    if !running_as_root() {
-        return;
-    }
+    test_support::require_root("changing owners");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("stored");
     posix::store(

@@ -1,6 +1,7 @@
 //! The apt provider against the real apt-get and dpkg, through the real
-//! `holo apply` with `HOLO_ROOT_DIR=/`. It changes the machine, so it runs
-//! only with `HOLO_TEST_REAL_APT=1` (as root; CI sets it) and restores what
+//! `holo apply` with `HOLO_ROOT_DIR=/`. It changes the machine, so it is
+//! ignored by default and runs only with `HOLO_TEST_REAL_APT=1` besides
+//! (as root; CI sets it) and restores what
 //! it touched at the end, also when it fails.
 //!
 //! A tiny package is built at three versions with `dpkg-deb`, published as a
@@ -14,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Holo, Restore, declare_package, enabled, install_plugin, run};
+use common::{Holo, Restore, declare_package, install_plugin, run};
 
 const PACKAGE: &str = "holo-test-pkg";
 const VERSIONS: &[&str] = &["1.0-1", "1.1-1", "2.0-1"];
@@ -96,10 +97,13 @@ fn apt_config(dir: &Path, repo: &Path) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs root, apt and HOLO_TEST_REAL_APT=1 (changes this machine)"]
 fn real_apt_install_latest_downgrade_heal_remove_scrub() {
-    if !enabled("HOLO_TEST_REAL_APT", "apt") {
-        return;
-    }
+    test_support::require_root("installing packages");
+    test_support::require_consent(
+        "HOLO_TEST_REAL_APT",
+        "installs and removes packages with apt",
+    );
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_holo-package"));
     assert_eq!(
         dpkg_installed_version(),

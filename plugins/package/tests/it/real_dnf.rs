@@ -1,7 +1,8 @@
 //! The dnf provider against the real dnf and rpm (Debian ships both),
-//! through the real `holo apply` with `HOLO_ROOT_DIR=/`. It runs only with
-//! `HOLO_TEST_REAL_DNF=1` (as root), because it writes holo's own files below
-//! `/`; the packages go into an rpm install root of the test's own.
+//! through the real `holo apply` with `HOLO_ROOT_DIR=/`. Ignored by
+//! default, it runs only with `HOLO_TEST_REAL_DNF=1` (as root), because it
+//! writes holo's own files below `/`; the packages go into an rpm install
+//! root of the test's own.
 //!
 //! A tiny package is built at three versions with `rpmbuild` and published
 //! with `createrepo_c`. Wrappers named `dnf` and `rpm`, first on PATH, add
@@ -16,7 +17,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Holo, Restore, declare_package, enabled, install_plugin, run};
+use common::{Holo, Restore, declare_package, install_plugin, run};
 
 const PACKAGE: &str = "holo-test-rpm";
 const VERSIONS: &[&str] = &["1.0", "1.1", "2.0"];
@@ -106,10 +107,13 @@ fn rpm_installed_version(bin: &Path) -> Option<String> {
 }
 
 #[test]
+#[ignore = "needs root, dnf and HOLO_TEST_REAL_DNF=1 (changes this machine)"]
 fn real_dnf_install_latest_downgrade_heal_remove_scrub() {
-    if !enabled("HOLO_TEST_REAL_DNF", "dnf") {
-        return;
-    }
+    test_support::require_root("installing packages");
+    test_support::require_consent(
+        "HOLO_TEST_REAL_DNF",
+        "installs and removes packages with rpm and dnf",
+    );
     let plugin = PathBuf::from(env!("CARGO_BIN_EXE_holo-package"));
     let scratch = tempfile::tempdir().expect("tempdir");
     let repo = build_repository(scratch.path());

@@ -91,10 +91,6 @@ fn level<'t>(report: &'t str, what: &str) -> &'t str {
     line(report, what).split_whitespace().next().unwrap()
 }
 
-fn installed(tool: &str) -> bool {
-    Path::new("/usr/bin").join(tool).exists()
-}
-
 #[test]
 fn missing_tools_fail_and_name_the_debian_packages() {
     let host = Host::new();
@@ -128,11 +124,9 @@ fn missing_tools_fail_and_name_the_debian_packages() {
 }
 
 #[test]
+#[ignore = "needs ssh and ssh-keygen"]
 fn qemu_tools_of_different_releases_warn_and_without_kvm_tcg_is_used() {
-    if !installed("ssh") || !installed("ssh-keygen") {
-        eprintln!("skipped: ssh and ssh-keygen are not installed (openssh-client)");
-        return;
-    }
+    test_support::require_tools(&["ssh", "ssh-keygen"], "openssh-client");
     let host = Host::new();
     host.fake_qemu()
         .qemu_img_8_2()
@@ -257,10 +251,12 @@ fn a_qemu_img_that_does_not_answer_version_fails() {
 }
 
 #[test]
+#[ignore = "needs QEMU and ssh"]
 fn on_this_machine_the_installed_qemu_passes() {
-    if !runtime_support_have() {
-        return;
-    }
+    test_support::require_tools(
+        &["qemu-system-x86_64", "qemu-img", "ssh", "ssh-keygen"],
+        "qemu-system-x86, qemu-utils, openssh-client",
+    );
     let host = Host::new();
     let (out, report) = host.doctor("/usr/local/bin:/usr/bin:/bin", &[]);
     println!("{report}");
@@ -285,13 +281,4 @@ fn on_this_machine_the_installed_qemu_passes() {
         "{report}"
     );
     assert!(line(&report, "free disk").contains(" free for images and disks in "));
-}
-
-fn runtime_support_have() -> bool {
-    let tools = ["qemu-system-x86_64", "qemu-img", "ssh", "ssh-keygen"];
-    let missing: Vec<&str> = tools.into_iter().filter(|t| !installed(t)).collect();
-    if !missing.is_empty() {
-        eprintln!("skipped: {missing:?} not installed");
-    }
-    missing.is_empty()
 }

@@ -18,9 +18,9 @@
 //! `systemctl kill` and after `systemctl disable`.
 //!
 //! It needs qemu-system-x86_64, qemu-img, ssh and the image (building it
-//! needs root and debootstrap); without them it prints `skipped: …`, unless
-//! `HOLO_TEST_REAL_VM=1` (CI) makes it mandatory. Run it alone with
-//! `cargo test -p holo-vms --test it e2e_debian:: -- --nocapture` to see its
+//! needs root and debootstrap), so it is ignored by default; run without
+//! them, it fails naming what is missing. Run it alone with
+//! `cargo test -p holo-vms --test it e2e_debian:: -- --ignored --nocapture` to see its
 //! timings.
 
 use crate::plugin_support;
@@ -48,40 +48,25 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn have(tool: &str) -> bool {
-    [
-        "/usr/local/sbin",
-        "/usr/local/bin",
-        "/usr/sbin",
-        "/usr/bin",
-        "/sbin",
-        "/bin",
-    ]
-    .iter()
-    .any(|d| Path::new(d).join(tool).exists())
-}
-
-/// The image directory, or why the test cannot run here.
-fn image() -> Result<PathBuf, String> {
-    let missing: Vec<&str> = ["qemu-system-x86_64", "qemu-img", "ssh", "ssh-keygen"]
-        .into_iter()
-        .filter(|t| !have(t))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "{missing:?} not installed (apt-get install qemu-system-x86 qemu-utils openssh-client)"
-        ));
-    }
+/// The image directory, built or reused by `build-debian.sh`; fails the test
+/// naming what is missing when it cannot be.
+fn image() -> PathBuf {
+    test_support::require_tools(
+        &["qemu-system-x86_64", "qemu-img", "ssh", "ssh-keygen"],
+        "apt-get install qemu-system-x86 qemu-utils openssh-client",
+    );
     let out = repo().join("target/vm-image-debian");
     let cached = out.join("stamp").is_file();
-    let can_build = nix::unistd::geteuid().is_root() && have("debootstrap");
-    if !cached && !can_build {
-        return Err(format!(
-            "no cached image in {} and building it needs root and debootstrap (apt-get install debootstrap; run as root, or build it with sudo tests/vm-image/build-debian.sh {})",
+    let can_build = nix::unistd::geteuid().is_root() && test_support::have_tool("debootstrap");
+    test_support::require(
+        cached || can_build,
+        "the Debian guest image, or root and debootstrap to build it",
+        &format!(
+            "there is no cached image in {} (apt-get install debootstrap and run as root, or build it with sudo tests/vm-image/build-debian.sh {})",
             out.display(),
             out.display()
-        ));
-    }
+        ),
+    );
     let started = Instant::now();
     let built = Command::new("sh")
         .arg(repo().join("tests/vm-image/build-debian.sh"))
@@ -90,15 +75,16 @@ fn image() -> Result<PathBuf, String> {
         .expect("run build-debian.sh");
     let said = String::from_utf8_lossy(&built.stdout).into_owned()
         + &String::from_utf8_lossy(&built.stderr);
-    if !built.status.success() {
-        return Err(format!("tests/vm-image/build-debian.sh failed:\n{said}"));
-    }
+    assert!(
+        built.status.success(),
+        "tests/vm-image/build-debian.sh failed:\n{said}"
+    );
     eprintln!(
         "e2e: image ready in {:.0}s: {}",
         started.elapsed().as_secs_f64(),
         said.trim()
     );
-    Ok(out.canonicalize().unwrap())
+    out.canonicalize().unwrap()
 }
 
 fn free_port() -> u16 {
@@ -291,20 +277,9 @@ fn http_get(port: u16, path: &str) -> String {
     response
 }
 
-/// `holo`, `holo-file` and `holo-service`, built beside the crate's binaries.
+/// `holo`, `holo-file` and `holo-service` from the workspace's build.
 fn holo_binaries() -> [PathBuf; 3] {
-    let dir = Path::new(env!("CARGO_BIN_EXE_holos")).parent().unwrap();
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build
-        .args(["build", "--quiet", "-p", "holo", "--bin", "holo"])
-        .args(["-p", "holo-file", "-p", "holo-service"])
-        .current_dir(repo());
-    if dir.file_name() == Some("release".as_ref()) {
-        build.arg("--release");
-    }
-    assert!(build.status().unwrap().success(), "cargo build failed");
-    ["holo", "holo-file", "holo-service"].map(|b| dir.join(b))
+    ["holo", "holo-file", "holo-service"].map(test_support::binary)
 }
 
 /// The test unit; `greeting` tells one version of its file from another.
@@ -317,17 +292,9 @@ fn unit_resource(greeting: &str) -> String {
 const SERVICE_RESOURCE: &str = "[[service]]\nname = \"holo-e2e\"\nensure = \"running\"\nenable = true\nsubscribe = [\"file:/etc/systemd/system/holo-e2e.service\"]\n";
 
 #[test]
+#[ignore = "needs QEMU, ssh and the Debian guest image (or root and debootstrap)"]
 fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
-    let image = match image() {
-        Ok(image) => image,
-        Err(why) if std::env::var_os("HOLO_TEST_REAL_VM").is_some_and(|v| v == "1") => {
-            panic!("HOLO_TEST_REAL_VM=1, but the real VM test cannot run: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let image = image();
     let test_started = Instant::now();
     let web_port = free_port();
     let root = real_root();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use runtime_support::http::Route;
-use runtime_support::{ImageMirror, Project, Qemu, have, qcow2_bytes};
+use runtime_support::{ImageMirror, Project, Qemu, qcow2_bytes};
 use sha2::{Digest, Sha256, Sha512};
 
 fn hex(digest: &[u8]) -> String {
@@ -57,10 +57,9 @@ fn alpine_file(p: &Project, bytes: &[u8]) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn pull_verifies_while_streaming_and_checks_every_cache_hit() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new("services:\n  web:\n    image: alpine\n", Qemu::Fake);
     let mirror = ImageMirror::start();
     let bytes = b"an alpine cloud image".repeat(1000);
@@ -167,10 +166,9 @@ fn pull_verifies_while_streaming_and_checks_every_cache_hit() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn a_checksum_mismatch_leaves_no_image_and_no_part_file() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new("services:\n  web:\n    image: alpine\n", Qemu::Fake);
     let mirror = ImageMirror::start();
     let bytes = b"what the server sends".to_vec();
@@ -199,10 +197,9 @@ fn a_checksum_mismatch_leaves_no_image_and_no_part_file() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn a_stalled_server_hits_the_idle_timeout() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new("services:\n  web:\n    image: alpine\n", Qemu::Fake);
     let mirror = ImageMirror::start();
     let bytes = vec![7u8; 64 * 1024];
@@ -240,10 +237,9 @@ fn a_stalled_server_hits_the_idle_timeout() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn pull_without_arguments_pulls_the_projects_aliases() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "services:\n  web:\n    image: ubuntu\n  db:\n    image: debian:trixie\n  app:\n    image: ./base.qcow2\n  again:\n    image: ubuntu:noble\n",
         Qemu::Fake,
@@ -293,10 +289,9 @@ fn sha256_file(path: &Path) -> String {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn the_lock_file_pins_images_and_up_refuses_what_does_not_match() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "name: locked\nservices:\n  web:\n    image: alpine\n  db:\n    image: ./db.qcow2\n    image_format: qcow2\n",
         Qemu::Fake,
@@ -422,10 +417,9 @@ fn the_lock_file_pins_images_and_up_refuses_what_does_not_match() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn up_pulls_a_missing_alias_and_names_a_missing_local_file() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "name: fresh\nservices:\n  web:\n    image: alpine\n",
         Qemu::Fake,
@@ -459,10 +453,9 @@ fn up_pulls_a_missing_alias_and_names_a_missing_local_file() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn a_newer_upstream_build_is_a_new_file_and_the_lock_keeps_the_pinned_one() {
-    if !have(&["qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "name: pinned\nservices:\n  web:\n    image: alpine\n",
         Qemu::Fake,

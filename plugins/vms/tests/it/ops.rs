@@ -12,10 +12,6 @@ use runtime_support::{Project, Qemu, cmdline};
 
 const COMPOSE: &str = "name: ops\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    ports: [\"80\"]\n    volumes: [data:/var/lib/db]\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [cache:/cache]\nvolumes:\n  data: {size: 16M}\n  cache: {size: 8M}\n";
 
-fn have_qemu_img() -> bool {
-    runtime_support::have(&["qemu-img"])
-}
-
 fn json(p: &Project, args: &[&str]) -> Value {
     let out = p.run(args);
     assert!(
@@ -50,10 +46,9 @@ fn stdout(p: &Project, args: &[&str]) -> String {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn ps_json_and_inspect_describe_the_running_qemu_and_its_files() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(COMPOSE, Qemu::Fake);
     p.ok(&["up", "--no-wait"]);
     let rows = json(&p, &["ps", "--json"]);
@@ -172,10 +167,9 @@ fn inspect_without_instances_says_to_run_up() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn volumes_ls_shows_users_and_rm_refuses_while_an_instance_attaches_the_volume() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(COMPOSE, Qemu::Fake);
     assert_eq!(
         stdout(&p, &["volumes", "ls"]).lines().count(),
@@ -236,11 +230,10 @@ fn volumes_ls_shows_users_and_rm_refuses_while_an_instance_attaches_the_volume()
 }
 
 #[test]
+#[ignore = "needs qemu-img and KVM (/dev/kvm)"]
 fn up_without_holos_accel_uses_kvm_only_where_the_probe_launch_works() {
-    if !have_qemu_img() || !std::path::Path::new("/dev/kvm").exists() {
-        eprintln!("skipped: the probe launch needs /dev/kvm");
-        return;
-    }
+    runtime_support::require_qemu_img();
+    test_support::require_path(std::path::Path::new("/dev/kvm"), "KVM (/dev/kvm)");
     for (kvm, accel) in [("1", "kvm"), ("0", "tcg")] {
         let p = Project::new(COMPOSE, Qemu::Fake);
         let mut up = p.holos(&["up", "--no-wait"]);

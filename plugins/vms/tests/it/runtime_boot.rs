@@ -57,10 +57,9 @@ fn http_get(port: u16) -> String {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn a_real_guest_boots_serves_a_forwarded_port_and_powers_off_through_qmp() {
-    if !runtime_support::have(&["qemu-system-x86_64", "qemu-img"]) {
-        return;
-    }
+    runtime_support::require_qemu();
     let image = guest_image();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

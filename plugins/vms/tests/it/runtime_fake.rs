@@ -10,10 +10,6 @@ use std::process::Command;
 use crate::runtime_support;
 use runtime_support::{ImageMirror, Project, Qemu, qcow2_bytes};
 
-fn have_qemu_img() -> bool {
-    runtime_support::have(&["qemu-img"])
-}
-
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/examples/compose")
 }
@@ -40,10 +36,9 @@ fn normalise(text: &str, state: &Path) -> String {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn qemu_starts_with_the_golden_argv_of_each_seed_example() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     for (name, accel) in [
         ("seed-hello", "tcg"),
         ("seed-volumes", "tcg"),
@@ -150,10 +145,9 @@ fn stop_with(p: &Project, powerdown_delay: &str, ignore_term: bool) -> String {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn stop_escalates_from_qmp_powerdown_to_sigterm_to_sigkill() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(ONE, Qemu::Fake);
     let said = stop_with(&p, "100", false);
     assert_eq!(said, "holos: web-0 powered off\n");
@@ -172,10 +166,9 @@ fn stop_escalates_from_qmp_powerdown_to_sigterm_to_sigkill() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn up_waits_for_sshd_and_start_picks_a_new_ssh_port_when_the_old_one_is_taken() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(ONE, Qemu::Fake);
     // Without --no-wait, up returns once the guest's sshd greets (the fake
     // answers forwards to port 22 with a banner).
@@ -210,10 +203,9 @@ fn up_waits_for_sshd_and_start_picks_a_new_ssh_port_when_the_old_one_is_taken() 
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn up_notes_quiet_semantics_unless_q_and_anonymous_volumes_stay_on_the_overlay() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "name: notes\nservices:\n  web:\n    image: ./base.qcow2\n    ports: [\"18181:80\"]\n    volumes: [/app/node_modules]\n",
         Qemu::Fake,
@@ -251,10 +243,9 @@ fn standin_ssh(p: &Project) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn pre_stop_hooks_run_over_ssh_before_the_powerdown() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(
         "name: hooks\nservices:\n  db:\n    image: ./base.qcow2\n    user: postgres\n    pre_stop:\n      - command: [\"pg_ctl\", \"stop\", \"-m\", \"fast mode\"]\n        working_dir: /var/lib/pg\n",
         Qemu::Fake,
@@ -279,10 +270,9 @@ fn pre_stop_hooks_run_over_ssh_before_the_powerdown() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn logs_follow_prints_what_the_console_writes_later() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let p = Project::new(ONE, Qemu::Fake);
     p.ok(&["up", "--no-wait"]);
     let mut follow = p
@@ -319,10 +309,9 @@ fn logs_follow_prints_what_the_console_writes_later() {
 }
 
 #[test]
+#[ignore = "needs qemu-img"]
 fn dependents_wait_for_a_healthy_dependency_and_a_failed_check_leaves_no_qemu() {
-    if !have_qemu_img() {
-        return;
-    }
+    runtime_support::require_qemu_img();
     let compose = "name: health\nservices:\n  db:\n    image: ./base.qcow2\n    healthcheck:\n      test: [\"pg_isready\", \"-U\", \"postgres\"]\n      interval: 100ms\n      retries: 2\n  api:\n    image: ./base.qcow2\n    depends_on: [db]\n";
     let p = Project::new(compose, Qemu::Fake);
     let log = standin_ssh(&p);

@@ -2,7 +2,7 @@
 //! under TCG with a blank disk (no guest boots, so nothing answers the ACPI
 //! power button): launch, records, pid ownership, recreate on a changed
 //! spec, the port conflict, the project lock, and volumes surviving `down`.
-//! Each test skips, saying so, when QEMU is not installed.
+//! Each test is ignored by default and fails when QEMU is not installed.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,10 +11,6 @@ use serde_json::Value;
 
 use crate::runtime_support;
 use runtime_support::{Project, Qemu, alive, cmdline};
-
-fn have_qemu() -> bool {
-    runtime_support::have(&["qemu-system-x86_64", "qemu-img"])
-}
 
 fn real_project(compose: &str) -> Project {
     Project::new(compose, Qemu::Real)
@@ -28,10 +24,9 @@ fn mode(path: &Path) -> u32 {
 const ONE_SERVICE: &str = "name: life\nservices:\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [data:/data]\nvolumes:\n  data: {size: 64M}\n";
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     let said = p.ok(&["up", "--no-wait"]);
     assert!(said.contains("holos: web-0 started (pid "), "{said}");
@@ -83,10 +78,9 @@ fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn stop_falls_back_to_sigterm_when_the_guest_ignores_the_power_button() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let pid = p.pid_of("web-0").unwrap();
@@ -110,10 +104,9 @@ fn stop_falls_back_to_sigterm_when_the_guest_ignores_the_power_button() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn unchanged_up_does_nothing_and_a_changed_service_is_recreated() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let two = |memory: u32| {
         format!(
             "name: re\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n    vm: {{memory_mb: {memory}}}\n    depends_on: [db]\n"
@@ -148,10 +141,9 @@ fn unchanged_up_does_nothing_and_a_changed_service_is_recreated() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn a_taken_port_names_port_and_service_and_leaves_no_qemu() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let p = real_project(&format!(
@@ -178,10 +170,9 @@ fn a_taken_port_names_port_and_service_and_leaves_no_qemu() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn a_reused_pid_is_never_signalled() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let qemu = p.pid_of("web-0").unwrap();
@@ -203,10 +194,9 @@ fn a_reused_pid_is_never_signalled() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn a_second_command_waits_for_the_project_lock() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let lock_path = p.state().join("locks/life.lock");
@@ -241,10 +231,9 @@ fn a_second_command_waits_for_the_project_lock() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn logs_print_the_console_log_with_instance_prefixes() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(
         "name: lg\nservices:\n  web:\n    image: ./base.qcow2\n    replicas: 2\n    stop_grace_period: 0s\n",
     );
@@ -276,10 +265,9 @@ fn logs_print_the_console_log_with_instance_prefixes() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn exec_waits_for_an_ssh_banner_quotes_the_argv_and_returns_the_remote_status() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     // Nothing in this guest answers SSH: exec gives up after -w, as ssh does (255).
@@ -362,10 +350,9 @@ fn exec_waits_for_an_ssh_banner_quotes_the_argv_and_returns_the_remote_status() 
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn console_attaches_to_the_serial_socket_and_ctrl_bracket_detaches() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     p.ok(&["up", "--no-wait"]);
     let mut console = p
@@ -389,10 +376,9 @@ fn console_attaches_to_the_serial_socket_and_ctrl_bracket_detaches() {
 }
 
 #[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
 fn a_bad_holos_accel_is_refused() {
-    if !have_qemu() {
-        return;
-    }
+    runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     let out = p
         .holos(&["up", "--no-wait"])

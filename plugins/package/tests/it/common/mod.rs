@@ -7,16 +7,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Whether the real test for `manager` may run: `VARIABLE=1` says so (as
-/// root); otherwise it says how to run it and the test passes empty.
-pub fn enabled(variable: &str, manager: &str) -> bool {
-    if std::env::var(variable).as_deref() == Ok("1") {
-        return true;
-    }
-    eprintln!("skipped: set {variable}=1 (as root) to run the real {manager} test");
-    false
-}
-
 pub fn run(program: &str, args: &[&str], cwd: Option<&Path>) -> String {
     let mut command = Command::new(program);
     command.args(args);

@@ -42,21 +42,9 @@ pub struct Root {
     pub dir: tempfile::TempDir,
 }
 
-/// The `holo` driver beside the crate's binaries, built when missing.
+/// The `holo` driver from the workspace's build.
 pub fn holo_binary() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_holos"))
-        .parent()
-        .expect("a binary lives in a directory");
-    let holo = dir.join("holo");
-    if !holo.exists() {
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "holo", "--bin", "holo"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cannot build the holo driver");
-    }
-    holo
+    test_support::binary("holo")
 }
 
 impl Root {

@@ -26,22 +26,18 @@ pub struct Project {
     pub name: Option<String>,
 }
 
-/// Whether the tools a test needs are installed; says so when not.
-pub fn have(tools: &[&str]) -> bool {
-    let missing: Vec<&&str> = tools
-        .iter()
-        .filter(|tool| {
-            !["/usr/local/bin", "/usr/bin", "/bin"]
-                .iter()
-                .any(|d| Path::new(d).join(tool).exists())
-        })
-        .collect();
-    if !missing.is_empty() {
-        eprintln!(
-            "skipped: {missing:?} not installed (apt-get install qemu-system-x86 qemu-utils)"
-        );
-    }
-    missing.is_empty()
+/// Fails the test unless QEMU's system emulator and qemu-img are installed.
+pub fn require_qemu() {
+    test_support::require_tools(
+        &["qemu-system-x86_64", "qemu-img"],
+        "apt-get install qemu-system-x86 qemu-utils",
+    );
+}
+
+/// Fails the test unless qemu-img is installed (the fake QEMU still needs
+/// real disk images).
+pub fn require_qemu_img() {
+    test_support::require_tools(&["qemu-img"], "apt-get install qemu-utils");
 }
 
 impl Project {
