@@ -1,5 +1,5 @@
 //! The README's Quickstart commands work on a clean checkout:
-//! `share/examples/demo` builds the workspace, applies the example web
+//! `share/examples/demo` (on the binaries the suite built) applies the example web
 //! server root in test mode (package, templated config file, the service
 //! subscribed to it, a refresh_only command) and changes nothing in the
 //! repository; a second apply changes nothing; and `--with-vms apply --noop`
@@ -8,11 +8,24 @@
 use std::path::Path;
 use std::process::Command;
 
-/// Runs `share/examples/demo ARGS`: its exit code and its output.
+/// Runs `share/examples/demo ARGS` on the workspace's binaries (the
+/// script's own `cargo build` is left out: the suite builds them once): its
+/// exit code and its output.
 fn demo(args: &[&str]) -> (Option<i32>, String) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for plugin in [
+        "holo",
+        "holo-file",
+        "holo-package",
+        "holo-service",
+        "holo-exec",
+        "holo-vms",
+    ] {
+        test_support::binary(plugin);
+    }
     let output = Command::new(repo.join("share/examples/demo"))
         .args(args)
+        .env("HOLO_DEMO_BINARIES", test_support::profile_dir())
         .env_remove("HOLO_ROOT_DIR")
         .output()
         .expect("the demo script runs");
