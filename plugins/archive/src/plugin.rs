@@ -27,8 +27,11 @@ impl Resource for ArchiveTable {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub name: String,
-    /// The URL with userinfo redacted.
+    /// The URL with userinfo and query string redacted.
     pub url: String,
+    /// SHA-256 of the URL without userinfo (query string included).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url_sha256: String,
     pub ensure: Ensure,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
@@ -286,6 +289,7 @@ fn write_record(env: &Env, id: &str, spec: &ArchiveSpec, status: &Status) -> Res
     let record = Record {
         name: spec.name.clone(),
         url: spec.shown_url.clone(),
+        url_sha256: spec.url_sha256.clone(),
         ensure: spec.ensure,
         checksum: status.checksum.clone(),
         uid: status.uid,
