@@ -33,7 +33,7 @@ pub struct Managed {
     pub written: String,
 }
 
-/// The seed's three lists, as paths below the target.
+/// CCM's three lists, as paths below the target.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lists {
     pub changed: Vec<PathBuf>,
