@@ -1,4 +1,4 @@
-//! The runtime's pure builders against the seed's examples: the QEMU argv
+//! The runtime's pure builders against the example projects: the QEMU argv
 //! (golden files in `tests/golden/runtime/NAME.argv`, one argument a line),
 //! the cloud-init documents parsed back, and the seed ISO read back with an
 //! independent ISO 9660 reader. `HOLOS_BLESS=1` rewrites the argv goldens;
