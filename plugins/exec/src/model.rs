@@ -100,6 +100,10 @@ pub struct ExecSpec {
     pub logoutput: bool,
     /// Whether the resource subscribes to anything (for scan's reason).
     pub subscribes: bool,
+    /// The `subscribe` entries as written, for the line that says why a
+    /// refresh ran the command.
+    #[serde(default)]
+    pub subscribe: Vec<String>,
 }
 
 impl ExecResource {
@@ -215,6 +219,7 @@ impl ExecResource {
             refresh_only: self.refresh_only,
             logoutput: self.logoutput,
             subscribes,
+            subscribe: Vec::new(),
         })
     }
 }
