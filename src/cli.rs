@@ -266,7 +266,7 @@ fn run(
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
