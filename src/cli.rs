@@ -266,7 +266,7 @@ fn run(
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
@@ -537,6 +537,7 @@ fn select(
     }
     let mut used = vec![false; selectors.len()];
     let mut selected = Vec::with_capacity(entities.len());
+    let ids: Vec<String> = entities.iter().map(|entity| entity.id.clone()).collect();
     for entity in entities {
         let matching = matching_selectors(&entity, plugins);
         let mut is_selected = false;
@@ -557,6 +558,13 @@ fn select(
                 Stream::Err,
                 format!("Unrecognized argument: {selector}\n").as_bytes(),
             );
+            let near = nearest_ids(selector, &ids);
+            if !near.is_empty() {
+                out.raw(
+                    Stream::Err,
+                    format!("Did you mean {}?\n", near.join(" or ")).as_bytes(),
+                );
+            }
             unrecognized = true;
         }
     }
@@ -564,6 +572,30 @@ fn select(
         return Err(EXIT_FATAL);
     }
     Ok(selected)
+}
+
+/// The entity IDs closest to a selector that matched nothing, when one is
+/// close: at most 2 edits (a transposition is one) and at most a quarter of
+/// the selector's length. Up to three, in name order.
+fn nearest_ids(selector: &str, ids: &[String]) -> Vec<String> {
+    let limit = 2.min(selector.chars().count() / 4);
+    let distances: Vec<(usize, &String)> = ids
+        .iter()
+        .map(|id| (strsim::damerau_levenshtein(selector, id), id))
+        .filter(|(distance, _)| *distance <= limit)
+        .collect();
+    let Some(best) = distances.iter().map(|(distance, _)| *distance).min() else {
+        return Vec::new();
+    };
+    let mut near: Vec<String> = distances
+        .into_iter()
+        .filter(|(distance, _)| *distance == best)
+        .map(|(_, id)| id.clone())
+        .collect();
+    near.sort();
+    near.dedup();
+    near.truncate(3);
+    near
 }
 
 fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
@@ -584,4 +616,29 @@ fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mu
     }
     out.flush();
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearest_ids;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn a_close_entity_id_is_suggested() {
+        let known = ids(&["file:/etc/motd", "file:/etc/hosts", "package:nginx"]);
+        assert_eq!(nearest_ids("file:/etc/mtod", &known), ["file:/etc/motd"]);
+        assert_eq!(nearest_ids("package:ngnix", &known), ["package:nginx"]);
+    }
+
+    #[test]
+    fn nothing_is_suggested_when_nothing_is_close() {
+        let known = ids(&["file:/etc/motd", "package:nginx"]);
+        assert!(nearest_ids("bogus-selector", &known).is_empty());
+        assert!(nearest_ids("file", &known).is_empty());
+        // short selectors allow fewer edits
+        assert!(nearest_ids("ab", &ids(&["ac"])).is_empty());
+    }
 }
