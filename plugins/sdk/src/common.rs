@@ -68,9 +68,14 @@ pub struct HealthCheck {
     pub tries: u32,
     /// How long to sleep between tries.
     pub try_sleep: Duration,
-    /// Kill the check (and its process group) after this long.
+    /// Kill the check (and its process group) after this long; `None`
+    /// means [`DEFAULT_HEALTH_CHECK_TIMEOUT`].
     pub timeout: Option<Duration>,
 }
+
+/// The timeout of a health check that sets none: a check that hangs must
+/// not hang the run.
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A Nagios plugin's verdict, from its exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,9 +188,8 @@ impl HealthCheck {
         if env.test_mode {
             command = command.cwd(&env.root);
         }
-        if let Some(limit) = self.timeout {
-            command = command.timeout(limit);
-        }
+        let limit = self.timeout.unwrap_or(DEFAULT_HEALTH_CHECK_TIMEOUT);
+        command = command.timeout(limit);
         let tries = self.tries.max(1);
         for attempt in 1..=tries {
             let finished = command.run()?;
@@ -198,10 +202,7 @@ impl HealthCheck {
                 output = String::from_utf8_lossy(&finished.stderr).trim().to_string();
             }
             let how = match finished.status {
-                Status::TimedOut => format!(
-                    "timed out after {}",
-                    format_duration(self.timeout.unwrap_or_default())
-                ),
+                Status::TimedOut => format!("timed out after {}", format_duration(limit)),
                 status => status.to_string(),
             };
             let verdict = if output.is_empty() {
