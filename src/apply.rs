@@ -774,6 +774,27 @@ mod tests {
     }
 
     #[test]
+    fn batch_records_split_across_reads_and_oversized_ones_are_dropped() {
+        let mut lines = RecordLines::default();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        lines.push(b"{\"a\"", &mut |l| seen.push(l.to_vec()));
+        lines.push(b":1}\n{\"b\":2}\n{", &mut |l| seen.push(l.to_vec()));
+        let big = vec![b'x'; MAX_RECORD];
+        lines.push(&big, &mut |l| seen.push(l.to_vec()));
+        lines.push(b"x}\n{\"c\":3}", &mut |l| seen.push(l.to_vec()));
+        lines.finish(&mut |l| seen.push(l.to_vec()));
+        assert_eq!(
+            seen,
+            vec![
+                b"{\"a\":1}".to_vec(),
+                b"{\"b\":2}".to_vec(),
+                b"{\"c\":3}".to_vec()
+            ]
+        );
+        assert_eq!(lines.oversized, 1);
+    }
+
+    #[test]
     fn exit_codes() {
         use Outcome::*;
         assert_eq!(exit_code(Mode::Apply, &[Unchanged, Changed]), 0);

@@ -833,6 +833,19 @@ mod tests {
     }
 
     #[test]
+    fn a_long_stderr_line_is_passed_on_in_pieces() {
+        let mut lines = StderrLines::default();
+        let mut seen: Vec<usize> = Vec::new();
+        let chunk = vec![b'x'; 1 << 16];
+        for _ in 0..(MAX_STDERR_LINE >> 16) + 1 {
+            lines.push(&chunk, &mut |l| seen.push(l.len()));
+        }
+        lines.push(b"\n", &mut |l| seen.push(l.len()));
+        lines.finish(&mut |l| seen.push(l.len()));
+        assert_eq!(seen, vec![MAX_STDERR_LINE, (1 << 16) + 1]);
+    }
+
+    #[test]
     fn signal_texts_read_like_go() {
         assert_eq!(describe_status(ExitStatus::from_raw(9)), "signal: killed");
         assert_eq!(

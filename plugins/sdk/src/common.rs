@@ -74,8 +74,17 @@ pub struct HealthCheck {
 }
 
 /// The timeout of a health check that sets none: a check that hangs must
-/// not hang the run.
+/// not hang the run. `HOLO_HEALTH_CHECK_TIMEOUT` (a duration) changes it.
 pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// [`DEFAULT_HEALTH_CHECK_TIMEOUT`], or what `HOLO_HEALTH_CHECK_TIMEOUT` says.
+pub fn default_health_check_timeout() -> Duration {
+    std::env::var("HOLO_HEALTH_CHECK_TIMEOUT")
+        .ok()
+        .and_then(|text| parse_duration(&text))
+        .filter(|limit| !limit.is_zero())
+        .unwrap_or(DEFAULT_HEALTH_CHECK_TIMEOUT)
+}
 
 /// A Nagios plugin's verdict, from its exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +197,7 @@ impl HealthCheck {
         if env.test_mode {
             command = command.cwd(&env.root);
         }
-        let limit = self.timeout.unwrap_or(DEFAULT_HEALTH_CHECK_TIMEOUT);
+        let limit = self.timeout.unwrap_or_else(default_health_check_timeout);
         command = command.timeout(limit);
         let tries = self.tries.max(1);
         for attempt in 1..=tries {

@@ -839,6 +839,40 @@ mod tests {
     }
 
     #[test]
+    fn only_the_tail_of_the_output_is_kept() {
+        let done = Command::shell("seq 1 100000")
+            .keep_output(13)
+            .run()
+            .expect("runs");
+        assert_eq!(done.stdout, b"99999\n100000\n");
+        let mut tail = Tail {
+            bytes: Vec::new(),
+            limit: 4,
+        };
+        for piece in [&b"ab"[..], b"cdef", b"g", b"hijklmnop", b"q"] {
+            tail.push(piece);
+        }
+        assert_eq!(tail.into_vec(), b"nopq");
+    }
+
+    #[test]
+    fn a_long_line_is_handed_on_in_pieces() {
+        let mut pipe = Pipe::new(Stream::Stdout, None, 16);
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        let mut on_line = |_: Stream, line: &[u8]| pieces.push(line.to_vec());
+        let chunk = vec![b'x'; 1 << 16];
+        for _ in 0..(MAX_LINE_PIECE >> 16) + 1 {
+            pipe.emit_lines(&chunk, &mut on_line);
+        }
+        pipe.emit_lines(b"y\nz", &mut on_line);
+        pipe.finish(&mut on_line);
+        assert_eq!(pieces.len(), 3, "one piece, the rest of the line, the last");
+        assert_eq!(pieces[0].len(), MAX_LINE_PIECE);
+        assert_eq!(pieces[1], [&chunk[..], b"y\n"].concat());
+        assert_eq!(pieces[2], b"z");
+    }
+
+    #[test]
     fn checked_runs_name_the_failing_command_line() {
         Command::new("true")
             .run_forwarded_checked()
