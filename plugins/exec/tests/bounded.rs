@@ -34,8 +34,8 @@ fn apply(
     for (key, value) in env {
         command.env(key, value);
     }
-    let child = command.spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
+    // Reaped with wait4 below, which also gives the peak resident size.
+    let pid = command.spawn().map(|child| child.id()).unwrap() as libc::pid_t;
     let started = Instant::now();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
