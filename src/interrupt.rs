@@ -68,12 +68,13 @@ pub fn watch_fd() -> Option<BorrowedFd<'static>> {
     (fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(fd) })
 }
 
-/// The grace time: `HOLO_KILL_GRACE` (a duration) or the default.
+/// The grace time: `HOLO_KILL_GRACE` (a duration; 0 kills at once) or the
+/// default.
 pub fn grace() -> Duration {
     std::env::var("HOLO_KILL_GRACE")
         .ok()
         .and_then(|text| parse_duration(&text))
-        .flatten()
+        .map(|grace| grace.unwrap_or(Duration::ZERO))
         .unwrap_or(DEFAULT_GRACE)
 }
 

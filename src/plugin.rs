@@ -25,6 +25,9 @@ pub struct Plugin {
     started: std::cell::Cell<std::time::Instant>,
 }
 
+/// The most of `info`'s output that holo reads.
+const MAX_INFO: usize = 1 << 20;
+
 /// What a running plugin produced, in arrival order.
 pub enum Chunk<'a> {
     Stdout(&'a [u8]),
@@ -62,7 +65,9 @@ impl Plugin {
         let mut stderr = StderrLines::default();
         let status = plugin
             .run(&["info"], &[], None, false, |chunk| match chunk {
-                Chunk::Stdout(b) => stdout.extend_from_slice(b),
+                // `info` is a few lines; more is not kept.
+                Chunk::Stdout(b) if stdout.len() < MAX_INFO => stdout.extend_from_slice(b),
+                Chunk::Stdout(_) => {}
                 Chunk::Stderr(b) => stderr.push(b, &mut |line| on_stderr(line)),
                 Chunk::Fd3(_) => {}
             })
