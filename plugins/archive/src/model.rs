@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Component, Path};
 use std::time::Duration;
 
-use holo_plugin::download::{is_sensitive_header, redact_url};
+use holo_plugin::download::{
+    check_userinfo, has_userinfo, is_sensitive_header, redact_url, url_sha256,
+};
 use serde::{Deserialize, Serialize};
 
 /// The `ensure` property (`present` or `absent`), shared with other kinds.
@@ -96,8 +98,12 @@ pub struct ArchiveTable {
 pub struct ArchiveSpec {
     pub name: String,
     pub format: Format,
-    /// The URL with userinfo redacted (the real one comes from the resource at apply).
+    /// The URL with userinfo and query string redacted (the real one comes
+    /// from the resource at apply).
     pub shown_url: String,
+    /// SHA-256 of the URL without userinfo: a changed query string (a new
+    /// signature) changes it although `shown_url` stays the same.
+    pub url_sha256: String,
     pub checksum: Option<String>,
     /// Basic auth is configured (username/password or URL userinfo).
     pub basic_auth: bool,
@@ -239,6 +245,7 @@ impl ArchiveTable {
             name: self.name.clone(),
             format,
             shown_url,
+            url_sha256: url_sha256(url),
             checksum,
             basic_auth,
             header_names: self.headers.keys().cloned().collect(),
@@ -284,11 +291,12 @@ pub fn validate_absolute(property: &str, path: &str) -> Result<(), String> {
 }
 
 fn url_has_userinfo(url: &str) -> bool {
-    redact_url(url) != url
+    has_userinfo(url)
 }
 
 /// Checks scheme, host and path ending; returns the URL with userinfo redacted.
 pub fn validate_url(url: &str, format: Format) -> Result<String, String> {
+    check_userinfo(url)?;
     let shown = redact_url(url);
     let parsed: ureq::http::Uri = strip_userinfo(url).parse().map_err(|err| {
         format!(

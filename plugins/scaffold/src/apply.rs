@@ -1,4 +1,4 @@
-//! The scaffold type's decisions as plain functions: the seed's decision
+//! The scaffold type's decisions as plain functions: CCM's decision
 //! table (is the current state the desired one?) and the noop count and
 //! message. Nothing here touches the system.
 
@@ -108,7 +108,7 @@ mod tests {
         }
     }
 
-    // The seed's decision table, one test per row.
+    // CCM's decision table, one test per row.
 
     #[test]
     fn absent_without_target_is_stable() {

@@ -1,7 +1,7 @@
 //! The plugin on the SDK: scan renders every scaffold and shows the counts,
 //! apply writes Changed files atomically (running `post` right after each),
 //! purges, or removes the managed files for `absent`, then verifies; noop
-//! prints the seed's message; diff shows every changed file in one pair of
+//! prints CCM's message; diff shows every changed file in one pair of
 //! files; the state record lists the managed files, and a scaffold that is
 //! no longer declared gets its unchanged managed files removed.
 

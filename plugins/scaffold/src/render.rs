@@ -37,7 +37,7 @@ pub struct Managed {
     pub pending: bool,
 }
 
-/// The seed's three lists, as paths below the target.
+/// CCM's three lists, as paths below the target.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lists {
     pub changed: Vec<PathBuf>,
