@@ -322,6 +322,7 @@ fn mark_extracting(
         None => Record {
             name: spec.name.clone(),
             url: spec.shown_url.clone(),
+            url_sha256: spec.url_sha256.clone(),
             ensure: spec.ensure,
             checksum: None,
             uid: None,
