@@ -130,11 +130,21 @@ fn display(path: Option<&Path>) -> String {
 
 /// The command for `text` with the resource's provider, directory,
 /// environment, PATH and timeout. In test mode the directory defaults to
-/// the root, and a declared one is taken below it.
+/// the root, and a declared one is taken below it, its symlinks resolved
+/// inside the root.
 pub fn command(env: &Env, spec: &ExecSpec, text: &str) -> Result<Command> {
     let mut command = provider::command(spec.provider, text).map_err(Error::new)?;
     match &spec.cwd {
-        Some(dir) => command = command.cwd(env.root_join(dir)),
+        Some(dir) if env.test_mode => {
+            let below_root = env.root_join(dir);
+            let real = RootFs::of(env)?.real_path(&below_root).map_err(|err| {
+                Error::new(format!(
+                    "cannot run {text}: working directory {dir} cannot be used in the root: {err}"
+                ))
+            })?;
+            command = command.cwd(real);
+        }
+        Some(dir) => command = command.cwd(dir),
         None if env.test_mode => command = command.cwd(&env.root),
         None => {}
     }

@@ -253,6 +253,23 @@ impl RootFs {
         file.set_permissions(Permissions::from_mode(mode))?;
         Ok(file)
     }
+
+    /// The real host path of the existing `path`, every symlink resolved
+    /// inside the root (test mode), for what takes a plain path (a child's
+    /// working directory); outside the root or test mode, `path` itself.
+    pub fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        use std::os::fd::AsRawFd;
+        match self.inside(path) {
+            Some((root, below)) => {
+                let handle = root.resolve(below).map_err(|err| io_error(&err))?;
+                let fd = OwnedFd::from(handle);
+                // The kernel names what the descriptor refers to; nothing
+                // is resolved again on the way.
+                std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            }
+            None => Ok(path.to_path_buf()),
+        }
+    }
 }
 
 /// The names in an open directory, sorted, without `.` and `..`.
