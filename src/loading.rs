@@ -114,7 +114,7 @@ pub fn prepare_resources(
         return Err(EXIT_FATAL);
     }
     for dir in &loaded.dirs_to_create {
-        if let Err(e) = std::fs::create_dir_all(dir) {
+        if let Err(e) = crate::in_root::create_dir_all(&runtime.root, dir) {
             out.error(
                 Stream::Err,
                 &format!("mkdir {dir}: {}", paths::errno_text(&e)),
