@@ -73,6 +73,13 @@ pub fn check_commands(
     })
 }
 
+/// CCM's desired-state check after a run: an existing `creates` file is
+/// the desired state whatever the command's exit, so a command that fails
+/// but creates it counts as successful; without one, the run's own result.
+pub fn run_succeeded(ran_ok: bool, has_creates: bool, creates_exists_after: bool) -> bool {
+    (has_creates && creates_exists_after) || ran_ok
+}
+
 /// Where `creates` is looked for: below the root in test mode.
 pub fn creates_path(env: &Env, spec: &ExecSpec) -> Option<PathBuf> {
     spec.creates.as_ref().map(|path| env.root_join(path))
@@ -224,6 +231,24 @@ pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn after_run_row_creates_exists_means_success_whatever_the_exit() {
+        assert!(run_succeeded(false, true, true));
+        assert!(run_succeeded(true, true, true));
+    }
+
+    #[test]
+    fn after_run_row_creates_missing_means_the_exit_decides() {
+        assert!(!run_succeeded(false, true, false));
+        assert!(run_succeeded(true, true, false));
+    }
+
+    #[test]
+    fn after_run_row_without_creates_the_exit_decides() {
+        assert!(!run_succeeded(false, false, false));
+        assert!(run_succeeded(true, false, false));
+    }
 
     #[test]
     fn row_subscribe_refresh_executes_even_if_creates_exists() {
