@@ -411,6 +411,16 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn load_file(&mut self, path: &Path) {
         let origin = self.env.origin_of(path);
+        if origin.to_str().is_none() || path.to_str().is_none() {
+            // The scan cache, state records and messages hold paths as
+            // UTF-8 text: refuse here, naming the file, rather than fail
+            // later on an entity.
+            self.errors.push(Error::new(format!(
+                "{}: the file name is not valid UTF-8 (shown with U+FFFD for each invalid byte); rename it to a UTF-8 name (for example with mv, or convmv -f latin1 -t utf8)",
+                origin.display()
+            )));
+            return;
+        }
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(err) => {
