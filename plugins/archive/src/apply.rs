@@ -1,5 +1,5 @@
 //! The archive type's decisions as plain functions: the state checks in the
-//! seed's order, the decision matrix (what to remove, download, extract and
+//! order of CCM's design, the decision matrix (what to remove, download, extract and
 //! clean up), and the noop message. Nothing here touches the system.
 
 use crate::model::Ensure;
@@ -20,7 +20,7 @@ pub struct Desired {
     pub cleanup: bool,
 }
 
-/// What the system shows now (the seed's `Status()`).
+/// What the system shows now (CCM's `Status()`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
     pub archive_exists: bool,
@@ -83,7 +83,7 @@ impl Unstable {
     }
 }
 
-/// The seed's state checks, in order; `None` means stable.
+/// CCM's state checks, in order; `None` means stable.
 pub fn check(desired: &Desired, status: &Status) -> Option<Unstable> {
     // 1. Ensure absent: the archive file must not exist.
     if desired.ensure == Ensure::Absent {

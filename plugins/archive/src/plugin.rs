@@ -190,13 +190,8 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         let uid = owners::uid(env, &spec.owner)?;
         let gid = owners::gid(env, &spec.group)?;
         let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
-        if !fs.is_dir(&env.root_join(parent)) {
-            return Err(Error::new(format!(
-                "cannot download to {}: directory {} does not exist; create it first (for example with a [[file]] resource with ensure = \"directory\")",
-                spec.name,
-                parent.display()
-            )));
-        }
+        create_missing_directory(env, &fs, parent)
+            .map_err(|err| Error::new(format!("cannot download to {}: {err}", spec.name)))?;
         let credentials = credentials(env, id)?;
         let target = in_root::real_entry(env, &fs, &archive)?;
         let done = http::fetch(&target, spec, &credentials, uid, gid)?;
@@ -212,9 +207,7 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
             keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
         };
         let host_parent = env.root_join(parent);
-        let count = fs
-            .create_dir_all(&host_parent)
-            .map_err(|err| format!("cannot create {parent}: {err}"))
+        let count = create_missing_directory(env, &fs, Path::new(parent))
             .and_then(|()| {
                 let real =
                     |path: &Path| in_root::real_path(env, &fs, path).map_err(|err| err.to_string());
@@ -256,6 +249,20 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     }
     write_record(env, id, spec, &after)?;
     Ok(Outcome::Changed)
+}
+
+/// Creates `dir` (a path as the resource names it) with its missing parents,
+/// 0755, owned by the user running holo, and says so: the archive's
+/// directory and `extract_parent` follow the same rule.
+fn create_missing_directory(env: &Env, fs: &RootFs, dir: &Path) -> std::result::Result<(), String> {
+    let host_dir = env.root_join(dir);
+    if fs.is_dir(&host_dir) {
+        return Ok(());
+    }
+    fs.create_dir_all(&host_dir)
+        .map_err(|err| format!("cannot create directory {}: {err}", dir.display()))?;
+    println!("Created directory {}", dir.display());
+    Ok(())
 }
 
 fn remove(fs: &RootFs, path: &Path, name: &str) -> Result<()> {

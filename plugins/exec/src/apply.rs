@@ -1,4 +1,4 @@
-//! Whether a command runs, as plain functions (the seed's decision table,
+//! Whether a command runs, as plain functions (CCM's decision table,
 //! then the `onlyif`/`unless_command` checks), and running it: exit codes
 //! against `returns`, the timeout, and `logoutput`.
 
@@ -42,7 +42,7 @@ pub enum Decision {
     Skip(Skip),
 }
 
-/// The seed's decision table, row by row: a subscribe refresh runs the
+/// CCM's decision table, row by row: a subscribe refresh runs the
 /// command even if `creates` exists; an existing `creates` file skips it;
 /// `refresh_only` without a refresh skips it; otherwise it runs.
 pub fn decide(refresh: bool, creates_exists: bool, refresh_only: bool) -> Decision {

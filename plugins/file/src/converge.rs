@@ -130,7 +130,7 @@ impl std::fmt::Display for Change {
 }
 
 /// What apply changes on a path that exists, one entry per property, in
-/// the seed's order of checks. Creating and removing list nothing (the
+/// CCM's order of checks. Creating and removing list nothing (the
 /// entity's block says it); replacing one type with another lists `ensure`.
 fn changes(env: &Env, spec: &FileSpec, wanted: &Wanted, current: &Observed) -> Vec<Change> {
     if current.kind == Kind::Absent || spec.ensure == Ensure::Absent {

@@ -102,7 +102,7 @@ pub enum Content {
     /// A file to copy: `path` is what apply reads, `shown` is what messages name.
     Source { path: PathBuf, shown: PathBuf },
     /// Neither given: a missing file is created empty, an existing one keeps
-    /// its content (only its attributes are managed; CCM #233).
+    /// its content (only its attributes are managed, as in CCM).
     Unmanaged,
 }
 

@@ -1,4 +1,4 @@
-//! The HTTP provider: the archive's status on disk (the seed's `Status()`)
+//! The HTTP provider: the archive's status on disk (CCM's `Status()`)
 //! and the download through the SDK's [`Download`], which verifies the
 //! checksum while streaming and renames atomically.
 
