@@ -12,7 +12,11 @@ fn an_undefined_value_in_a_skipped_entity_does_not_fail_the_scan() {
     fs::create_dir_all(&resources).expect("mkdir");
     fs::create_dir_all(root.join("tmp/cache")).expect("mkdir");
     fs::create_dir_all(root.join("etc/holo")).expect("mkdir");
-    fs::write(root.join("etc/holo/data.toml"), "[data]\nproxy = false\n").expect("data");
+    fs::write(
+        root.join("etc/holo/data.toml"),
+        "[data]\nproxy = false\nmode = \"0600\"\n",
+    )
+    .expect("data");
     fs::write(
         resources.join("app.toml"),
         r#"[[file]]
@@ -21,7 +25,7 @@ if = "data.proxy"
 content = "upstream {{ data.proxy_settings.host }}\n"
 owner = "root"
 group = "root"
-mode = "0644"
+mode = "{{ data.mode }}"
 
 [[file]]
 name = "/etc/motd"

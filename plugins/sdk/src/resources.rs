@@ -596,9 +596,9 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))
             })?,
         };
-        // The condition first: an entity that `if`/`unless` leave
-        // unmanaged has its other templates never rendered, so a value they
-        // use need not be defined where the entity does not apply.
+        // The condition first: in an entity that `if`/`unless` leave
+        // unmanaged, a template that fails to render is no error, so a
+        // value it uses need not be defined where the entity does not apply.
         const CONDITIONS: [&str; 2] = ["if", "unless"];
         if render {
             for (key, value) in table.iter_mut() {
@@ -636,11 +636,25 @@ impl<'e, R: Resource> Loader<'e, R> {
                 })
             },
         )?;
-        if render && skipped.is_none() {
+        if render {
             for (key, value) in table.iter_mut() {
-                if !CONDITIONS.contains(&key.get_ref().as_ref()) {
+                if CONDITIONS.contains(&key.get_ref().as_ref()) {
+                    continue;
+                }
+                if skipped.is_none() {
                     self.templates
                         .render_value(value, &|offset| at(offset), key.get_ref())?;
+                } else {
+                    // Unmanaged: rendered where it can be (a mode from
+                    // data still validates), left as written where not.
+                    let mut rendered = value.clone();
+                    if self
+                        .templates
+                        .render_value(&mut rendered, &|offset| at(offset), key.get_ref())
+                        .is_ok()
+                    {
+                        *value = rendered;
+                    }
                 }
             }
         }
@@ -1293,10 +1307,10 @@ mod tests {
     }
 
     #[test]
-    fn a_false_condition_leaves_the_templates_unrendered() {
+    fn a_false_condition_makes_template_errors_no_error() {
         let fixture = fixture(&[(
             "a.toml",
-            "[[demo]]\nname = \"elsewhere\"\nif = \"data.enabled\"\ncontent = \"{{ data.only_there.port }}\"\n\n[[demo]]\nname = \"here\"\nunless = \"{{ 'data.enabled' }}\"\ncontent = \"{{ data.name }}\"\n",
+            "[[demo]]\nname = \"elsewhere\"\nif = \"data.enabled\"\ncontent = \"{{ data.only_there.port }}\"\n\n[[demo]]\nname = \"here\"\nunless = \"{{ 'data.enabled' }}\"\ncontent = \"{{ data.name }}\"\n\n[[demo]]\nname = \"renderable\"\nif = \"data.enabled\"\ncontent = \"{{ data.name }}\"\n",
         )]);
         let etc = fixture.env.root.join("etc/holo");
         std::fs::create_dir_all(&etc).expect("mkdir");
@@ -1318,6 +1332,9 @@ mod tests {
         assert_eq!(loaded[1].skipped, None);
         assert_eq!(loaded[1].resource.content.as_deref(), Some("web"));
         assert_eq!(loaded[1].common.unless.as_deref(), Some("data.enabled"));
+        // An unmanaged one whose templates render is rendered as before.
+        assert!(loaded[2].skipped.is_some());
+        assert_eq!(loaded[2].resource.content.as_deref(), Some("web"));
     }
 
     #[test]
