@@ -10,6 +10,10 @@
 //! - `holos exec web-0 -- cat /etc/hostname` works;
 //! - `web` did not start before `db` was healthy;
 //! - data written to the volume survives `holos down` + `holos up`;
+//! - a guest killed with `kill -9` right after its boot, which lost its SSH
+//!   host keys with it, heals on the next `holo apply`: `holos ps` says
+//!   `starting` (not the `healthy` of before the kill) until the guest,
+//!   whose boot made its keys again, is reachable and healthy;
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
 //!
 //! and, with `holo`, `holo-file` and `holo-service` copied into `web-0`, that
@@ -136,9 +140,12 @@ services:
       write_files:
         - path: /srv/dbwww/index.html
           content: "{DB_PAGE}\n"
+      # bootcmd runs at every boot: db serves again after a restart on its
+      # own disk (runcmd runs once per instance).
+      bootcmd:
+        - "mkdir -p /srv/dbwww && busybox httpd -p 5432 -h /srv/dbwww"
       runcmd:
         - "hostname >> /srv/db/boots"
-        - [busybox, httpd, -p, "5432", -h, /srv/dbwww]
   web:
 {vm}    hostname: webhost
     depends_on: [db]
@@ -469,7 +476,117 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
             .ends_with(WEB_PAGE)
     );
 
-    // 4. holos stop: the ACPI power button over QMP; the guests shut down.
+    // 4. A crash right after boot. What a `kill -9` of QEMU loses is what
+    // the guest had not written to its disk yet; host keys that cloud-init
+    // made seconds before come back as empty files (ext4's delayed
+    // allocation). The test makes that loss certain: it empties the keys,
+    // syncs, and kills QEMU.
+    let phase = Instant::now();
+    e2e.sh(
+        "db-0",
+        "for f in /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub; do : > \"$f\"; done; sync",
+    );
+    let killed = e2e.root.pid("e2e", "db-0").expect("db-0 runs") as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(killed as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gone(killed) {
+        assert!(Instant::now() < deadline, "QEMU {killed} survived SIGKILL");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The next holo apply starts db-0 again on its disk. While it boots,
+    // ps says starting: the healthy of before the kill is gone.
+    let apply_log = e2e.root.path().join("crash-apply.log");
+    let mut apply = e2e.root.holo(&["apply"]);
+    apply
+        .stdout(std::fs::File::create(&apply_log).unwrap())
+        .stderr(
+            std::fs::File::options()
+                .append(true)
+                .open(&apply_log)
+                .unwrap(),
+        );
+    let mut apply = apply.spawn().unwrap();
+    let restarted = loop {
+        let db = e2e
+            .root
+            .ps("e2e")
+            .into_iter()
+            .find(|i| i["instance"] == "db-0")
+            .expect("db-0 in holos ps");
+        if db["pid"].as_u64().is_some_and(|p| p as u32 != killed) {
+            break db;
+        }
+        if let Some(status) = apply.try_wait().unwrap() {
+            panic!(
+                "holo apply ended ({status}) before db-0 ran again:\n{}",
+                std::fs::read_to_string(&apply_log).unwrap_or_default()
+            );
+        }
+        assert!(
+            phase.elapsed() < UP_LIMIT,
+            "db-0 was not started again:\n{}",
+            std::fs::read_to_string(&apply_log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(restarted["health"], "starting", "{restarted}");
+    let status = loop {
+        if let Some(status) = apply.try_wait().unwrap() {
+            break status;
+        }
+        if phase.elapsed() >= UP_LIMIT {
+            let _ = apply.kill();
+            let _ = apply.wait();
+            panic!(
+                "holo apply did not heal db-0 within {UP_LIMIT:?}:\n{}\n{}",
+                std::fs::read_to_string(&apply_log).unwrap_or_default(),
+                e2e.consoles()
+            );
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let said = std::fs::read_to_string(&apply_log).unwrap_or_default();
+    assert!(
+        status.success(),
+        "holo apply after the crash failed:\n{said}\n{}",
+        e2e.consoles()
+    );
+    assert!(said.contains("Working on vm:e2e/db"), "{said}");
+    let db = e2e
+        .root
+        .ps("e2e")
+        .into_iter()
+        .find(|i| i["instance"] == "db-0")
+        .expect("db-0 in holos ps");
+    assert_eq!(db["health"], "healthy", "{db}");
+    // Reachable: its boot made the keys again, and sshd runs on them.
+    let repaired = e2e.sh(
+        "db-0",
+        "grep -h 'regenerating the broken SSH host key' /var/log/cloud-init-output.log; \
+         for f in /etc/ssh/ssh_host_*_key; do ssh-keygen -y -f \"$f\" >/dev/null && echo \"sound $f\"; done; \
+         systemctl is-active ssh.service",
+    );
+    assert!(
+        repaired
+            .contains("holos: regenerating the broken SSH host key /etc/ssh/ssh_host_ed25519_key")
+            && repaired.contains("sound /etc/ssh/ssh_host_ed25519_key")
+            && repaired.ends_with("active"),
+        "{repaired}"
+    );
+    assert_eq!(
+        e2e.sh("db-0", "cat /srv/db/kept"),
+        "kept across down and up"
+    );
+    eprintln!(
+        "e2e: holo apply healed db-0 after kill -9 in {:.0}s",
+        phase.elapsed().as_secs_f64()
+    );
+
+    // 5. holos stop: the ACPI power button over QMP; the guests shut down.
     let phase = Instant::now();
     let pids: Vec<u32> = ["web-0", "db-0"]
         .iter()
