@@ -3,9 +3,7 @@
 //! successful (with a line saying so); one that fails without creating it
 //! fails, and one without `creates` fails on its exit code.
 
-#[path = "../../sdk/tests/support/escapes.rs"]
-#[allow(dead_code)]
-mod escapes;
+use crate::escapes;
 
 use std::fs;
 use std::path::Path;

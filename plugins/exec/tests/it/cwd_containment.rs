@@ -3,8 +3,7 @@
 //! resolved as if `HOLO_ROOT_DIR` were `/`, so the command runs in the
 //! directory inside the root, never in the host directory the link names.
 
-#[path = "../../sdk/tests/support/escapes.rs"]
-mod escapes;
+use crate::escapes;
 
 use std::fs;
 use std::path::Path;
