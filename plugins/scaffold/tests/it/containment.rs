@@ -89,11 +89,8 @@ purge = true
     for target in [counterpart.clone(), escapes.path("app")] {
         assert_eq!(read(target.join("notes.txt")), "rendered notes\n");
         assert_eq!(read(target.join("sub/deep.conf")), "deep\n");
-        assert!(
-            !target.join("stray.txt").exists(),
-            "purged inside the root: {}",
-            target.display()
-        );
+        // Purge removes only files the scaffold wrote; this one it never did.
+        assert_eq!(read(target.join("stray.txt")), "root stray\n");
     }
 
     // A second apply finds both targets stable through the same links.
@@ -110,7 +107,13 @@ purge = true
     for entity in ENTITIES {
         succeed(&escapes, &["apply", entity]);
     }
-    assert!(!counterpart.exists(), "scrubbed: {}", counterpart.display());
-    assert!(!escapes.path("app").exists(), "scrubbed: ROOT/app");
+    for target in [counterpart.clone(), escapes.path("app")] {
+        assert!(
+            !target.join("notes.txt").exists() && !target.join("sub").exists(),
+            "scrubbed: {}",
+            target.display()
+        );
+        assert_eq!(read(target.join("stray.txt")), "root stray\n");
+    }
     assert_eq!(escapes.outside_the_root(), before);
 }

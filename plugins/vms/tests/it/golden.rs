@@ -1,6 +1,6 @@
 //! Golden resolved manifests (`NAME.yaml`) and normalised files
 //! (`NAME.config.yaml`) for every example in `share/examples/compose`
-//! (the seed's examples and a fuller project). Run with `HOLOS_BLESS=1` to
+//! (the compose format's reference examples and a fuller project). Run with `HOLOS_BLESS=1` to
 //! rewrite the goldens after an intended change, then review the diff.
 
 use std::collections::BTreeMap;
@@ -57,7 +57,7 @@ fn every_example_matches_its_golden_manifest() {
     entries.sort();
     assert!(
         entries.len() >= 9,
-        "expected the seed examples and full-stack"
+        "expected the seed-* examples and full-stack"
     );
     let bless = std::env::var_os("HOLOS_BLESS").is_some();
     let mut mismatches = Vec::new();

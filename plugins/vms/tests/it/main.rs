@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod config_roundtrip;
+mod crash_recovery;
 mod dockerfile;
 mod doctor;
 mod e2e_debian;
@@ -17,6 +18,7 @@ mod notes;
 mod ops;
 mod plugin;
 mod plugin_support;
+mod replica_ports;
 mod runtime_boot;
 mod runtime_builders;
 mod runtime_fake;

@@ -1,4 +1,4 @@
-//! The runtime's pure builders against the seed's examples: the QEMU argv
+//! The runtime's pure builders against the example projects: the QEMU argv
 //! (golden files in `tests/golden/runtime/NAME.argv`, one argument a line),
 //! the cloud-init documents parsed back, and the seed ISO read back with an
 //! independent ISO 9660 reader. `HOLOS_BLESS=1` rewrites the argv goldens;
@@ -257,7 +257,14 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
         environment["content"].as_str(),
         Some("PGDATA=\"/var/lib/postgresql/data\"\n")
     );
-    assert_eq!(strings(&doc["bootcmd"]), ["echo boot"]);
+    // The host-key repair, then the service's own bootcmd.
+    let bootcmd = doc["bootcmd"].as_vec().unwrap();
+    assert_eq!(bootcmd.len(), 2, "{bootcmd:?}");
+    assert_eq!(
+        strings(&bootcmd[0]),
+        ["sh", "-c", cloud_init::SSH_HOST_KEY_REPAIR]
+    );
+    assert_eq!(bootcmd[1].as_str(), Some("echo boot"));
 
     let runcmd = doc["runcmd"].as_vec().unwrap();
     let texts: Vec<String> = runcmd

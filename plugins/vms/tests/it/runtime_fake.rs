@@ -1,5 +1,5 @@
 //! `holos` with the fake `qemu-system-x86_64` (the crate's test helper,
-//! linked first on PATH): the argv that reaches QEMU for the seed's examples
+//! linked first on PATH): the argv that reaches QEMU for the example projects
 //! (against `tests/golden/runtime/NAME.argv`), the stop escalation (QMP
 //! powerdown, then SIGTERM, then SIGKILL), `up` waiting for the SSH banner,
 //! and the SSH port chosen again when it is taken.

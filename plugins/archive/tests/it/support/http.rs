@@ -1,6 +1,6 @@
 //! An HTTP/1.1 server on 127.0.0.1 for download tests, started in the
 //! test: routes by path, optional basic auth and a required header, a
-//! route that stalls mid-body (idle timeouts), and a log of the requests.
+//! route that stalls mid-body (idle timeouts), redirects, and a log of the requests.
 //! Each connection is answered on its own thread; the server ends with the
 //! test process. Shared by the archive tests and the holos image tests
 //! (`#[path]`).
@@ -27,6 +27,8 @@ pub struct Route {
     /// Send the headers and half the body, then nothing more while the
     /// test runs: a server gone idle.
     pub stall: bool,
+    /// Answer `302 Found` with this `Location` instead.
+    pub redirect: Option<String>,
 }
 
 impl Route {
@@ -123,6 +125,14 @@ fn answer(stream: TcpStream, routes: &Mutex<HashMap<String, Route>>, seen: &Mute
         headers: headers.clone(),
     });
     let route = routes.lock().expect("routes").get(&path).cloned();
+    if let Some(location) = route.as_ref().and_then(|r| r.redirect.clone()) {
+        let mut stream = &stream;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        return;
+    }
     if let Some(route) = route.as_ref().filter(|r| r.stall) {
         let mut stream = &stream;
         let _ = write!(

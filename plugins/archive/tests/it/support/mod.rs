@@ -158,29 +158,34 @@ impl Root {
         self.write("usr/share/holo/archive/archives.toml", text);
     }
 
-    /// Runs `holo-archive ARGS` in test mode with FD 3 captured.
-    pub fn run(&self, args: &[&str]) -> Run {
-        let fd3 = self.dir.path().join("fd3");
-        let output = std::process::Command::new("sh")
+    /// `holo-archive ARGS` in test mode with FD 3 going to a file.
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new("sh");
+        command
             .arg("-c")
             .arg("exec \"$0\" \"$@\" 3>\"$FD3_FILE\"")
             .arg(assert_cmd::cargo::cargo_bin!("holo-archive"))
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FD3_FILE", &fd3)
+            .env("FD3_FILE", self.dir.path().join("fd3"))
             .env("HOLO_API_VERSION", "3")
             .env("HOLO_ROOT_DIR", self.path(""))
             .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/archive"))
             .env("HOLO_STATE_DIR", self.path("var/lib/holo/archive"))
             .env("HOLO_CACHE_DIR", self.path("tmp/cache"))
-            .env("HOLO_EXTENSIONS", "noop,order,batch")
-            .output()
-            .expect("run holo-archive");
+            .env("HOLO_EXTENSIONS", "noop,order,batch");
+        command
+    }
+
+    /// Runs `holo-archive ARGS` in test mode with FD 3 captured.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let _ = fs::remove_file(self.dir.path().join("fd3"));
+        let output = self.command(args).output().expect("run holo-archive");
         Run {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            fd3: fs::read_to_string(&fd3).unwrap_or_default(),
+            fd3: fs::read_to_string(self.dir.path().join("fd3")).unwrap_or_default(),
             success: output.status.success(),
         }
     }
