@@ -623,25 +623,44 @@ pub fn render_entity_diff(
         return Err(failure);
     }
     // The paths are bytes: a file name need not be UTF-8.
-    let parts: Vec<&[u8]> = fd3.split(|b| *b == 0).collect();
+    let mut parts: Vec<&[u8]> = fd3.split(|b| *b == 0).collect();
+    if fd3.ends_with(&[0]) {
+        parts.pop();
+    }
     if parts.len() < 2 {
         return Ok(Vec::new());
     }
+    // Two fields, or three with header lines (diff-header); more are files
+    // of three fields each (diff-files).
+    let files: Vec<&[&[u8]]> = match parts.len() {
+        2 | 3 => vec![&parts[..]],
+        n if n % 3 == 0 => parts.chunks(3).collect(),
+        n => {
+            return Err(format!(
+                "the plugin wrote {n} diff fields; several files take three fields each"
+            ));
+        }
+    };
     use std::os::unix::ffi::OsStrExt;
-    let (from, to) = (
-        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[0])),
-        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[1])),
-    );
-    // A third field: header lines (the diff-header extension).
-    let attributes = parts.get(2).copied().filter(|lines| !lines.is_empty());
-    let diff = crate::diff::render_file_diff_with_header(
-        from,
-        to,
-        &runtime.translate(&from.to_string_lossy()),
-        &runtime.translate(&to.to_string_lossy()),
-        attributes,
-    )
-    .map_err(|e| e.to_string())?;
+    let mut diff = Vec::new();
+    for fields in files {
+        let (from, to) = (
+            std::path::Path::new(std::ffi::OsStr::from_bytes(fields[0])),
+            std::path::Path::new(std::ffi::OsStr::from_bytes(fields[1])),
+        );
+        // A third field: header lines (the diff-header extension).
+        let attributes = fields.get(2).copied().filter(|lines| !lines.is_empty());
+        diff.extend(
+            crate::diff::render_file_diff_with_header(
+                from,
+                to,
+                &runtime.translate(&from.to_string_lossy()),
+                &runtime.translate(&to.to_string_lossy()),
+                attributes,
+            )
+            .map_err(|e| e.to_string())?,
+        );
+    }
     Ok(if out.color(Stream::Out) {
         crate::diff::colorize_diff(&diff)
     } else {
