@@ -6,7 +6,7 @@ use crate::apply::{self, Mode};
 use crate::loading::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::run_dir::{self, Runtime};
+use crate::run_dir::Runtime;
 use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
 use crate::{order, report};
@@ -100,13 +100,23 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("holo apply: --force and --noop cannot be combined");
         return 2;
     }
-    install_signal_cleanup();
+    crate::interrupt::install();
     let mut out = Output::new();
+    if let Err(message) = crate::plugin::check_timeout_variables() {
+        out.error(Stream::Err, &message);
+        out.flush();
+        return EXIT_FATAL;
+    }
     let mut reporting = Reporting::new(&options);
     let code = run(command, &options, &selectors, &mut out, &mut reporting);
     // A run that failed before it applied anything is reported too, so that
-    // a monitor sees the failure instead of an old success.
-    let code = if command == Command::Apply && !reporting.written {
+    // a monitor sees the failure instead of an old success. A run
+    // interrupted before it took the lock leaves the report alone: another
+    // run may hold the lock.
+    let code = if let Some(signal) = crate::interrupt::signal() {
+        out.error(Stream::Err, &format!("interrupted by {}", signal.as_str()));
+        128 + signal as i32
+    } else if command == Command::Apply && !reporting.written {
         reporting.write(&mut out, code, Vec::new())
     } else {
         code
@@ -136,6 +146,8 @@ struct Reporting {
     report_is_default: bool,
     metrics: Option<std::path::PathBuf>,
     written: bool,
+    /// The root, below which the files resolve as if it were `/`.
+    root: String,
 }
 
 impl Reporting {
@@ -147,6 +159,7 @@ impl Reporting {
             report_is_default: false,
             metrics: options.metrics.as_ref().map(Into::into),
             written: false,
+            root: "/".to_string(),
         }
     }
 
@@ -155,6 +168,7 @@ impl Reporting {
     /// trees: the default report is written there only when
     /// `HOLO_TEST_RUN_REPORT` asks for it.
     fn set_root(&mut self, root: &str) {
+        self.root = root.to_string();
         let test_mode = root != "/";
         let asked =
             std::env::var_os("HOLO_TEST_RUN_REPORT").is_some_and(|v| !v.is_empty() && v != "0");
@@ -186,7 +200,9 @@ impl Reporting {
         ];
         for (path, create_parent, content) in files {
             let Some(path) = path else { continue };
-            if let Err(message) = run_report::write_atomically(path, &content, create_parent) {
+            if let Err(message) =
+                run_report::write_in_root(&self.root, path, &content, create_parent)
+            {
                 out.error(
                     Stream::Err,
                     &format!(
@@ -214,23 +230,6 @@ fn help_text(program: &str) -> String {
          {program} version\n    \
          {program} help\n\nSee `man 8 holo` for details.\n"
     )
-}
-
-/// Removes the cache directory and the lock when SIGINT, SIGTERM or SIGHUP arrive.
-fn install_signal_cleanup() {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(signal);
-    }
-    if set.thread_block().is_ok() {
-        std::thread::spawn(move || {
-            if let Ok(signal) = set.wait() {
-                run_dir::run_cleanup();
-                std::process::exit(128 + signal as i32);
-            }
-        });
-    }
 }
 
 fn run(
@@ -266,7 +265,13 @@ fn run(
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    if let Some(code) = crate::interrupt::exit_code() {
+        return code;
+    }
     if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
+        return code;
+    }
+    if let Some(code) = crate::interrupt::exit_code() {
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
@@ -324,6 +329,9 @@ fn run(
             };
             let applied = apply::run(&ctx, out, mode);
             let mut code = apply::exit_code(mode, &applied.outcomes);
+            if let Some(interrupted) = crate::interrupt::exit_code() {
+                code = interrupted;
+            }
             // Unlike Holo 3: a skipped plugin is a failure, so that a cron
             // job learns that its entities are no longer managed.
             if missing_plugins && matches!(code, 0 | 2) {
@@ -332,6 +340,8 @@ fn run(
             let results = entities
                 .iter()
                 .zip(applied.outcomes.iter().zip(&applied.durations))
+                // An interrupted run lists the entities it started.
+                .filter(|(_, (outcome, _))| **outcome != apply::Outcome::NotStarted)
                 .map(|(entity, (outcome, duration))| EntityResult {
                     id: entity.id.clone(),
                     plugin: plugins[entity.plugin].id.clone(),
@@ -339,7 +349,8 @@ fn run(
                     duration: *duration,
                 })
                 .collect();
-            // Written under the lock, so the report is the last run's.
+            // Written under the lock, so the report is the last run's; the
+            // lock goes last, when nothing this run started is alive.
             let code = reporting.write(out, code, results);
             if let Some(lock) = lock {
                 crate::lock::release(&lock, out);
@@ -364,6 +375,9 @@ fn utf8_env(name: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// The largest scan report holo reads from one plugin.
+const MAX_SCAN_REPORT: usize = 256 << 20;
+
 /// Scans every plugin before anything is applied.
 fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
     let mut all = Vec::new();
@@ -372,15 +386,32 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
         let mut stdout = Vec::new();
         let mut stderr = StderrLines::default();
         let result = plugin.run(&["scan"], &[], None, false, |chunk| match chunk {
-            Chunk::Stdout(b) => stdout.extend_from_slice(b),
+            // Beyond the limit the report is refused below; keep no more.
+            Chunk::Stdout(b) if stdout.len() <= MAX_SCAN_REPORT => stdout.extend_from_slice(b),
+            Chunk::Stdout(_) => {}
             Chunk::Stderr(b) => stderr.push(b, &mut |line| apply::plugin_stderr_line(out, line)),
             Chunk::Fd3(_) => {}
         });
         stderr.finish(&mut |line| apply::plugin_stderr_line(out, line));
+        // Nothing is applied after an interrupted scan.
+        if let Some(code) = crate::interrupt::exit_code() {
+            return Err(code);
+        }
         if let Some(failure) = plugin.failure(&result) {
             out.error(
                 Stream::Err,
                 &format!("scan with plugin {} failed: {failure}", plugin.id),
+            );
+            return Err(EXIT_FATAL);
+        }
+        if stdout.len() > MAX_SCAN_REPORT {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "scan with plugin {} failed: its report is larger than {} MiB; declare fewer entities per plugin",
+                    plugin.id,
+                    MAX_SCAN_REPORT >> 20
+                ),
             );
             return Err(EXIT_FATAL);
         }
