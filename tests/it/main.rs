@@ -14,6 +14,7 @@ mod fixtures;
 mod fleet;
 mod holo3_suite;
 mod man_pages;
+mod noop_state_dirs;
 mod packaging;
 mod parsers_no_panic;
 mod quickstart_demo;

@@ -4,5 +4,6 @@ mod containment;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
 mod interrupted_apply;
+mod man_messages;
 mod ownership;
 mod properties;
