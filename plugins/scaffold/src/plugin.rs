@@ -13,7 +13,7 @@ use holo_plugin::process::Command;
 use holo_plugin::resources::{self, Resource};
 use holo_plugin::root_fs::RootFs;
 use holo_plugin::template::TemplateContext;
-use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
+use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
@@ -240,6 +240,15 @@ impl Plugin for ScaffoldPlugin {
         match &entity.spec {
             Some(spec) => render_diff(env, &entity.id, spec).map_err(|err| err.context(&entity.id)),
             None => Ok(None),
+        }
+    }
+
+    fn diff_files(&self, env: &Env, entity: &EntityCtx<ScaffoldSpec>) -> Result<Vec<Diff>> {
+        match &entity.spec {
+            Some(spec) => {
+                render_file_diffs(env, &entity.id, spec).map_err(|err| err.context(&entity.id))
+            }
+            None => Ok(Vec::new()),
         }
     }
 }
@@ -585,15 +594,8 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
     Ok(Outcome::Changed)
 }
 
-/// One side of the diff: `==> PATH <==` and the content of every file that
-/// differs, in path order, like `head` prints several files.
-fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathBuf, PathBuf)>> {
-    let context = template_context(env)?;
-    let record = read_record(env, id, spec)?;
-    let rendering = render(env, &context, spec, &record)?;
-    let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
-    let lists = &rendering.lists;
+/// The files below the target that differ from the desired state, sorted.
+fn differing_files<'a>(spec: &ScaffoldSpec, lists: &'a Lists) -> Vec<&'a PathBuf> {
     let mut differing: Vec<&PathBuf> = match spec.ensure {
         Ensure::Present => lists
             .changed
@@ -602,10 +604,95 @@ fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathB
             .collect(),
         Ensure::Absent => lists.changed.iter().chain(&lists.stable).collect(),
     };
+    differing.sort();
+    differing
+}
+
+/// One diff per differing file (the `diff-files` extension): the desired
+/// file is rendered below the cache as `desired/TARGET/REL`, and the current
+/// side is the file itself, so each diff names the real path. A current
+/// file that resolves outside the root (test mode) is copied instead, so
+/// that the driver never reads outside it.
+fn render_file_diffs(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Vec<Diff>> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
+    let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("clear", &dir, &err)),
+    }
+    let write = |side: &str, rel: &Path, bytes: &[u8], mode: u32| -> Result<PathBuf> {
+        let path = dir
+            .join(side)
+            .join(spec.name.trim_start_matches('/'))
+            .join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, &err))?;
+        }
+        std::fs::write(&path, bytes).map_err(|err| Error::io("write", &path, &err))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+            .map_err(|err| Error::io("set the mode of", &path, &err))?;
+        Ok(path)
+    };
+    let root = std::fs::canonicalize(&env.root).unwrap_or_else(|_| env.root.clone());
+    let mut diffs = Vec::new();
+    for rel in differing_files(spec, &rendering.lists) {
+        let wanted = rendering
+            .files
+            .iter()
+            .find(|file| file.rel == *rel)
+            .filter(|_| spec.ensure == Ensure::Present);
+        let desired = match wanted {
+            Some(file) => write("desired", rel, &file.content, file.mode)?,
+            None => PathBuf::from("/dev/null"),
+        };
+        let real = target.join(rel);
+        let current = if resolves_inside(&real, &root) {
+            real
+        } else {
+            match fs.read(&real) {
+                Ok(bytes) => write("current", rel, &bytes, 0o644)?,
+                Err(_) => PathBuf::from("/dev/null"),
+            }
+        };
+        diffs.push(Diff {
+            desired,
+            current,
+            header: Vec::new(),
+        });
+    }
+    Ok(diffs)
+}
+
+/// True when `path`, or for a missing path its nearest existing ancestor,
+/// resolves below `root` and `path` is not a directory.
+fn resolves_inside(path: &Path, root: &Path) -> bool {
+    if path.is_dir() {
+        return false;
+    }
+    path.ancestors()
+        .find_map(|existing| std::fs::canonicalize(existing).ok())
+        .is_some_and(|resolved| resolved.starts_with(root))
+}
+
+/// One side of the diff: `==> PATH <==` and the content of every file that
+/// differs, in path order, like `head` prints several files. Drivers without
+/// `diff-files` (Holo 3) get this.
+fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathBuf, PathBuf)>> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
+    let differing = differing_files(spec, &rendering.lists);
     if differing.is_empty() {
         return Ok(None);
     }
-    differing.sort();
     let desired_of = |rel: &Path| -> Option<Vec<u8>> {
         if spec.ensure == Ensure::Absent {
             return None;

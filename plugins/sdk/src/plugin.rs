@@ -95,6 +95,14 @@ pub trait Plugin {
         }))
     }
 
+    /// Like [`Plugin::diff_with_header`], for an entity that is several
+    /// files: one [`Diff`] per file, each naming the file's real path, when
+    /// the driver announced `diff-files`. By default, the one diff of
+    /// [`Plugin::diff_with_header`].
+    fn diff_files(&self, env: &Env, entity: &EntityCtx<Self::Spec>) -> Result<Vec<Diff>> {
+        Ok(self.diff_with_header(env, entity)?.into_iter().collect())
+    }
+
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
     /// `None` when `name` is not one of them.
     fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
