@@ -146,6 +146,8 @@ struct Reporting {
     report_is_default: bool,
     metrics: Option<std::path::PathBuf>,
     written: bool,
+    /// The root, below which the files resolve as if it were `/`.
+    root: String,
 }
 
 impl Reporting {
@@ -157,6 +159,7 @@ impl Reporting {
             report_is_default: false,
             metrics: options.metrics.as_ref().map(Into::into),
             written: false,
+            root: "/".to_string(),
         }
     }
 
@@ -165,6 +168,7 @@ impl Reporting {
     /// trees: the default report is written there only when
     /// `HOLO_TEST_RUN_REPORT` asks for it.
     fn set_root(&mut self, root: &str) {
+        self.root = root.to_string();
         let test_mode = root != "/";
         let asked =
             std::env::var_os("HOLO_TEST_RUN_REPORT").is_some_and(|v| !v.is_empty() && v != "0");
@@ -196,7 +200,9 @@ impl Reporting {
         ];
         for (path, create_parent, content) in files {
             let Some(path) = path else { continue };
-            if let Err(message) = run_report::write_atomically(path, &content, create_parent) {
+            if let Err(message) =
+                run_report::write_in_root(&self.root, path, &content, create_parent)
+            {
                 out.error(
                     Stream::Err,
                     &format!(
@@ -262,7 +268,7 @@ fn run(
     if let Some(code) = crate::interrupt::exit_code() {
         return code;
     }
-    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
         return code;
     }
     if let Some(code) = crate::interrupt::exit_code() {
@@ -562,6 +568,7 @@ fn select(
     }
     let mut used = vec![false; selectors.len()];
     let mut selected = Vec::with_capacity(entities.len());
+    let ids: Vec<String> = entities.iter().map(|entity| entity.id.clone()).collect();
     for entity in entities {
         let matching = matching_selectors(&entity, plugins);
         let mut is_selected = false;
@@ -582,6 +589,13 @@ fn select(
                 Stream::Err,
                 format!("Unrecognized argument: {selector}\n").as_bytes(),
             );
+            let near = nearest_ids(selector, &ids);
+            if !near.is_empty() {
+                out.raw(
+                    Stream::Err,
+                    format!("Did you mean {}?\n", near.join(" or ")).as_bytes(),
+                );
+            }
             unrecognized = true;
         }
     }
@@ -589,6 +603,30 @@ fn select(
         return Err(EXIT_FATAL);
     }
     Ok(selected)
+}
+
+/// The entity IDs closest to a selector that matched nothing, when one is
+/// close: at most 2 edits (a transposition is one) and at most a quarter of
+/// the selector's length. Up to three, in name order.
+fn nearest_ids(selector: &str, ids: &[String]) -> Vec<String> {
+    let limit = 2.min(selector.chars().count() / 4);
+    let distances: Vec<(usize, &String)> = ids
+        .iter()
+        .map(|id| (strsim::damerau_levenshtein(selector, id), id))
+        .filter(|(distance, _)| *distance <= limit)
+        .collect();
+    let Some(best) = distances.iter().map(|(distance, _)| *distance).min() else {
+        return Vec::new();
+    };
+    let mut near: Vec<String> = distances
+        .into_iter()
+        .filter(|(distance, _)| *distance == best)
+        .map(|(_, id)| id.clone())
+        .collect();
+    near.sort();
+    near.dedup();
+    near.truncate(3);
+    near
 }
 
 fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
@@ -609,4 +647,29 @@ fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mu
     }
     out.flush();
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearest_ids;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn a_close_entity_id_is_suggested() {
+        let known = ids(&["file:/etc/motd", "file:/etc/hosts", "package:nginx"]);
+        assert_eq!(nearest_ids("file:/etc/mtod", &known), ["file:/etc/motd"]);
+        assert_eq!(nearest_ids("package:ngnix", &known), ["package:nginx"]);
+    }
+
+    #[test]
+    fn nothing_is_suggested_when_nothing_is_close() {
+        let known = ids(&["file:/etc/motd", "package:nginx"]);
+        assert!(nearest_ids("bogus-selector", &known).is_empty());
+        assert!(nearest_ids("file", &known).is_empty());
+        // short selectors allow fewer edits
+        assert!(nearest_ids("ab", &ids(&["ac"])).is_empty());
+    }
 }

@@ -1,4 +1,4 @@
-//! The dependency benchmark (issue 8, §4): 10,000 holo-file entities as
+//! The dependency benchmark: 10,000 holo-file entities as
 //! 1,000 directories and 9,000 files that each require their directory,
 //! against 10,000 independent files, both as a no-op `holo apply` in the
 //! same run. Batches carry the references (batch-order), so dependencies

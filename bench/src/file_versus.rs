@@ -1,4 +1,4 @@
-//! The regression benchmark of issue 13: the no-op `holo apply` of N
+//! The regression benchmark: the no-op `holo apply` of N
 //! holo-file entities with this build and with an older build of `holo`
 //! and `holo-file` (a directory with both binaries, for example the
 //! `target/release` of a checkout of the commit before), alternately in the
@@ -31,7 +31,7 @@ pub fn run(old: &Path, sizes: &[usize]) -> Result<(), String> {
     );
     for &n in sizes {
         // Both roots get their first apply from this build: builds before
-        // this issue leaked a descriptor per written file in a batch, so
+        // the descriptor fix leaked a descriptor per written file in a batch, so
         // they cannot make the first apply of 10,000 files. The records are
         // the same for both builds, and the no-op apply writes nothing.
         let old_root = prepared_root(old, &new, n)?;

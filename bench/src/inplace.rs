@@ -1,4 +1,4 @@
-//! The `inplace` extension (issue 8, §5): `holo scan` over the SDK plugin
+//! The `inplace` extension: `holo scan` over the SDK plugin
 //! `holo-demo` (which declares `inplace`) with and without a real 1 GiB
 //! file in its resource directory. The driver must not copy it, so the
 //! difference should stay below 20 ms. For contrast, a plugin that declares

@@ -40,7 +40,10 @@ impl Plugin for ExecPlugin {
                 .resource
                 .validate(!declared.common.subscribe.is_empty())
             {
-                Ok(spec) => spec,
+                Ok(spec) => ExecSpec {
+                    subscribe: declared.common.subscribe.clone(),
+                    ..spec
+                },
                 Err(problem) => {
                     errors.push(Error::new(format!(
                         "{location}: exec {:?}: {problem}",
@@ -93,7 +96,25 @@ impl Plugin for ExecPlugin {
             }
             return Ok(Outcome::Changed);
         }
-        apply::execute(env, spec, run == Run::Refresh)?;
+        if run == Run::Refresh {
+            println!("{}", apply::refresh_reason(spec));
+        }
+        let result = apply::execute(env, spec, run == Run::Refresh);
+        if let Err(err) = result {
+            if !apply::run_succeeded(
+                false,
+                spec.creates.is_some(),
+                apply::creates_exists(env, spec),
+            ) {
+                return Err(err);
+            }
+            // CCM's rule: the creates file is the desired state.
+            println!(
+                "{}; creates {} exists, so the run counts as successful",
+                err.message().lines().next().unwrap_or_default(),
+                spec.creates.as_deref().unwrap_or_default()
+            );
+        }
         Ok(Outcome::Changed)
     }
 }

@@ -1,5 +1,5 @@
 //! The decisions of apply, as plain functions over observed and wanted
-//! state: the seed's decision table, Holo's protection of manual edits, and
+//! state: CCM's decision table, Holo's protection of manual edits, and
 //! what scrubbing a deleted resource does. Nothing here touches the system.
 
 use std::path::PathBuf;
@@ -95,7 +95,7 @@ pub enum Action {
     Link,
 }
 
-/// The seed's decision table, row by row.
+/// CCM's decision table, row by row.
 pub fn decide(wanted: &Wanted, current: &Observed) -> Action {
     match (wanted.ensure, current.kind) {
         (Ensure::Absent, Kind::Absent) => Action::None,
@@ -116,7 +116,7 @@ fn attributes_match(wanted: &Wanted, current: &Observed) -> bool {
         && matches(wanted.mode, current.mode)
 }
 
-/// The properties in which `current` differs from `wanted`, in the seed's
+/// The properties in which `current` differs from `wanted`, in CCM's
 /// order of checks; used for verification messages and noop details.
 pub fn differences(wanted: &Wanted, current: &Observed) -> Vec<&'static str> {
     if current.kind != Kind::of(wanted.ensure) {
@@ -292,7 +292,7 @@ mod tests {
         }
     }
 
-    // The seed's decision table, one test per row.
+    // CCM's decision table, one test per row.
 
     #[test]
     fn row_absent_and_absent_does_nothing() {

@@ -1,4 +1,4 @@
-//! The package type's decisions as plain functions: the seed's phase 1
+//! The package type's decisions as plain functions: CCM's phase 1
 //! (`latest`) and phase 2 (absent/present/version), its decision table,
 //! desired-state verification, Holo's optional protection, and the noop
 //! messages. Nothing here runs a command.
@@ -82,7 +82,7 @@ pub fn phase_two(ensure: &Ensure, current: &Current, order: &dyn VersionOrder) -
     }
 }
 
-/// The seed's decision table: phase 1, then phase 2.
+/// CCM's decision table: phase 1, then phase 2.
 pub fn decide(ensure: &Ensure, current: &Current, order: &dyn VersionOrder) -> Step {
     phase_one(ensure, current).unwrap_or_else(|| phase_two(ensure, current, order))
 }
@@ -202,7 +202,7 @@ mod tests {
         Ensure::Version(v.to_owned())
     }
 
-    // One test per row of the seed's decision table.
+    // One test per row of CCM's decision table.
 
     #[test]
     fn row_present_installed_any_version_is_none() {

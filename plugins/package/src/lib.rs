@@ -3,7 +3,7 @@
 //! and owns exact Debian, RPM and CCM-generic version ordering.
 //!
 //! - [`model`]: properties and validation;
-//! - [`apply`]: the seed's decision table as plain functions;
+//! - [`apply`]: CCM's decision table as plain functions;
 //! - [`provider`]: apt, dnf and the test-mode mock;
 //! - [`version`]: the orderings and `holo-package version-compare`;
 //! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, scrubbing).

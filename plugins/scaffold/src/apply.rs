@@ -1,4 +1,4 @@
-//! The scaffold type's decisions as plain functions: the seed's decision
+//! The scaffold type's decisions as plain functions: CCM's decision
 //! table (is the current state the desired one?) and the noop count and
 //! message. Nothing here touches the system.
 
@@ -35,7 +35,7 @@ pub fn affected(ensure: Ensure, purge: bool, observed: &Observed) -> usize {
     }
 }
 
-/// Holo's protection for one Changed file the scaffold wrote before.
+/// Holo's protection for one file apply would change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protection {
     Proceed,
@@ -45,14 +45,44 @@ pub enum Protection {
     RequiresForceOverwrite,
 }
 
-/// `written` is the checksum apply left (`None`: never written by us);
-/// `current` the file's checksum now (`None`: missing).
-pub fn protection(written: Option<&str>, current: Option<&str>) -> Protection {
-    match (written, current) {
-        (None, _) => Protection::Proceed,
-        (Some(_), None) => Protection::RequiresForceRestore,
-        (Some(written), Some(current)) if written != current => Protection::RequiresForceOverwrite,
-        (Some(_), Some(_)) => Protection::Proceed,
+/// What apply would do to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Render it (present, Changed).
+    Write,
+    /// Remove it (absent, or purge).
+    Remove,
+}
+
+/// What the state record says about the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written<'a> {
+    /// The scaffold never wrote it.
+    Never,
+    /// A write or its post commands did not finish.
+    Unfinished,
+    /// Apply left this checksum.
+    Checksum(&'a str),
+}
+
+/// `current` is the file's checksum now (`None`: missing); `rendered_now`
+/// says whether it holds what the source renders (Stable).
+pub fn protection(
+    change: Change,
+    written: Written<'_>,
+    current: Option<&str>,
+    rendered_now: bool,
+) -> Protection {
+    match (change, written, current) {
+        (_, Written::Unfinished, _) => Protection::Proceed,
+        (Change::Write, Written::Never, _) => Protection::Proceed,
+        (Change::Write, Written::Checksum(_), None) => Protection::RequiresForceRestore,
+        (Change::Remove, _, None) => Protection::Proceed,
+        (_, Written::Checksum(written), Some(current)) if written == current => Protection::Proceed,
+        (Change::Remove, _, Some(_)) if rendered_now => Protection::Proceed,
+        // Edited since apply, or never written by the scaffold and unlike
+        // its rendering: someone else's content.
+        (_, _, Some(_)) => Protection::RequiresForceOverwrite,
     }
 }
 
@@ -78,7 +108,7 @@ mod tests {
         }
     }
 
-    // The seed's decision table, one test per row.
+    // CCM's decision table, one test per row.
 
     #[test]
     fn absent_without_target_is_stable() {
@@ -126,17 +156,81 @@ mod tests {
         assert!(!is_stable(Ensure::Present, true, &seen(false, 3, 0, 0)));
     }
 
+    // Protection, one test per row.
+
     #[test]
-    fn protection_guards_files_edited_or_deleted_since_apply() {
-        assert_eq!(protection(None, Some("a")), Protection::Proceed);
-        assert_eq!(protection(Some("a"), Some("a")), Protection::Proceed);
+    fn protection_unfinished_writes_proceed() {
+        for change in [Change::Write, Change::Remove] {
+            assert_eq!(
+                protection(change, Written::Unfinished, Some("a"), false),
+                Protection::Proceed
+            );
+        }
+    }
+
+    #[test]
+    fn protection_writing_a_file_never_written_proceeds() {
         assert_eq!(
-            protection(Some("a"), Some("b")),
+            protection(Change::Write, Written::Never, Some("a"), false),
+            Protection::Proceed
+        );
+        assert_eq!(
+            protection(Change::Write, Written::Never, None, false),
+            Protection::Proceed
+        );
+    }
+
+    #[test]
+    fn protection_writing_a_deleted_file_requires_force_to_restore() {
+        assert_eq!(
+            protection(Change::Write, Written::Checksum("a"), None, false),
+            Protection::RequiresForceRestore
+        );
+    }
+
+    #[test]
+    fn protection_removing_a_missing_file_proceeds() {
+        assert_eq!(
+            protection(Change::Remove, Written::Checksum("a"), None, false),
+            Protection::Proceed
+        );
+    }
+
+    #[test]
+    fn protection_a_file_as_apply_left_it_proceeds() {
+        for change in [Change::Write, Change::Remove] {
+            assert_eq!(
+                protection(change, Written::Checksum("a"), Some("a"), false),
+                Protection::Proceed
+            );
+        }
+    }
+
+    #[test]
+    fn protection_removing_a_file_that_holds_the_rendering_proceeds() {
+        assert_eq!(
+            protection(Change::Remove, Written::Never, Some("a"), true),
+            Protection::Proceed
+        );
+    }
+
+    #[test]
+    fn protection_an_edited_file_requires_force_to_overwrite() {
+        assert_eq!(
+            protection(Change::Write, Written::Checksum("a"), Some("b"), false),
             Protection::RequiresForceOverwrite
         );
         assert_eq!(
-            protection(Some("a"), None),
-            Protection::RequiresForceRestore
+            protection(Change::Remove, Written::Checksum("a"), Some("b"), false),
+            Protection::RequiresForceOverwrite
+        );
+    }
+
+    #[test]
+    fn protection_removing_someone_elses_file_requires_force() {
+        assert_eq!(
+            protection(Change::Remove, Written::Never, Some("b"), false),
+            Protection::RequiresForceOverwrite
         );
     }
 

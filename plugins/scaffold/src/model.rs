@@ -93,24 +93,36 @@ const ENGINE_HELP: &str = "holo renders scaffolds with minijinja (Jinja2 syntax:
 
 impl ScaffoldTable {
     /// Validates the table; `declared_in` is the resource file, which a
-    /// relative `source` is resolved against.
-    pub fn validate(&self, declared_in: &Path) -> Result<ScaffoldSpec, String> {
+    /// relative `source` is resolved against. In test mode `test_root` is
+    /// the root, which an absolute `source` is read inside of. Whether the
+    /// source is a directory is for the caller to check, inside the root.
+    pub fn validate(
+        &self,
+        declared_in: &Path,
+        test_root: Option<&Path>,
+    ) -> Result<ScaffoldSpec, String> {
         validate_target(&self.name)?;
         let source = self
             .source
             .as_deref()
             .filter(|source| !source.is_empty())
             .ok_or("source is required: set source = \"DIRECTORY\" (relative to this file)")?;
-        let resolved = match declared_in.parent() {
-            Some(dir) => dir.join(source),
-            None => PathBuf::from(source),
-        };
-        if !resolved.is_dir() {
+        if Path::new(source)
+            .components()
+            .any(|component| component == Component::ParentDir)
+        {
             return Err(format!(
-                "source {source:?} is not a directory next to this file ({}); create it or fix the path",
-                resolved.display()
+                "source {source:?} contains \"..\": name a directory beside this file or below it, or an absolute path"
             ));
         }
+        let resolved = match (Path::new(source).strip_prefix("/"), test_root) {
+            (Ok(below_root), Some(root)) => root.join(below_root),
+            (Ok(_), None) => PathBuf::from(source),
+            (Err(_), _) => match declared_in.parent() {
+                Some(dir) => dir.join(source),
+                None => PathBuf::from(source),
+            },
+        };
         match self.engine.as_deref() {
             None | Some("jinja") => {}
             Some(engine @ ("go" | "jet")) => {
@@ -205,16 +217,22 @@ mod tests {
     fn source_is_resolved_next_to_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let spec = valid(dir.path())
-            .validate(&dir.path().join("app.toml"))
+            .validate(&dir.path().join("app.toml"), None)
             .expect("valid");
         assert_eq!(spec.source, dir.path().join("templates"));
         assert_eq!(spec.ensure, Ensure::Present);
-        let mut missing = valid(dir.path());
-        missing.source = Some("nope".into());
-        let err = missing
-            .validate(&dir.path().join("app.toml"))
-            .expect_err("missing");
-        assert!(err.contains("not a directory"), "{err}");
+        let mut climbing = valid(dir.path());
+        climbing.source = Some("../../etc/ssh".into());
+        let err = climbing
+            .validate(&dir.path().join("app.toml"), None)
+            .expect_err("..");
+        assert!(err.contains("\"..\""), "{err}");
+        let mut absolute = valid(dir.path());
+        absolute.source = Some("/etc/ssh".into());
+        let spec = absolute
+            .validate(&dir.path().join("app.toml"), Some(Path::new("/r")))
+            .expect("absolute");
+        assert_eq!(spec.source, Path::new("/r/etc/ssh"));
     }
 
     #[test]
@@ -222,13 +240,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
         table.engine = Some("jet".into());
-        let err = table.validate(&dir.path().join("a.toml")).expect_err("jet");
+        let err = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect_err("jet");
         assert!(
             err.contains("minijinja") && err.contains("left_delimiter"),
             "{err}"
         );
         table.engine = Some("jinja".into());
-        assert!(table.validate(&dir.path().join("a.toml")).is_ok());
+        assert!(table.validate(&dir.path().join("a.toml"), None).is_ok());
     }
 
     #[test]
@@ -236,9 +256,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
         table.left_delimiter = Some("[[".into());
-        assert!(table.validate(&dir.path().join("a.toml")).is_err());
+        assert!(table.validate(&dir.path().join("a.toml"), None).is_err());
         table.right_delimiter = Some("]]".into());
-        assert!(table.validate(&dir.path().join("a.toml")).is_ok());
+        assert!(table.validate(&dir.path().join("a.toml"), None).is_ok());
         for bad in ["etc/app", "/etc/../app", "/", "/etc/app/"] {
             assert!(validate_target(bad).is_err(), "{bad}");
         }

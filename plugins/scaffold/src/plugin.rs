@@ -1,7 +1,7 @@
 //! The plugin on the SDK: scan renders every scaffold and shows the counts,
 //! apply writes Changed files atomically (running `post` right after each),
 //! purges, or removes the managed files for `absent`, then verifies; noop
-//! prints the seed's message; diff shows every changed file in one pair of
+//! prints CCM's message; diff shows every changed file in one pair of
 //! files; the state record lists the managed files, and a scaffold that is
 //! no longer declared gets its unchanged managed files removed.
 
@@ -81,7 +81,8 @@ fn render(
     let engine = context
         .tree_engine(&spec.data, delimiters)
         .map_err(Error::new)?;
-    let files = render::render_tree(&engine, &spec.source, spec.skip_empty).map_err(Error::new)?;
+    let source = resolve_source(env, &spec.source).map_err(Error::new)?;
+    let files = render::render_tree(&engine, &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
     let fs = RootFs::of(env)?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
@@ -97,6 +98,30 @@ fn render(
         lists,
         target_exists: fs.is_dir(&target),
     })
+}
+
+/// The template directory's real path: in test mode a source below the
+/// root is resolved inside it (symlinks as if the root were `/`), so that
+/// nothing outside the root is read. A source in the run's cache
+/// directory (copied resources) is taken as it is.
+fn resolve_source(env: &Env, source: &Path) -> std::result::Result<PathBuf, String> {
+    let missing = |err: &dyn std::fmt::Display| {
+        format!(
+            "source {} is not a directory ({err}); create it or fix the path",
+            env.origin_of(source).display()
+        )
+    };
+    let real = if env.test_mode && source.starts_with(&env.root) {
+        let fs = RootFs::of(env).map_err(|err| err.to_string())?;
+        fs.real_path(source).map_err(|err| missing(&err))?
+    } else {
+        source.to_path_buf()
+    };
+    match std::fs::metadata(&real) {
+        Ok(meta) if meta.is_dir() => Ok(real),
+        Ok(_) => Err(missing(&"it is a file")),
+        Err(err) => Err(missing(&err)),
+    }
 }
 
 fn template_context(env: &Env) -> Result<TemplateContext> {
@@ -141,7 +166,12 @@ impl Plugin for ScaffoldPlugin {
         let mut context = None;
         for declared in resources::load_reading::<ScaffoldTable>(env, is_template_tree)? {
             let location = &declared.location;
-            let spec = match declared.resource.validate(&location.path) {
+            let test_root = env.test_mode.then_some(env.root.as_path());
+            let validated = declared
+                .resource
+                .validate(&location.path, test_root)
+                .and_then(|spec| resolve_source(env, &spec.source).map(|_| spec));
+            let spec = match validated {
                 Ok(spec) => ScaffoldSpec {
                     protect: declared.common.protect.unwrap_or(true),
                     ..spec
@@ -223,8 +253,7 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
         return Ok(Outcome::NotChanged);
     }
-    if spec.ensure == Ensure::Present
-        && spec.protect
+    if spec.protect
         && mode != Mode::Force
         && let Some(outcome) = protected(&fs, env, spec, &rendering, &record)
     {
@@ -243,11 +272,19 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
     let target = env.root_join(&spec.name);
     match spec.ensure {
         Ensure::Present => {
-            let files = write_files(env, spec, &rendering, &record)?;
-            if spec.purge {
-                for rel in &rendering.lists.purged {
+            // The target is part of the desired state, even for a source
+            // without files.
+            fs.create_dir_all(&target)
+                .map_err(|err| Error::io("create", &target, &err))?;
+            let mut files = write_files(env, id, spec, &rendering, &record)?;
+            let previous = record.by_rel();
+            for rel in &rendering.lists.purged {
+                if spec.purge {
                     remove_file(&fs, &target.join(rel), &spec.name, rel)?;
                     println!("Purged {}", Path::new(&spec.name).join(rel).display());
+                } else if let Some(kept) = previous.get(rel) {
+                    // Still the scaffold's to purge once purge is on.
+                    files.push(kept.clone());
                 }
             }
             let record = Record {
@@ -276,7 +313,9 @@ fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outc
 }
 
 /// The outcome that leaves files edited or deleted since the last apply
-/// alone (`None` when apply may go ahead); a restore wins over an overwrite.
+/// alone (`None` when apply may go ahead); a restore wins over an
+/// overwrite. For `present` the files to write are checked, and with
+/// `purge` the files to purge; for `absent` the files to remove.
 fn protected(
     fs: &RootFs,
     env: &Env,
@@ -286,14 +325,41 @@ fn protected(
 ) -> Option<Outcome> {
     let target = env.root_join(&spec.name);
     let previous = record.by_rel();
+    let lists = &rendering.lists;
+    let checked: Vec<(&PathBuf, apply::Change)> = match spec.ensure {
+        Ensure::Present => lists
+            .changed
+            .iter()
+            .map(|rel| (rel, apply::Change::Write))
+            .chain(
+                lists
+                    .purged
+                    .iter()
+                    .filter(|_| spec.purge)
+                    .map(|rel| (rel, apply::Change::Remove)),
+            )
+            .collect(),
+        Ensure::Absent => lists
+            .changed
+            .iter()
+            .chain(&lists.stable)
+            .map(|rel| (rel, apply::Change::Remove))
+            .collect(),
+    };
     let mut outcome = None;
-    for rel in &rendering.lists.changed {
-        let written = previous.get(rel).map(|managed| managed.written.as_str());
+    for (rel, change) in checked {
+        let managed = previous.get(rel);
+        let written = match managed {
+            Some(managed) if managed.pending => apply::Written::Unfinished,
+            Some(managed) => apply::Written::Checksum(managed.written.as_str()),
+            None => apply::Written::Never,
+        };
         let current = fs
             .read(&target.join(rel))
             .ok()
             .map(|bytes| render::sha256(&bytes));
-        match apply::protection(written, current.as_deref()) {
+        let rendered_now = lists.stable.contains(rel);
+        match apply::protection(change, written, current.as_deref(), rendered_now) {
             apply::Protection::Proceed => {}
             apply::Protection::RequiresForceRestore => return Some(Outcome::RequiresForceRestore),
             apply::Protection::RequiresForceOverwrite => {
@@ -332,60 +398,120 @@ fn verify(spec: &ScaffoldSpec, after: &Rendering) -> Result<()> {
 }
 
 /// Writes every Changed file atomically and runs its `post` commands;
-/// returns the managed files for the record.
+/// returns the managed files for the record. Before the first write the
+/// record marks the files to write as pending, and a file stays pending
+/// until its post commands succeed, so that a run killed or failed in
+/// between renders the file and runs them again next time.
 fn write_files(
     env: &Env,
+    id: &str,
     spec: &ScaffoldSpec,
     rendering: &Rendering,
     record: &Record,
 ) -> Result<Vec<Managed>> {
     let target = env.root_join(&spec.name);
     let fs = RootFs::of(env)?;
-    let previous = record.by_rel();
+    let shown_of = |rel: &Path| Path::new(&spec.name).join(rel).display().to_string();
+    let changed = &rendering.lists.changed;
+    let mut entries = record.by_rel();
+    if !changed.is_empty() {
+        for file in rendering
+            .files
+            .iter()
+            .filter(|file| changed.contains(&file.rel))
+        {
+            entries.insert(
+                file.rel.clone(),
+                Managed {
+                    path: shown_of(&file.rel),
+                    rendered: render::sha256(&file.content),
+                    written: String::new(),
+                    pending: true,
+                },
+            );
+        }
+        let intent = Record {
+            target: spec.name.clone(),
+            files: entries.values().cloned().collect(),
+        };
+        state::write(env, id, &intent)?;
+    }
     let mut managed = Vec::new();
     for file in &rendering.files {
         let path = target.join(&file.rel);
-        let shown = Path::new(&spec.name).join(&file.rel).display().to_string();
-        if rendering.lists.changed.contains(&file.rel) {
+        let shown = shown_of(&file.rel);
+        if changed.contains(&file.rel) {
             if let Some(parent) = path.parent() {
                 fs.create_dir_all(parent)
                     .map_err(|err| Error::io("create", parent, &err))?;
             }
             atomic::write(&fs, &path, &file.content, &WriteOptions::mode(file.mode))?;
             println!("Rendered {shown}");
-            run_post(spec, file, &path, &shown)?;
+            if let Err(err) = run_post(&fs, spec, file, &path, &shown) {
+                // The others that finished are recorded as done; this one
+                // stays pending.
+                let done: BTreeMap<PathBuf, Managed> = managed
+                    .iter()
+                    .map(|done: &Managed| (PathBuf::from(&done.path), done.clone()))
+                    .collect();
+                let files = entries
+                    .values()
+                    .map(|entry| done.get(Path::new(&entry.path)).unwrap_or(entry).clone())
+                    .collect();
+                let partial = Record {
+                    target: spec.name.clone(),
+                    files,
+                };
+                state::write(env, id, &partial)?;
+                return Err(err);
+            }
         }
+        // Stable files hold what was rendered, or what post made of it.
         let written = match fs.read(&path) {
             Ok(bytes) => render::sha256(&bytes),
             Err(err) => return Err(Error::io("read", &path, &err)),
         };
-        let rendered = render::sha256(&file.content);
-        let written = match previous.get(&file.rel) {
-            // A stable file keeps what post made of it last time.
-            Some(old) if !rendering.lists.changed.contains(&file.rel) => old.written.clone(),
-            _ => written,
-        };
         managed.push(Managed {
             path: shown,
-            rendered,
+            rendered: render::sha256(&file.content),
             written,
+            pending: false,
         });
     }
     Ok(managed)
 }
 
-fn run_post(spec: &ScaffoldSpec, file: &Rendered, path: &Path, shown: &str) -> Result<()> {
+fn run_post(
+    fs: &RootFs,
+    spec: &ScaffoldSpec,
+    file: &Rendered,
+    path: &Path,
+    shown: &str,
+) -> Result<()> {
     let name = file
         .rel
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for post in spec.post.iter().filter(|post| post.matches(&name)) {
-        let argv = post.argv(&path.display().to_string()).map_err(Error::new)?;
+    let mut posts = spec
+        .post
+        .iter()
+        .filter(|post| post.matches(&name))
+        .peekable();
+    if posts.peek().is_none() {
+        return Ok(());
+    }
+    // The command resolves the path itself: it gets the one every symlink
+    // in the target was already resolved in (inside the root in test mode).
+    let real = fs
+        .real_path(path)
+        .map_err(|err| Error::io("resolve", path, &err))?;
+    for post in posts {
+        let argv = post.argv(&real.display().to_string()).map_err(Error::new)?;
         let finished = Command::from_argv(&argv)?.run()?;
         if !finished.success() {
             return Err(Error::new(format!(
-                "post command {:?} failed for {shown} ({}): {}",
+                "post command {:?} failed for {shown} ({}): {}; it runs again on the next apply",
                 post.command,
                 finished.status,
                 finished.stderr_tail(5).trim()
@@ -440,6 +566,11 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
     let mut unchanged = Vec::new();
     for (rel, managed) in record.by_rel() {
         match fs.read(&target.join(&rel)) {
+            // A file whose write did not finish is ours if it holds the
+            // rendering.
+            Ok(bytes) if managed.pending && render::sha256(&bytes) == managed.rendered => {
+                unchanged.push(rel)
+            }
             Ok(bytes) if render::sha256(&bytes) == managed.written => unchanged.push(rel),
             Ok(_) => eprintln!(">> {} was edited since apply; it stays", managed.path),
             Err(_) => {}

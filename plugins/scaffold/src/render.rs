@@ -5,7 +5,7 @@
 //! Changed; a file in the target that the source does not produce is Purged.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -31,9 +31,13 @@ pub struct Managed {
     pub path: String,
     pub rendered: String,
     pub written: String,
+    /// Written, or about to be, by an apply whose `post` commands have not
+    /// all succeeded yet: the next apply renders it and runs them again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
 }
 
-/// The seed's three lists, as paths below the target.
+/// CCM's three lists, as paths below the target.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lists {
     pub changed: Vec<PathBuf>,
@@ -50,14 +54,18 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// Renders every file below `source`, sorted by path. Files that are not
 /// UTF-8 are copied as they are. With `skip_empty`, files that render to
-/// whitespace only are left out.
+/// whitespace only are left out. The tree is read as a root of its own: a
+/// symlink in it that leads out of it is refused, and none is ever
+/// followed outside it.
 pub fn render_tree(
     engine: &Environment<'_>,
     source: &Path,
     skip_empty: bool,
 ) -> Result<Vec<Rendered>, String> {
+    let tree = RootFs::contained_in(source)
+        .map_err(|err| format!("cannot open {}: {err}", source.display()))?;
     let mut files = Vec::new();
-    collect_files(source, Path::new(""), &mut files)?;
+    collect_files(&tree, source, Path::new(""), &mut files)?;
     let mut rendered = Vec::new();
     let mut seen = BTreeSet::new();
     for rel in files {
@@ -65,8 +73,13 @@ pub fn render_tree(
         let shown = template_path.display().to_string();
         let mut target_rel = PathBuf::new();
         for component in rel.components() {
-            let name = component.as_os_str().to_string_lossy();
-            let name = render_text(engine, &name, &shown, "file name")?;
+            let Some(name) = component.as_os_str().to_str() else {
+                return Err(format!(
+                    "{}: the file name is not UTF-8; rename the template file to a UTF-8 name (the names of rendered files are templates, and the state record keeps them as text)",
+                    template_path.as_os_str().as_bytes().escape_ascii()
+                ));
+            };
+            let name = render_text(engine, name, &shown, "file name")?;
             let valid = Path::new(&name).components().count() == 1
                 && matches!(
                     Path::new(&name).components().next(),
@@ -79,8 +92,9 @@ pub fn render_tree(
             }
             target_rel.push(name);
         }
-        let bytes =
-            fs::read(&template_path).map_err(|err| format!("cannot read {shown}: {err}"))?;
+        let bytes = tree
+            .read(&template_path)
+            .map_err(|err| format!("cannot read {shown}: {err}"))?;
         let content = match String::from_utf8(bytes) {
             Ok(text) => render_text(engine, &text, &shown, "content")?.into_bytes(),
             Err(raw) => raw.into_bytes(),
@@ -94,7 +108,8 @@ pub fn render_tree(
                 target_rel.display()
             ));
         }
-        let mode = fs::metadata(&template_path)
+        let mode = tree
+            .metadata(&template_path)
             .map(|meta| meta.permissions().mode() & 0o777)
             .unwrap_or(0o644);
         rendered.push(Rendered {
@@ -122,52 +137,66 @@ fn render_text(
     })
 }
 
-/// Regular files (and symlinks, not followed) below `dir`, as paths
-/// relative to the walk's start.
-fn collect_files(dir: &Path, rel: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
-    let read = fs::read_dir(dir).map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
-    let mut entries: Vec<_> = read
-        .filter_map(Result::ok)
-        .map(|entry| (entry.file_name(), entry.file_type().ok()))
-        .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind) in entries {
-        let Some(kind) = kind else { continue };
-        if kind.is_dir() {
-            collect_files(&dir.join(&name), &rel.join(&name), files)?;
-        } else {
-            files.push(rel.join(&name));
+/// Regular files and symlinks below `dir` (part of the tree `tree`), as
+/// paths relative to the walk's start. A symlink must point inside the
+/// tree: relative, without climbing above the tree's top.
+fn collect_files(
+    tree: &RootFs,
+    dir: &Path,
+    rel: &Path,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), String> {
+    let names = tree
+        .read_dir_names(dir)
+        .map_err(|err| format!("cannot list {}: {err}", dir.display()))?;
+    for name in names {
+        let path = dir.join(&name);
+        let Ok(meta) = tree.symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            collect_files(tree, &path, &rel.join(&name), files)?;
+            continue;
         }
+        if meta.is_symlink() {
+            let link = tree
+                .read_link(&path)
+                .map_err(|err| format!("cannot read the symlink {}: {err}", path.display()))?;
+            if !stays_below(rel, &link) {
+                return Err(format!(
+                    "{}: the symlink points to {}, outside the template directory; replace it with the file itself or a relative link inside the directory",
+                    path.display(),
+                    link.display()
+                ));
+            }
+        }
+        files.push(rel.join(&name));
     }
     Ok(())
 }
 
-/// Every file in the target (symlinks not followed), relative; `fs`
-/// keeps the walk inside the root in test mode.
-pub fn target_files(fs: &RootFs, target: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    if fs.is_dir(target) {
-        collect_target_files(fs, target, Path::new(""), &mut files);
-    }
-    files
-}
-
-fn collect_target_files(fs: &RootFs, dir: &Path, rel: &Path, files: &mut Vec<PathBuf>) {
-    for name in fs.read_dir_names(dir).unwrap_or_default() {
-        let path = dir.join(&name);
-        match fs.symlink_metadata(&path) {
-            Ok(meta) if meta.is_dir() => {
-                collect_target_files(fs, &path, &rel.join(&name), files);
-            }
-            Ok(_) => files.push(rel.join(&name)),
-            Err(_) => {}
+/// Whether the symlink `link`, found in directory `dir` (relative to the
+/// tree's top), names a path inside the tree.
+fn stays_below(dir: &Path, link: &Path) -> bool {
+    let mut depth = dir.components().count();
+    for component in link.components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => depth -= 1,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return false,
         }
     }
+    true
 }
 
 /// Classifies `rendered` against the target directory `target` (the real
-/// path, read through `fs`). `record` maps target paths to what was rendered and written
-/// last time, so that a file its `post` command changed stays Stable.
+/// path, read through `fs`). `record` maps target paths to what was
+/// rendered and written last time, so that a file its `post` command
+/// changed stays Stable, and a file whose write or post command did not
+/// finish is Changed. Purged holds the files the scaffold wrote before
+/// (they are in `record`) that the source no longer produces: a file it
+/// never wrote may belong to another entity or to the admin.
 pub fn classify(
     fs: &RootFs,
     rendered: &[Rendered],
@@ -176,11 +205,13 @@ pub fn classify(
 ) -> Lists {
     let mut lists = Lists::default();
     for file in rendered {
+        let previous = record.get(&file.rel);
         let current = fs.read(&target.join(&file.rel)).ok();
         let stable = match &current {
             None => false,
+            _ if previous.is_some_and(|managed| managed.pending) => false,
             Some(bytes) if *bytes == file.content => true,
-            Some(bytes) => record.get(&file.rel).is_some_and(|managed| {
+            Some(bytes) => previous.is_some_and(|managed| {
                 managed.rendered == sha256(&file.content) && managed.written == sha256(bytes)
             }),
         };
@@ -191,9 +222,11 @@ pub fn classify(
         }
     }
     let produced: BTreeSet<&PathBuf> = rendered.iter().map(|file| &file.rel).collect();
-    lists.purged = target_files(fs, target)
-        .into_iter()
+    lists.purged = record
+        .keys()
         .filter(|rel| !produced.contains(rel))
+        .filter(|rel| fs.symlink_metadata(&target.join(rel)).is_ok())
+        .cloned()
         .collect();
     lists
 }
@@ -201,6 +234,7 @@ pub fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn engine() -> Environment<'static> {
         let mut engine = Environment::new();
@@ -237,7 +271,20 @@ mod tests {
         let lists = classify(&RootFs::unconfined(), &rendered, &target, &BTreeMap::new());
         assert_eq!(lists.changed, [PathBuf::from("conf.d/web.conf")]);
         assert_eq!(lists.stable, [PathBuf::from("same.txt")]);
-        assert_eq!(lists.purged, [PathBuf::from("stray.txt")]);
+        assert!(lists.purged.is_empty(), "stray.txt was never written here");
+        // A file the scaffold wrote before, no longer produced, is Purged.
+        fs::write(target.join("old.txt"), "x").expect("t");
+        let record = BTreeMap::from([(
+            PathBuf::from("old.txt"),
+            Managed {
+                path: "/t/old.txt".into(),
+                rendered: sha256(b"x"),
+                written: sha256(b"x"),
+                pending: false,
+            },
+        )]);
+        let lists = classify(&RootFs::unconfined(), &rendered, &target, &record);
+        assert_eq!(lists.purged, [PathBuf::from("old.txt")]);
     }
 
     #[test]
@@ -255,6 +302,7 @@ mod tests {
                 path: "/t/a.go".into(),
                 rendered: sha256(b"raw"),
                 written: sha256(b"formatted"),
+                pending: false,
             },
         )]);
         assert_eq!(
@@ -273,6 +321,60 @@ mod tests {
             .changed
             .len(),
             1
+        );
+    }
+
+    #[test]
+    fn a_pending_file_is_changed_even_when_it_holds_the_rendering() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("a.sh"), "raw").expect("t");
+        let rendered = vec![Rendered {
+            rel: "a.sh".into(),
+            content: b"raw".to_vec(),
+            mode: 0o644,
+        }];
+        let record = BTreeMap::from([(
+            PathBuf::from("a.sh"),
+            Managed {
+                path: "/t/a.sh".into(),
+                rendered: sha256(b"raw"),
+                written: String::new(),
+                pending: true,
+            },
+        )]);
+        let lists = classify(&RootFs::unconfined(), &rendered, dir.path(), &record);
+        assert_eq!(lists.changed, [PathBuf::from("a.sh")]);
+    }
+
+    #[test]
+    fn symlinks_out_of_the_template_tree_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let source = dir.path().join("src");
+        fs::create_dir_all(source.join("sub")).expect("mkdir");
+        fs::write(source.join("inside.txt"), "in\n").expect("t");
+        std::os::unix::fs::symlink("../inside.txt", source.join("sub/link.txt")).expect("ln");
+        let files = render_tree(&engine(), &source, false).expect("inside link");
+        assert_eq!(files[1].content, b"in\n");
+        for escape in ["/etc/passwd", "../../outside", "../.."] {
+            let _ = fs::remove_file(source.join("sub/out"));
+            std::os::unix::fs::symlink(escape, source.join("sub/out")).expect("ln");
+            let err = render_tree(&engine(), &source, false).expect_err(escape);
+            assert!(err.contains("outside the template directory"), "{err}");
+        }
+        assert!(stays_below(Path::new("a/b"), Path::new("../../c")));
+        assert!(!stays_below(Path::new("a"), Path::new("../../c")));
+    }
+
+    #[test]
+    fn a_file_name_that_is_not_utf8_is_refused_with_its_path() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        fs::write(dir.path().join(name), "x").expect("t");
+        let err = render_tree(&engine(), dir.path(), false).expect_err("not UTF-8");
+        assert!(
+            err.contains("caf\\xe9.txt") && err.contains("rename"),
+            "{err}"
         );
     }
 

@@ -30,6 +30,9 @@ use crate::error::{Error, Result};
 /// when stderr is a terminal.
 const PROGRESS_THRESHOLD: u64 = 4 * 1024 * 1024;
 
+/// Redirects followed before a download fails.
+const MAX_REDIRECTS: u32 = 10;
+
 /// The replacement for a secret in messages.
 const REDACTED: &str = "***";
 
@@ -73,9 +76,10 @@ impl Redactor {
         }
     }
 
-    /// `text` with URL userinfo and every secret replaced by `***`.
+    /// `text` with URL userinfo, URL query strings and every secret
+    /// replaced by `***`.
     pub fn redact(&self, text: &str) -> String {
-        let mut text = redact_userinfo_in_text(text);
+        let mut text = redact_urls_in_text(text);
         for secret in &self.secrets {
             text = text.replace(secret.as_str(), REDACTED);
         }
@@ -83,32 +87,108 @@ impl Redactor {
     }
 }
 
-/// `url` with its userinfo (`user:password@`) replaced by `***@`.
+/// `url` as it may be shown and stored: its userinfo (`user:password@`,
+/// also one whose password holds an unencoded `/`, `?` or `#`) replaced by
+/// `***@` and its query string (signed URLs carry their secret there) by
+/// `?***`.
 pub fn redact_url(url: &str) -> String {
-    match split_userinfo(url) {
-        Some((before, _, after)) => format!("{before}{REDACTED}@{after}"),
+    let Some(start) = url.find("://").map(|at| at + 3) else {
+        return url.to_string();
+    };
+    let (scheme, tail) = url.split_at(start);
+    let (userinfo_end, _) = userinfo_end(tail);
+    let (mut out, rest) = match userinfo_end {
+        Some(at) => (format!("{scheme}{REDACTED}@"), &tail[at + 1..]),
+        None => (scheme.to_string(), tail),
+    };
+    let fragment = rest.find('#').unwrap_or(rest.len());
+    match rest[..fragment].find('?') {
+        Some(query) => {
+            out.push_str(&rest[..=query]);
+            out.push_str(REDACTED);
+            out.push_str(&rest[fragment..]);
+        }
+        None => out.push_str(rest),
+    }
+    out
+}
+
+/// Whether `url` carries userinfo (`user:password@`), well-formed or not.
+pub fn has_userinfo(url: &str) -> bool {
+    url.find("://")
+        .is_some_and(|at| userinfo_end(&url[at + 3..]).0.is_some())
+}
+
+/// Refuses a URL whose password holds an unencoded `/`, `?` or `#`: a URL
+/// parser would take the password for the host and port, and the rest for
+/// the path, and show it. The message holds the URL redacted and says how
+/// to encode the password.
+pub fn check_userinfo(url: &str) -> std::result::Result<(), String> {
+    let malformed = url
+        .find("://")
+        .is_some_and(|at| userinfo_end(&url[at + 3..]).1);
+    if malformed {
+        return Err(format!(
+            "url {:?}: the password holds an unencoded /, ? or #, which ends the host part of a URL; percent-encode it (/ as %2F, ? as %3F, # as %23, @ as %40, : as %3A, % as %25), or set username and password instead",
+            redact_url(url)
+        ));
+    }
+    Ok(())
+}
+
+/// The SHA-256 of `url` without its userinfo, lowercase hex: it tells a
+/// changed URL (a new signature in the query string) from the same one
+/// without storing the URL's secrets.
+pub fn url_sha256(url: &str) -> String {
+    let without_userinfo = match url.find("://") {
+        Some(at) => match userinfo_end(&url[at + 3..]).0 {
+            Some(end) => format!("{}{}", &url[..at + 3], &url[at + 3 + end + 1..]),
+            None => url.to_string(),
+        },
         None => url.to_string(),
+    };
+    hex(&Sha256::digest(without_userinfo.as_bytes()))
+}
+
+/// Where the userinfo of `tail` (a URL after `scheme://`) ends: the index
+/// of its `@`, and whether it is malformed (a password with an unencoded
+/// `/`, `?` or `#`, so that the `@` comes after the host part ends).
+fn userinfo_end(tail: &str) -> (Option<usize>, bool) {
+    let authority_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    if let Some(at) = tail[..authority_end].rfind('@') {
+        return (Some(at), false);
+    }
+    let Some(at) = tail.find('@') else {
+        return (None, false);
+    };
+    // `user:pa/ss@host`: the "host" before the delimiter has a colon that
+    // is not followed by a port number.
+    let head = &tail[..authority_end.min(at)];
+    match head.split_once(':') {
+        Some((user, port))
+            if !user.is_empty()
+                && (port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            (Some(at), true)
+        }
+        _ => (None, false),
     }
 }
 
-/// Every `scheme://userinfo@` in free text redacted.
-fn redact_userinfo_in_text(text: &str) -> String {
+/// Every URL (`scheme://…` up to white space or a quote) in free text
+/// redacted with [`redact_url`].
+fn redact_urls_in_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
-        let (head, tail) = rest.split_at(at + 3);
+        let (head, tail) = rest.split_at(at);
         out.push_str(head);
-        let authority_end = tail
-            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
-            .unwrap_or(tail.len());
-        match tail[..authority_end].rfind('@') {
-            Some(userinfo_end) => {
-                out.push_str(REDACTED);
-                out.push_str(&tail[userinfo_end..authority_end]);
-            }
-            None => out.push_str(&tail[..authority_end]),
-        }
-        rest = &tail[authority_end..];
+        let end = tail[3..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>' | '`'))
+            .map_or(tail.len(), |end| end + 3);
+        let redacted = redact_url(&format!("x{}", &tail[..end]));
+        out.push_str(&redacted[1..]);
+        rest = &tail[end..];
     }
     out.push_str(rest);
     out
@@ -118,9 +198,50 @@ fn redact_userinfo_in_text(text: &str) -> String {
 fn split_userinfo(url: &str) -> Option<(&str, &str, &str)> {
     let start = url.find("://")? + 3;
     let tail = &url[start..];
-    let authority_end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
-    let at = tail[..authority_end].rfind('@')?;
+    let at = userinfo_end(tail).0?;
     Some((&url[..start], &tail[..at], &tail[at + 1..]))
+}
+
+/// `scheme://host:port` of an absolute URL, lowercase, with the default
+/// port filled in; `None` for anything else.
+fn origin(url: &str) -> Option<(String, String, u16)> {
+    let uri: ureq::http::Uri = url.parse().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some((scheme, uri.host()?.to_ascii_lowercase(), port))
+}
+
+/// The absolute URL a `Location` header points to from `base`; `None`
+/// when it is not http(s).
+fn resolve_location(base: &str, location: &str) -> Option<String> {
+    let location = location.trim();
+    let lower = location.to_ascii_lowercase();
+    let absolute = if lower.starts_with("http://") || lower.starts_with("https://") {
+        location.to_string()
+    } else if location.contains("://") {
+        return None;
+    } else {
+        let scheme_end = base.find("://")? + 3;
+        let authority_end = base[scheme_end..]
+            .find(['/', '?', '#'])
+            .map_or(base.len(), |end| scheme_end + end);
+        if let Some(rest) = location.strip_prefix("//") {
+            format!("{}{rest}", &base[..scheme_end])
+        } else if location.starts_with('/') {
+            format!("{}{location}", &base[..authority_end])
+        } else {
+            let path_end = base[authority_end..]
+                .find(['?', '#'])
+                .map_or(base.len(), |end| authority_end + end);
+            let directory_end = base[authority_end..path_end]
+                .rfind('/')
+                .map_or(authority_end, |slash| authority_end + slash);
+            format!("{}/{location}", &base[..directory_end])
+        }
+    };
+    origin(&absolute).map(|_| absolute)
 }
 
 /// Decodes `%XX` escapes (userinfo is percent-encoded in URLs).
@@ -215,6 +336,7 @@ impl Download {
     /// timeout, mode of an existing target or 0644, progress bar on a
     /// terminal, a random temp file name.
     pub fn new(url: &str, target: impl Into<PathBuf>) -> Result<Download> {
+        check_userinfo(url).map_err(|message| Error::new(format!("cannot download: {message}")))?;
         let mut redactor = Redactor::default();
         let (url, basic_auth) = match split_userinfo(url) {
             Some((scheme, userinfo, rest)) => {
@@ -378,8 +500,7 @@ impl Download {
                 parent.display()
             )));
         }
-        let request = self.request();
-        let response = request.call().map_err(|err| cannot(&self.describe(&err)))?;
+        let response = self.get().map_err(|what| cannot(&what))?;
         let status = response.status();
         if status != ureq::http::StatusCode::OK {
             return Err(cannot(&format!(
@@ -484,18 +605,70 @@ impl Download {
         Ok(Downloaded { sha256, bytes })
     }
 
-    /// The GET request, with credentials, headers and timeouts.
-    fn request(&self) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+    /// GETs the URL, following at most [`MAX_REDIRECTS`] redirects. A
+    /// redirect to another origin (scheme, host or port) drops basic auth
+    /// and every header this download set, for that request and all later
+    /// ones: a mirror never sees the credentials of the first server.
+    fn get(&self) -> std::result::Result<ureq::http::Response<ureq::Body>, String> {
+        let agent = self.agent();
+        let mut url = self.url.clone();
+        let mut credentials = true;
+        for _ in 0..=MAX_REDIRECTS {
+            let response = self
+                .request(&agent, &url, credentials)
+                .call()
+                .map_err(|err| self.describe(&err))?;
+            if !response.status().is_redirection() {
+                return Ok(response);
+            }
+            let Some(location) = response
+                .headers()
+                .get("location")
+                .and_then(|value| value.to_str().ok())
+            else {
+                return Ok(response);
+            };
+            let next = resolve_location(&url, location).ok_or_else(|| {
+                format!(
+                    "the server redirected to {:?}, which is not an http or https URL",
+                    redact_url(location)
+                )
+            })?;
+            if origin(&next) != origin(&url) {
+                credentials = false;
+            }
+            url = next;
+        }
+        Err(format!(
+            "more than {MAX_REDIRECTS} redirects; check the URL"
+        ))
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .proxy(ureq::Proxy::try_from_env())
             .timeout_global(self.timeout)
             .timeout_connect(Some(self.idle_timeout))
             .timeout_per_read(Some(self.idle_timeout))
             .user_agent(concat!("holo/", env!("CARGO_PKG_VERSION")))
             .build()
-            .into();
-        let mut request = agent.get(&self.url);
+            .into()
+    }
+
+    /// The GET request of `url`, with the credentials and headers when
+    /// `credentials` is true.
+    fn request(
+        &self,
+        agent: &ureq::Agent,
+        url: &str,
+        credentials: bool,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let mut request = agent.get(url);
+        if !credentials {
+            return request;
+        }
         if let Some((user, password)) = &self.basic_auth {
             let encoded =
                 base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
@@ -517,10 +690,7 @@ impl Download {
     fn fetch_bytes_inner(&self, limit: u64) -> std::result::Result<Vec<u8>, String> {
         let shown = self.shown_url();
         let cannot = |what: &str| format!("cannot download {shown}: {what}");
-        let response = self
-            .request()
-            .call()
-            .map_err(|err| cannot(&self.describe(&err)))?;
+        let response = self.get().map_err(|what| cannot(&what))?;
         let status = response.status();
         if status != ureq::http::StatusCode::OK {
             return Err(cannot(&format!(
@@ -853,6 +1023,152 @@ mod tests {
         server.join().expect("server");
         assert_eq!(Algorithm::parse("SHA512"), Some(Algorithm::Sha512));
         assert_eq!(Algorithm::parse("md5"), None);
+    }
+
+    fn redirect(location: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn a_cross_origin_redirect_drops_every_header_the_download_set() {
+        // Two ports on 127.0.0.1 are two origins.
+        let (mirror, mirror_server) = serve(vec![ok(b"payload")]);
+        let (first, first_server) = serve(vec![
+            redirect("/moved/a.tar"),
+            redirect(&format!("{mirror}/a.tar?sig=s3cr3t")),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("{}/a.tar", first.replace("http://", "http://deploy:pw@"));
+        Download::new(&url, dir.path().join("a.tar"))
+            .expect("valid")
+            .header("X-Api-Token", "tok-1")
+            .header("PRIVATE-TOKEN", "tok-2")
+            .header("X-JFrog-Art-Api", "tok-3")
+            .header("X-Plain", "not-a-secret")
+            .fetch()
+            .expect("download");
+        let first_requests = first_server.join().expect("first");
+        let mirror_requests = mirror_server.join().expect("mirror");
+        // The same-origin hop keeps them.
+        let same_origin = first_requests[1].to_ascii_lowercase();
+        assert!(
+            same_origin.starts_with("get /moved/a.tar "),
+            "{same_origin}"
+        );
+        for header in [
+            "x-api-token: tok-1",
+            "private-token: tok-2",
+            "authorization: basic",
+        ] {
+            assert!(same_origin.contains(header), "{header} in {same_origin}");
+        }
+        let received = mirror_requests[0].to_ascii_lowercase();
+        assert!(received.starts_with("get /a.tar?sig=s3cr3t "), "{received}");
+        for secret in [
+            "tok-1",
+            "tok-2",
+            "tok-3",
+            "not-a-secret",
+            "authorization",
+            "cookie",
+        ] {
+            assert!(
+                !received.contains(secret),
+                "{secret} reached the mirror: {received}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("a.tar")).expect("read"),
+            b"payload"
+        );
+    }
+
+    #[test]
+    fn redirect_loops_end_with_a_message() {
+        let (base, server) = serve(vec![redirect("/a.tar"); 11]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = Download::new(&format!("{base}/a.tar"), dir.path().join("a.tar"))
+            .expect("valid")
+            .fetch()
+            .expect_err("loop");
+        assert!(err.message().contains("more than 10 redirects"), "{err}");
+        server.join().expect("server");
+    }
+
+    #[test]
+    fn locations_resolve_against_the_request() {
+        let base = "http://h:81/dir/a.tar?x=1";
+        assert_eq!(
+            resolve_location(base, "b.tar").as_deref(),
+            Some("http://h:81/dir/b.tar")
+        );
+        assert_eq!(
+            resolve_location(base, "/b.tar").as_deref(),
+            Some("http://h:81/b.tar")
+        );
+        assert_eq!(
+            resolve_location(base, "//m/b.tar").as_deref(),
+            Some("http://m/b.tar")
+        );
+        assert_eq!(resolve_location(base, "ftp://m/b.tar"), None);
+        assert_eq!(origin("http://H:80/x"), origin("http://h/y"));
+        assert_ne!(origin("http://h/x"), origin("https://h/x"));
+        assert_ne!(origin("http://h:81/x"), origin("http://h:82/x"));
+    }
+
+    #[test]
+    fn passwords_with_unencoded_delimiters_are_refused_and_redacted() {
+        for url in [
+            "https://deploy:pa#ss@example.com/a.tgz",
+            "https://deploy:pa?ss@example.com/a.tgz",
+            "https://deploy:pa/ss@example.com/a.tgz",
+        ] {
+            let message = check_userinfo(url).expect_err(url);
+            assert!(
+                !message.contains("deploy") && !message.contains("ss@"),
+                "{message}"
+            );
+            assert!(
+                message.contains("%2F") && message.contains("%23"),
+                "{message}"
+            );
+            assert_eq!(redact_url(url), "https://***@example.com/a.tgz");
+            assert!(has_userinfo(url));
+            let err = Download::new(url, "/tmp/x").expect_err(url);
+            assert!(!err.message().contains("ss@"), "{err}");
+            let text = Redactor::default().redact(&format!("see {url} now"));
+            assert_eq!(text, "see https://***@example.com/a.tgz now");
+        }
+        // A port and an @ in the path are not userinfo.
+        assert!(check_userinfo("https://example.com:8080/a@b.tgz").is_ok());
+        assert!(check_userinfo("https://example.com/a.tgz?by=a@b").is_ok());
+        assert!(check_userinfo("https://deploy:pa%2Fss@example.com/a.tgz").is_ok());
+    }
+
+    #[test]
+    fn query_strings_are_redacted_and_urls_compared_by_hash() {
+        let signed = "https://bucket.example/a.tgz?X-Amz-Signature=abc123&X-Amz-Expires=60";
+        assert_eq!(redact_url(signed), "https://bucket.example/a.tgz?***");
+        assert_eq!(
+            redact_url("https://h/a.tgz?q=1#frag"),
+            "https://h/a.tgz?***#frag"
+        );
+        assert_eq!(
+            Redactor::default().redact(&format!("cannot download \"{signed}\": 403")),
+            "cannot download \"https://bucket.example/a.tgz?***\": 403"
+        );
+        let other = signed.replace("abc123", "def456");
+        assert_ne!(url_sha256(signed), url_sha256(&other));
+        assert_eq!(
+            url_sha256("https://u:p@h/a.tgz"),
+            url_sha256("https://h/a.tgz"),
+            "credentials are not part of the URL's identity"
+        );
+        let download = Download::new(signed, "/tmp/x").expect("valid");
+        assert!(!download.shown_url().contains("abc123"));
     }
 
     #[test]

@@ -239,6 +239,33 @@ impl RootFs {
         .map_err(io::Error::from)
     }
 
+    /// The host path of what `path` names once every symlink is resolved
+    /// (inside the root in test mode), for handing to a command or library
+    /// that resolves paths itself. In test mode it is below the root.
+    pub fn real_path(&self, path: &Path) -> io::Result<PathBuf> {
+        if self.inside(path).is_none() {
+            return std::fs::canonicalize(path);
+        }
+        let opened = self.open_with(path, OFlags::PATH)?;
+        // The kernel names what the descriptor refers to; no path is
+        // resolved again on the way.
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened));
+        let real = std::fs::read_link(link)?;
+        let root = std::fs::canonicalize(&self.root)?;
+        if !real.starts_with(&root) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} resolves to {}, outside the root {}",
+                    path.display(),
+                    real.display(),
+                    self.root.display()
+                ),
+            ));
+        }
+        Ok(real)
+    }
+
     /// Creates or truncates the regular file `path` with `mode` and gives it
     /// open for writing; a symlink at `path` is an error, not followed.
     pub fn create_file(&self, path: &Path, mode: u32) -> io::Result<File> {
@@ -367,6 +394,22 @@ pub(crate) mod tests {
             1,
             "nothing was written outside the root"
         );
+    }
+
+    #[test]
+    fn real_paths_resolve_symlinks_inside_the_root() {
+        let escape = escape();
+        let fs = RootFs::contained_in(&escape.root).expect("open root");
+        let counterpart = escape
+            .root
+            .join(escape.outside.strip_prefix("/").expect("absolute"));
+        std::fs::create_dir_all(&counterpart).expect("mkdir");
+        let real = fs
+            .real_path(&escape.root.join("etc/outdir"))
+            .expect("resolves");
+        assert_eq!(real, counterpart.canonicalize().expect("canonical"));
+        let top = fs.real_path(&escape.root.join("etc/up")).expect("resolves");
+        assert_eq!(top, escape.root.canonicalize().expect("canonical"));
     }
 
     #[test]

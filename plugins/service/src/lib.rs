@@ -3,7 +3,7 @@
 //! or in test mode through a mock that keeps unit state below the root.
 //!
 //! - [`model`]: properties and validation;
-//! - [`apply`]: the seed's decision tables as plain functions;
+//! - [`apply`]: CCM's decision tables as plain functions;
 //! - [`provider`]: systemd and the test-mode mock;
 //! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, state records).
 

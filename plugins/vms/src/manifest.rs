@@ -1,6 +1,6 @@
 //! The typed, resolved manifest: what a compose project means for the VMs.
 //!
-//! `holos config --resolved` prints it; the runtime (later issues) starts VMs
+//! `holos config --resolved` prints it; the runtime starts VMs
 //! from it. Everything here is derived deterministically from the compose
 //! files, the environment and the already-allocated IPs.
 

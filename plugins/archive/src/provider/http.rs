@@ -1,4 +1,4 @@
-//! The HTTP provider: the archive's status on disk (the seed's `Status()`)
+//! The HTTP provider: the archive's status on disk (CCM's `Status()`)
 //! and the download through the SDK's [`Download`], which verifies the
 //! checksum while streaming and renames atomically.
 
@@ -49,6 +49,7 @@ pub fn status(env: &Env, spec: &ArchiveSpec) -> Result<Status> {
         uid: Some(meta.uid()),
         gid: Some(meta.gid()),
         creates_exists,
+        extraction_unfinished: false,
     })
 }
 

@@ -77,7 +77,7 @@ fn format_digest(digest: &[u8]) -> String {
 
 /// Store: writes `contents` atomically with mode, owner and group. After the
 /// rename the owner is read back; where it did not stick (FUSE and bind
-/// mounts, CCM #239) the path itself is chowned and checked again.
+/// mounts, as CCM found) the path itself is chowned and checked again.
 pub fn store(
     fs: &RootFs,
     path: &Path,

@@ -1,4 +1,4 @@
-//! The APT provider: the seed's exact `dpkg-query`, `apt-get` and
+//! The APT provider: CCM's exact `dpkg-query`, `apt-get` and
 //! `apt-cache` command lines, and the parsing of their output.
 
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ use super::{
 use crate::apply::Step;
 use crate::model::ProviderKind;
 
-/// `-f` for `dpkg-query -W`: the seed's fields, one package per line.
+/// `-f` for `dpkg-query -W`: CCM's fields, one package per line.
 pub const QUERY_FORMAT: &str = "${Package} ${Version} ${Architecture} ${db:Status-Status}\n";
 
 /// `dpkg-query -W -f=FORMAT NAME...`

@@ -1,4 +1,4 @@
-//! The DNF provider: the seed's `rpm -q` and `dnf` command lines and the
+//! The DNF provider: CCM's `rpm -q` and `dnf` command lines and the
 //! parsing of their output. Versions come out as `VERSION-RELEASE`, with a
 //! non-zero epoch kept beside them.
 
@@ -14,7 +14,7 @@ use super::{
 use crate::apply::Step;
 use crate::model::ProviderKind;
 
-/// `--queryformat` for `rpm -q`: the seed's NEVRA, one package per line.
+/// `--queryformat` for `rpm -q`: CCM's NEVRA, one package per line.
 pub const QUERY_FORMAT: &str = "%{NAME} %|EPOCH?{%{EPOCH}}:{0}| %{VERSION} %{RELEASE} %{ARCH}\n";
 
 /// `rpm -q --queryformat FORMAT NAME...`
@@ -139,7 +139,7 @@ impl PackageManager for Dnf {
     }
 
     fn candidate(&mut self, _name: &str) -> Result<Option<String>> {
-        // dnf picks the version itself; the seed runs no query for it.
+        // dnf picks the version itself; CCM runs no query for it.
         Ok(None)
     }
 
@@ -148,7 +148,7 @@ impl PackageManager for Dnf {
             Step::Nothing => return Ok(()),
             Step::Install | Step::InstallLatest => install_argv(name, None),
             // `dnf install` leaves an installed package alone, so `latest`
-            // upgrades explicitly (the seed's `install` would never upgrade).
+            // upgrades explicitly (CCM's `install` would never upgrade).
             Step::UpgradeLatest => upgrade_argv(name),
             Step::InstallVersion(version) | Step::Upgrade(version) => {
                 install_argv(name, Some(version))

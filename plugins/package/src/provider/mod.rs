@@ -1,4 +1,4 @@
-//! Package managers behind one interface: apt and dnf build the seed's exact
+//! Package managers behind one interface: apt and dnf build CCM's exact
 //! command lines and hand them to an [`Executor`], which either runs them
 //! (the system) or emulates them against a TOML package database (test
 //! mode, [`mock`]). Also here: waiting for the dpkg/rpm lock, and refreshing
@@ -23,7 +23,7 @@ use crate::apply::{Current, Step};
 use crate::model::ProviderKind;
 use crate::version;
 
-/// The environment every package manager command runs with (the seed's APT
+/// The environment every package manager command runs with (CCM's APT
 /// provider), so that nothing prompts.
 pub const COMMAND_ENV: &[(&str, &str)] = &[
     ("DEBIAN_FRONTEND", "noninteractive"),

@@ -1,4 +1,4 @@
-//! What every service provider shares: the systemctl argv, the seed's
+//! What every service provider shares: the systemctl argv, CCM's
 //! tables for `is-active` and `is-enabled` output, and the provider trait.
 //! [`systemd`] runs systemctl; [`mock`] stands in for it in test mode.
 
@@ -7,7 +7,7 @@ pub mod systemd;
 
 use holo_plugin::{Env, Error, Result};
 
-/// What `systemctl is-active` printed, as far as the seed knows it.
+/// What `systemctl is-active` printed, as far as CCM's table knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Active {
     Active,
@@ -17,7 +17,7 @@ pub enum Active {
 }
 
 impl Active {
-    /// The seed's is-active table; any other output is `None`.
+    /// CCM's is-active table; any other output is `None`.
     pub fn parse(output: &str) -> Option<Active> {
         Some(match output {
             "active" => Active::Active,
@@ -43,7 +43,7 @@ impl Active {
     }
 }
 
-/// What `systemctl is-enabled` printed, read with the seed's table.
+/// What `systemctl is-enabled` printed, read with CCM's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UnitFileState {
     /// Starts at boot (or is pulled in): enabled, static, alias, ...
@@ -55,7 +55,7 @@ pub enum UnitFileState {
 }
 
 impl UnitFileState {
-    /// The seed's is-enabled table; any other output is `None`.
+    /// CCM's is-enabled table; any other output is `None`.
     pub fn parse(output: &str) -> Option<UnitFileState> {
         let word = output.to_owned();
         Some(match output {
@@ -108,12 +108,12 @@ impl Verb {
     }
 }
 
-/// `systemctl VERB --system NAME`, as the seed gives every command.
+/// `systemctl VERB --system NAME`, as CCM gives every command.
 pub fn systemctl_argv<'a>(verb: &'a str, name: &'a str) -> [&'a str; 4] {
     ["systemctl", verb, "--system", name]
 }
 
-/// The seed's daemon-reload command.
+/// CCM's daemon-reload command.
 pub const DAEMON_RELOAD: [&str; 2] = ["systemctl", "daemon-reload"];
 
 /// The message for a unit that does not exist.
@@ -123,7 +123,7 @@ pub fn not_found(name: &str, printed: &str) -> Error {
     ))
 }
 
-/// The message for output that the seed's tables do not know.
+/// The message for output that CCM's tables do not know.
 pub fn unknown_output(query: &str, name: &str, stdout: &str, stderr: &str) -> Error {
     let mut message = format!("invalid systemctl {query} output for {name}: {stdout:?}");
     let stderr = stderr.trim();

@@ -1,5 +1,5 @@
-//! The systemd provider: `systemctl … --system` with the seed's argv, the
-//! seed's tables for `is-active`/`is-enabled`, and one `daemon-reload` per
+//! The systemd provider: `systemctl … --system` with CCM's argv, its
+//! tables for `is-active`/`is-enabled`, and one `daemon-reload` per
 //! process before its first change (so unit files that a file resource
 //! wrote earlier in the run are seen).
 

@@ -8,6 +8,9 @@
 //! finds no filesystem on it; a read-only one is never formatted and mounts
 //! `ro,nofail`. A mount that fails prints `holos: failed to mount volume …`
 //! to the console and exits non-zero.
+//!
+//! `bootcmd` first repairs the SSH host keys (see [`SSH_HOST_KEY_REPAIR`]),
+//! then runs the service's own `bootcmd`.
 
 use serde_json::{Map, Value, json};
 
@@ -88,12 +91,10 @@ fn user_data(inputs: &SeedInputs) -> String {
     ];
     files.extend(cloud.write_files.iter().map(write_file));
     doc.insert("write_files".into(), Value::Array(files));
-    if !cloud.bootcmd.is_empty() {
-        doc.insert(
-            "bootcmd".into(),
-            Value::Array(cloud.bootcmd.iter().map(command).collect()),
-        );
-    }
+    // The host-key repair first: it runs at every boot, before sshd.
+    let mut bootcmd = vec![sh(SSH_HOST_KEY_REPAIR)];
+    bootcmd.extend(cloud.bootcmd.iter().map(command));
+    doc.insert("bootcmd".into(), Value::Array(bootcmd));
     // Mounts first: a command that writes below a volume's target must
     // write into the volume, not into the root disk the mount then hides.
     let mut runcmd: Vec<Value> = spec
@@ -108,6 +109,37 @@ fn user_data(inputs: &SeedInputs) -> String {
     }
     format!("#cloud-config\n{}", to_yaml(&Value::Object(doc)))
 }
+
+/// Every boot: a host key that is empty or unreadable (a crash right after
+/// cloud-init generated it leaves zero-size files) is made again, of its
+/// type; keys that read fine are left alone. Without any key at all after
+/// cloud-init's ssh module ran for this instance (its semaphore is there),
+/// `ssh-keygen -A` makes them; at first boot that module makes them itself.
+/// cloud-init runs `bootcmd` before sshd starts; should sshd have failed
+/// already, it is started again.
+pub const SSH_HOST_KEY_REPAIR: &str = r#"command -v ssh-keygen >/dev/null 2>&1 || exit 0
+[ -d /etc/ssh ] || exit 0
+repaired=
+for key in /etc/ssh/ssh_host_*_key; do
+  [ -e "$key" ] || continue
+  if ! ssh-keygen -y -P '' -f "$key" </dev/null >/dev/null 2>&1 || [ ! -s "$key.pub" ]; then
+    type=${key#/etc/ssh/ssh_host_}; type=${type%_key}
+    echo "holos: regenerating the broken SSH host key $key" >&2
+    rm -f "$key" "$key.pub"
+    ssh-keygen -q -t "$type" -N '' -f "$key" </dev/null && repaired=1
+  fi
+done
+if ! ls /etc/ssh/ssh_host_*_key >/dev/null 2>&1 && [ -e /var/lib/cloud/instance/sem/config_ssh ]; then
+  echo "holos: no SSH host key, making them" >&2
+  ssh-keygen -A && repaired=1
+fi
+[ -n "$repaired" ] && command -v systemctl >/dev/null 2>&1 || exit 0
+for unit in ssh.service sshd.service; do
+  if systemctl is-failed --quiet "$unit" 2>/dev/null; then
+    systemctl reset-failed "$unit"; systemctl --no-block restart "$unit"
+  fi
+done
+exit 0"#;
 
 fn network_config(spec: &InstanceSpec) -> String {
     to_yaml(&json!({

@@ -81,6 +81,16 @@ fn write_state(spec: &InstanceSpec, state: HealthState) {
     );
 }
 
+/// Called before an instance's QEMU starts: a health state left from an
+/// earlier run (say `healthy`, before a crash) must not show in `holos ps`
+/// for the new boot, so it becomes `starting`; so does a fresh instance
+/// whose service has a check.
+pub fn reset_for_start(spec: &InstanceSpec, has_check: bool) {
+    if has_check || spec.dir.join(HEALTH_FILE).exists() {
+        write_state(spec, HealthState::Starting);
+    }
+}
+
 /// The outcome of one probe: whether it passed, and what it printed.
 struct Probe {
     passed: bool,

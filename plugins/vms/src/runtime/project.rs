@@ -269,7 +269,7 @@ fn up_instance(
         public_key,
     });
     instance::prepare(&spec, &documents, firmware)?;
-    let pid = launch_with_ssh_retry(&mut spec)?;
+    let pid = launch_with_ssh_retry(&mut spec, service.healthcheck.is_some())?;
     record.instances.insert(
         name.clone(),
         InstanceRecord {
@@ -284,7 +284,8 @@ fn up_instance(
 
 /// Launches; when the auto-allocated SSH port turns out taken, picks a new
 /// one and tries again.
-fn launch_with_ssh_retry(spec: &mut InstanceSpec) -> Result<u32, String> {
+fn launch_with_ssh_retry(spec: &mut InstanceSpec, has_check: bool) -> Result<u32, String> {
+    health::reset_for_start(spec, has_check);
     for _ in 0..SSH_PORT_ATTEMPTS {
         match instance::launch(spec) {
             Ok(pid) => return Ok(pid),
@@ -400,7 +401,7 @@ pub fn start(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<
                 instance.spec.root_disk().display()
             ));
         }
-        let pid = launch_with_ssh_retry(&mut instance.spec)?;
+        let pid = launch_with_ssh_retry(&mut instance.spec, false)?;
         instance.pid = Some(pid);
         eprintln!(
             "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",

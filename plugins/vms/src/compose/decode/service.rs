@@ -1,4 +1,4 @@
-//! One service: every field the seed lists, decoded into a manifest
+//! One service: every field the compose file format lists, decoded into a manifest
 //! `Service` (instances are filled in later, at project level).
 
 use std::collections::BTreeMap;

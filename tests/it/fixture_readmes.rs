@@ -1,0 +1,77 @@
+//! Every fixture case under `tests/cases/<suite>/<case>/` carries a
+//! `README.md` that says what the case checks: without it, a reader of a
+//! failing case has only the expected outputs to guess its purpose from.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn every_fixture_case_has_a_readme() {
+    let cases_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let cases = discover_cases(&cases_root);
+    assert!(
+        !cases.is_empty(),
+        "no fixture cases found below {}",
+        cases_root.display()
+    );
+
+    let mut problems = Vec::new();
+    for case in &cases {
+        let readme = case.join("README.md");
+        match fs::read_to_string(&readme) {
+            Ok(text) if text.trim().is_empty() => problems.push(format!(
+                "{} is empty: say what the case checks and what its expected output shows",
+                readme.display()
+            )),
+            Ok(_) => {}
+            Err(err) => problems.push(format!(
+                "{}: {err}; add a README.md saying what the case checks and what its expected output shows",
+                readme.display()
+            )),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} of {} fixture cases lack a README.md:\n{}",
+        problems.len(),
+        cases.len(),
+        problems.join("\n")
+    );
+}
+
+/// Every directory `tests/cases/<suite>/<case>` that looks like a case (it
+/// has a `source-tree` or an `expected-*` file), as the fixture runner in
+/// tests/fixtures.rs finds them.
+fn discover_cases(cases_root: &Path) -> Vec<PathBuf> {
+    let mut cases = Vec::new();
+    for suite in subdirectories(cases_root) {
+        for case in subdirectories(&suite) {
+            let looks_like_case = fs::read_dir(&case)
+                .map(|entries| {
+                    entries.flatten().any(|entry| {
+                        let name = entry.file_name();
+                        let name = name.to_string_lossy();
+                        name == "source-tree" || name.starts_with("expected-")
+                    })
+                })
+                .unwrap_or(false);
+            if looks_like_case {
+                cases.push(case);
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
+
+fn subdirectories(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
