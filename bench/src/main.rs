@@ -6,6 +6,7 @@ mod driver;
 mod file;
 mod file_dependent;
 mod file_versus;
+mod holos_labels;
 mod inplace;
 mod peers;
 mod util;
@@ -33,6 +34,9 @@ Benchmarks:
             their directory: first and no-op apply, medians of 3 rounds,
             the no-op floor (sha256sum + stat) and per-process mode against
             bare process starts; a peer that is not installed is skipped
+  holos-labels
+            holos validate of one service with N labels, in one file and
+            with an override file of N more (default: 10000,80000,200000)
   all       every benchmark (not file-versus, not peers)
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
@@ -46,10 +50,10 @@ fn main() -> std::process::ExitCode {
         eprint!("{USAGE}");
         return std::process::ExitCode::from(2);
     };
-    let default_sizes: &[usize] = if name == "file-versus" {
-        &[10000]
-    } else {
-        &[1000, 10000]
+    let default_sizes: &[usize] = match name.as_str() {
+        "file-versus" => &[10000],
+        "holos-labels" => &[10000, 80000, 200000],
+        _ => &[1000, 10000],
     };
     let sizes_arg = if name == "file-versus" { 2 } else { 1 };
     let sizes = match parse_sizes(args.get(sizes_arg), default_sizes) {
@@ -65,6 +69,7 @@ fn main() -> std::process::ExitCode {
         "inplace" => inplace::run(),
         "peers" => peers::run(&sizes),
         "file-dependent" => file_dependent::run(&sizes),
+        "holos-labels" => holos_labels::run(&sizes),
         "file-versus" => match args.get(1) {
             Some(old) => file_versus::run(std::path::Path::new(old), &sizes),
             None => {
