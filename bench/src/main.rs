@@ -6,6 +6,7 @@ mod driver;
 mod file;
 mod file_dependent;
 mod file_versus;
+mod holos_labels;
 mod inplace;
 mod long_line;
 mod peers;
@@ -39,7 +40,10 @@ Benchmarks:
             logoutput, a plugin's stderr and one FD 3 batch record; with
             OLD_DIR (an older build's holo and holo-exec) both builds;
             SIZES in MB (default: 10,50,100)
-  all       every benchmark (not file-versus, not peers, not long-line)
+  holos-labels
+            holos validate of one service with N labels, in one file and
+            with an override file of N more (default: 10000,80000,200000)
+  all       driver, file, file-dependent and inplace
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
     let default_sizes: &[usize] = match name.as_str() {
         "file-versus" => &[10000],
         "long-line" => &[10, 50, 100],
+        "holos-labels" => &[10000, 80000, 200000],
         _ => &[1000, 10000],
     };
     let sizes_arg = if name == "file-versus" || long_line_old.is_some() {
@@ -80,6 +85,7 @@ fn main() -> std::process::ExitCode {
         "long-line" => long_line::run(long_line_old.map(std::path::Path::new), &sizes),
         "peers" => peers::run(&sizes),
         "file-dependent" => file_dependent::run(&sizes),
+        "holos-labels" => holos_labels::run(&sizes),
         "file-versus" => match args.get(1) {
             Some(old) => file_versus::run(std::path::Path::new(old), &sizes),
             None => {
