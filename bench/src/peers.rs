@@ -91,6 +91,10 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         let mut cfengine_figures = Figures::new("CFEngine");
         let mut floor = Vec::new();
         let mut spawn = Vec::new();
+        // Every tree stays until the size is done: ext4 skips inodes freed
+        // in the last minutes when it allocates, so a tree deleted just
+        // before a run makes that run's file creations scan past them.
+        let mut kept = Vec::new();
         for _ in 0..rounds {
             let no_batch = &[("HOLO_NO_BATCH", "1")][..];
             let mut runs = vec![(&mut holo, bin.as_path(), &[][..])];
@@ -113,6 +117,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 if index == 0 {
                     floor.push(time_floor(&root.path().join("srv/bench"))?);
                 }
+                kept.push(root);
             }
             if let Some(puppet) = &puppet {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -124,6 +129,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 puppet_figures
                     .noop
                     .push(time_puppet(puppet, work.path(), &manifest)?);
+                kept.push(work);
             }
             if let Some(agent) = &cfengine {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -135,6 +141,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 cfengine_figures
                     .noop
                     .push(time_cfengine(work.path(), &policy)?);
+                kept.push(work);
             }
             if !skipped("per-process") {
                 spawn.push(time_spawns(n)?);
@@ -189,6 +196,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             ratio(median(&holo_old.noop), holo_noop),
         );
         println!("load average after N = {n}: {}", load_average());
+        drop(kept);
     }
     Ok(())
 }
