@@ -50,6 +50,13 @@ pub trait Plugin {
         Extension::Batch,
         Extension::Inplace,
     ];
+    /// In a batch, [`crate::atomic::write`] stages the plugin's writes and
+    /// the SDK commits them together: one sync for many files (see
+    /// [`crate::atomic`]). A plugin that opts in reads back nothing it
+    /// wrote in the same entity (it uses what [`crate::atomic::stage`]
+    /// returns) and calls [`crate::atomic::commit_staged`] before it
+    /// removes a directory.
+    const STAGES_WRITES: bool = false;
     /// The per-entity desired state that scan found; cached between scan and apply.
     type Spec: Serialize + DeserializeOwned;
 
