@@ -1,0 +1,307 @@
+//! Splits a template into text and action tokens.
+
+use crate::{Delims, Failure};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    Text(String),
+    Open,
+    Close,
+    Ident(String),
+    /// `.name` written without a space before the dot.
+    Field(String),
+    Dot,
+    Str(String),
+    Int(i64),
+    Float(f64),
+    LParen,
+    RParen,
+    LBrack,
+    RBrack,
+    Comma,
+    Colon,
+    Pipe,
+    Question,
+    Assign,
+    Declare,
+    Op(&'static str),
+    Eof,
+}
+
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub tok: Tok,
+    pub pos: usize,
+    /// Whitespace came right before this token.
+    pub space: bool,
+}
+
+const TRIM_CHARS: &[char] = &[' ', '\t', '\r', '\n'];
+
+pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut trim_next = false;
+    let open = delims.left.as_str();
+    let close = delims.right.as_str();
+    let copen = delims.comment_left.as_str();
+    let cclose = delims.comment_right.as_str();
+    // Where the next comment starts; searched again only once passed, so
+    // lexing stays linear.
+    let mut comment_at: Option<usize> = src.find(copen);
+    loop {
+        let rest = &src[pos..];
+        if let Some(c) = comment_at
+            && c < pos
+        {
+            comment_at = src[pos..].find(copen).map(|n| pos + n);
+        }
+        let at_open = rest.find(open).map(|n| pos + n);
+        let (next, is_comment) = match (at_open, comment_at) {
+            (Some(a), Some(c)) if c < a => (Some(c), true),
+            (Some(a), _) => (Some(a), false),
+            (None, Some(c)) => (Some(c), true),
+            (None, None) => (None, false),
+        };
+        let end = next.unwrap_or(src.len());
+        let mut text = &src[pos..end];
+        if trim_next {
+            text = text.trim_start_matches(TRIM_CHARS);
+            trim_next = false;
+        }
+        let Some(_) = next else {
+            push_text(&mut out, text, pos);
+            out.push(Token {
+                tok: Tok::Eof,
+                pos: src.len(),
+                space: false,
+            });
+            return Ok(out);
+        };
+        if is_comment {
+            push_text(&mut out, text, pos);
+            let body = end + copen.len();
+            match src[body..].find(cclose) {
+                Some(n) => pos = body + n + cclose.len(),
+                None => return Err(Failure::new(end, "unclosed comment")),
+            }
+            continue;
+        }
+        let mut inner = end + open.len();
+        if src[inner..].starts_with("- ") {
+            text = text.trim_end_matches(TRIM_CHARS);
+            inner += 2;
+        }
+        push_text(&mut out, text, pos);
+        out.push(Token {
+            tok: Tok::Open,
+            pos: end,
+            space: false,
+        });
+        let (after, trim) = lex_action(src, inner, close, &mut out)?;
+        pos = after;
+        trim_next = trim;
+    }
+}
+
+fn push_text(out: &mut Vec<Token>, text: &str, pos: usize) {
+    if !text.is_empty() {
+        out.push(Token {
+            tok: Tok::Text(text.to_string()),
+            pos,
+            space: false,
+        });
+    }
+}
+
+/// Lexes one action from `pos`; returns the offset after its closing
+/// delimiter and whether that delimiter trims the following whitespace.
+fn lex_action(
+    src: &str,
+    mut pos: usize,
+    close: &str,
+    out: &mut Vec<Token>,
+) -> Result<(usize, bool), Failure> {
+    let start = pos;
+    let bytes = src.as_bytes();
+    let mut space = false;
+    let mut parens = 0usize;
+    let mut brackets = 0usize;
+    loop {
+        let rest = &src[pos..];
+        if parens == 0 && brackets == 0 {
+            if let Some(after) = rest.strip_prefix(" -")
+                && after.starts_with(close)
+            {
+                out.push(Token {
+                    tok: Tok::Close,
+                    pos,
+                    space: true,
+                });
+                return Ok((pos + 2 + close.len(), true));
+            }
+            if rest.starts_with(close) {
+                out.push(Token {
+                    tok: Tok::Close,
+                    pos,
+                    space,
+                });
+                return Ok((pos + close.len(), false));
+            }
+        }
+        let Some(c) = rest.chars().next() else {
+            return Err(Failure::new(
+                start,
+                format!("unclosed action: no closing {close}"),
+            ));
+        };
+        if c.is_whitespace() {
+            space = true;
+            pos += c.len_utf8();
+            continue;
+        }
+        let tok_pos = pos;
+        let two = rest.get(..2).unwrap_or("");
+        let tok =
+            if let Some(op) = ["==", "!=", "<=", ">=", "&&", "||"]
+                .into_iter()
+                .find(|op| *op == two)
+            {
+                pos += 2;
+                Tok::Op(op)
+            } else if two == ":=" {
+                pos += 2;
+                Tok::Declare
+            } else if c == '"' || c == '`' {
+                let (s, len) = lex_string(src, pos)?;
+                pos += len;
+                Tok::Str(s)
+            } else if c.is_ascii_digit() {
+                let mut end = pos;
+                while end < bytes.len() && bytes[end].is_ascii_digit() {
+                    end += 1;
+                }
+                let mut is_float = false;
+                if end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit() {
+                    is_float = true;
+                    end += 1;
+                    while end < bytes.len() && bytes[end].is_ascii_digit() {
+                        end += 1;
+                    }
+                }
+                let text = &src[pos..end];
+                pos = end;
+                if is_float {
+                    Tok::Float(
+                        text.parse()
+                            .map_err(|_| Failure::new(tok_pos, format!("bad number {text}")))?,
+                    )
+                } else {
+                    Tok::Int(text.parse().map_err(|_| {
+                        Failure::new(tok_pos, format!("number {text} is too large"))
+                    })?)
+                }
+            } else if c == '_' || c.is_alphabetic() {
+                let len = ident_len(rest);
+                pos += len;
+                Tok::Ident(rest[..len].to_string())
+            } else if c == '.' {
+                let after = &rest[1..];
+                let len = ident_len(after);
+                if len > 0 {
+                    pos += 1 + len;
+                    Tok::Field(after[..len].to_string())
+                } else {
+                    pos += 1;
+                    Tok::Dot
+                }
+            } else {
+                pos += c.len_utf8();
+                match c {
+                    '(' => {
+                        parens += 1;
+                        Tok::LParen
+                    }
+                    ')' => {
+                        parens = parens.saturating_sub(1);
+                        Tok::RParen
+                    }
+                    '[' => {
+                        brackets += 1;
+                        Tok::LBrack
+                    }
+                    ']' => {
+                        brackets = brackets.saturating_sub(1);
+                        Tok::RBrack
+                    }
+                    ',' => Tok::Comma,
+                    ':' => Tok::Colon,
+                    '|' => Tok::Pipe,
+                    '?' => Tok::Question,
+                    '=' => Tok::Assign,
+                    '+' => Tok::Op("+"),
+                    '-' => Tok::Op("-"),
+                    '*' => Tok::Op("*"),
+                    '/' => Tok::Op("/"),
+                    '%' => Tok::Op("%"),
+                    '<' => Tok::Op("<"),
+                    '>' => Tok::Op(">"),
+                    '!' => Tok::Op("!"),
+                    other => {
+                        return Err(Failure::new(
+                            tok_pos,
+                            format!("unexpected character {other:?} in action"),
+                        ));
+                    }
+                }
+            };
+        out.push(Token {
+            tok,
+            pos: tok_pos,
+            space,
+        });
+        space = false;
+    }
+}
+
+fn ident_len(s: &str) -> usize {
+    s.char_indices()
+        .find(|(_, c)| !(*c == '_' || c.is_alphanumeric()))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len())
+}
+
+fn lex_string(src: &str, start: usize) -> Result<(String, usize), Failure> {
+    let rest = &src[start..];
+    let mut chars = rest.char_indices();
+    let quote = chars.next().map(|(_, c)| c).unwrap_or('"');
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        if c == quote {
+            return Ok((out, i + 1));
+        }
+        if c == '\\' && quote == '"' {
+            let Some((_, e)) = chars.next() else { break };
+            match e {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                '\\' => out.push('\\'),
+                '"' => out.push('"'),
+                '\'' => out.push('\''),
+                other => {
+                    return Err(Failure::new(
+                        start + i,
+                        format!("unknown escape sequence \\{other} in string"),
+                    ));
+                }
+            }
+            continue;
+        }
+        if c == '\n' && quote == '"' {
+            break;
+        }
+        out.push(c);
+    }
+    Err(Failure::new(start, "unterminated string"))
+}
