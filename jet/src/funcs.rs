@@ -63,6 +63,7 @@ pub fn number(n: &serde_json::Number) -> String {
     float(n.as_f64().unwrap_or(0.0))
 }
 
+/// How Jet prints a float64: shortest digits, never an exponent.
 pub fn float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
@@ -74,9 +75,14 @@ pub fn float(f: f64) -> String {
             "-Inf".into()
         };
     }
+    format!("{f}")
+}
+
+/// Go's encoding/json number: shortest digits, an exponent outside
+/// [1e-6, 1e21).
+fn json_float(f: f64) -> String {
     let abs = f.abs();
-    if abs != 0.0 && !(1e-4..1e21).contains(&abs) {
-        // Go writes 1e-07 and 1e+21: a sign and at least two digits.
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         let s = format!("{f:e}");
         let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
         let (sign, digits) = match exp.strip_prefix('-') {
@@ -92,8 +98,7 @@ pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "nil",
         Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
+        Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "list",
         Value::Object(_) => "map",
@@ -320,12 +325,58 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
 
 /// Go's json.Marshal: compact, sorted keys, `<`, `>`, `&` escaped.
 fn json(v: &Value) -> Result<String, String> {
-    let s = serde_json::to_string(v).map_err(|e| format!("json: {e}"))?;
-    Ok(s.replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029"))
+    let mut out = String::new();
+    write_json(v, &mut out)?;
+    Ok(out)
+}
+
+fn write_json(v: &Value, out: &mut String) -> Result<(), String> {
+    match v {
+        Value::Null | Value::Bool(_) => out.push_str(&v.to_string()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => out.push_str(&i.to_string()),
+            (None, Some(u)) => out.push_str(&u.to_string()),
+            _ => out.push_str(&json_float(n.as_f64().unwrap_or(0.0))),
+        },
+        Value::String(s) => {
+            let quoted = serde_json::to_string(s).map_err(|e| format!("json: {e}"))?;
+            for c in quoted.chars() {
+                match c {
+                    '<' => out.push_str("\\u003c"),
+                    '>' => out.push_str("\\u003e"),
+                    '&' => out.push_str("\\u0026"),
+                    '\u{2028}' => out.push_str("\\u2028"),
+                    '\u{2029}' => out.push_str("\\u2029"),
+                    c => out.push(c),
+                }
+            }
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(&Value::String(k.clone()), out)?;
+                out.push(':');
+                write_json(&map[k], out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
 }
 
 /// Go's html.EscapeString.
@@ -389,8 +440,10 @@ mod tests {
     fn floats_print_as_go_does() {
         assert_eq!(float(4.9), "4.9");
         assert_eq!(float(8080.0), "8080");
-        assert_eq!(float(1e-7), "1e-07");
-        assert_eq!(float(1.5e21), "1.5e+21");
+        assert_eq!(float(1e21), "1000000000000000000000");
+        assert_eq!(json_float(1e-7), "1e-07");
+        assert_eq!(json_float(1.5e21), "1.5e+21");
+        assert_eq!(json_float(8080.0), "8080");
     }
 
     #[test]

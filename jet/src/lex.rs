@@ -176,6 +176,21 @@ fn lex_action(
                 let (s, len) = lex_string(src, pos)?;
                 pos += len;
                 Tok::Str(s)
+            } else if c == '\'' {
+                // A character literal is its code point, as in Go.
+                let mut it = rest[1..].chars();
+                match (it.next(), it.next()) {
+                    (Some(ch), Some('\'')) if ch != '\\' => {
+                        pos += 2 + ch.len_utf8();
+                        Tok::Int(i64::from(u32::from(ch)))
+                    }
+                    _ => {
+                        return Err(Failure::new(
+                            tok_pos,
+                            "bad character literal: write one character between single quotes",
+                        ));
+                    }
+                }
             } else if c.is_ascii_digit() {
                 let mut end = pos;
                 while end < bytes.len() && bytes[end].is_ascii_digit() {

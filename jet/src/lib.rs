@@ -177,7 +177,8 @@ impl<'a> Engine<'a> {
         self
     }
 
-    /// Adds a function; built-ins of the same name win.
+    /// Adds a function; built-ins of the same name win. Numbers written in
+    /// templates arrive as floats, as in Jet.
     pub fn add_function(
         &mut self,
         name: &str,
@@ -292,7 +293,7 @@ mod tests {
         let loader = MapLoader::from([("t", "{{ double(21) }} {{ 2 | double }} {{ fail() }}")]);
         let mut engine = Engine::new(&loader);
         engine.add_function("double", |args| {
-            Ok(Value::from(args[0].as_i64().unwrap_or(0) * 2))
+            Ok(Value::from(args[0].as_f64().unwrap_or(0.0) * 2.0))
         });
         engine.add_function("fail", |_| Err("no luck".into()));
         let err = engine
@@ -302,7 +303,7 @@ mod tests {
         let loader = MapLoader::from([("t", "{{ double(21) }} {{ 2 | double }}")]);
         let mut engine = Engine::new(&loader);
         engine.add_function("double", |args| {
-            Ok(Value::from(args[0].as_i64().unwrap_or(0) * 2))
+            Ok(Value::from(args[0].as_f64().unwrap_or(0.0) * 2.0))
         });
         assert_eq!(
             engine.render("t", &Map::new(), &Value::Null).unwrap(),

@@ -821,7 +821,8 @@ impl Parser {
         let t = self.next();
         let kind = match t.tok {
             Tok::Str(s) => ExprKind::Lit(Value::String(s)),
-            Tok::Int(i) => ExprKind::Lit(Value::from(i)),
+            // Jet keeps every number literal as a float64.
+            Tok::Int(i) => ExprKind::Lit(Value::from(i as f64)),
             Tok::Float(f) => ExprKind::Lit(Value::from(f)),
             Tok::Dot => ExprKind::Context,
             Tok::Field(name) => ExprKind::Field(
