@@ -46,6 +46,10 @@ pub enum Outcome {
     Skipped,
     /// The plugin cannot do `--noop`.
     NotSupported,
+    /// A signal cut its plugin short.
+    Interrupted,
+    /// The run was interrupted before it got to the entity.
+    NotStarted,
 }
 
 /// Everything an apply run needs to see.
@@ -69,9 +73,12 @@ pub fn run(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
 /// 0 when all is well; 1 on failures, skips and needed `--force`; with
 /// `--noop`, 2 when something would change.
 pub fn exit_code(mode: Mode, outcomes: &[Outcome]) -> i32 {
-    let bad = outcomes
-        .iter()
-        .any(|o| matches!(o, Outcome::Failed | Outcome::Skipped | Outcome::NeedsForce));
+    let bad = outcomes.iter().any(|o| {
+        matches!(
+            o,
+            Outcome::Failed | Outcome::Skipped | Outcome::NeedsForce | Outcome::Interrupted
+        )
+    });
     if bad {
         1
     } else if mode == Mode::Noop && outcomes.contains(&Outcome::Changed) {
@@ -106,7 +113,8 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
         durations: &mut durations,
     };
     let mut start = 0;
-    while start < entities.len() {
+    // An interrupted run starts no further entity.
+    while start < entities.len() && crate::interrupt::signal().is_none() {
         let plugin = &ctx.plugins[entities[start].plugin];
         let can_batch = batching && plugin.has_extension(extension::BATCH);
         // A plugin with batch-order gets references into the batch on its
@@ -168,7 +176,11 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
     Applied {
         outcomes: outcomes
             .into_iter()
-            .map(|o| o.unwrap_or(Outcome::Failed))
+            .map(|o| match o {
+                Some(outcome) => outcome,
+                None if crate::interrupt::signal().is_some() => Outcome::NotStarted,
+                None => Outcome::Failed,
+            })
             .collect(),
         durations,
     }
@@ -241,6 +253,10 @@ fn run_pending(
         outcomes,
         durations,
     } = results;
+    if crate::interrupt::signal().is_some() {
+        *pending = PendingRun::default();
+        return;
+    }
     match pending.entries.as_slice() {
         [] => {}
         [single] => {
@@ -307,6 +323,16 @@ impl<'e> EntityView<'e> {
         let line = out.colorize_plugin_line(line);
         self.prologue(out);
         out.write(Stream::Err, &line);
+    }
+
+    /// An entity whose plugin a signal cut short: its output so far, and
+    /// no verdict (holo says once that the run was interrupted).
+    fn finish_interrupted(&mut self, out: &mut Output) -> Outcome {
+        self.finish_stderr(out);
+        self.prologue(out);
+        out.end_paragraph(Stream::Out);
+        out.flush();
+        Outcome::Interrupted
     }
 
     /// An entity that a batch skipped because a requirement failed.
@@ -421,11 +447,14 @@ fn run_single(
             |event| match event {
                 Some(Chunk::Stdout(b)) => view.stdout(out, b),
                 Some(Chunk::Stderr(b)) => view.stderr(out, b),
-                Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+                Some(Chunk::Fd3(b)) => keep_bounded(&mut fd3, b),
                 None => out.flush(),
             },
         );
     let failure = plugin.failure(&result);
+    if failure.is_some() && crate::interrupt::signal().is_some() {
+        return view.finish_interrupted(out);
+    }
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
 }
 
@@ -460,7 +489,7 @@ fn run_batch(
         last_result: Instant::now(),
         streaming: HashMap::new(),
     };
-    let mut fd3_partial: Vec<u8> = Vec::new();
+    let mut fd3_records = RecordLines::default();
     let mut stray_stderr: Vec<u8> = Vec::new();
     let operation = format!("{}-batch", mode.operation());
     let result =
@@ -471,20 +500,24 @@ fn run_batch(
             true,
             |event| match event {
                 Some(Chunk::Fd3(bytes)) => {
-                    fd3_partial.extend_from_slice(bytes);
-                    while let Some(newline) = fd3_partial.iter().position(|b| *b == b'\n') {
-                        let line: Vec<u8> = fd3_partial.drain(..=newline).collect();
-                        batch.record(out, &line[..line.len() - 1]);
-                    }
+                    fd3_records.push(bytes, &mut |line| batch.record(out, line));
                 }
                 Some(Chunk::Stdout(bytes)) => out.write(Stream::Out, bytes),
-                Some(Chunk::Stderr(bytes)) => stray_stderr.extend_from_slice(bytes),
+                Some(Chunk::Stderr(bytes)) => keep_bounded(&mut stray_stderr, bytes),
                 None => out.flush(),
             },
         );
-    if !fd3_partial.is_empty() {
-        let line = std::mem::take(&mut fd3_partial);
-        batch.record(out, &line);
+    fd3_records.finish(&mut |line| batch.record(out, line));
+    if fd3_records.oversized > 0 {
+        out.error(
+            Stream::Err,
+            &format!(
+                "plugin holo-{} sent {} batch records larger than {} MiB; they were dropped",
+                plugin.id,
+                fd3_records.oversized,
+                MAX_RECORD >> 20
+            ),
+        );
     }
     if !stray_stderr.is_empty() {
         let text = out.colorize_plugin_line(&stray_stderr);
@@ -505,12 +538,24 @@ fn run_batch(
     } = batch;
     // Entities without a result waited from the last result to the end.
     let unfinished = last_result.elapsed();
+    let interrupted = crate::interrupt::signal().is_some();
+    let mut cut = false;
     outcomes
         .into_iter()
         .zip(durations)
         .enumerate()
         .map(|(slot_index, (outcome, duration))| match outcome {
             Some(outcome) => (outcome, duration),
+            // The first entity without a result is the one that was cut.
+            None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
+            None if interrupted => {
+                cut = true;
+                let entity = &ctx.entities[runnable[slot_index].index];
+                let mut view = streaming
+                    .remove(&slot_index)
+                    .unwrap_or_else(|| EntityView::new(entity));
+                (view.finish_interrupted(out), unfinished)
+            }
             None => {
                 let entity = &ctx.entities[runnable[slot_index].index];
                 let mut view = streaming
@@ -585,6 +630,12 @@ impl BatchRun<'_> {
         let now = Instant::now();
         self.durations[slot] = now - self.last_result;
         self.last_result = now;
+        // Each entity of a batch gets the whole timeout.
+        self.plugin.restart_timer();
+        if exit != 0 && crate::interrupt::signal().is_some() {
+            self.outcomes[slot] = Some(view.finish_interrupted(out));
+            return;
+        }
         if record.skipped {
             // The output holds the plugin's `!! skipped: ...` line.
             self.outcomes[slot] = Some(view.finish_skipped(out));
@@ -614,7 +665,7 @@ pub fn render_entity_diff(
         |event| match event {
             Some(Chunk::Stdout(b)) => out.write(Stream::Out, b),
             Some(Chunk::Stderr(b)) => stderr.push(b, &mut |line| plugin_stderr_line(out, line)),
-            Some(Chunk::Fd3(b)) => fd3.extend_from_slice(b),
+            Some(Chunk::Fd3(b)) => keep_bounded(&mut fd3, b),
             None => out.flush(),
         },
     );
@@ -649,6 +700,62 @@ pub fn render_entity_diff(
     })
 }
 
+/// The most holo keeps of a plugin's FD 3 in a per-entity call, and of the
+/// stderr of a batch outside its records: both are a few lines.
+const MAX_KEPT: usize = 1 << 20;
+
+/// The largest batch record holo parses (output of an entity included).
+const MAX_RECORD: usize = 256 << 20;
+
+/// Appends up to [`MAX_KEPT`] bytes in all; the rest is dropped.
+fn keep_bounded(kept: &mut Vec<u8>, bytes: &[u8]) {
+    let room = MAX_KEPT.saturating_sub(kept.len());
+    kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+}
+
+/// Splits FD 3 of a batch into records. Only new bytes are searched for the
+/// newline, and a record beyond [`MAX_RECORD`] is dropped as it arrives.
+#[derive(Default)]
+struct RecordLines {
+    partial: Vec<u8>,
+    /// Dropping the rest of an oversized record.
+    skipping: bool,
+    oversized: usize,
+}
+
+impl RecordLines {
+    fn push(&mut self, mut bytes: &[u8], each: &mut dyn FnMut(&[u8])) {
+        while let Some(newline) = bytes.iter().position(|b| *b == b'\n') {
+            if self.skipping {
+                self.skipping = false;
+            } else if self.partial.is_empty() {
+                each(&bytes[..newline]);
+            } else {
+                self.partial.extend_from_slice(&bytes[..newline]);
+                each(&self.partial);
+                self.partial.clear();
+            }
+            bytes = &bytes[newline + 1..];
+        }
+        if self.skipping {
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+        if self.partial.len() > MAX_RECORD {
+            self.partial = Vec::new();
+            self.skipping = true;
+            self.oversized += 1;
+        }
+    }
+
+    fn finish(&mut self, each: &mut dyn FnMut(&[u8])) {
+        if !self.partial.is_empty() && !self.skipping {
+            let line = std::mem::take(&mut self.partial);
+            each(&line);
+        }
+    }
+}
+
 /// A line of plugin stderr outside an entity's prologue (scan, info, diff).
 pub fn plugin_stderr_line(out: &mut Output, line: &[u8]) {
     let line = out.colorize_plugin_line(line);
@@ -664,6 +771,27 @@ mod tests {
         assert_eq!(indent(b"a\nb\n"), b"    a\n    b\n");
         assert_eq!(indent(b"a\nb"), b"    a\n    b");
         assert_eq!(indent(b""), b"");
+    }
+
+    #[test]
+    fn batch_records_split_across_reads_and_oversized_ones_are_dropped() {
+        let mut lines = RecordLines::default();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        lines.push(b"{\"a\"", &mut |l| seen.push(l.to_vec()));
+        lines.push(b":1}\n{\"b\":2}\n{", &mut |l| seen.push(l.to_vec()));
+        let big = vec![b'x'; MAX_RECORD];
+        lines.push(&big, &mut |l| seen.push(l.to_vec()));
+        lines.push(b"x}\n{\"c\":3}", &mut |l| seen.push(l.to_vec()));
+        lines.finish(&mut |l| seen.push(l.to_vec()));
+        assert_eq!(
+            seen,
+            vec![
+                b"{\"a\":1}".to_vec(),
+                b"{\"b\":2}".to_vec(),
+                b"{\"c\":3}".to_vec()
+            ]
+        );
+        assert_eq!(lines.oversized, 1);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::apply::{self, Mode};
 use crate::loading::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::run_dir::{self, Runtime};
+use crate::run_dir::Runtime;
 use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
 use crate::{order, report};
@@ -100,13 +100,23 @@ pub fn main(args: Vec<String>) -> i32 {
         eprintln!("holo apply: --force and --noop cannot be combined");
         return 2;
     }
-    install_signal_cleanup();
+    crate::interrupt::install();
     let mut out = Output::new();
+    if let Err(message) = crate::plugin::check_timeout_variables() {
+        out.error(Stream::Err, &message);
+        out.flush();
+        return EXIT_FATAL;
+    }
     let mut reporting = Reporting::new(&options);
     let code = run(command, &options, &selectors, &mut out, &mut reporting);
     // A run that failed before it applied anything is reported too, so that
-    // a monitor sees the failure instead of an old success.
-    let code = if command == Command::Apply && !reporting.written {
+    // a monitor sees the failure instead of an old success. A run
+    // interrupted before it took the lock leaves the report alone: another
+    // run may hold the lock.
+    let code = if let Some(signal) = crate::interrupt::signal() {
+        out.error(Stream::Err, &format!("interrupted by {}", signal.as_str()));
+        128 + signal as i32
+    } else if command == Command::Apply && !reporting.written {
         reporting.write(&mut out, code, Vec::new())
     } else {
         code
@@ -216,23 +226,6 @@ fn help_text(program: &str) -> String {
     )
 }
 
-/// Removes the cache directory and the lock when SIGINT, SIGTERM or SIGHUP arrive.
-fn install_signal_cleanup() {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(signal);
-    }
-    if set.thread_block().is_ok() {
-        std::thread::spawn(move || {
-            if let Ok(signal) = set.wait() {
-                run_dir::run_cleanup();
-                std::process::exit(128 + signal as i32);
-            }
-        });
-    }
-}
-
 fn run(
     command: Command,
     options: &Options,
@@ -266,7 +259,13 @@ fn run(
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
-    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, out) {
+    if let Some(code) = crate::interrupt::exit_code() {
+        return code;
+    }
+    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
+        return code;
+    }
+    if let Some(code) = crate::interrupt::exit_code() {
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
@@ -324,6 +323,9 @@ fn run(
             };
             let applied = apply::run(&ctx, out, mode);
             let mut code = apply::exit_code(mode, &applied.outcomes);
+            if let Some(interrupted) = crate::interrupt::exit_code() {
+                code = interrupted;
+            }
             // Unlike Holo 3: a skipped plugin is a failure, so that a cron
             // job learns that its entities are no longer managed.
             if missing_plugins && matches!(code, 0 | 2) {
@@ -332,6 +334,8 @@ fn run(
             let results = entities
                 .iter()
                 .zip(applied.outcomes.iter().zip(&applied.durations))
+                // An interrupted run lists the entities it started.
+                .filter(|(_, (outcome, _))| **outcome != apply::Outcome::NotStarted)
                 .map(|(entity, (outcome, duration))| EntityResult {
                     id: entity.id.clone(),
                     plugin: plugins[entity.plugin].id.clone(),
@@ -339,7 +343,8 @@ fn run(
                     duration: *duration,
                 })
                 .collect();
-            // Written under the lock, so the report is the last run's.
+            // Written under the lock, so the report is the last run's; the
+            // lock goes last, when nothing this run started is alive.
             let code = reporting.write(out, code, results);
             if let Some(lock) = lock {
                 crate::lock::release(&lock, out);
@@ -364,6 +369,9 @@ fn utf8_env(name: &str) -> Result<Option<String>, String> {
     }
 }
 
+/// The largest scan report holo reads from one plugin.
+const MAX_SCAN_REPORT: usize = 256 << 20;
+
 /// Scans every plugin before anything is applied.
 fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
     let mut all = Vec::new();
@@ -372,15 +380,32 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
         let mut stdout = Vec::new();
         let mut stderr = StderrLines::default();
         let result = plugin.run(&["scan"], &[], None, false, |chunk| match chunk {
-            Chunk::Stdout(b) => stdout.extend_from_slice(b),
+            // Beyond the limit the report is refused below; keep no more.
+            Chunk::Stdout(b) if stdout.len() <= MAX_SCAN_REPORT => stdout.extend_from_slice(b),
+            Chunk::Stdout(_) => {}
             Chunk::Stderr(b) => stderr.push(b, &mut |line| apply::plugin_stderr_line(out, line)),
             Chunk::Fd3(_) => {}
         });
         stderr.finish(&mut |line| apply::plugin_stderr_line(out, line));
+        // Nothing is applied after an interrupted scan.
+        if let Some(code) = crate::interrupt::exit_code() {
+            return Err(code);
+        }
         if let Some(failure) = plugin.failure(&result) {
             out.error(
                 Stream::Err,
                 &format!("scan with plugin {} failed: {failure}", plugin.id),
+            );
+            return Err(EXIT_FATAL);
+        }
+        if stdout.len() > MAX_SCAN_REPORT {
+            out.error(
+                Stream::Err,
+                &format!(
+                    "scan with plugin {} failed: its report is larger than {} MiB; declare fewer entities per plugin",
+                    plugin.id,
+                    MAX_SCAN_REPORT >> 20
+                ),
             );
             return Err(EXIT_FATAL);
         }
@@ -537,6 +562,7 @@ fn select(
     }
     let mut used = vec![false; selectors.len()];
     let mut selected = Vec::with_capacity(entities.len());
+    let ids: Vec<String> = entities.iter().map(|entity| entity.id.clone()).collect();
     for entity in entities {
         let matching = matching_selectors(&entity, plugins);
         let mut is_selected = false;
@@ -557,6 +583,13 @@ fn select(
                 Stream::Err,
                 format!("Unrecognized argument: {selector}\n").as_bytes(),
             );
+            let near = nearest_ids(selector, &ids);
+            if !near.is_empty() {
+                out.raw(
+                    Stream::Err,
+                    format!("Did you mean {}?\n", near.join(" or ")).as_bytes(),
+                );
+            }
             unrecognized = true;
         }
     }
@@ -564,6 +597,30 @@ fn select(
         return Err(EXIT_FATAL);
     }
     Ok(selected)
+}
+
+/// The entity IDs closest to a selector that matched nothing, when one is
+/// close: at most 2 edits (a transposition is one) and at most a quarter of
+/// the selector's length. Up to three, in name order.
+fn nearest_ids(selector: &str, ids: &[String]) -> Vec<String> {
+    let limit = 2.min(selector.chars().count() / 4);
+    let distances: Vec<(usize, &String)> = ids
+        .iter()
+        .map(|id| (strsim::damerau_levenshtein(selector, id), id))
+        .filter(|(distance, _)| *distance <= limit)
+        .collect();
+    let Some(best) = distances.iter().map(|(distance, _)| *distance).min() else {
+        return Vec::new();
+    };
+    let mut near: Vec<String> = distances
+        .into_iter()
+        .filter(|(distance, _)| *distance == best)
+        .map(|(_, id)| id.clone())
+        .collect();
+    near.sort();
+    near.dedup();
+    near.truncate(3);
+    near
 }
 
 fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
@@ -584,4 +641,29 @@ fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mu
     }
     out.flush();
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nearest_ids;
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn a_close_entity_id_is_suggested() {
+        let known = ids(&["file:/etc/motd", "file:/etc/hosts", "package:nginx"]);
+        assert_eq!(nearest_ids("file:/etc/mtod", &known), ["file:/etc/motd"]);
+        assert_eq!(nearest_ids("package:ngnix", &known), ["package:nginx"]);
+    }
+
+    #[test]
+    fn nothing_is_suggested_when_nothing_is_close() {
+        let known = ids(&["file:/etc/motd", "package:nginx"]);
+        assert!(nearest_ids("bogus-selector", &known).is_empty());
+        assert!(nearest_ids("file", &known).is_empty());
+        // short selectors allow fewer edits
+        assert!(nearest_ids("ab", &ids(&["ac"])).is_empty());
+    }
 }

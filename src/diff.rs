@@ -8,7 +8,7 @@
 //!
 //! Why not the `similar` crate: its Myers finds an equally short edit script
 //! but breaks ties differently from git's xdiff (it disagreed with git on the
-//! first few generated pairs of `tests/diff_vs_git.rs`, typically around
+//! first few generated pairs of `tests/it/diff_vs_git.rs`, typically around
 //! blank lines and closing braces). Byte-identical hunks need xdiff's own
 //! record pre-filtering (`xdl_cleanup_records`), middle-snake split with its
 //! cost heuristics (`xdl_split`), group sliding with the indent heuristic

@@ -8,6 +8,7 @@ pub mod apply;
 pub mod cli;
 pub mod diff;
 pub mod holorc;
+pub mod interrupt;
 pub mod loading;
 pub mod lock;
 pub mod order;

@@ -17,6 +17,7 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
     let holorc = holorc::read(root);
     let mut plugins = Vec::new();
     let mut dirs_to_create = Vec::new();
+    let mut state_dirs = Vec::new();
     let mut missing_plugins = false;
     for decl in holorc.decls {
         if let Err(e) = std::fs::metadata(&decl.binary) {
@@ -49,7 +50,7 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
         match loaded {
             Ok(plugin) => {
                 dirs_to_create.push(dirs.cache);
-                dirs_to_create.push(dirs.state);
+                state_dirs.push(dirs.state);
                 plugins.push(plugin);
             }
             Err(message) => {
@@ -69,6 +70,7 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
         plugins,
         missing_plugins,
         dirs_to_create,
+        state_dirs,
     })
 }
 
@@ -80,16 +82,22 @@ pub struct LoadedPlugins {
     /// entities went unmanaged, so `holo apply` must not exit 0.
     pub missing_plugins: bool,
     dirs_to_create: Vec<String>,
+    /// Each plugin's state directory, in the order of `plugins`.
+    state_dirs: Vec<String>,
 }
 
 /// Runs the generators and settles each plugin's `HOLO_RESOURCE_DIR`: the
 /// static directory itself for an `inplace` plugin that no generator wrote
 /// for (nothing is copied), else Holo 3's virtual resource directory with
 /// the static resources copied in. Every missing static resource directory
-/// is reported before the run stops.
+/// is reported before the run stops. With `noop` (`apply --noop`), a plugin
+/// that declares the `noop` extension gets no state directory created: a
+/// dry run leaves the root as it was. Plugins without it get theirs, since
+/// holo cannot tell what their scan needs.
 pub fn prepare_resources(
     runtime: &mut Runtime,
     loaded: &mut LoadedPlugins,
+    noop: bool,
     out: &mut Output,
 ) -> Result<(), i32> {
     let mut missing = false;
@@ -113,7 +121,13 @@ pub fn prepare_resources(
     if missing {
         return Err(EXIT_FATAL);
     }
-    for dir in &loaded.dirs_to_create {
+    let state_dirs = loaded
+        .plugins
+        .iter()
+        .zip(&loaded.state_dirs)
+        .filter(|(plugin, _)| !(noop && plugin.has_extension(holo_protocol::extension::NOOP)))
+        .map(|(_, dir)| dir);
+    for dir in loaded.dirs_to_create.iter().chain(state_dirs) {
         if let Err(e) = std::fs::create_dir_all(dir) {
             out.error(
                 Stream::Err,

@@ -20,7 +20,6 @@
 use crate::loading::EXIT_FATAL;
 use crate::output::{Output, Stream};
 use crate::paths;
-use crate::run_dir;
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 
@@ -35,9 +34,8 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
     loop {
         let error = match create_exclusive(&path) {
             Ok(file) => {
-                // Registered before the pid is written: a signal from now on
-                // removes the lock.
-                run_dir::register_cleanup(&path);
+                // An interrupted run removes it too, but only once nothing it
+                // started is alive (the caller releases it last).
                 write_pid(file);
                 return Ok(path);
             }
@@ -78,7 +76,6 @@ pub fn release(path: &str, out: &mut Output) {
             &format!("remove {path}: {}", paths::errno_text(&e)),
         );
     }
-    run_dir::unregister_cleanup(path);
 }
 
 fn create_exclusive(path: &str) -> std::io::Result<std::fs::File> {

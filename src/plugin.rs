@@ -21,7 +21,12 @@ pub struct Plugin {
     pub extensions: BTreeSet<String>,
     /// `KEY=VALUE` for posix_spawn, built once per plugin.
     env: Vec<CString>,
+    /// When the running operation's timeout started.
+    started: std::cell::Cell<std::time::Instant>,
 }
+
+/// The most of `info`'s output that holo reads.
+const MAX_INFO: usize = 1 << 20;
 
 /// What a running plugin produced, in arrival order.
 pub enum Chunk<'a> {
@@ -53,13 +58,16 @@ impl Plugin {
             binary: binary.to_string(),
             extensions: BTreeSet::new(),
             env: Vec::new(),
+            started: std::cell::Cell::new(std::time::Instant::now()),
         };
         plugin.env = plugin.environment(dirs);
         let mut stdout = Vec::new();
         let mut stderr = StderrLines::default();
         let status = plugin
             .run(&["info"], &[], None, false, |chunk| match chunk {
-                Chunk::Stdout(b) => stdout.extend_from_slice(b),
+                // `info` is a few lines; more is not kept.
+                Chunk::Stdout(b) if stdout.len() < MAX_INFO => stdout.extend_from_slice(b),
+                Chunk::Stdout(_) => {}
                 Chunk::Stderr(b) => stderr.push(b, &mut |line| on_stderr(line)),
                 Chunk::Fd3(_) => {}
             })
@@ -95,6 +103,14 @@ impl Plugin {
         match result {
             Ok(status) if status.success() => None,
             Ok(status) => Some(describe_status(*status)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Some(e.to_string())
+            }
             Err(e) => Some(format!(
                 "fork/exec {}: {}",
                 self.binary,
@@ -187,6 +203,12 @@ impl Plugin {
         sink: impl FnMut(Option<Chunk>),
     ) -> std::io::Result<ExitStatus> {
         use nix::fcntl::OFlag;
+        if let Some(signal) = crate::interrupt::signal() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                format!("not started: interrupted by {}", signal.as_str()),
+            ));
+        }
         use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
         let to_c = |s: &str| {
             CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
@@ -231,15 +253,21 @@ impl Plugin {
         if let Some((_, write)) = &fd3 {
             actions.add_dup2(write.as_raw_fd(), 3)?;
         }
-        // The driver blocks SIGINT/SIGTERM/SIGHUP for its cleanup thread and
+        // The driver handles SIGINT/SIGTERM/SIGHUP (reset by exec) and
         // ignores SIGPIPE (Rust runtime); plugins start with the defaults.
         let mut attr = PosixSpawnAttr::init()?;
         attr.set_sigmask(&nix::sys::signal::SigSet::empty())?;
         let mut defaults = nix::sys::signal::SigSet::empty();
         defaults.add(nix::sys::signal::Signal::SIGPIPE);
         attr.set_sigdefault(&defaults)?;
+        // A session of its own: holo can end the plugin's process group,
+        // and find every process it started (they stay in the session unless
+        // meant to outlive it) when it must kill what is left. A terminal's
+        // Ctrl-C reaches holo alone, which passes it on.
         attr.set_flags(
-            PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+            PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+                | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF
+                | PosixSpawnFlags::from_bits_retain(i32::from(libc::POSIX_SPAWN_SETSID)),
         )?;
         let pid = posix_spawn(path.as_c_str(), &actions, &attr, &argv, &envp)?;
 
@@ -260,13 +288,93 @@ impl Plugin {
                 .filter_map(|(tag, fd)| fd.map(|fd| (tag, std::fs::File::from(fd))))
                 .collect(),
         };
-        let pumped = pump(streams, &mut child, sink);
+        let (timeout, variable) = operation_timeout(args.first().copied().unwrap_or(""));
+        self.started.set(std::time::Instant::now());
+        let limits = Limits {
+            timeout,
+            started: &self.started,
+            grace: crate::interrupt::grace(),
+        };
+        let pumped = pump(streams, &mut child, &limits, sink);
         let status = match child.status {
             Some(status) => status,
             None => child.wait(true)?.unwrap_or_else(|| ExitStatus::from_raw(0)),
         };
-        pumped?;
+        let ending = pumped?;
+        if ending != Ending::Exited {
+            // What the plugin started and left behind goes with it.
+            crate::interrupt::kill_session(pid.as_raw());
+        }
+        if ending == Ending::TimedOut {
+            let limit = timeout.map(format_duration).unwrap_or_default();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "plugin holo-{} timed out after {limit} ({variable}); it was ended with every process it started",
+                    self.id
+                ),
+            ));
+        }
         Ok(status)
+    }
+
+    /// Restarts the timeout of the running operation (a batch's entity
+    /// finished).
+    pub fn restart_timer(&self) {
+        self.started.set(std::time::Instant::now());
+    }
+}
+
+/// The default timeout of `apply`, `force-apply`, `noop` and their batches
+/// (per entity), and of `info`, `scan` and `diff`.
+pub const DEFAULT_APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+pub const DEFAULT_SCAN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The variables that change them (a number of seconds, or with `s`, `m`
+/// or `h`; `0` for no limit).
+pub const TIMEOUT_VARIABLES: [&str; 2] = ["HOLO_APPLY_TIMEOUT", "HOLO_SCAN_TIMEOUT"];
+
+/// The timeout of an operation and the variable that sets it.
+fn operation_timeout(operation: &str) -> (Option<std::time::Duration>, &'static str) {
+    let (variable, default) = match operation {
+        "info" | "scan" | "diff" => (TIMEOUT_VARIABLES[1], DEFAULT_SCAN_TIMEOUT),
+        _ => (TIMEOUT_VARIABLES[0], DEFAULT_APPLY_TIMEOUT),
+    };
+    let limit = match std::env::var(variable) {
+        Ok(text) => crate::interrupt::parse_duration(&text).unwrap_or(Some(default)),
+        Err(_) => Some(default),
+    };
+    (limit, variable)
+}
+
+/// Checks the timeout variables once, before anything runs.
+pub fn check_timeout_variables() -> Result<(), String> {
+    for variable in TIMEOUT_VARIABLES.iter().chain(&["HOLO_KILL_GRACE"]) {
+        if let Some(value) = std::env::var_os(variable) {
+            let valid = value
+                .to_str()
+                .and_then(crate::interrupt::parse_duration)
+                .is_some();
+            if !valid {
+                return Err(format!(
+                    "{variable}={} is not a duration; give seconds (90) or a number with s, m or h (15m), or 0 for no limit",
+                    value.to_string_lossy()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `1h`, `10m`, `90s`: the largest unit that divides the duration.
+fn format_duration(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds > 0 && seconds.is_multiple_of(3600) {
+        format!("{}h", seconds / 3600)
+    } else if seconds > 0 && seconds.is_multiple_of(60) {
+        format!("{}m", seconds / 60)
+    } else {
+        format!("{seconds}s")
     }
 }
 
@@ -341,19 +449,64 @@ fn executable_path(binary: &str) -> String {
 /// without pidfd.
 const EXIT_CHECK_INTERVAL_MS: u16 = 100;
 
-/// Feeds stdin and reads the output pipes until they are closed or the
-/// plugin has exited; then takes only what is already in the pipes.
+/// How a supervised run ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Ending {
+    /// The plugin exited by itself.
+    Exited,
+    /// It outlived its timeout: SIGTERM, then after the grace time SIGKILL.
+    TimedOut,
+    /// holo was interrupted: the signal was passed on to the plugin.
+    Interrupted,
+}
+
+/// The limits of one run: its timeout (counted from `started`, which a
+/// batch moves at every entity's result) and the grace time after the
+/// signal before SIGKILL.
+struct Limits<'a> {
+    timeout: Option<std::time::Duration>,
+    started: &'a std::cell::Cell<std::time::Instant>,
+    grace: std::time::Duration,
+}
+
+/// Feeds stdin and reads the output pipes until the plugin has exited;
+/// then takes only what is already in the pipes. Passes an interrupt on to
+/// the plugin's process group, ends it at its timeout, and kills its whole
+/// session when it does not end within the grace time.
 fn pump(
     mut streams: Streams,
     child: &mut Child,
+    limits: &Limits,
     mut sink: impl FnMut(Option<Chunk>),
-) -> std::io::Result<()> {
+) -> std::io::Result<Ending> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signal::{Signal, kill};
+    use std::time::{Duration, Instant};
     let mut buffer = vec![0u8; 64 * 1024];
     let mut quiet = false;
-    while !streams.outputs.is_empty() || streams.stdin.is_some() {
-        // poll set: outputs, then stdin, then the pidfd
-        let (ready, stdin_ready, exited) = {
+    let mut ending = Ending::Exited;
+    let mut kill_at: Option<Instant> = None;
+    let mut forwarded = false;
+    let group = nix::unistd::Pid::from_raw(-child.pid.as_raw());
+    loop {
+        let now = Instant::now();
+        if kill_at.is_some_and(|at| now >= at) {
+            crate::interrupt::kill_session(child.pid.as_raw());
+            let _ = kill(group, Signal::SIGKILL);
+            child.wait(true)?;
+            drain_after_exit(&streams.outputs, &mut buffer, &mut sink);
+            return Ok(ending);
+        }
+        let deadline = limits.timeout.map(|limit| limits.started.get() + limit);
+        if ending == Ending::Exited && deadline.is_some_and(|at| now >= at) {
+            let _ = kill(group, Signal::SIGTERM);
+            ending = Ending::TimedOut;
+            kill_at = Some(now + limits.grace);
+            continue;
+        }
+        let watch = (!forwarded).then(crate::interrupt::watch_fd).flatten();
+        // poll set: outputs, then stdin, then the pidfd, then the interrupt
+        let (ready, stdin_ready, exited, signalled) = {
             let mut fds: Vec<PollFd> = streams
                 .outputs
                 .iter()
@@ -365,14 +518,29 @@ fn pump(
             if let Some(fd) = &child.exit {
                 fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
             }
+            if let Some(fd) = watch {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            }
             // Look first; only when nothing is ready is the caller told
             // that the driver is about to wait.
-            let timeout = if !quiet {
-                PollTimeout::ZERO
+            let mut wait: Option<Duration> = if !quiet {
+                Some(Duration::ZERO)
             } else if child.exit.is_some() {
-                PollTimeout::NONE
+                None
             } else {
-                PollTimeout::from(EXIT_CHECK_INTERVAL_MS)
+                Some(Duration::from_millis(EXIT_CHECK_INTERVAL_MS.into()))
+            };
+            for at in [deadline.filter(|_| kill_at.is_none()), kill_at]
+                .into_iter()
+                .flatten()
+            {
+                let left = at.saturating_duration_since(now) + Duration::from_millis(1);
+                wait = Some(wait.map_or(left, |wait| wait.min(left)));
+            }
+            let timeout = match wait {
+                None => PollTimeout::NONE,
+                Some(wait) => PollTimeout::try_from(wait.as_millis().min(60_000) as i32)
+                    .unwrap_or(PollTimeout::MAX),
             };
             let count = match poll(&mut fds, timeout) {
                 Ok(count) => count,
@@ -382,25 +550,44 @@ fn pump(
             let is_ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
             let outputs = streams.outputs.len();
             let ready: Vec<bool> = fds[..outputs].iter().map(is_ready).collect();
-            let stdin_ready = streams.stdin.is_some() && is_ready(&fds[outputs]);
-            let exited = match child.exit {
-                Some(_) => fds.last().is_some_and(is_ready),
-                None => count == 0 && quiet && child.wait(false)?.is_some(),
-            };
+            let mut next = outputs;
+            let stdin_ready = streams.stdin.is_some() && is_ready(&fds[next]);
+            next += usize::from(streams.stdin.is_some());
+            let has_pidfd = child.exit.is_some();
+            let pidfd_ready = has_pidfd && is_ready(&fds[next]);
+            next += usize::from(has_pidfd);
+            let signalled = watch.is_some() && is_ready(&fds[next]);
+            drop(fds);
             if count == 0 && !quiet {
                 quiet = true;
                 sink(None);
                 continue;
             }
-            (ready, stdin_ready, exited)
+            let exited = if has_pidfd {
+                pidfd_ready
+            } else {
+                (count == 0 || outputs == 0) && child.wait(false)?.is_some()
+            };
+            (ready, stdin_ready, exited, signalled)
         };
         quiet = false;
+        if signalled {
+            forwarded = true;
+            if let Some(signal) = crate::interrupt::signal() {
+                let _ = kill(group, signal);
+                if ending == Ending::Exited {
+                    ending = Ending::Interrupted;
+                }
+                let grace_end = Instant::now() + limits.grace;
+                kill_at = Some(kill_at.map_or(grace_end, |at| at.min(grace_end)));
+            }
+        }
         if stdin_ready {
             feed_stdin(&mut streams.stdin);
         }
         if exited {
             drain_after_exit(&streams.outputs, &mut buffer, &mut sink);
-            return Ok(());
+            return Ok(ending);
         }
         let mut closed = Vec::new();
         for (index, is_ready) in ready.into_iter().enumerate() {
@@ -419,7 +606,6 @@ fn pump(
             streams.outputs.remove(index);
         }
     }
-    Ok(())
 }
 
 fn chunk(tag: u8, bytes: &[u8]) -> Chunk<'_> {
@@ -481,21 +667,35 @@ fn drain_after_exit(
 }
 
 /// Splits plugin stderr into complete lines; a last partial line is
-/// completed with a newline at the end.
+/// completed with a newline at the end. Only new bytes are searched, and a
+/// line longer than [`MAX_STDERR_LINE`] is passed on in pieces of about that
+/// size (without a newline), so memory stays bounded.
 #[derive(Default)]
 pub struct StderrLines {
     partial: Vec<u8>,
 }
 
+/// See [`StderrLines`].
+pub const MAX_STDERR_LINE: usize = 1 << 20;
+
 impl StderrLines {
-    pub fn push(&mut self, bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) {
-        self.partial.extend_from_slice(bytes);
-        let mut start = 0;
-        while let Some(offset) = self.partial[start..].iter().position(|b| *b == b'\n') {
-            each_line(&self.partial[start..start + offset + 1]);
-            start += offset + 1;
+    pub fn push(&mut self, mut bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) {
+        while let Some(offset) = bytes.iter().position(|b| *b == b'\n') {
+            let (line, rest) = bytes.split_at(offset + 1);
+            if self.partial.is_empty() {
+                each_line(line);
+            } else {
+                self.partial.extend_from_slice(line);
+                each_line(&self.partial);
+                self.partial.clear();
+            }
+            bytes = rest;
         }
-        self.partial.drain(..start);
+        self.partial.extend_from_slice(bytes);
+        if self.partial.len() >= MAX_STDERR_LINE {
+            each_line(&self.partial);
+            self.partial.clear();
+        }
     }
 
     pub fn finish(&mut self, each_line: &mut dyn FnMut(&[u8])) {
@@ -635,6 +835,19 @@ mod tests {
                 b"d\n".to_vec()
             ]
         );
+    }
+
+    #[test]
+    fn a_long_stderr_line_is_passed_on_in_pieces() {
+        let mut lines = StderrLines::default();
+        let mut seen: Vec<usize> = Vec::new();
+        let chunk = vec![b'x'; 1 << 16];
+        for _ in 0..(MAX_STDERR_LINE >> 16) + 1 {
+            lines.push(&chunk, &mut |l| seen.push(l.len()));
+        }
+        lines.push(b"\n", &mut |l| seen.push(l.len()));
+        lines.finish(&mut |l| seen.push(l.len()));
+        assert_eq!(seen, vec![MAX_STDERR_LINE, (1 << 16) + 1]);
     }
 
     #[test]

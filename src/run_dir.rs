@@ -8,36 +8,6 @@ use sha2::Digest;
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
-use std::sync::Mutex;
-
-/// Paths to remove on exit, including on SIGINT and SIGTERM.
-pub static CLEANUP: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-pub fn register_cleanup(path: &str) {
-    if let Ok(mut list) = CLEANUP.lock() {
-        list.push(path.to_string());
-    }
-}
-
-pub fn unregister_cleanup(path: &str) {
-    if let Ok(mut list) = CLEANUP.lock() {
-        list.retain(|p| p != path);
-    }
-}
-
-/// Removes what is registered: a file (the lock) or a directory (the cache).
-pub fn run_cleanup() {
-    if let Ok(mut list) = CLEANUP.lock() {
-        for path in list.drain(..).rev() {
-            let p = Path::new(&path);
-            if p.is_dir() {
-                let _ = std::fs::remove_dir_all(p);
-            } else {
-                let _ = std::fs::remove_file(p);
-            }
-        }
-    }
-}
 
 /// The run's cache directory `${TMPDIR:-/tmp}/holo.DIGITS`.
 pub struct Runtime {
@@ -57,7 +27,6 @@ impl Runtime {
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| "/tmp".to_string());
         let cache = paths::clean(&make_cache_dir(&tmp)?);
-        register_cleanup(&cache);
         let virtual_root = paths::join(&cache, "generated-resources");
         std::fs::create_dir(&virtual_root)
             .map_err(|e| format!("mkdir {virtual_root}: {}", paths::errno_text(&e)))?;
@@ -217,7 +186,6 @@ impl Runtime {
 impl Drop for Runtime {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.cache);
-        unregister_cleanup(&self.cache);
     }
 }
 

@@ -43,7 +43,14 @@ pub struct RunReport {
 }
 
 /// The result names, in the order the counts are written.
-const RESULTS: [&str; 5] = ["changed", "unchanged", "failed", "skipped", "needs_force"];
+const RESULTS: [&str; 6] = [
+    "changed",
+    "unchanged",
+    "failed",
+    "skipped",
+    "needs_force",
+    "interrupted",
+];
 
 /// The name of an outcome in the report. An entity that `--noop` could not
 /// ask its plugin about counts as skipped.
@@ -54,6 +61,7 @@ pub fn result_name(outcome: Outcome) -> &'static str {
         Outcome::Failed => "failed",
         Outcome::Skipped | Outcome::NotSupported => "skipped",
         Outcome::NeedsForce => "needs_force",
+        Outcome::Interrupted | Outcome::NotStarted => "interrupted",
     }
 }
 
@@ -77,6 +85,7 @@ struct Counts {
     failed: usize,
     skipped: usize,
     needs_force: usize,
+    interrupted: usize,
 }
 
 #[derive(Serialize)]
@@ -114,6 +123,7 @@ impl RunReport {
                 "unchanged" => &mut counts.unchanged,
                 "failed" => &mut counts.failed,
                 "skipped" => &mut counts.skipped,
+                "interrupted" => &mut counts.interrupted,
                 _ => &mut counts.needs_force,
             } += 1;
         }
@@ -159,6 +169,7 @@ impl RunReport {
             counts.failed,
             counts.skipped,
             counts.needs_force,
+            counts.interrupted,
         ];
         let mut text = String::new();
         let mut metric = |name: &str, help: &str| {

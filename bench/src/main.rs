@@ -7,6 +7,7 @@ mod file;
 mod file_dependent;
 mod file_versus;
 mod inplace;
+mod long_line;
 mod peers;
 mod util;
 
@@ -33,7 +34,12 @@ Benchmarks:
             their directory: first and no-op apply, medians of 3 rounds,
             the no-op floor (sha256sum + stat) and per-process mode against
             bare process starts; a peer that is not installed is skipped
-  all       every benchmark (not file-versus, not peers)
+  long-line [OLD_DIR] [SIZES]
+            one line of N MB without a newline through holo-exec's
+            logoutput, a plugin's stderr and one FD 3 batch record; with
+            OLD_DIR (an older build's holo and holo-exec) both builds;
+            SIZES in MB (default: 10,50,100)
+  all       every benchmark (not file-versus, not peers, not long-line)
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
@@ -46,12 +52,20 @@ fn main() -> std::process::ExitCode {
         eprint!("{USAGE}");
         return std::process::ExitCode::from(2);
     };
-    let default_sizes: &[usize] = if name == "file-versus" {
-        &[10000]
-    } else {
-        &[1000, 10000]
+    // long-line takes an optional OLD_DIR before its sizes.
+    let long_line_old = (name == "long-line")
+        .then(|| args.get(1).filter(|arg| std::path::Path::new(arg).is_dir()))
+        .flatten();
+    let default_sizes: &[usize] = match name.as_str() {
+        "file-versus" => &[10000],
+        "long-line" => &[10, 50, 100],
+        _ => &[1000, 10000],
     };
-    let sizes_arg = if name == "file-versus" { 2 } else { 1 };
+    let sizes_arg = if name == "file-versus" || long_line_old.is_some() {
+        2
+    } else {
+        1
+    };
     let sizes = match parse_sizes(args.get(sizes_arg), default_sizes) {
         Ok(sizes) => sizes,
         Err(message) => {
@@ -63,6 +77,7 @@ fn main() -> std::process::ExitCode {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
         "inplace" => inplace::run(),
+        "long-line" => long_line::run(long_line_old.map(std::path::Path::new), &sizes),
         "peers" => peers::run(&sizes),
         "file-dependent" => file_dependent::run(&sizes),
         "file-versus" => match args.get(1) {

@@ -30,6 +30,9 @@ pub struct Status {
     pub gid: Option<u32>,
     /// The `creates` marker exists (false when `creates` is not set).
     pub creates_exists: bool,
+    /// The state record says an extraction started and did not finish (a
+    /// killed run): what is in `extract_parent` may be partial.
+    pub extraction_unfinished: bool,
 }
 
 /// Why the current state is not the desired one: the first failing check.
@@ -37,6 +40,8 @@ pub struct Status {
 pub enum Unstable {
     /// 1. `ensure = absent`, and the archive exists.
     ArchiveExists,
+    /// 2. An extraction started and did not finish.
+    ExtractionUnfinished,
     /// 2. `creates` is set, and the marker is missing.
     CreatesMissing,
     /// 3. `cleanup = false`, and the archive is missing.
@@ -57,6 +62,9 @@ impl Unstable {
         let id = |id: Option<u32>| id.map_or_else(|| "unknown".to_string(), |id| id.to_string());
         match self {
             Unstable::ArchiveExists => "ensure is absent, but the archive file exists".to_string(),
+            Unstable::ExtractionUnfinished => {
+                "an extraction of the archive did not finish".to_string()
+            }
             Unstable::CreatesMissing => {
                 "the creates file does not exist; check that the archive contains it".to_string()
             }
@@ -88,6 +96,11 @@ pub fn check(desired: &Desired, status: &Status) -> Option<Unstable> {
     // 1. Ensure absent: the archive file must not exist.
     if desired.ensure == Ensure::Absent {
         return status.archive_exists.then_some(Unstable::ArchiveExists);
+    }
+    // 2. An extraction that a killed run left unfinished is redone, with
+    // or without `creates`.
+    if desired.extract && status.extraction_unfinished {
+        return Some(Unstable::ExtractionUnfinished);
     }
     // 2. Creates: the marker must exist.
     if desired.creates && !status.creates_exists {
@@ -153,7 +166,7 @@ pub fn plan(desired: &Desired, status: &Status) -> Plan {
         };
     }
     // Extracted already, only the archive is left to remove.
-    if desired.cleanup && status.creates_exists {
+    if desired.cleanup && status.creates_exists && !status.extraction_unfinished {
         return Plan {
             cleanup: status.archive_exists,
             ..Plan::default()
@@ -169,7 +182,8 @@ pub fn plan(desired: &Desired, status: &Status) -> Plan {
     Plan {
         remove: false,
         download,
-        extract: desired.extract && (download || !status.creates_exists),
+        extract: desired.extract
+            && (download || !status.creates_exists || status.extraction_unfinished),
         cleanup: desired.cleanup,
     }
 }
@@ -221,6 +235,49 @@ pub fn noop_message(plan: &Plan) -> Option<String> {
     (!sentences.is_empty()).then(|| sentences.join(". "))
 }
 
+/// The limits of one extraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_bytes: u64,
+    pub max_entries: u64,
+}
+
+/// What a pass over the archive's headers counted, before anything is
+/// written. The pass stops once a limit or the free space is passed, so
+/// the counts are then lower bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Bytes of file content.
+    pub bytes: u64,
+    /// The same, each file rounded up to whole blocks: what the disk needs.
+    pub disk_bytes: u64,
+    pub entries: u64,
+}
+
+/// Whether an archive may be extracted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    Fits,
+    TooManyEntries,
+    TooLarge,
+    /// More than the target's file system has free.
+    NoSpace,
+}
+
+/// The limits first (they name what to raise), then the free space of the
+/// target's file system (`available` bytes).
+pub fn room(limits: &Limits, survey: &Survey, available: u64) -> Room {
+    if survey.entries > limits.max_entries {
+        Room::TooManyEntries
+    } else if survey.bytes > limits.max_bytes {
+        Room::TooLarge
+    } else if survey.disk_bytes > available {
+        Room::NoSpace
+    } else {
+        Room::Fits
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +303,7 @@ mod tests {
             uid: exists.then_some(0),
             gid: exists.then_some(0),
             creates_exists,
+            extraction_unfinished: false,
         }
     }
 
@@ -272,6 +330,50 @@ mod tests {
         let status = archive(true, false);
         assert_eq!(check(&desired(), &status), Some(Unstable::CreatesMissing));
         assert_eq!(plan(&desired(), &status), steps(false, false, true, false));
+    }
+
+    #[test]
+    fn matrix_unfinished_extraction_without_creates_extracts_again() {
+        let wanted = Desired {
+            creates: false,
+            ..desired()
+        };
+        let status = Status {
+            extraction_unfinished: true,
+            ..archive(true, false)
+        };
+        assert_eq!(
+            check(&wanted, &status),
+            Some(Unstable::ExtractionUnfinished)
+        );
+        assert_eq!(plan(&wanted, &status), steps(false, false, true, false));
+        assert_eq!(check(&wanted, &archive(true, false)), None);
+    }
+
+    #[test]
+    fn matrix_unfinished_extraction_with_creates_extracts_again() {
+        let status = Status {
+            extraction_unfinished: true,
+            ..archive(true, true)
+        };
+        assert_eq!(
+            check(&desired(), &status),
+            Some(Unstable::ExtractionUnfinished)
+        );
+        assert_eq!(plan(&desired(), &status), steps(false, false, true, false));
+    }
+
+    #[test]
+    fn matrix_unfinished_extraction_after_cleanup_downloads_again() {
+        let wanted = Desired {
+            cleanup: true,
+            ..desired()
+        };
+        let status = Status {
+            extraction_unfinished: true,
+            ..archive(false, true)
+        };
+        assert_eq!(plan(&wanted, &status), steps(false, true, true, true));
     }
 
     #[test]
@@ -413,6 +515,41 @@ mod tests {
             ..desired()
         };
         assert!(check(&unresolved, &archive(true, true)).is_some());
+    }
+
+    // Room for an extraction, one test per row.
+
+    const LIMITS: Limits = Limits {
+        max_bytes: 1000,
+        max_entries: 10,
+    };
+
+    fn survey(bytes: u64, entries: u64) -> Survey {
+        Survey {
+            bytes,
+            disk_bytes: bytes + 100,
+            entries,
+        }
+    }
+
+    #[test]
+    fn room_within_limits_and_space_fits() {
+        assert_eq!(room(&LIMITS, &survey(1000, 10), 1100), Room::Fits);
+    }
+
+    #[test]
+    fn room_too_many_entries_is_refused_first() {
+        assert_eq!(room(&LIMITS, &survey(5000, 11), 0), Room::TooManyEntries);
+    }
+
+    #[test]
+    fn room_too_many_bytes_is_refused() {
+        assert_eq!(room(&LIMITS, &survey(1001, 10), u64::MAX), Room::TooLarge);
+    }
+
+    #[test]
+    fn room_more_than_the_free_space_is_refused() {
+        assert_eq!(room(&LIMITS, &survey(1000, 10), 1099), Room::NoSpace);
     }
 
     #[test]

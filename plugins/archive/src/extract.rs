@@ -10,6 +10,14 @@
 //! there are found before the first rename. File modes are kept, without
 //! setuid/setgid unless the caller allows them. Extracted files belong to
 //! the user running the plugin; owners recorded in the archive are ignored.
+//!
+//! Before the staging directory is made, a pass over the archive's headers
+//! (for `.tar.gz` a streaming one: the data is decompressed and dropped)
+//! counts the entries and the bytes they hold, and the archive is refused
+//! when that passes the limits or the free space of `extract_parent`'s file
+//! system. The pass stops as soon as one is passed, so a bomb costs no more
+//! than its limit in decompression. While extracting, no more bytes are
+//! written than the headers declared.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -18,7 +26,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
+use crate::apply::{self, Limits, Room, Survey};
 use crate::model::Format;
+
+/// Block size that file sizes are rounded up to when estimating the disk
+/// space an extraction needs.
+const BLOCK: u64 = 4096;
 
 /// Symlink hops followed while checking where a link leads (as Linux's 40).
 const MAX_SYMLINK_HOPS: u32 = 40;
@@ -45,10 +58,11 @@ fn remove_stale_staging(parent: &Path) {
 }
 
 /// How to extract.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Keep setuid/setgid bits (the caller passes true only as root with the opt-in).
     pub keep_setuid: bool,
+    pub limits: Limits,
 }
 
 /// Extracts `archive` into `parent` (created 0755 when missing). `logical_parent`
@@ -68,6 +82,14 @@ pub fn extract(
         .create(parent)
         .map_err(|err| format!("cannot create {}: {err}", logical_parent.display()))?;
     remove_stale_staging(parent);
+    let available = available_bytes(parent).map_err(|err| {
+        format!(
+            "cannot read the free space of {}: {err}",
+            logical_parent.display()
+        )
+    })?;
+    let survey = survey(archive, format, &options.limits, available)?;
+    refuse_without_room(&options.limits, &survey, available, logical_parent)?;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(parent)
@@ -83,6 +105,7 @@ pub fn extract(
         symlinks: Vec::new(),
         dir_modes: Vec::new(),
         entries: 0,
+        budget: survey.bytes,
     };
     let file = File::open(archive).map_err(|err| format!("cannot open the archive: {err}"))?;
     match format {
@@ -141,6 +164,8 @@ struct Stager {
     symlinks: Vec<(Vec<OsString>, PathBuf)>,
     dir_modes: Vec<(PathBuf, u32)>,
     entries: usize,
+    /// Bytes the headers declared that are not written yet.
+    budget: u64,
 }
 
 impl Stager {
@@ -216,7 +241,16 @@ impl Stager {
             .mode(0o600)
             .open(&path)
             .map_err(fail)?;
-        std::io::copy(content, &mut file).map_err(fail)?;
+        // An entry's data never goes past what the headers declared (a zip
+        // entry may claim less than it inflates to).
+        let copied = std::io::copy(&mut content.take(self.budget + 1), &mut file).map_err(fail)?;
+        if copied > self.budget {
+            return Err(format!(
+                "entry {} holds more data than the archive's headers declare; the archive is damaged or hostile",
+                raw.display()
+            ));
+        }
+        self.budget -= copied;
         file.set_permissions(fs::Permissions::from_mode(self.mode(mode)))
             .map_err(fail)?;
         self.entries += 1;
@@ -431,6 +465,96 @@ fn sorted_entries(dir: &Path) -> Result<Vec<(OsString, bool)>, String> {
     }
     names.sort();
     Ok(names)
+}
+
+/// Bytes free for an unprivileged user on `dir`'s file system.
+fn available_bytes(dir: &Path) -> std::io::Result<u64> {
+    let stat = nix::sys::statvfs::statvfs(dir).map_err(std::io::Error::from)?;
+    Ok(stat.blocks_available().saturating_mul(stat.fragment_size()))
+}
+
+fn round_up_to_block(bytes: u64) -> u64 {
+    bytes.div_ceil(BLOCK).saturating_mul(BLOCK)
+}
+
+/// Counts the archive's entries and bytes from its headers, stopping as
+/// soon as a limit or the free space is passed.
+fn survey(
+    archive: &Path,
+    format: Format,
+    limits: &Limits,
+    available: u64,
+) -> Result<Survey, String> {
+    let mut survey = Survey::default();
+    let passed = |survey: &Survey| apply::room(limits, survey, available) != Room::Fits;
+    let add = |survey: &mut Survey, bytes: u64| {
+        survey.entries += 1;
+        survey.bytes = survey.bytes.saturating_add(bytes);
+        survey.disk_bytes = survey
+            .disk_bytes
+            .saturating_add(round_up_to_block(bytes).max(BLOCK));
+    };
+    let file = File::open(archive).map_err(|err| format!("cannot open the archive: {err}"))?;
+    match format {
+        Format::Zip => {
+            let broken = |err: zip::result::ZipError| {
+                format!("the archive is damaged or not a zip archive: {err}")
+            };
+            let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(broken)?;
+            for index in 0..zip.len() {
+                let entry = zip.by_index_raw(index).map_err(broken)?;
+                add(&mut survey, entry.size());
+                if passed(&survey) {
+                    break;
+                }
+            }
+        }
+        Format::Tar | Format::TarGz => {
+            let reader: Box<dyn Read> = if format == Format::TarGz {
+                Box::new(flate2::read::GzDecoder::new(BufReader::new(file)))
+            } else {
+                Box::new(BufReader::new(file))
+            };
+            let broken =
+                |err: std::io::Error| format!("the archive is damaged or not a tar archive: {err}");
+            let mut tar = tar::Archive::new(reader);
+            for entry in tar.entries().map_err(broken)? {
+                let entry = entry.map_err(broken)?;
+                add(&mut survey, entry.size());
+                if passed(&survey) {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(survey)
+}
+
+fn refuse_without_room(
+    limits: &Limits,
+    survey: &Survey,
+    available: u64,
+    logical_parent: &Path,
+) -> Result<(), String> {
+    let refused = "refused before extracting anything";
+    match apply::room(limits, survey, available) {
+        Room::Fits => Ok(()),
+        Room::TooManyEntries => Err(format!(
+            "the archive has more than {} entries, the limit; {refused}; if it is expected, raise max_extract_entries",
+            limits.max_entries
+        )),
+        Room::TooLarge => Err(format!(
+            "the archive expands to more than {} bytes, the limit; {refused}; if it is expected, raise max_extract_size (for example \"{}GiB\")",
+            limits.max_bytes,
+            (survey.bytes >> 30) + 1
+        )),
+        Room::NoSpace => Err(format!(
+            "the archive needs at least {} bytes, and the file system of {} has {} bytes free; {refused}; free some space or choose another extract_parent",
+            survey.disk_bytes,
+            logical_parent.display(),
+            available
+        )),
+    }
 }
 
 fn special(raw: &Path, kind: &str) -> String {

@@ -55,6 +55,13 @@ impl Format {
     }
 }
 
+/// The default limit on the total size of the extracted files: far above
+/// any software or data release, far below what fills a disk by surprise.
+pub const DEFAULT_MAX_EXTRACT_SIZE: u64 = 64 << 30;
+
+/// The default limit on the number of entries extracted.
+pub const DEFAULT_MAX_EXTRACT_ENTRIES: u64 = 1_000_000;
+
 /// The default download timeout (CCM's fixed one minute).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -79,6 +86,10 @@ pub struct ArchiveTable {
     /// Keep setuid/setgid bits of extracted files (only honoured as root).
     #[serde(default)]
     pub keep_setuid: bool,
+    /// Most bytes the extracted files may hold, like "100GiB".
+    pub max_extract_size: Option<String>,
+    /// Most entries (files, directories, links) extracted.
+    pub max_extract_entries: Option<u64>,
 }
 
 /// The validated desired state of one archive: what scan hands to apply.
@@ -106,9 +117,21 @@ pub struct ArchiveSpec {
     pub ensure: Ensure,
     pub timeout_ms: u64,
     pub keep_setuid: bool,
+    #[serde(default = "default_max_extract_size")]
+    pub max_extract_size: u64,
+    #[serde(default = "default_max_extract_entries")]
+    pub max_extract_entries: u64,
     /// Holo's protection of manual changes (opt-in: archives converge by default).
     #[serde(default)]
     pub protect: bool,
+}
+
+fn default_max_extract_size() -> u64 {
+    DEFAULT_MAX_EXTRACT_SIZE
+}
+
+fn default_max_extract_entries() -> u64 {
+    DEFAULT_MAX_EXTRACT_ENTRIES
 }
 
 impl ArchiveSpec {
@@ -209,6 +232,15 @@ impl ArchiveTable {
             None => DEFAULT_TIMEOUT,
             Some(text) => parse_duration(text)?,
         };
+        let max_extract_size = match &self.max_extract_size {
+            None => DEFAULT_MAX_EXTRACT_SIZE,
+            Some(text) => parse_size(text)?,
+        };
+        let max_extract_entries = match self.max_extract_entries {
+            None => DEFAULT_MAX_EXTRACT_ENTRIES,
+            Some(0) => return Err("max_extract_entries must be more than 0".to_string()),
+            Some(count) => count,
+        };
         Ok(ArchiveSpec {
             name: self.name.clone(),
             format,
@@ -225,6 +257,8 @@ impl ArchiveTable {
             ensure,
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             keep_setuid: self.keep_setuid,
+            max_extract_size,
+            max_extract_entries,
             protect: false,
         })
     }
@@ -335,6 +369,38 @@ fn validate_header(name: &str, value: &str) -> Result<(), String> {
 }
 
 /// Parses a Go-style duration: `90s`, `5m`, `1h30m`, `500ms`.
+/// `max_extract_size`: a number of bytes with an optional unit, B, KB, MB,
+/// GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let invalid = || {
+        format!(
+            "max_extract_size {text:?} is not a size: write it like \"500MiB\", \"100GiB\" or \"2TB\""
+        )
+    };
+    let trimmed = text.trim();
+    let digits = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let number: u64 = trimmed[..digits].parse().map_err(|_| invalid())?;
+    let unit: u64 = match trimmed[digits..].trim() {
+        "" | "B" => 1,
+        "KB" => 1000,
+        "MB" => 1000_u64.pow(2),
+        "GB" => 1000_u64.pow(3),
+        "TB" => 1000_u64.pow(4),
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        _ => return Err(invalid()),
+    };
+    match number.checked_mul(unit) {
+        Some(0) => Err("max_extract_size must be more than 0".to_string()),
+        Some(bytes) => Ok(bytes),
+        None => Err(invalid()),
+    }
+}
+
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let invalid =
         || format!("timeout {text:?} is not a duration: write it like 30s, 5m, 1h30m or 500ms");
@@ -447,6 +513,17 @@ mod tests {
             error_of(|t| t.ensure = Some("latest".into())).contains("\"present\" or \"absent\"")
         );
         assert!(error_of(|t| t.checksum = Some("abc".into())).contains("SHA-256"));
+    }
+
+    #[test]
+    fn sizes_parse_with_decimal_and_binary_units() {
+        assert_eq!(parse_size("500"), Ok(500));
+        assert_eq!(parse_size("2KB"), Ok(2000));
+        assert_eq!(parse_size("100GiB"), Ok(100 << 30));
+        assert_eq!(parse_size(" 1 TiB "), Ok(1 << 40));
+        for bad in ["", "1.5GiB", "10 gallons", "-1", "0", "99999999999999TiB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

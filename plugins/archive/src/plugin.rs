@@ -43,6 +43,10 @@ pub struct Record {
     pub extract_parent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creates: Option<String>,
+    /// Set before an extraction starts and cleared once it is done, so
+    /// that a run killed in between extracts again next time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extracting: bool,
 }
 
 /// The plugin, handed to [`holo_plugin::run`] by `main`.
@@ -158,7 +162,9 @@ fn desired(env: &Env, spec: &ArchiveSpec) -> Desired {
 
 fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outcome> {
     let wanted = desired(env, spec);
-    let before = http::status(env, spec)?;
+    let recorded = state::read::<Record>(env, id)?;
+    let mut before = http::status(env, spec)?;
+    before.extraction_unfinished = recorded.as_ref().is_some_and(|record| record.extracting);
     let plan = apply::plan(&wanted, &before);
     if plan.is_empty() {
         if mode != Mode::Noop {
@@ -167,8 +173,8 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         return Ok(Outcome::NotChanged);
     }
     if spec.protect && mode != Mode::Force {
-        let recorded = state::read::<Record>(env, id)?.and_then(|record| record.checksum);
-        match apply::protection(&wanted, recorded.as_deref(), &before) {
+        let checksum = recorded.as_ref().and_then(|record| record.checksum.clone());
+        match apply::protection(&wanted, checksum.as_deref(), &before) {
             Protection::Proceed => {}
             Protection::RequiresForceRestore => return Ok(Outcome::RequiresForceRestore),
             Protection::RequiresForceOverwrite => return Ok(Outcome::RequiresForceOverwrite),
@@ -185,6 +191,9 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     if plan.remove {
         remove(&fs, &archive, &spec.name)?;
         println!("Removed {}", spec.name);
+    }
+    if plan.extract {
+        mark_extracting(env, id, spec, recorded.as_ref(), true)?;
     }
     if plan.download {
         let uid = owners::uid(env, &spec.owner)?;
@@ -205,6 +214,10 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     {
         let options = extract::Options {
             keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
+            limits: apply::Limits {
+                max_bytes: spec.max_extract_size,
+                max_entries: spec.max_extract_entries,
+            },
         };
         let host_parent = env.root_join(parent);
         let count = create_missing_directory(env, &fs, Path::new(parent))
@@ -224,6 +237,12 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
                 // the next run fetches and extracts it rather than taking it as
                 // done (without `creates` nothing else would tell).
                 let removed = plan.download && remove(&fs, &archive, &spec.name).is_ok();
+                // A refused extraction left nothing behind: the record goes
+                // back to what it was.
+                let _ = match &recorded {
+                    Some(record) => state::write(env, id, record),
+                    None => state::remove(env, id),
+                };
                 Error::new(format!(
                     "cannot extract {} into {parent}: {message}; nothing was extracted{}",
                     spec.name,
@@ -235,6 +254,7 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
                 ))
             })?;
         println!("Extracted {count} entries from {} into {parent}", spec.name);
+        mark_extracting(env, id, spec, recorded.as_ref(), false)?;
     }
     if plan.cleanup {
         remove(&fs, &archive, &spec.name)?;
@@ -285,6 +305,36 @@ fn credentials(env: &Env, id: &str) -> Result<Credentials> {
         })
 }
 
+/// Writes the record with `extracting` set or cleared, keeping what it
+/// held about the archive.
+fn mark_extracting(
+    env: &Env,
+    id: &str,
+    spec: &ArchiveSpec,
+    recorded: Option<&Record>,
+    extracting: bool,
+) -> Result<()> {
+    let record = match recorded {
+        Some(record) => Record {
+            extracting,
+            ..record.clone()
+        },
+        None => Record {
+            name: spec.name.clone(),
+            url: spec.shown_url.clone(),
+            url_sha256: spec.url_sha256.clone(),
+            ensure: spec.ensure,
+            checksum: None,
+            uid: None,
+            gid: None,
+            extract_parent: spec.extract_parent.clone(),
+            creates: spec.creates.clone(),
+            extracting,
+        },
+    };
+    state::write(env, id, &record)
+}
+
 fn write_record(env: &Env, id: &str, spec: &ArchiveSpec, status: &Status) -> Result<()> {
     let record = Record {
         name: spec.name.clone(),
@@ -296,6 +346,7 @@ fn write_record(env: &Env, id: &str, spec: &ArchiveSpec, status: &Status) -> Res
         gid: status.gid,
         extract_parent: spec.extract_parent.clone(),
         creates: spec.creates.clone(),
+        extracting: false,
     };
     if state::read::<Record>(env, id).ok().flatten().as_ref() == Some(&record) {
         return Ok(());

@@ -2,6 +2,7 @@
 //! then the `onlyif`/`unless_command` checks), and running it: exit codes
 //! against `returns`, the timeout, and `logoutput`.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -162,8 +163,59 @@ pub fn check_succeeds(env: &Env, spec: &ExecSpec, text: &str) -> Result<bool> {
     }
 }
 
-/// How many lines of stderr an error shows.
-const STDERR_LINES: usize = 10;
+/// What apply prints before a command that runs for a refresh: the scan's
+/// reason line can only say when it would run, not that it does now.
+pub fn refresh_reason(spec: &ExecSpec) -> String {
+    match spec.subscribe.as_slice() {
+        [] => "Running because a subscribed entity changed in this run".to_string(),
+        subscribed => format!(
+            "Running because a subscribed entity changed in this run (subscribe: {})",
+            subscribed.join(", ")
+        ),
+    }
+}
+
+/// How many lines of stdout and of stderr an error shows.
+const TAIL_LINES: usize = 10;
+/// How many bytes of one output line an error shows.
+const TAIL_LINE_BYTES: usize = 300;
+
+/// The last lines of one output stream, bounded in lines and in bytes per
+/// line, so that a command printing without end costs fixed memory.
+#[derive(Debug, Default)]
+pub struct Tail {
+    lines: VecDeque<Vec<u8>>,
+}
+
+impl Tail {
+    pub fn push(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut kept = line[..line.len().min(TAIL_LINE_BYTES)].to_vec();
+        if line.len() > TAIL_LINE_BYTES {
+            kept.extend_from_slice("…".as_bytes());
+        }
+        if self.lines.len() == TAIL_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(kept);
+    }
+
+    /// The kept lines, one per line, lossily decoded; empty when the
+    /// stream printed nothing but blank lines.
+    pub fn text(&self) -> String {
+        let lines: Vec<String> = self
+            .lines
+            .iter()
+            .map(|line| String::from_utf8_lossy(line).into_owned())
+            .collect();
+        let text = lines.join("\n");
+        if text.trim().is_empty() {
+            String::new()
+        } else {
+            text.trim_end().to_string()
+        }
+    }
+}
 
 /// Runs the command; stdout lines go to the user as they come when
 /// `logoutput` is set. The command sees `HOLO_REFRESH=1` exactly when a
@@ -177,7 +229,12 @@ pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
         false => command.env_remove("HOLO_REFRESH"),
     };
     let mut stdout = std::io::stdout();
+    let (mut stdout_tail, mut stderr_tail) = (Tail::default(), Tail::default());
     let finished = command.run_streaming(|stream, line| {
+        match stream {
+            Stream::Stdout => stdout_tail.push(line),
+            Stream::Stderr => stderr_tail.push(line),
+        }
         if spec.logoutput && stream == Stream::Stdout {
             let _ = stdout.write_all(line);
             if !line.ends_with(b"\n") {
@@ -203,10 +260,17 @@ pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
         status => format!("was ended by {status}"),
     };
     let mut message = format!("command {:?} {problem}", spec.command);
-    let tail = finished.stderr_tail(STDERR_LINES);
-    if !tail.trim().is_empty() {
-        message.push_str("; the last lines of its stderr:\n");
-        message.push_str(tail.trim_end());
+    let mut separator = "; ";
+    for (name, tail) in [("stdout", &stdout_tail), ("stderr", &stderr_tail)] {
+        // with logoutput the user has seen stdout already
+        let text = match name == "stdout" && spec.logoutput {
+            true => String::new(),
+            false => tail.text(),
+        };
+        if !text.is_empty() {
+            message.push_str(&format!("{separator}the last lines of its {name}:\n{text}"));
+            separator = "\n";
+        }
     }
     Err(Error::new(message))
 }
@@ -214,6 +278,20 @@ pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tail_keeps_the_last_lines_each_cut_to_a_bounded_length() {
+        let mut tail = Tail::default();
+        for n in 0..25 {
+            tail.push(format!("line {n}\n").as_bytes());
+        }
+        tail.push(&[b'x'; 1000]);
+        let text = tail.text();
+        assert_eq!(text.lines().count(), TAIL_LINES);
+        assert!(text.starts_with("line 16\n"), "{text}");
+        assert!(text.ends_with(&format!("{}…", "x".repeat(TAIL_LINE_BYTES))));
+        assert_eq!(Tail::default().text(), "");
+    }
 
     #[test]
     fn row_subscribe_refresh_executes_even_if_creates_exists() {

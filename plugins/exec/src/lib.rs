@@ -40,7 +40,10 @@ impl Plugin for ExecPlugin {
                 .resource
                 .validate(!declared.common.subscribe.is_empty())
             {
-                Ok(spec) => spec,
+                Ok(spec) => ExecSpec {
+                    subscribe: declared.common.subscribe.clone(),
+                    ..spec
+                },
                 Err(problem) => {
                     errors.push(Error::new(format!(
                         "{location}: exec {:?}: {problem}",
@@ -92,6 +95,9 @@ impl Plugin for ExecPlugin {
                 Run::Apply => println!("Would have executed"),
             }
             return Ok(Outcome::Changed);
+        }
+        if run == Run::Refresh {
+            println!("{}", apply::refresh_reason(spec));
         }
         apply::execute(env, spec, run == Run::Refresh)?;
         Ok(Outcome::Changed)

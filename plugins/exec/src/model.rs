@@ -100,6 +100,10 @@ pub struct ExecSpec {
     pub logoutput: bool,
     /// Whether the resource subscribes to anything (for scan's reason).
     pub subscribes: bool,
+    /// The `subscribe` entries as written, for the line that says why a
+    /// refresh ran the command.
+    #[serde(default)]
+    pub subscribe: Vec<String>,
 }
 
 impl ExecResource {
@@ -137,10 +141,19 @@ impl ExecResource {
                 ));
             }
         }
+        if self.refresh_only && !subscribes {
+            return Err(
+                "refresh_only = true without subscribe never runs; add subscribe = [\"ENTITY\"] or remove refresh_only"
+                    .into(),
+            );
+        }
         let environment = self
             .environment
             .iter()
             .map(|entry| match entry.split_once('=') {
+                Some((key, _)) if !key.is_empty() && !is_variable_name(key) => Err(format!(
+                    "environment entry {entry:?}: {key:?} is not a variable name; use ASCII letters, digits and _, not starting with a digit"
+                )),
                 Some((key, value)) if !key.is_empty() && !value.is_empty() => {
                     Ok((key.to_string(), value.to_string()))
                 }
@@ -206,8 +219,19 @@ impl ExecResource {
             refresh_only: self.refresh_only,
             logoutput: self.logoutput,
             subscribes,
+            subscribe: Vec::new(),
         })
     }
+}
+
+/// True when `key` is a name a shell can use as a variable:
+/// `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_variable_name(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
@@ -270,6 +294,14 @@ mod tests {
     }
 
     #[test]
+    fn refresh_only_with_subscribe_and_variable_names_are_accepted() {
+        let mut exec = resource("x");
+        exec.refresh_only = true;
+        exec.environment = vec!["_A1=a b".into(), "lower_case=1".into()];
+        assert!(exec.validate(true).is_ok());
+    }
+
+    #[test]
     fn invalid_properties_say_what_to_do() {
         type Change = fn(&mut ExecResource);
         let cases: Vec<(Change, &str)> = vec![
@@ -296,6 +328,19 @@ mod tests {
             ),
             (|e| e.cwd = Some("tmp".into()), "absolute path"),
             (|e| e.command = Some("  ".into()), "no command specified"),
+            (|e| e.refresh_only = true, "without subscribe never runs"),
+            (
+                |e| e.environment = vec!["A B=1".into()],
+                "not a variable name",
+            ),
+            (
+                |e| e.environment = vec!["Ä=1".into()],
+                "not a variable name",
+            ),
+            (
+                |e| e.environment = vec!["1X=1".into()],
+                "not a variable name",
+            ),
         ];
         for (change, expected) in cases {
             let mut exec = resource("x");

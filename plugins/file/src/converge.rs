@@ -22,13 +22,24 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
     let current = posix::status(&fs, &target).map_err(context)?;
     let wanted = wanted(env, &fs, spec).map_err(context)?;
     let action = apply::decide(&wanted, &current);
-    let record_path = state::record_path(env, id);
 
     if action == Action::None {
-        if mode != Mode::Noop && fs.symlink_metadata(&record_path).is_err() {
-            // Adopt the path as it is, so that scrubbing later restores it.
-            let original = save_original(env, &fs, spec, &current).map_err(context)?;
-            write_record(env, id, spec, &wanted, &current, original)?;
+        if mode != Mode::Noop {
+            match state::read::<Record>(env, id)? {
+                None => {
+                    // Adopt the path as it is, so that scrubbing later restores it.
+                    let original = save_original(env, &fs, spec, &current).map_err(context)?;
+                    write_record(env, id, spec, &wanted, &current, original)?;
+                }
+                // A run killed between writing the path and its record
+                // left the record behind the path, which is as wanted now:
+                // the record catches up, or the next change would be taken
+                // for an edit by the user.
+                Some(record) if apply::guard(Some(&record.left()), &current) != Guard::Proceed => {
+                    write_record(env, id, spec, &wanted, &current, record.original)?;
+                }
+                Some(_) => {}
+            }
         }
         return Ok(Outcome::NotChanged);
     }

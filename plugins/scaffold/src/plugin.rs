@@ -566,6 +566,11 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
     let mut unchanged = Vec::new();
     for (rel, managed) in record.by_rel() {
         match fs.read(&target.join(&rel)) {
+            // A file whose write did not finish is ours if it holds the
+            // rendering.
+            Ok(bytes) if managed.pending && render::sha256(&bytes) == managed.rendered => {
+                unchanged.push(rel)
+            }
             Ok(bytes) if render::sha256(&bytes) == managed.written => unchanged.push(rel),
             Ok(_) => eprintln!(">> {} was edited since apply; it stays", managed.path),
             Err(_) => {}

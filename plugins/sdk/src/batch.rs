@@ -112,6 +112,11 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
     // By line number: the entity id and what became of it.
     let mut done: Vec<Option<(&str, Done)>> = vec![None; input.lines().count() + 1];
     for (number, id, line) in &lines {
+        // An interrupted batch starts no further entity; the driver reports
+        // those without a record.
+        if crate::process::interrupted_by().is_some() {
+            break;
+        }
         capture.begin(id);
         let failed_requirement = line.as_ref().ok().and_then(|line| {
             line.requires

@@ -68,8 +68,22 @@ pub struct HealthCheck {
     pub tries: u32,
     /// How long to sleep between tries.
     pub try_sleep: Duration,
-    /// Kill the check (and its process group) after this long.
+    /// Kill the check (and its process group) after this long; `None`
+    /// means [`DEFAULT_HEALTH_CHECK_TIMEOUT`].
     pub timeout: Option<Duration>,
+}
+
+/// The timeout of a health check that sets none: a check that hangs must
+/// not hang the run. `HOLO_HEALTH_CHECK_TIMEOUT` (a duration) changes it.
+pub const DEFAULT_HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// [`DEFAULT_HEALTH_CHECK_TIMEOUT`], or what `HOLO_HEALTH_CHECK_TIMEOUT` says.
+pub fn default_health_check_timeout() -> Duration {
+    std::env::var("HOLO_HEALTH_CHECK_TIMEOUT")
+        .ok()
+        .and_then(|text| parse_duration(&text))
+        .filter(|limit| !limit.is_zero())
+        .unwrap_or(DEFAULT_HEALTH_CHECK_TIMEOUT)
 }
 
 /// A Nagios plugin's verdict, from its exit code.
@@ -183,9 +197,8 @@ impl HealthCheck {
         if env.test_mode {
             command = command.cwd(&env.root);
         }
-        if let Some(limit) = self.timeout {
-            command = command.timeout(limit);
-        }
+        let limit = self.timeout.unwrap_or_else(default_health_check_timeout);
+        command = command.timeout(limit);
         let tries = self.tries.max(1);
         for attempt in 1..=tries {
             let finished = command.run()?;
@@ -198,10 +211,7 @@ impl HealthCheck {
                 output = String::from_utf8_lossy(&finished.stderr).trim().to_string();
             }
             let how = match finished.status {
-                Status::TimedOut => format!(
-                    "timed out after {}",
-                    format_duration(self.timeout.unwrap_or_default())
-                ),
+                Status::TimedOut => format!("timed out after {}", format_duration(limit)),
                 status => status.to_string(),
             };
             let verdict = if output.is_empty() {

@@ -121,6 +121,20 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
             None => fail(&Error::new(format!("unknown operation: {operation}"))),
         };
     }
+    // A plugin never outlives its driver: when holo is killed outright, the
+    // plugin goes too (and with it the commands it runs, see process.rs).
+    // SAFETY: PR_SET_PDEATHSIG takes one integer argument.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    }
+    // The driver passes SIGTERM/SIGINT/SIGHUP on: an apply ends the command
+    // it runs and starts no other. Scan and diff end at once (the driver
+    // kills what they started).
+    if (entity_mode.is_some() || batch_mode.is_some())
+        && let Err(err) = crate::process::handle_interrupts()
+    {
+        return fail(&err);
+    }
     if env.api_version != API_VERSION {
         return fail(&Error::new(format!(
             "holo-{} speaks plugin API version {API_VERSION}, but HOLO_API_VERSION={}; use a holo driver that speaks version {API_VERSION}",

@@ -8,14 +8,26 @@
 //! takes what is already in the pipes and returns, whoever else still holds
 //! them. [`spawn_detached`] starts a long-lived process (a daemon, QEMU) that
 //! holds none of the plugin's descriptors at all.
+//!
+//! Memory stays bounded whatever a command prints: lines are handed on as
+//! they arrive (a line longer than [`MAX_LINE_PIECE`] in pieces of about
+//! that size), and only the last bytes of each stream are kept for the
+//! result ([`Command::keep_output`]).
+//!
+//! Once [`handle_interrupts`] is installed (the SDK does it for every
+//! plugin), SIGTERM, SIGINT or SIGHUP is passed on to the process group of
+//! the running command; after [`INTERRUPT_GRACE`] the group is killed. The
+//! run then fails with "interrupted by SIGTERM", and no further command
+//! starts.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
-use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -93,7 +105,25 @@ pub struct Command {
     /// Variables to set (`Some`) or remove (`None`), in order.
     env: Vec<(OsString, Option<OsString>)>,
     timeout: Option<Duration>,
+    /// How many bytes of each stream the result keeps (the last ones).
+    keep_output: Option<usize>,
 }
+
+/// What [`Command::run`] keeps of each stream by default: callers parse it,
+/// so it is large, but still a bound.
+pub const RUN_KEEP_OUTPUT: usize = 64 << 20;
+
+/// What [`Command::run_streaming`] keeps of each stream by default: the
+/// lines went to the callback, the tail is for error messages.
+pub const STREAMED_KEEP_OUTPUT: usize = 64 << 10;
+
+/// A line longer than this is handed on in pieces of about this size, so
+/// that one endless line never has to fit in memory.
+pub const MAX_LINE_PIECE: usize = 1 << 20;
+
+/// How long a command has to end after the signal that interrupted the
+/// plugin was passed on to it, before its process group is killed.
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 impl Command {
     /// `program` with no arguments yet, run without a shell (looked up in
@@ -105,6 +135,7 @@ impl Command {
             cwd: None,
             env: Vec::new(),
             timeout: None,
+            keep_output: None,
         }
     }
 
@@ -165,6 +196,13 @@ impl Command {
         self
     }
 
+    /// Keep only the last `bytes` of stdout and of stderr in the result
+    /// (defaults: [`RUN_KEEP_OUTPUT`], [`STREAMED_KEEP_OUTPUT`]).
+    pub fn keep_output(mut self, bytes: usize) -> Command {
+        self.keep_output = Some(bytes);
+        self
+    }
+
     /// The command line, shell-quoted, for messages.
     pub fn command_line(&self) -> String {
         let mut argv = vec![self.program.to_string_lossy().into_owned()];
@@ -187,6 +225,21 @@ impl Command {
         command
     }
 
+    /// [`Command::std_command`] for a command the plugin waits for: it
+    /// gets SIGKILL when the plugin dies, so that a killed plugin leaves no
+    /// command running.
+    fn supervised_command(&self) -> std::process::Command {
+        let mut command = self.std_command();
+        // SAFETY: prctl is a plain syscall, async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
+        command
+    }
+
     fn spawn_error(&self, err: &std::io::Error) -> Error {
         let hint = match err.kind() {
             ErrorKind::NotFound => "; check that the program is installed and on PATH",
@@ -205,16 +258,24 @@ impl Command {
         ))
     }
 
-    /// Runs the command with stdout and stderr captured.
+    /// Runs the command with stdout and stderr captured (the last
+    /// [`RUN_KEEP_OUTPUT`] bytes of each unless [`Command::keep_output`]).
     pub fn run(&self) -> Result<Finished> {
-        self.run_streaming(|_, _| {})
+        self.run_lines(self.keep_output.unwrap_or(RUN_KEEP_OUTPUT), |_, _| {})
     }
 
     /// Runs the command; `on_line` sees every line of stdout and stderr as it
-    /// arrives (a last line without a newline included). Both streams are
-    /// also captured in the result.
-    pub fn run_streaming(&self, mut on_line: impl FnMut(Stream, &[u8])) -> Result<Finished> {
-        let mut command = self.std_command();
+    /// arrives (a last line without a newline included, a very long line in
+    /// pieces of about [`MAX_LINE_PIECE`]). The result keeps the last
+    /// [`STREAMED_KEEP_OUTPUT`] bytes of each stream unless
+    /// [`Command::keep_output`] says otherwise.
+    pub fn run_streaming(&self, on_line: impl FnMut(Stream, &[u8])) -> Result<Finished> {
+        self.run_lines(self.keep_output.unwrap_or(STREAMED_KEEP_OUTPUT), on_line)
+    }
+
+    fn run_lines(&self, keep: usize, mut on_line: impl FnMut(Stream, &[u8])) -> Result<Finished> {
+        self.refuse_when_interrupted()?;
+        let mut command = self.supervised_command();
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader());
@@ -222,55 +283,102 @@ impl Command {
         let stdout = child.stdout().take().map(OwnedFd::from);
         let stderr = child.stderr().take().map(OwnedFd::from);
         let mut pipes = [
-            Pipe::new(Stream::Stdout, stdout),
-            Pipe::new(Stream::Stderr, stderr),
+            Pipe::new(Stream::Stdout, stdout, keep),
+            Pipe::new(Stream::Stderr, stderr, keep),
         ];
-        let exited = ExitWatch::new(child.id());
-        let deadline = self.timeout.map(|limit| Instant::now() + limit);
-        let status = loop {
-            if let Some(status) = try_wait_leader(child.id()).map_err(|e| self.wait_error(&e))? {
-                break status;
-            }
-            if deadline.is_some_and(|at| Instant::now() >= at) {
-                kill_group(&mut *child);
-                break Status::TimedOut;
-            }
-            let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
-            wait_for_events(&mut pipes, &exited, wait, &mut on_line);
-        };
+        let status = self.supervise(&mut *child, &mut pipes, &mut on_line)?;
         // The command is gone: take what is already buffered, but never wait
         // for a background process that still holds the pipes.
         for pipe in &mut pipes {
             pipe.drain_nonblocking(&mut on_line);
             pipe.finish(&mut on_line);
         }
+        let status = status?;
         let [out, err] = pipes;
         Ok(Finished {
             status,
-            stdout: out.captured,
-            stderr: err.captured,
+            stdout: out.captured.into_vec(),
+            stderr: err.captured.into_vec(),
         })
+    }
+
+    /// Waits for the command while handling its output; kills its group at
+    /// the timeout, and passes an interrupt on to it. The inner error is an
+    /// interrupt (returned once the output is drained).
+    fn supervise(
+        &self,
+        child: &mut dyn ChildWrapper,
+        pipes: &mut [Pipe],
+        on_line: &mut impl FnMut(Stream, &[u8]),
+    ) -> Result<Result<Status>> {
+        let exited = ExitWatch::new(child.id());
+        let deadline = self.timeout.map(|limit| Instant::now() + limit);
+        let group = nix::unistd::Pid::from_raw(-(child.id() as libc::pid_t));
+        // The signal passed on, and when the group gets SIGKILL.
+        let mut interrupt: Option<(i32, Instant)> = None;
+        loop {
+            if let Some(status) = try_wait_leader(child.id()).map_err(|e| self.wait_error(&e))? {
+                return Ok(match interrupt {
+                    Some((signal, _)) => {
+                        // What the command left behind in its group goes too.
+                        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
+                        Err(self.interrupted_error(signal))
+                    }
+                    None => Ok(status),
+                });
+            }
+            let now = Instant::now();
+            if let Some((signal, kill_at)) = interrupt {
+                if now >= kill_at {
+                    kill_group(child);
+                    return Ok(Err(self.interrupted_error(signal)));
+                }
+            } else if let Some(signal) = interrupted_by() {
+                if let Ok(signal) = nix::sys::signal::Signal::try_from(signal) {
+                    let _ = nix::sys::signal::kill(group, signal);
+                }
+                interrupt = Some((signal, now + INTERRUPT_GRACE));
+                continue;
+            } else if deadline.is_some_and(|at| now >= at) {
+                kill_group(child);
+                return Ok(Ok(Status::TimedOut));
+            }
+            let until = match interrupt {
+                Some((_, kill_at)) => Some(kill_at),
+                None => deadline,
+            };
+            let wait = until.map(|at| at.saturating_duration_since(now));
+            wait_for_events(pipes, &exited, wait, interrupt.is_none(), on_line);
+        }
+    }
+
+    fn refuse_when_interrupted(&self) -> Result<()> {
+        match interrupted_by() {
+            Some(signal) => Err(Error::new(format!(
+                "interrupted by {}; {} was not started",
+                signal_name(signal),
+                self.command_line()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn interrupted_error(&self, signal: i32) -> Error {
+        Error::new(format!(
+            "interrupted by {}; {} and its process group were ended",
+            signal_name(signal),
+            self.command_line()
+        ))
     }
 
     /// Runs the command with stdout and stderr going where the plugin's go
     /// (so the driver, or a batch, shows them as the plugin's output).
     pub fn run_forwarded(&self) -> Result<Status> {
-        let mut wrapped = CommandWrap::from(self.std_command());
+        self.refuse_when_interrupted()?;
+        let mut wrapped = CommandWrap::from(self.supervised_command());
         wrapped.wrap(ProcessGroup::leader());
         let mut child = wrapped.spawn().map_err(|err| self.spawn_error(&err))?;
-        let deadline = self.timeout.map(|limit| Instant::now() + limit);
-        let exited = ExitWatch::new(child.id());
-        loop {
-            if let Some(status) = try_wait_leader(child.id()).map_err(|e| self.wait_error(&e))? {
-                return Ok(status);
-            }
-            if deadline.is_some_and(|at| Instant::now() >= at) {
-                kill_group(&mut *child);
-                return Ok(Status::TimedOut);
-            }
-            let wait = deadline.map(|at| at.saturating_duration_since(Instant::now()));
-            wait_for_events(&mut [], &exited, wait, &mut |_, _| {});
-        }
+        self.supervise(&mut *child, &mut [], &mut |_, _| {})?
     }
 
     /// Runs the command with its output forwarded, like
@@ -338,6 +446,63 @@ fn kill_group(child: &mut dyn ChildWrapper) {
     while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(pid, None) {}
 }
 
+/// The write end of the self-pipe that wakes a waiting runner, and the
+/// first interrupting signal (0 for none).
+static INTERRUPT_WAKE: AtomicI32 = AtomicI32::new(-1);
+static INTERRUPT_WATCH: AtomicI32 = AtomicI32::new(-1);
+static INTERRUPT_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    let _ = INTERRUPT_SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    let fd = INTERRUPT_WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: write(2) is async-signal-safe; the pipe is never closed.
+        unsafe { libc::write(fd, b"!".as_ptr().cast(), 1) };
+    }
+}
+
+/// From now on SIGTERM, SIGINT and SIGHUP no longer end the process at
+/// once: they end the running command's process group (see the module
+/// documentation), and every later command is refused. Code that runs long
+/// without commands asks [`interrupted_by`] between steps.
+pub fn handle_interrupts() -> Result<()> {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    if INTERRUPT_WAKE.load(Ordering::SeqCst) < 0 {
+        let (watch, wake) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)
+                .map_err(|err| Error::new(format!("cannot create the interrupt pipe: {err}")))?;
+        INTERRUPT_WATCH.store(watch.into_raw_fd(), Ordering::SeqCst);
+        INTERRUPT_WAKE.store(wake.into_raw_fd(), Ordering::SeqCst);
+    }
+    let action = SigAction::new(
+        SigHandler::Handler(on_interrupt),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        // SAFETY: the handler only touches atomics and calls write(2).
+        unsafe { sigaction(signal, &action) }
+            .map_err(|err| Error::new(format!("cannot handle {signal}: {err}")))?;
+    }
+    Ok(())
+}
+
+/// The signal that interrupted the plugin, if one did.
+pub fn interrupted_by() -> Option<i32> {
+    match INTERRUPT_SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        signal => Some(signal),
+    }
+}
+
+/// `SIGTERM`, `SIGINT`, … for messages.
+pub fn signal_name(signal: i32) -> String {
+    match nix::sys::signal::Signal::try_from(signal) {
+        Ok(signal) => signal.as_str().to_string(),
+        Err(_) => format!("signal {signal}"),
+    }
+}
+
 /// Starts a long-lived process that outlives the plugin: in a new session,
 /// stdin from /dev/null, stdout and stderr appended to `log`, and no other
 /// descriptor of the plugin (not even the driver's FD 3), so that it never
@@ -394,22 +559,55 @@ impl ExitWatch {
     }
 }
 
-/// One output pipe of the command: captured bytes plus the partial line not
-/// yet handed to the line callback.
+/// The last `limit` bytes of a stream. Appending is amortised linear: the
+/// front is cut only once the buffer holds twice the limit.
+struct Tail {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl Tail {
+    fn push(&mut self, data: &[u8]) {
+        if data.len() >= self.limit {
+            self.bytes.clear();
+            self.bytes
+                .extend_from_slice(&data[data.len() - self.limit..]);
+            return;
+        }
+        self.bytes.extend_from_slice(data);
+        if self.bytes.len() > 2 * self.limit {
+            let cut = self.bytes.len() - self.limit;
+            self.bytes.drain(..cut);
+        }
+    }
+
+    fn into_vec(mut self) -> Vec<u8> {
+        let cut = self.bytes.len().saturating_sub(self.limit);
+        self.bytes.drain(..cut);
+        self.bytes
+    }
+}
+
+/// One output pipe of the command: the kept tail, plus the partial line
+/// not yet handed to the line callback.
 struct Pipe {
     stream: Stream,
     fd: Option<File>,
-    captured: Vec<u8>,
-    line_start: usize,
+    captured: Tail,
+    /// Bytes after the last newline, never more than about [`MAX_LINE_PIECE`].
+    partial: Vec<u8>,
 }
 
 impl Pipe {
-    fn new(stream: Stream, fd: Option<OwnedFd>) -> Pipe {
+    fn new(stream: Stream, fd: Option<OwnedFd>, keep: usize) -> Pipe {
         Pipe {
             stream,
             fd: fd.map(File::from),
-            captured: Vec::new(),
-            line_start: 0,
+            captured: Tail {
+                bytes: Vec::new(),
+                limit: keep,
+            },
+            partial: Vec::new(),
         }
     }
 
@@ -418,15 +616,15 @@ impl Pipe {
         let Some(file) = self.fd.as_mut() else {
             return Ok(0);
         };
-        let mut buffer = [0u8; 16384];
+        let mut buffer = [0u8; 65536];
         match file.read(&mut buffer) {
             Ok(0) => {
                 self.fd = None;
                 Ok(0)
             }
             Ok(n) => {
-                self.captured.extend_from_slice(&buffer[..n]);
-                self.emit_lines(on_line);
+                self.captured.push(&buffer[..n]);
+                self.emit_lines(&buffer[..n], on_line);
                 Ok(n)
             }
             Err(err) if err.kind() == ErrorKind::Interrupted => Ok(1),
@@ -439,14 +637,24 @@ impl Pipe {
         }
     }
 
-    fn emit_lines(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) {
-        while let Some(pos) = self.captured[self.line_start..]
-            .iter()
-            .position(|&b| b == b'\n')
-        {
-            let end = self.line_start + pos + 1;
-            on_line(self.stream, &self.captured[self.line_start..end]);
-            self.line_start = end;
+    /// Hands on the lines that `data` completes; only `data` is scanned.
+    fn emit_lines(&mut self, data: &[u8], on_line: &mut impl FnMut(Stream, &[u8])) {
+        let mut start = 0;
+        while let Some(pos) = data[start..].iter().position(|&b| b == b'\n') {
+            let end = start + pos + 1;
+            if self.partial.is_empty() {
+                on_line(self.stream, &data[start..end]);
+            } else {
+                self.partial.extend_from_slice(&data[start..end]);
+                on_line(self.stream, &self.partial);
+                self.partial.clear();
+            }
+            start = end;
+        }
+        self.partial.extend_from_slice(&data[start..]);
+        if self.partial.len() >= MAX_LINE_PIECE {
+            on_line(self.stream, &self.partial);
+            self.partial.clear();
         }
     }
 
@@ -467,9 +675,9 @@ impl Pipe {
     }
 
     fn finish(&mut self, on_line: &mut impl FnMut(Stream, &[u8])) {
-        if self.line_start < self.captured.len() {
-            on_line(self.stream, &self.captured[self.line_start..]);
-            self.line_start = self.captured.len();
+        if !self.partial.is_empty() {
+            on_line(self.stream, &self.partial);
+            self.partial.clear();
         }
     }
 }
@@ -480,6 +688,7 @@ fn wait_for_events(
     pipes: &mut [Pipe],
     exited: &ExitWatch,
     limit: Option<Duration>,
+    watch_interrupt: bool,
     on_line: &mut impl FnMut(Stream, &[u8]),
 ) {
     // Without a pidfd, wake up often to look at the process.
@@ -503,6 +712,12 @@ fn wait_for_events(
         .collect();
     if let Some(pidfd) = &exited.0 {
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+    }
+    let watch = INTERRUPT_WATCH.load(Ordering::SeqCst);
+    if watch_interrupt && watch >= 0 {
+        // SAFETY: the watch end of the interrupt pipe is never closed.
+        let watch = unsafe { BorrowedFd::borrow_raw(watch) };
+        fds.push(PollFd::new(watch, PollFlags::POLLIN));
     }
     if poll(&mut fds, timeout).unwrap_or(0) <= 0 {
         return;
@@ -621,6 +836,40 @@ mod tests {
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+
+    #[test]
+    fn only_the_tail_of_the_output_is_kept() {
+        let done = Command::shell("seq 1 100000")
+            .keep_output(13)
+            .run()
+            .expect("runs");
+        assert_eq!(done.stdout, b"99999\n100000\n");
+        let mut tail = Tail {
+            bytes: Vec::new(),
+            limit: 4,
+        };
+        for piece in [&b"ab"[..], b"cdef", b"g", b"hijklmnop", b"q"] {
+            tail.push(piece);
+        }
+        assert_eq!(tail.into_vec(), b"nopq");
+    }
+
+    #[test]
+    fn a_long_line_is_handed_on_in_pieces() {
+        let mut pipe = Pipe::new(Stream::Stdout, None, 16);
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        let mut on_line = |_: Stream, line: &[u8]| pieces.push(line.to_vec());
+        let chunk = vec![b'x'; 1 << 16];
+        for _ in 0..(MAX_LINE_PIECE >> 16) + 1 {
+            pipe.emit_lines(&chunk, &mut on_line);
+        }
+        pipe.emit_lines(b"y\nz", &mut on_line);
+        pipe.finish(&mut on_line);
+        assert_eq!(pieces.len(), 3, "one piece, the rest of the line, the last");
+        assert_eq!(pieces[0].len(), MAX_LINE_PIECE);
+        assert_eq!(pieces[1], [&chunk[..], b"y\n"].concat());
+        assert_eq!(pieces[2], b"z");
     }
 
     #[test]

@@ -411,11 +411,22 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn load_file(&mut self, path: &Path) {
         let origin = self.env.origin_of(path);
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
             Err(err) => {
                 self.errors
                     .push(Error::io("read resource file", &origin, &err));
+                return;
+            }
+        };
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(err) => {
+                self.errors.push(Error::new(not_utf8(
+                    &origin,
+                    err.as_bytes(),
+                    &err.utf8_error(),
+                )));
                 return;
             }
         };
@@ -968,8 +979,42 @@ impl<'de> de::Deserializer<'de> for FieldProbe<'_> {
     }
 }
 
+/// The message for a resource file that is not UTF-8: the file, the line
+/// and the first offending byte.
+fn not_utf8(origin: &Path, bytes: &[u8], err: &std::str::Utf8Error) -> String {
+    let valid = &bytes[..err.valid_up_to()];
+    let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
+    let column = valid.len()
+        - valid
+            .iter()
+            .rposition(|byte| *byte == b'\n')
+            .map_or(0, |at| at + 1)
+        + 1;
+    let byte = bytes.get(err.valid_up_to()).copied().unwrap_or_default();
+    format!(
+        "{}:{line}: byte 0x{byte:02X} at column {column} is not UTF-8; TOML resources must be UTF-8, so convert the file (for example with iconv -f latin1 -t utf-8)",
+        origin.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_with_its_line_and_column() {
+        let bytes = b"a = 1\n# caf\xe9\n".to_vec();
+        let err = String::from_utf8(bytes).expect_err("not UTF-8");
+        let message = super::not_utf8(
+            std::path::Path::new("/usr/share/holo/file/a.toml"),
+            err.as_bytes(),
+            &err.utf8_error(),
+        );
+        assert!(
+            message
+                .starts_with("/usr/share/holo/file/a.toml:2: byte 0xE9 at column 6 is not UTF-8;"),
+            "{message}"
+        );
+    }
+
     use super::*;
     use serde::Deserialize;
     use std::time::Duration;

@@ -49,6 +49,7 @@ pub fn status(env: &Env, spec: &ArchiveSpec) -> Result<Status> {
         uid: Some(meta.uid()),
         gid: Some(meta.gid()),
         creates_exists,
+        extraction_unfinished: false,
     })
 }
 

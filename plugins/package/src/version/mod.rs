@@ -49,7 +49,9 @@ fn usage_error(message: &str) -> CommandOutcome {
 
 /// `version-compare deb|rpm|generic [--ignore-trailing-zeroes] A B` (the
 /// arguments after the subcommand name). Prints -1, 0 or 1 and exits 0; a
-/// usage error or an invalid version exits 2.
+/// usage error or an invalid version exits 2. A Debian version that dpkg
+/// only warns about (no leading digit, characters Policy does not allow) is
+/// compared with a `>>` warning, as `dpkg --compare-versions` does.
 ///
 /// Debian versions are checked as `dpkg --compare-versions` checks them,
 /// RPM versions as rpm's EVR grammar allows. `--` ends the options, so that
@@ -89,7 +91,17 @@ pub fn version_compare_command(args: &[String]) -> CommandOutcome {
     if ignore_trailing_zeroes && !matches!(scheme, Scheme::Generic { .. }) {
         return usage_error("--ignore-trailing-zeroes applies only to the generic scheme");
     }
+    let mut warnings = String::new();
     for version in [a, b] {
+        // dpkg --compare-versions warns about these and still compares
+        if scheme == Scheme::Deb
+            && deb::check_syntax(version).is_ok()
+            && let Err(problem) = deb::validate_strict(version)
+        {
+            warnings.push_str(&format!(
+                ">> {problem}; compared anyway, as dpkg --compare-versions does\n"
+            ));
+        }
         let checked = match scheme {
             Scheme::Deb => deb::check_syntax(version).map_err(|e| e.to_string()),
             Scheme::Rpm => rpm::validate(version).map_err(|e| e.to_string()),
@@ -110,7 +122,7 @@ pub fn version_compare_command(args: &[String]) -> CommandOutcome {
     };
     CommandOutcome {
         stdout: format!("{answer}\n"),
-        stderr: String::new(),
+        stderr: warnings,
         exit_code: 0,
     }
 }
@@ -153,6 +165,20 @@ mod tests {
         assert!(outcome.stdout.is_empty());
         assert_eq!(run(&["rpm", "1.0--1", "1"]).exit_code, 2);
         assert_eq!(run(&["generic", "", "1"]).exit_code, 2);
+    }
+
+    #[test]
+    fn a_deb_version_dpkg_only_warns_about_is_compared_with_a_warning() {
+        let outcome = run(&["deb", "1.0", "abc"]);
+        assert_eq!(outcome.exit_code, 0, "{outcome:?}");
+        assert_eq!(outcome.stdout, "-1\n");
+        assert!(
+            outcome.stderr.starts_with(
+                ">> invalid Debian version \"abc\": version number does not start with digit"
+            ),
+            "{outcome:?}"
+        );
+        assert_eq!(run(&["deb", "1.0", "2.0"]).stderr, "");
     }
 
     #[test]

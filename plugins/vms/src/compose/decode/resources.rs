@@ -67,9 +67,20 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
         .and_then(|d| d.get("resources"))
         .and_then(|d| d.get("limits"));
     let vcpu = match get("vcpu") {
-        Some(n) => r
-            .unsigned(n, &child(&vpath, "vcpu"), 1024)
-            .map(|v| v.max(1) as u32),
+        Some(n) => {
+            let vcpu_path = child(&vpath, "vcpu");
+            match r.unsigned(n, &vcpu_path, 1024) {
+                Some(0) => {
+                    r.error(
+                        n,
+                        &vcpu_path,
+                        "must be at least 1, found 0; a VM needs a virtual CPU".to_string(),
+                    );
+                    None
+                }
+                vcpu => vcpu.map(|v| v as u32),
+            }
+        }
         None => {
             let cpus = node
                 .get("cpus")

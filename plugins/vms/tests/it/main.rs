@@ -1,0 +1,27 @@
+//! The crate's integration tests, one binary: one module per area.
+
+mod cli;
+mod common;
+mod config_roundtrip;
+mod crash_recovery;
+mod dockerfile;
+mod doctor;
+mod e2e_debian;
+mod errors;
+mod fake_qemu;
+mod features;
+mod golden;
+mod health;
+mod images;
+mod no_panic;
+mod notes;
+mod ops;
+mod plugin;
+mod plugin_support;
+mod runtime_boot;
+mod runtime_builders;
+mod runtime_fake;
+mod runtime_lifecycle;
+mod runtime_support;
+mod schema;
+mod up_moved_ssh_port;

@@ -1,0 +1,77 @@
+//! The `>>` notes on fields that act differently in a VM: one per field in
+//! use, naming the first place it occurs; `--quiet` silences them.
+
+use crate::common;
+use common::{Fixture, project};
+
+fn notes(f: &Fixture) -> Vec<String> {
+    let (project, _) = holo_vms::resolve(&f.options()).expect("valid project");
+    holo_vms::compose::notes::quiet_semantics(&project)
+        .iter()
+        .map(|n| {
+            n.to_string()
+                .replace(&f.path().display().to_string(), "DIR")
+        })
+        .collect()
+}
+
+#[test]
+fn one_note_per_field_at_its_first_place() {
+    let f = Fixture::new(&[
+        (
+            "holos.yaml",
+            "services:\n  a:\n    image: alpine\n    ports: [\"127.0.0.1:8080:80\", \"8081:81\"]\n    command: [\"serve\"]\n  b:\n    image: alpine\n    ports: [{target: 90}]\n    command: run\n    networks: [front]\n    secrets: [token]\nnetworks:\n  front: {}\nsecrets:\n  token: {file: ./token}\n",
+        ),
+        (
+            "holos.override.yaml",
+            "services:\n  a:\n    entrypoint: [/bin/app]\n    configs: [conf]\nconfigs:\n  conf: {file: ./conf}\n",
+        ),
+    ]);
+    assert_eq!(
+        notes(&f),
+        [
+            "DIR/holos.yaml:10: networks: holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
+            "DIR/holos.yaml:5: command: runs once, at first boot, as a cloud-init runcmd after the Dockerfile steps; it is not the VM's main process and is not restarted",
+            "DIR/holos.override.yaml:3: entrypoint: runs once, at first boot, as a cloud-init runcmd together with command; it is not the VM's main process",
+            "DIR/holos.override.yaml:4: configs: configs are not copied into the guest; use cloud_init.write_files for files the VM needs",
+            "DIR/holos.yaml:11: secrets: secrets are not copied into the guest; use cloud_init.write_files or a read-only bind mount for files the VM needs",
+            "DIR/holos.yaml:4: ports: a port without a host IP binds to 127.0.0.1, not to every address as in Docker Compose; write 0.0.0.0:HOST:GUEST to publish it on all addresses",
+        ]
+        .map(|line| format!(">> {line}"))
+    );
+}
+
+#[test]
+fn fields_with_their_meaning_spelled_out_give_no_note() {
+    let f = project(
+        "services:\n  a:\n    image: alpine\n    ports: [\"0.0.0.0:8080:80\", {target: 81, published: \"8081\", host_ip: 127.0.0.1}]\n    networks: []\n    command: ~\n  off:\n    image: alpine\n    profiles: [debug]\n    command: run\n",
+    );
+    assert_eq!(notes(&f), Vec::<String>::new());
+}
+
+#[test]
+fn validate_prints_the_notes_and_quiet_silences_them() {
+    let f = project("services:\n  web:\n    image: alpine\n    ports: [\"8080:80\"]\n");
+    let holos = || {
+        let mut cmd = assert_cmd::Command::cargo_bin("holos").expect("holos binary");
+        cmd.current_dir(f.path()).env_clear();
+        cmd
+    };
+    let out = holos().arg("validate").output().expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let stderr =
+        String::from_utf8_lossy(&out.stderr).replace(&f.path().display().to_string(), "DIR");
+    assert_eq!(
+        stderr,
+        ">> DIR/holos.yaml:4: ports: a port without a host IP binds to 127.0.0.1, not to every address as in Docker Compose; write 0.0.0.0:HOST:GUEST to publish it on all addresses\n"
+    );
+    for quiet in ["-q", "--quiet"] {
+        holos()
+            .args(["validate", quiet])
+            .assert()
+            .success()
+            .stdout("")
+            .stderr("");
+    }
+}
