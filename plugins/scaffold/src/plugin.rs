@@ -17,7 +17,7 @@ use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned,
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
-use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable};
+use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
 impl Resource for ScaffoldTable {
@@ -78,11 +78,17 @@ fn render(
         .delimiters
         .as_ref()
         .map(|(left, right)| (left.as_str(), right.as_str()));
-    let engine = context
-        .tree_engine(&spec.data, delimiters)
-        .map_err(Error::new)?;
+    let engine: Box<dyn render::TreeEngine> = match spec.engine {
+        TemplateEngine::Jinja => Box::new(
+            context
+                .tree_engine(&spec.data, delimiters)
+                .map_err(Error::new)?,
+        ),
+        TemplateEngine::Jet => Box::new(jet_engine(context, spec)),
+    };
     let source = resolve_source(env, &spec.source).map_err(Error::new)?;
-    let files = render::render_tree(&engine, &source, spec.skip_empty).map_err(Error::new)?;
+    let files =
+        render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
     let fs = RootFs::of(env)?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
@@ -98,6 +104,44 @@ fn render(
         lists,
         target_exists: fs.is_dir(&target),
     })
+}
+
+/// Jet sees what minijinja sees: the facts, the data with the resource's
+/// own on top, and the environment; under CCM's names too.
+fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
+    let to_json = |table: &toml::Table| {
+        serde_json::to_value(table).unwrap_or(serde_json::Value::Object(Default::default()))
+    };
+    let mut data = context.data().clone();
+    for (key, value) in &spec.data {
+        data.insert(key.clone(), value.clone());
+    }
+    let facts = to_json(context.facts().as_table());
+    let data = to_json(&data);
+    let environ: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
+        .filter_map(|(key, value)| {
+            Some((key.into_string().ok()?, value.into_string().ok()?.into()))
+        })
+        .collect();
+    let environ = serde_json::Value::Object(environ);
+    let mut vars = serde_json::Map::new();
+    for (names, value) in [
+        (&["facts", "Facts"][..], facts),
+        (&["data", "Data"][..], data),
+        (&["env", "environ", "Environ"][..], environ),
+    ] {
+        for name in names {
+            vars.insert(name.to_string(), value.clone());
+        }
+    }
+    let (left, right) = spec
+        .delimiters
+        .clone()
+        .unwrap_or_else(|| ("[[".into(), "]]".into()));
+    render::JetEngine {
+        vars,
+        delimiters: holo_jet::Delims::new(&left, &right),
+    }
 }
 
 /// The template directory's real path: in test mode a source below the
