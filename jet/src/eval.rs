@@ -560,7 +560,38 @@ impl<'e, 'a> Runtime<'e, 'a> {
             .or_else(|| self.globals.get(name))
     }
 
+    /// The value a plain path (`x`, `.`, `a.b`, `m["k"]`, `l[0]`) names,
+    /// borrowed; None when `e` is not such a path or does not resolve (the
+    /// caller then evaluates it and reports what is wrong).
+    fn path(&self, e: &Expr) -> Option<&Value> {
+        match &e.kind {
+            ExprKind::Ident(name) => self.lookup(name),
+            ExprKind::Context => Some(&self.context),
+            ExprKind::Field(base, name) => self.path(base)?.as_object()?.get(name),
+            ExprKind::Index(base, index) => {
+                let base = self.path(base)?;
+                match (&index.kind, base) {
+                    (ExprKind::Lit(Value::String(k)), Value::Object(map)) => map.get(k),
+                    (ExprKind::Lit(Value::Number(n)), Value::Array(items)) => {
+                        let f = n.as_f64()?;
+                        if f < 0.0 || f.fract() != 0.0 {
+                            return None;
+                        }
+                        items.get(f as usize)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
     fn eval(&mut self, e: &Expr) -> R<Value> {
+        if matches!(e.kind, ExprKind::Field(..) | ExprKind::Index(..))
+            && let Some(v) = self.path(e)
+        {
+            return Ok(v.clone());
+        }
         match &e.kind {
             ExprKind::Lit(v) => Ok(v.clone()),
             ExprKind::Context => Ok(self.context.clone()),

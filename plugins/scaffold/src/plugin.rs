@@ -138,10 +138,7 @@ fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngi
         .delimiters
         .clone()
         .unwrap_or_else(|| ("[[".into(), "]]".into()));
-    render::JetEngine {
-        vars,
-        delimiters: holo_jet::Delims::new(&left, &right),
-    }
+    render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
 }
 
 /// The template directory's real path: in test mode a source below the

@@ -191,8 +191,23 @@ impl TreeEngine for Environment<'_> {
 /// `data` and `env` (also as CCM spells them: `Facts`, `Data`, `environ`,
 /// `Environ`), and the same map as `.`.
 pub struct JetEngine {
-    pub vars: serde_json::Map<String, serde_json::Value>,
-    pub delimiters: holo_jet::Delims,
+    vars: serde_json::Map<String, serde_json::Value>,
+    context: serde_json::Value,
+    delimiters: holo_jet::Delims,
+}
+
+impl JetEngine {
+    pub fn new(
+        vars: serde_json::Map<String, serde_json::Value>,
+        delimiters: holo_jet::Delims,
+    ) -> JetEngine {
+        let context = serde_json::Value::Object(vars.clone());
+        JetEngine {
+            vars,
+            context,
+            delimiters,
+        }
+    }
 }
 
 /// Serves the template being rendered from memory and every other name
@@ -233,18 +248,19 @@ impl TreeEngine for JetEngine {
             text,
         };
         let engine = holo_jet::Engine::new(&loader).with_delims(self.delimiters.clone());
-        let context = serde_json::Value::Object(self.vars.clone());
-        engine.render(&name, &self.vars, &context).map_err(|err| {
-            let file = if err.template == name {
-                shown.to_string()
-            } else {
-                tree.dir.join(&err.template).display().to_string()
-            };
-            format!(
-                "{file}:{}:{}: cannot render the {what}: {}; {FIX_HINT}",
-                err.line, err.column, err.message
-            )
-        })
+        engine
+            .render(&name, &self.vars, &self.context)
+            .map_err(|err| {
+                let file = if err.template == name {
+                    shown.to_string()
+                } else {
+                    tree.dir.join(&err.template).display().to_string()
+                };
+                format!(
+                    "{file}:{}:{}: cannot render the {what}: {}; {FIX_HINT}",
+                    err.line, err.column, err.message
+                )
+            })
     }
 
     fn has_partials(&self) -> bool {
@@ -367,10 +383,7 @@ mod tests {
             "data".into(),
             serde_json::json!({ "port": 8080, "log_level": "info", "name": "app" }),
         );
-        JetEngine {
-            vars,
-            delimiters: holo_jet::Delims::brackets(),
-        }
+        JetEngine::new(vars, holo_jet::Delims::brackets())
     }
 
     #[test]
