@@ -123,7 +123,6 @@ fn lex_action(
     out: &mut Vec<Token>,
 ) -> Result<(usize, bool), Failure> {
     let start = pos;
-    let bytes = src.as_bytes();
     let mut space = false;
     let mut parens = 0usize;
     let mut brackets = 0usize;
@@ -162,114 +161,99 @@ fn lex_action(
         }
         let tok_pos = pos;
         let two = rest.get(..2).unwrap_or("");
-        let tok =
-            if let Some(op) = ["==", "!=", "<=", ">=", "&&", "||"]
-                .into_iter()
-                .find(|op| *op == two)
-            {
-                pos += 2;
-                Tok::Op(op)
-            } else if two == ":=" {
-                pos += 2;
-                Tok::Declare
-            } else if c == '"' || c == '`' {
-                let (s, len) = lex_string(src, pos)?;
-                pos += len;
-                Tok::Str(s)
-            } else if c == '\'' {
-                // A character literal is its code point, as in Go.
-                let mut it = rest[1..].chars();
-                match (it.next(), it.next()) {
-                    (Some(ch), Some('\'')) if ch != '\\' => {
-                        pos += 2 + ch.len_utf8();
-                        Tok::Int(i64::from(u32::from(ch)))
-                    }
-                    _ => {
-                        return Err(Failure::new(
-                            tok_pos,
-                            "bad character literal: write one character between single quotes",
-                        ));
-                    }
+        let tok = if let Some(op) = ["==", "!=", "<=", ">=", "&&", "||"]
+            .into_iter()
+            .find(|op| *op == two)
+        {
+            pos += 2;
+            Tok::Op(op)
+        } else if two == ":=" {
+            pos += 2;
+            Tok::Declare
+        } else if c == '"' || c == '`' {
+            let (s, len) = lex_string(src, pos)?;
+            pos += len;
+            Tok::Str(s)
+        } else if c == '\'' {
+            // A character literal is its code point, as in Go.
+            let mut it = rest[1..].chars();
+            match (it.next(), it.next()) {
+                (Some(ch), Some('\'')) if ch != '\\' => {
+                    pos += 2 + ch.len_utf8();
+                    Tok::Int(i64::from(u32::from(ch)))
                 }
-            } else if c.is_ascii_digit() {
-                let mut end = pos;
-                while end < bytes.len() && bytes[end].is_ascii_digit() {
-                    end += 1;
+                _ => {
+                    return Err(Failure::new(
+                        tok_pos,
+                        "bad character literal: write one character between single quotes",
+                    ));
                 }
-                let mut is_float = false;
-                if end + 1 < bytes.len() && bytes[end] == b'.' && bytes[end + 1].is_ascii_digit() {
-                    is_float = true;
-                    end += 1;
-                    while end < bytes.len() && bytes[end].is_ascii_digit() {
-                        end += 1;
-                    }
-                }
-                let text = &src[pos..end];
-                pos = end;
-                if is_float {
-                    Tok::Float(
-                        text.parse()
-                            .map_err(|_| Failure::new(tok_pos, format!("bad number {text}")))?,
-                    )
-                } else {
-                    Tok::Int(text.parse().map_err(|_| {
-                        Failure::new(tok_pos, format!("number {text} is too large"))
-                    })?)
-                }
-            } else if c == '_' || c.is_alphabetic() {
-                let len = ident_len(rest);
-                pos += len;
-                Tok::Ident(rest[..len].to_string())
-            } else if c == '.' {
-                let after = &rest[1..];
-                let len = ident_len(after);
-                if len > 0 {
-                    pos += 1 + len;
-                    Tok::Field(after[..len].to_string())
-                } else {
-                    pos += 1;
-                    Tok::Dot
-                }
+            }
+        } else if c.is_ascii_digit()
+            || (c == '.' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
+        {
+            let (value, len) = lex_number(rest).ok_or_else(|| {
+                Failure::new(
+                    tok_pos,
+                    format!("bad number {}", &rest[..ident_len(rest).max(1)]),
+                )
+            })?;
+            pos += len;
+            Tok::Float(value)
+        } else if c == '_' || c.is_alphabetic() {
+            let len = ident_len(rest);
+            pos += len;
+            Tok::Ident(rest[..len].to_string())
+        } else if c == '.' {
+            let after = &rest[1..];
+            let len = ident_len(after);
+            if len > 0 {
+                pos += 1 + len;
+                Tok::Field(after[..len].to_string())
             } else {
-                pos += c.len_utf8();
-                match c {
-                    '(' => {
-                        parens += 1;
-                        Tok::LParen
-                    }
-                    ')' => {
-                        parens = parens.saturating_sub(1);
-                        Tok::RParen
-                    }
-                    '[' => {
-                        brackets += 1;
-                        Tok::LBrack
-                    }
-                    ']' => {
-                        brackets = brackets.saturating_sub(1);
-                        Tok::RBrack
-                    }
-                    ',' => Tok::Comma,
-                    ':' => Tok::Colon,
-                    '|' => Tok::Pipe,
-                    '?' => Tok::Question,
-                    '=' => Tok::Assign,
-                    '+' => Tok::Op("+"),
-                    '-' => Tok::Op("-"),
-                    '*' => Tok::Op("*"),
-                    '/' => Tok::Op("/"),
-                    '%' => Tok::Op("%"),
-                    '<' => Tok::Op("<"),
-                    '>' => Tok::Op(">"),
-                    '!' => Tok::Op("!"),
-                    other => {
-                        return Err(Failure::new(
-                            tok_pos,
-                            format!("unexpected character {other:?} in action"),
-                        ));
-                    }
+                pos += 1;
+                Tok::Dot
+            }
+        } else {
+            pos += c.len_utf8();
+            match c {
+                '(' => {
+                    parens += 1;
+                    Tok::LParen
                 }
-            };
+                ')' => {
+                    parens = parens.saturating_sub(1);
+                    Tok::RParen
+                }
+                '[' => {
+                    brackets += 1;
+                    Tok::LBrack
+                }
+                ']' => {
+                    brackets = brackets.saturating_sub(1);
+                    Tok::RBrack
+                }
+                ',' => Tok::Comma,
+                ':' => Tok::Colon,
+                '|' => Tok::Pipe,
+                '?' => Tok::Question,
+                '=' => Tok::Assign,
+                '+' => Tok::Op("+"),
+                '-' => Tok::Op("-"),
+                '*' => Tok::Op("*"),
+                '/' => Tok::Op("/"),
+                '%' => Tok::Op("%"),
+                '<' => Tok::Op("<"),
+                '>' => Tok::Op(">"),
+                '!' => Tok::Op("!"),
+                other => {
+                    return Err(Failure::new(
+                        tok_pos,
+                        format!("unexpected character {other:?} in action"),
+                    ));
+                }
+            }
+        };
         out.push(Token {
             tok,
             pos: tok_pos,
@@ -277,6 +261,48 @@ fn lex_action(
         });
         space = false;
     }
+}
+
+/// A number at the start of `s` as Go writes it (`12`, `1.5`, `.5`, `5.`,
+/// `1e3`, `0x1F`), and its length.
+fn lex_number(s: &str) -> Option<(f64, usize)> {
+    let b = s.as_bytes();
+    let digits = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        let len = hex
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(hex.len());
+        let value = i64::from_str_radix(&hex[..len], 16).ok()?;
+        return Some((value as f64, 2 + len));
+    }
+    let mut end = digits(0);
+    if end < b.len()
+        && b[end] == b'.'
+        && !b
+            .get(end + 1)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    {
+        end = digits(end + 1);
+    }
+    if end < b.len() && (b[end] == b'e' || b[end] == b'E') {
+        let mut exp = end + 1;
+        if exp < b.len() && (b[exp] == b'+' || b[exp] == b'-') {
+            exp += 1;
+        }
+        let after = digits(exp);
+        if after > exp {
+            end = after;
+        }
+    }
+    if end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+        return None;
+    }
+    Some((s[..end].parse().ok()?, end))
 }
 
 fn ident_len(s: &str) -> usize {

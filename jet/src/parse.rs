@@ -702,8 +702,8 @@ impl Parser {
 
     fn binary(&mut self, level: usize) -> Result<Expr, Failure> {
         const LEVELS: &[&[&str]] = &[
-            &["||"],
-            &["&&"],
+            // Jet gives && and || the same precedence, left to right.
+            &["||", "&&"],
             &["==", "!="],
             &["<", "<=", ">", ">="],
             &["+", "-"],
@@ -733,7 +733,8 @@ impl Parser {
         match t.tok {
             Tok::Op("!") => {
                 self.next();
-                let e = self.expr_nested(Self::unary)?;
+                // As in Jet, ! negates a whole comparison: !a == b is !(a == b).
+                let e = self.expr_nested(|p| p.binary(1))?;
                 Ok(Expr {
                     kind: ExprKind::Not(Box::new(e)),
                     pos: t.pos,
