@@ -34,6 +34,9 @@ struct Content {
     nodes: Rc<Vec<Node>>,
     src: Rc<Source>,
     context: Value,
+    /// The variables at the yield: the caller's and the block's
+    /// parameters, as Jet restores them for the content.
+    scopes: Vec<HashMap<String, Value>>,
 }
 
 struct Runtime<'e, 'a> {
@@ -324,6 +327,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     return Ok(());
                 };
                 let saved_ctx = std::mem::replace(&mut self.context, c.context.clone());
+                let saved_scopes = std::mem::replace(&mut self.scopes, c.scopes.clone());
                 let saved_src = self.src.clone();
                 let r = self
                     .enter(c.src.clone(), *pos)
@@ -332,6 +336,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     self.depth -= 1;
                 }
                 self.src = saved_src;
+                self.scopes = saved_scopes;
                 self.context = saved_ctx;
                 self.contents.push(c);
                 r
@@ -458,11 +463,13 @@ impl<'e, 'a> Runtime<'e, 'a> {
             scope.insert(p.clone(), v);
         }
         let content_ctx = context.clone().unwrap_or_else(|| self.context.clone());
+        self.scopes.push(scope);
         let pushed = if let Some((nodes, src)) = content {
             self.contents.push(Content {
                 nodes,
                 src,
                 context: content_ctx,
+                scopes: self.scopes.clone(),
             });
             true
         } else {
@@ -470,10 +477,9 @@ impl<'e, 'a> Runtime<'e, 'a> {
         };
         let saved_ctx = context.map(|c| std::mem::replace(&mut self.context, c));
         let saved_src = self.src.clone();
-        self.scopes.push(scope);
         let r = self
             .enter(b.src.clone(), pos)
-            .and_then(|_| self.list(&block.body));
+            .and_then(|_| self.scoped(&block.body));
         if r.is_ok() {
             self.depth -= 1;
         }

@@ -119,14 +119,13 @@ pub fn parse(tokens: Vec<Token>, delims: &Delims) -> Result<Parsed, Failure> {
     };
     let mut extends = None;
     let mut imports = Vec::new();
-    // `extends` and `import` stand at the top, before any other action;
-    // the text between them is kept, as Jet does.
-    let mut head = Vec::new();
+    // `extends` and `import` stand at the top, before any other action.
+    // As in Jet, whitespace-only text up to the first other action or text
+    // is dropped.
     loop {
         if let Tok::Text(t) = &p.peek().tok
             && t.trim().is_empty()
         {
-            head.push(Node::Text(t.clone()));
             p.i += 1;
             continue;
         }
@@ -158,8 +157,6 @@ pub fn parse(tokens: Vec<Token>, delims: &Delims) -> Result<Parsed, Failure> {
         }
     }
     let (body, end) = p.list()?;
-    head.extend(body);
-    let body = head;
     if let Some((kw, pos)) = end {
         return Err(Failure::new(
             pos,
@@ -539,12 +536,8 @@ impl Parser {
         } else {
             None
         };
-        if self.blocks.contains_key(&name) {
-            return Err(Failure::new(
-                pos,
-                format!("block {name} is defined twice in this template"),
-            ));
-        }
+        // A later definition of the same name replaces an earlier one, as
+        // in Jet.
         self.blocks.insert(
             name.clone(),
             Rc::new(Block {
