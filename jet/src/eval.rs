@@ -744,6 +744,9 @@ impl<'e, 'a> Runtime<'e, 'a> {
         if let Some(r) = funcs::call(name, args) {
             return r.map_err(|m| self.fail(pos, m));
         }
+        if self.engine.render_function.as_deref() == Some(name) {
+            return self.render_template(name, args, pos);
+        }
         if let Some(f) = self.engine.functions.get(name) {
             return f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")));
         }
@@ -753,6 +756,42 @@ impl<'e, 'a> Runtime<'e, 'a> {
             _ => "",
         };
         Err(self.fail(pos, format!("function {name:?} is not defined{hint}")))
+    }
+
+    /// The render function: another template's output, as a string.
+    fn render_template(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
+        let (template, context) = match args {
+            [Value::String(t)] => (t, self.context.clone()),
+            [Value::String(t), c] => (t, c.clone()),
+            _ => {
+                return Err(self.fail(pos, format!("{fn_name} needs a template name and optionally a context: {fn_name}(\"_partials/header.conf\", .)")));
+            }
+        };
+        let resolved = resolve_name("", template).map_err(|m| self.fail(pos, m))?;
+        let t = self.load(&resolved).map_err(|e| self.locate_load(e, pos))?;
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        let saved_ctx = std::mem::replace(&mut self.context, context);
+        let saved_src = self.src.clone();
+        let saved_blocks = std::mem::replace(&mut self.blocks, t.blocks.clone());
+        let saved_contents = std::mem::take(&mut self.contents);
+        let r = self
+            .enter(t.src.clone(), pos)
+            .and_then(|_| self.list(&t.parsed.body));
+        if r.is_ok() {
+            self.depth -= 1;
+        }
+        let rendered = std::mem::replace(&mut self.out, saved_out);
+        self.scopes = saved_scopes;
+        self.context = saved_ctx;
+        self.src = saved_src;
+        self.blocks = saved_blocks;
+        self.contents = saved_contents;
+        r?;
+        if self.out.len() + rendered.len() > MAX_OUTPUT {
+            return Err(self.fail(pos, format!("output exceeds {MAX_OUTPUT} bytes")));
+        }
+        Ok(Value::String(rendered))
     }
 
     fn binary(&mut self, op: &str, l: &Expr, r: &Expr, pos: usize) -> R<Value> {

@@ -161,6 +161,7 @@ pub struct Engine<'a> {
     loader: &'a dyn Loader,
     delims: Delims,
     functions: HashMap<String, Function>,
+    render_function: Option<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -169,6 +170,7 @@ impl<'a> Engine<'a> {
             loader,
             delims: Delims::jet(),
             functions: HashMap::new(),
+            render_function: None,
         }
     }
 
@@ -185,6 +187,15 @@ impl<'a> Engine<'a> {
         f: impl Fn(&[Value]) -> Result<Value, String> + 'static,
     ) {
         self.functions.insert(name.to_string(), Box::new(f));
+    }
+
+    /// Adds `name(template[, context])`, which renders another template
+    /// (named from the root of the tree) with the same global variables and
+    /// returns its output, as CCM's scaffold offers under the name
+    /// `render`. The template shares no local variables or blocks.
+    pub fn with_render_function(mut self, name: &str) -> Engine<'a> {
+        self.render_function = Some(name.to_string());
+        self
     }
 
     /// Renders template `name` with `vars` as global variables and
@@ -309,6 +320,37 @@ mod tests {
             engine.render("t", &Map::new(), &Value::Null).unwrap(),
             "42 4"
         );
+    }
+
+    #[test]
+    fn the_render_function_returns_another_templates_output() {
+        let loader = MapLoader::from([
+            (
+                "dir/a.conf",
+                "[[ render(\"_partials/h\", .) ]]|[[ render(\"_partials/h\", \"ctx\") ]]|[[ x ]]",
+            ),
+            ("_partials/h", "[[ x := \"local\" ]]<[[ . ]] [[ data.v ]]>"),
+            ("loop", "[[ render(\"loop\") ]]"),
+        ]);
+        let mut vars = Map::new();
+        vars.insert("data".into(), serde_json::json!({"v": 1}));
+        vars.insert("x".into(), Value::from("global"));
+        let engine = Engine::new(&loader)
+            .with_delims(Delims::brackets())
+            .with_render_function("render");
+        let got = engine
+            .render("dir/a.conf", &vars, &Value::from("top"))
+            .unwrap();
+        assert_eq!(got, "<top 1>|<ctx 1>|global");
+        let err = engine
+            .render("loop", &vars, &Value::Null)
+            .expect_err("recursion");
+        assert!(err.message.contains("nested deeper than 64"), "{err}");
+        let plain = Engine::new(&loader).with_delims(Delims::brackets());
+        let err = plain
+            .render("dir/a.conf", &vars, &Value::Null)
+            .expect_err("not enabled");
+        assert_eq!(err.message, "function \"render\" is not defined");
     }
 
     #[test]

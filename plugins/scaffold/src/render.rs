@@ -189,7 +189,7 @@ impl TreeEngine for Environment<'_> {
 
 /// Jet (CCM's default engine), through holo-jet. Templates see `facts`,
 /// `data` and `env` (also as CCM spells them: `Facts`, `Data`, `environ`,
-/// `Environ`), and the same map as `.`.
+/// `Environ`), the same map as `.`, and CCM's `render("_partials/x", .)`.
 pub struct JetEngine {
     vars: serde_json::Map<String, serde_json::Value>,
     context: serde_json::Value,
@@ -247,7 +247,9 @@ impl TreeEngine for JetEngine {
             name: name.clone(),
             text,
         };
-        let engine = holo_jet::Engine::new(&loader).with_delims(self.delimiters.clone());
+        let engine = holo_jet::Engine::new(&loader)
+            .with_delims(self.delimiters.clone())
+            .with_render_function("render");
         engine
             .render(&name, &self.vars, &self.context)
             .map_err(|err| {
@@ -404,7 +406,7 @@ mod tests {
         .expect("t");
         fs::write(
             source.join("scripts/check.sh"),
-            "[[ include \"/_partials/logging.conf\" ]]curl localhost:[[ .data.port ]]\n",
+            "[[ render(\"_partials/logging.conf\", .) ]]curl localhost:[[ .data.port ]]\n",
         )
         .expect("t");
         let rendered = render_tree(&jet(), &source, false).expect("render");
