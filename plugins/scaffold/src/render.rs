@@ -189,9 +189,10 @@ impl TreeEngine for Environment<'_> {
 
 /// Jet (CCM's default engine), through holo-jet. Templates see `facts`,
 /// `data` and `env` (also as CCM spells them: `Facts`, `Data`, `environ`,
-/// `Environ`), the same map as `.`, and CCM's `render("_partials/x", .)`.
+/// `Environ`), the same map as `.`, CCM's `render("_partials/x", .)` and
+/// `lookup("data.x", default)` as minijinja has it.
 pub struct JetEngine {
-    vars: serde_json::Map<String, serde_json::Value>,
+    vars: std::rc::Rc<serde_json::Map<String, serde_json::Value>>,
     context: serde_json::Value,
     delimiters: holo_jet::Delims,
 }
@@ -203,10 +204,41 @@ impl JetEngine {
     ) -> JetEngine {
         let context = serde_json::Value::Object(vars.clone());
         JetEngine {
-            vars,
+            vars: std::rc::Rc::new(vars),
             context,
             delimiters,
         }
+    }
+}
+
+/// `lookup("facts.os.id", default)`, as minijinja's: a dotted path into
+/// the variables, the default when it names nothing.
+fn jet_lookup(
+    vars: &serde_json::Map<String, serde_json::Value>,
+    args: &[serde_json::Value],
+) -> Result<serde_json::Value, String> {
+    let (path, default) = match args {
+        [serde_json::Value::String(path)] => (path, None),
+        [serde_json::Value::String(path), default] => (path, Some(default)),
+        _ => return Err("use lookup(\"facts.os.id\") or lookup(\"data.port\", 8080)".into()),
+    };
+    let mut segments = path.split('.');
+    let mut current = segments.next().and_then(|first| vars.get(first));
+    for segment in segments {
+        current = current.and_then(|value| match value {
+            serde_json::Value::Object(map) => map.get(segment),
+            serde_json::Value::Array(items) => {
+                segment.parse::<usize>().ok().and_then(|i| items.get(i))
+            }
+            _ => None,
+        });
+    }
+    match (current, default) {
+        (Some(value), _) => Ok(value.clone()),
+        (None, Some(default)) => Ok(default.clone()),
+        (None, None) => Err(format!(
+            "{path:?} found nothing; pass a default: lookup({path:?}, DEFAULT)"
+        )),
     }
 }
 
@@ -247,9 +279,11 @@ impl TreeEngine for JetEngine {
             name: name.clone(),
             text,
         };
-        let engine = holo_jet::Engine::new(&loader)
+        let mut engine = holo_jet::Engine::new(&loader)
             .with_delims(self.delimiters.clone())
             .with_render_function("render");
+        let vars = std::rc::Rc::clone(&self.vars);
+        engine.add_function("lookup", move |args| jet_lookup(&vars, args));
         engine
             .render(&name, &self.vars, &self.context)
             .map_err(|err| {
@@ -406,7 +440,7 @@ mod tests {
         .expect("t");
         fs::write(
             source.join("scripts/check.sh"),
-            "[[ render(\"_partials/logging.conf\", .) ]]curl localhost:[[ .data.port ]]\n",
+            "[[ render(\"_partials/logging.conf\", .) ]]curl localhost:[[ .data.port ]] [[ lookup(\"data.nope\", 9) ]] [[ lookup(\"facts.hostname\") ]]\n",
         )
         .expect("t");
         let rendered = render_tree(&jet(), &source, false).expect("render");
@@ -425,7 +459,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8_lossy(&rendered[1].content),
-            "log_level = info\nlog_file = /var/log/myapp/web01.log\ncurl localhost:8080\n"
+            "log_level = info\nlog_file = /var/log/myapp/web01.log\ncurl localhost:8080 9 web01\n"
         );
     }
 
