@@ -249,14 +249,23 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 let text = to_text(&v);
                 self.write(&text, e.pos)
             }
+            Node::Seq(nodes) => self.list(nodes),
             Node::Set {
                 names,
                 values,
                 declare,
             } => {
-                let mut vals = Vec::with_capacity(values.len());
-                for e in values {
-                    vals.push(self.eval(e)?);
+                let mut vals = Vec::with_capacity(names.len());
+                if names.len() == 2 && values.len() == 1 {
+                    // v, ok := m["k"]: the value (nil when absent) and
+                    // whether it is there.
+                    let found = self.path(&values[0]).cloned();
+                    vals.push(found.clone().unwrap_or(Value::Null));
+                    vals.push(Value::Bool(found.is_some()));
+                } else {
+                    for e in values {
+                        vals.push(self.eval(e)?);
+                    }
                 }
                 for ((name, pos), v) in names.iter().zip(vals) {
                     if name == "_" {
@@ -277,15 +286,14 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 Ok(())
             }
             Node::If {
+                init,
                 branches,
                 otherwise,
             } => {
-                for (cond, body) in branches {
-                    if truthy(&self.eval(cond)?) {
-                        return self.scoped(body);
-                    }
-                }
-                self.scoped(otherwise)
+                self.scopes.push(HashMap::new());
+                let r = self.if_branches(init, branches, otherwise);
+                self.scopes.pop();
+                r
             }
             Node::Range {
                 key,
@@ -418,6 +426,23 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 }
             }
         }
+    }
+
+    fn if_branches(
+        &mut self,
+        init: &Option<Box<Node>>,
+        branches: &[(Expr, Vec<Node>)],
+        otherwise: &[Node],
+    ) -> R<()> {
+        if let Some(set) = init {
+            self.node(set)?;
+        }
+        for (cond, body) in branches {
+            if truthy(&self.eval(cond)?) {
+                return self.scoped(body);
+            }
+        }
+        self.scoped(otherwise)
     }
 
     fn eval_in(&mut self, e: &Expr, src: &Rc<Source>) -> R<Value> {

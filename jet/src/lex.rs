@@ -19,6 +19,7 @@ pub enum Tok {
     LBrack,
     RBrack,
     Comma,
+    Semicolon,
     Colon,
     Pipe,
     Question,
@@ -234,6 +235,7 @@ fn lex_action(
                     Tok::RBrack
                 }
                 ',' => Tok::Comma,
+                ';' => Tok::Semicolon,
                 ':' => Tok::Colon,
                 '|' => Tok::Pipe,
                 '?' => Tok::Question,

@@ -49,9 +49,12 @@ pub enum Node {
         declare: bool,
     },
     If {
+        init: Option<Box<Node>>,
         branches: Vec<(Expr, Vec<Node>)>,
         otherwise: Vec<Node>,
     },
+    /// Nodes from one action (`x := 1; x`).
+    Seq(Vec<Node>),
     Range {
         key: Option<String>,
         value: Option<String>,
@@ -389,50 +392,16 @@ impl Parser {
                 }
                 _ => {}
             }
-            // name := value, name = value, a, b := x, y
-            let mut n = 1;
-            while self.peek_at(n).tok == Tok::Comma
-                && matches!(self.peek_at(n + 1).tok, Tok::Ident(_))
-            {
-                n += 2;
-            }
-            let op = &self.peek_at(n).tok;
-            if *op == Tok::Declare || *op == Tok::Assign {
-                let declare = *op == Tok::Declare;
-                let mut names = Vec::new();
-                loop {
-                    let (name, pos) = self.ident("a variable name")?;
-                    if RESERVED.contains(&name.as_str()) {
-                        return Err(Failure::new(
-                            pos,
-                            format!("{name} is a keyword and cannot be a variable"),
-                        ));
-                    }
-                    names.push((name, pos));
-                    if self.peek().tok == Tok::Comma {
-                        self.next();
-                    } else {
-                        break;
-                    }
-                }
-                self.next();
-                let mut values = vec![self.pipeline()?];
-                while self.peek().tok == Tok::Comma {
+            if let Some(set) = self.set_statement()? {
+                // `x := 1; x + 1` sets, then prints.
+                if self.peek().tok == Tok::Semicolon {
                     self.next();
-                    values.push(self.pipeline()?);
-                }
-                if values.len() != names.len() {
-                    return Err(Failure::new(
-                        first.pos,
-                        format!("{} variables but {} values", names.len(), values.len()),
-                    ));
+                    let then = self.pipeline()?;
+                    self.expect_close()?;
+                    return Ok(Node::Seq(vec![set, Node::Print(then)]));
                 }
                 self.expect_close()?;
-                return Ok(Node::Set {
-                    names,
-                    values,
-                    declare,
-                });
+                return Ok(set);
             }
         }
         let e = self.pipeline()?;
@@ -440,9 +409,72 @@ impl Parser {
         Ok(Node::Print(e))
     }
 
+    /// `name := value`, `name = value`, `a, b := x, y`, or `v, ok :=
+    /// m["k"]` (the value, and whether the key is there); None when the
+    /// action is not an assignment.
+    fn set_statement(&mut self) -> Result<Option<Node>, Failure> {
+        let first = self.peek().pos;
+        if !matches!(self.peek().tok, Tok::Ident(_)) {
+            return Ok(None);
+        }
+        let mut n = 1;
+        while self.peek_at(n).tok == Tok::Comma && matches!(self.peek_at(n + 1).tok, Tok::Ident(_))
+        {
+            n += 2;
+        }
+        let op = &self.peek_at(n).tok;
+        if *op != Tok::Declare && *op != Tok::Assign {
+            return Ok(None);
+        }
+        let declare = *op == Tok::Declare;
+        let mut names = Vec::new();
+        loop {
+            let (name, pos) = self.ident("a variable name")?;
+            if RESERVED.contains(&name.as_str()) {
+                return Err(Failure::new(
+                    pos,
+                    format!("{name} is a keyword and cannot be a variable"),
+                ));
+            }
+            names.push((name, pos));
+            if self.peek().tok == Tok::Comma {
+                self.next();
+            } else {
+                break;
+            }
+        }
+        self.next();
+        let mut values = vec![self.pipeline()?];
+        while self.peek().tok == Tok::Comma {
+            self.next();
+            values.push(self.pipeline()?);
+        }
+        let lookup =
+            names.len() == 2 && values.len() == 1 && matches!(values[0].kind, ExprKind::Index(..));
+        if values.len() != names.len() && !lookup {
+            return Err(Failure::new(
+                first,
+                format!("{} variables but {} values", names.len(), values.len()),
+            ));
+        }
+        Ok(Some(Node::Set {
+            names,
+            values,
+            declare,
+        }))
+    }
+
     fn if_chain(&mut self, open_pos: usize) -> Result<Node, Failure> {
         let mut branches = Vec::new();
         let mut otherwise = Vec::new();
+        // `if v, ok := m["k"]; ok`: the variables live in the if.
+        let init = match self.set_statement()? {
+            Some(set) => {
+                self.expect(Tok::Semicolon, "; and a condition after the assignment")?;
+                Some(Box::new(set))
+            }
+            None => None,
+        };
         loop {
             let cond = self.pipeline()?;
             self.expect_close()?;
@@ -461,6 +493,7 @@ impl Parser {
             break;
         }
         Ok(Node::If {
+            init,
             branches,
             otherwise,
         })
@@ -865,6 +898,7 @@ fn describe(t: &Tok) -> String {
         Tok::LBrack => "\"[\"".into(),
         Tok::RBrack => "\"]\"".into(),
         Tok::Comma => "\",\"".into(),
+        Tok::Semicolon => "\";\"".into(),
         Tok::Colon => "\":\"".into(),
         Tok::Pipe => "\"|\"".into(),
         Tok::Question => "\"?\"".into(),
