@@ -109,9 +109,7 @@ fn render(
 /// Jet sees what minijinja sees: the facts, the data with the resource's
 /// own on top, and the environment; under CCM's names too.
 fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
-    let to_json = |table: &toml::Table| {
-        serde_json::to_value(table).unwrap_or(serde_json::Value::Object(Default::default()))
-    };
+    let to_json = |table: &toml::Table| toml_to_json(&toml::Value::Table(table.clone()));
     let mut data = context.data().clone();
     for (key, value) in &spec.data {
         data.insert(key.clone(), value.clone());
@@ -139,6 +137,25 @@ fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngi
         .clone()
         .unwrap_or_else(|| ("[[".into(), "]]".into()));
     render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
+}
+
+/// A TOML value as JSON for Jet; a date or time becomes its TOML text.
+fn toml_to_json(value: &toml::Value) -> serde_json::Value {
+    match value {
+        toml::Value::String(s) => s.clone().into(),
+        toml::Value::Integer(i) => (*i).into(),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        toml::Value::Boolean(b) => (*b).into(),
+        toml::Value::Datetime(d) => d.to_string().into(),
+        toml::Value::Array(items) => items.iter().map(toml_to_json).collect(),
+        toml::Value::Table(table) => table
+            .iter()
+            .map(|(k, v)| (k.clone(), toml_to_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    }
 }
 
 /// The template directory's real path: in test mode a source below the
@@ -698,5 +715,21 @@ fn append_section(out: &mut Vec<u8>, shown: &str, content: Option<Vec<u8>>) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_values_reach_jet_as_json_with_dates_as_text() {
+        let table: toml::Table =
+            toml::from_str("a = 1\nb = 1.5\nc = [true, \"x\"]\nd = 2024-05-01\n[e]\nf = \"g\"\n")
+                .expect("toml");
+        assert_eq!(
+            toml_to_json(&toml::Value::Table(table)),
+            serde_json::json!({"a": 1, "b": 1.5, "c": [true, "x"], "d": "2024-05-01", "e": {"f": "g"}})
+        );
     }
 }
