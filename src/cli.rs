@@ -146,6 +146,8 @@ struct Reporting {
     report_is_default: bool,
     metrics: Option<std::path::PathBuf>,
     written: bool,
+    /// The root, below which the files resolve as if it were `/`.
+    root: String,
 }
 
 impl Reporting {
@@ -157,6 +159,7 @@ impl Reporting {
             report_is_default: false,
             metrics: options.metrics.as_ref().map(Into::into),
             written: false,
+            root: "/".to_string(),
         }
     }
 
@@ -165,6 +168,7 @@ impl Reporting {
     /// trees: the default report is written there only when
     /// `HOLO_TEST_RUN_REPORT` asks for it.
     fn set_root(&mut self, root: &str) {
+        self.root = root.to_string();
         let test_mode = root != "/";
         let asked =
             std::env::var_os("HOLO_TEST_RUN_REPORT").is_some_and(|v| !v.is_empty() && v != "0");
@@ -196,7 +200,9 @@ impl Reporting {
         ];
         for (path, create_parent, content) in files {
             let Some(path) = path else { continue };
-            if let Err(message) = run_report::write_atomically(path, &content, create_parent) {
+            if let Err(message) =
+                run_report::write_in_root(&self.root, path, &content, create_parent)
+            {
                 out.error(
                     Stream::Err,
                     &format!(

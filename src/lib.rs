@@ -9,6 +9,7 @@ pub mod cli;
 pub mod diff;
 pub mod holorc;
 pub mod interrupt;
+pub mod in_root;
 pub mod loading;
 pub mod lock;
 pub mod order;

@@ -128,7 +128,7 @@ pub fn prepare_resources(
         .filter(|(plugin, _)| !(noop && plugin.has_extension(holo_protocol::extension::NOOP)))
         .map(|(_, dir)| dir);
     for dir in loaded.dirs_to_create.iter().chain(state_dirs) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
+        if let Err(e) = crate::in_root::create_dir_all(&runtime.root, dir) {
             out.error(
                 Stream::Err,
                 &format!("mkdir {dir}: {}", paths::errno_text(&e)),

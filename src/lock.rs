@@ -30,6 +30,10 @@ const MAX_ATTEMPTS: usize = 8;
 /// Takes the lock, or prints Holo 3's message and returns the exit code.
 pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
     let path = paths::join(root, "run/holo.pid");
+    let path = match crate::in_root::real_entry(root, std::path::Path::new(&path)) {
+        Ok(real) => paths::display(&real),
+        Err(error) => return Err(report_failure(out, &path, &error)),
+    };
     let mut attempts = 0;
     loop {
         let error = match create_exclusive(&path) {

@@ -213,6 +213,26 @@ impl RunReport {
     }
 }
 
+/// [`write_atomically`], with `path` resolved inside `root` in test mode
+/// (a symlink in the root never leads the report outside it).
+pub fn write_in_root(
+    root: &str,
+    path: &Path,
+    content: &str,
+    create_parent: bool,
+) -> Result<(), String> {
+    let fail = |what: &str, err: &dyn std::fmt::Display| {
+        format!("cannot write {}: {what}: {err}", path.display())
+    };
+    if create_parent && let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        crate::in_root::create_dir_all(root, &crate::paths::display(dir))
+            .map_err(|err| fail("create its directory", &err))?;
+    }
+    let real =
+        crate::in_root::real_entry(root, path).map_err(|err| fail("find its directory", &err))?;
+    write_atomically(&real, content, create_parent)
+}
+
 /// Writes `content` to `path` through a temporary file in the same
 /// directory (mode 0644) and a rename. With `create_parent`, missing parent
 /// directories are created first.

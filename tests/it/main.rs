@@ -2,10 +2,14 @@
 
 mod completions;
 mod crash_safety;
+mod crash_safety_plugins;
 mod diff_vs_git;
 mod driver_admin;
 mod driver_extensions;
+mod driver_in_root;
 mod driver_inplace;
+mod driver_interrupt;
+mod driver_limits;
 mod driver_no_hang;
 mod driver_resources;
 mod driver_streaming;
@@ -14,6 +18,7 @@ mod fixtures;
 mod fleet;
 mod holo3_suite;
 mod man_pages;
+mod noop_state_dirs;
 mod packaging;
 mod parsers_no_panic;
 mod quickstart_demo;

@@ -74,6 +74,13 @@ pub fn check_commands(
     })
 }
 
+/// CCM's desired-state check after a run: an existing `creates` file is
+/// the desired state whatever the command's exit, so a command that fails
+/// but creates it counts as successful; without one, the run's own result.
+pub fn run_succeeded(ran_ok: bool, has_creates: bool, creates_exists_after: bool) -> bool {
+    (has_creates && creates_exists_after) || ran_ok
+}
+
 /// Where `creates` is looked for: below the root in test mode.
 pub fn creates_path(env: &Env, spec: &ExecSpec) -> Option<PathBuf> {
     spec.creates.as_ref().map(|path| env.root_join(path))
@@ -131,11 +138,21 @@ fn display(path: Option<&Path>) -> String {
 
 /// The command for `text` with the resource's provider, directory,
 /// environment, PATH and timeout. In test mode the directory defaults to
-/// the root, and a declared one is taken below it.
+/// the root, and a declared one is taken below it, its symlinks resolved
+/// inside the root.
 pub fn command(env: &Env, spec: &ExecSpec, text: &str) -> Result<Command> {
     let mut command = provider::command(spec.provider, text).map_err(Error::new)?;
     match &spec.cwd {
-        Some(dir) => command = command.cwd(env.root_join(dir)),
+        Some(dir) if env.test_mode => {
+            let below_root = env.root_join(dir);
+            let real = RootFs::of(env)?.real_path(&below_root).map_err(|err| {
+                Error::new(format!(
+                    "cannot run {text}: working directory {dir} cannot be used in the root: {err}"
+                ))
+            })?;
+            command = command.cwd(real);
+        }
+        Some(dir) => command = command.cwd(dir),
         None if env.test_mode => command = command.cwd(&env.root),
         None => {}
     }
@@ -291,6 +308,24 @@ mod tests {
         assert!(text.starts_with("line 16\n"), "{text}");
         assert!(text.ends_with(&format!("{}…", "x".repeat(TAIL_LINE_BYTES))));
         assert_eq!(Tail::default().text(), "");
+    }
+
+    #[test]
+    fn after_run_row_creates_exists_means_success_whatever_the_exit() {
+        assert!(run_succeeded(false, true, true));
+        assert!(run_succeeded(true, true, true));
+    }
+
+    #[test]
+    fn after_run_row_creates_missing_means_the_exit_decides() {
+        assert!(!run_succeeded(false, true, false));
+        assert!(run_succeeded(true, true, false));
+    }
+
+    #[test]
+    fn after_run_row_without_creates_the_exit_decides() {
+        assert!(!run_succeeded(false, false, false));
+        assert!(run_succeeded(true, false, false));
     }
 
     #[test]

@@ -44,9 +44,13 @@ impl Plugin for FilePlugin {
             let id = resources::Resource::entity_id(&declared.resource);
             let resource = std::mem::take(&mut declared.resource);
             let location = &declared.location;
-            let spec = match resource.validate(location, declared.common.protect, &fs, |path| {
-                env.root_join(path)
-            }) {
+            let spec = match resource.validate(
+                location,
+                declared.common.protect,
+                &fs,
+                &env.resource_dir,
+                |path| env.root_join(path),
+            ) {
                 Ok(spec) => spec,
                 Err(invalid) => {
                     let place = declared.location_of(invalid.property);

@@ -194,13 +194,14 @@ fn invalid(property: &'static str, message: impl Into<String>) -> Invalid {
 impl FileResource {
     /// Validates the table into a [`FileSpec`]. `protect` is the common
     /// property (default on for files); `root_join` maps an absolute system
-    /// path below `HOLO_ROOT_DIR` (for an absolute `source`), and `fs` looks
-    /// the source up.
+    /// path below `HOLO_ROOT_DIR` (for an absolute `source`), `fs` looks
+    /// the source up, and a relative source stays inside `resource_dir`.
     pub fn validate(
         self,
         declared: &Location,
         protect: Option<bool>,
         fs: &RootFs,
+        resource_dir: &Path,
         root_join: impl Fn(&Path) -> PathBuf,
     ) -> Result<FileSpec, Invalid> {
         validate_path(&self.name).map_err(|m| invalid("name", m))?;
@@ -216,7 +217,7 @@ impl FileResource {
                 ));
             }
             (Some(text), None) => Content::Inline(text),
-            (None, Some(source)) => resolve_source(&source, declared, fs, root_join)?,
+            (None, Some(source)) => resolve_source(&source, declared, fs, resource_dir, root_join)?,
             (None, None) => Content::Unmanaged,
         };
         if ensure != Ensure::Present && content != Content::Unmanaged {
@@ -351,10 +352,15 @@ fn principal(
     }
 }
 
+/// The file a `source` names. `..` is refused like in `template()`, and a
+/// relative source must stay inside the resource directory: once a
+/// generator runs, the resources are a copy elsewhere (below the cache
+/// directory), where neither `..` nor a copied symlink may reach the host.
 fn resolve_source(
     source: &str,
     declared: &Location,
     fs: &RootFs,
+    resource_dir: &Path,
     root_join: impl Fn(&Path) -> PathBuf,
 ) -> Result<Content, Invalid> {
     if source.is_empty() {
@@ -364,12 +370,34 @@ fn resolve_source(
         ));
     }
     let given = Path::new(source);
+    if given.components().any(|part| part == Component::ParentDir) {
+        return Err(invalid(
+            "source",
+            format!(
+                "source {source:?} has a .. component; write the path without .. (a relative source is resolved from the directory of the TOML file and stays inside the resource directory)"
+            ),
+        ));
+    }
     let (path, shown) = if given.is_absolute() {
         let path = root_join(given);
         (path.clone(), path)
     } else {
         let beside = |toml: &Path| toml.parent().unwrap_or(Path::new(".")).join(given);
-        (beside(&declared.path), beside(&declared.origin))
+        let path = beside(&declared.path);
+        if let (Ok(real), Ok(dir)) = (path.canonicalize(), resource_dir.canonicalize())
+            && !real.starts_with(&dir)
+        {
+            let link = std::fs::read_link(&path)
+                .map(|target| format!(" (-> {})", target.display()))
+                .unwrap_or_default();
+            return Err(invalid(
+                "source",
+                format!(
+                    "source {source:?} is a symlink out of the resource directory{link}; a relative source stays inside it: copy the file there, or give an absolute source"
+                ),
+            ));
+        }
+        (path, beside(&declared.origin))
     };
     match fs.metadata(&path) {
         Ok(meta) if meta.is_file() => Ok(Content::Source { path, shown }),
@@ -558,9 +586,13 @@ mod tests {
     }
 
     fn validate(toml_text: &str) -> Result<FileSpec, Invalid> {
-        resource(toml_text).validate(&declared(), None, &RootFs::unconfined(), |p| {
-            Path::new("/root").join(p.strip_prefix("/").unwrap_or(p))
-        })
+        resource(toml_text).validate(
+            &declared(),
+            None,
+            &RootFs::unconfined(),
+            Path::new("/cache/res"),
+            |p| Path::new("/root").join(p.strip_prefix("/").unwrap_or(p)),
+        )
     }
 
     #[test]
@@ -752,9 +784,13 @@ mod tests {
             line: 1,
         };
         let spec = resource("name = \"/etc/motd\"\nsource = \"files/motd\"\nowner=\"root\"\ngroup=\"root\"\nmode=\"0644\"")
-            .validate(&declared, Some(false), &RootFs::unconfined(), |p| {
-                p.to_path_buf()
-            })
+            .validate(
+                &declared,
+                Some(false),
+                &RootFs::unconfined(),
+                &dir.path().join("res"),
+                |p| p.to_path_buf(),
+            )
             .expect("valid");
         assert_eq!(
             spec.content,

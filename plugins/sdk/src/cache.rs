@@ -94,8 +94,19 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
             spec: &entity.spec,
         })
         .map_err(|err| {
+            let not_utf8: Vec<String> = entity
+                .sources
+                .iter()
+                .filter(|source| source.to_str().is_none())
+                .map(|source| source.display().to_string())
+                .collect();
+            let hint = if not_utf8.is_empty() {
+                String::new()
+            } else {
+                format!(" ({}); rename it to a UTF-8 name", not_utf8.join(", "))
+            };
             Error::new(format!(
-                "entity {}: cannot cache its scanned state: {err}",
+                "entity {}: cannot cache its scanned state: {err}{hint}",
                 entity.id
             ))
         })?;

@@ -411,6 +411,16 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn load_file(&mut self, path: &Path) {
         let origin = self.env.origin_of(path);
+        if origin.to_str().is_none() || path.to_str().is_none() {
+            // The scan cache, state records and messages hold paths as
+            // UTF-8 text: refuse here, naming the file, rather than fail
+            // later on an entity.
+            self.errors.push(Error::new(format!(
+                "{}: the file name is not valid UTF-8 (shown with U+FFFD for each invalid byte); rename it to a UTF-8 name (for example with mv, or convmv -f latin1 -t utf8)",
+                origin.display()
+            )));
+            return;
+        }
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(err) => {
@@ -597,21 +607,32 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))
             })?,
         };
+        // The condition first: in an entity that `if`/`unless` leave
+        // unmanaged, a template that fails to render is no error, so a
+        // value it uses need not be defined where the entity does not apply.
+        const CONDITIONS: [&str; 2] = ["if", "unless"];
         if render {
             for (key, value) in table.iter_mut() {
-                self.templates
-                    .render_value(value, &|offset| at(offset), key.get_ref())?;
+                if CONDITIONS.contains(&key.get_ref().as_ref()) {
+                    self.templates
+                        .render_value(value, &|offset| at(offset), key.get_ref())?;
+                }
             }
         }
-        let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
-        let condition_places: Vec<(&str, Location)> = ["if", "unless"]
+        let condition_places: Vec<(&str, Location)> = CONDITIONS
             .into_iter()
             .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
             .collect();
-        let common = take_common(&mut table, at)?;
+        let condition = |property: &str| {
+            table
+                .get(property)
+                .and_then(|value| value.get_ref().as_str())
+                .map(str::to_string)
+        };
+        let (only_if, unless) = (condition("if"), condition("unless"));
         let skipped = common::condition_skip(
-            common.only_if.as_deref(),
-            common.unless.as_deref(),
+            only_if.as_deref(),
+            unless.as_deref(),
             |property, expression| {
                 let place = condition_places
                     .iter()
@@ -626,6 +647,30 @@ impl<'e, R: Resource> Loader<'e, R> {
                 })
             },
         )?;
+        if render {
+            for (key, value) in table.iter_mut() {
+                if CONDITIONS.contains(&key.get_ref().as_ref()) {
+                    continue;
+                }
+                if skipped.is_none() {
+                    self.templates
+                        .render_value(value, &|offset| at(offset), key.get_ref())?;
+                } else {
+                    // Unmanaged: rendered where it can be (a mode from
+                    // data still validates), left as written where not.
+                    let mut rendered = value.clone();
+                    if self
+                        .templates
+                        .render_value(&mut rendered, &|offset| at(offset), key.get_ref())
+                        .is_ok()
+                    {
+                        *value = rendered;
+                    }
+                }
+            }
+        }
+        let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
+        let common = take_common(&mut table, at)?;
         if let Some(fields) = self.fields {
             for key in table.keys() {
                 let name = key.get_ref().as_ref();
@@ -1304,6 +1349,37 @@ mod tests {
             loaded[0].common.only_if.as_deref(),
             Some("facts.os.id == 'debian'")
         );
+    }
+
+    #[test]
+    fn a_false_condition_makes_template_errors_no_error() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\nname = \"elsewhere\"\nif = \"data.enabled\"\ncontent = \"{{ data.only_there.port }}\"\n\n[[demo]]\nname = \"here\"\nunless = \"{{ 'data.enabled' }}\"\ncontent = \"{{ data.name }}\"\n\n[[demo]]\nname = \"renderable\"\nif = \"data.enabled\"\ncontent = \"{{ data.name }}\"\n",
+        )]);
+        let etc = fixture.env.root.join("etc/holo");
+        std::fs::create_dir_all(&etc).expect("mkdir");
+        std::fs::write(
+            etc.join("data.toml"),
+            "[data]\nenabled = false\nname = \"web\"\n",
+        )
+        .expect("data");
+        let loaded = load::<Demo>(&fixture.env).expect("an undefined value in a skipped entity");
+        assert_eq!(
+            loaded[0].skipped.as_deref(),
+            Some("condition if = \"data.enabled\" is false")
+        );
+        assert_eq!(
+            loaded[0].resource.content.as_deref(),
+            Some("{{ data.only_there.port }}")
+        );
+        // A managed one is rendered, and its condition is too.
+        assert_eq!(loaded[1].skipped, None);
+        assert_eq!(loaded[1].resource.content.as_deref(), Some("web"));
+        assert_eq!(loaded[1].common.unless.as_deref(), Some("data.enabled"));
+        // An unmanaged one whose templates render is rendered as before.
+        assert!(loaded[2].skipped.is_some());
+        assert_eq!(loaded[2].resource.content.as_deref(), Some("web"));
     }
 
     #[test]

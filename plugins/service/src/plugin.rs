@@ -2,7 +2,7 @@
 //! refresh, self-healing or opt-in protection, verification after a change,
 //! noop, diff, and the state records of what apply left behind.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use holo_plugin::resources::{self, Resource};
@@ -10,7 +10,7 @@ use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned,
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed, Protection, Recorded};
-use crate::model::{ServiceSpec, ServiceTable};
+use crate::model::{ServiceSpec, ServiceTable, unit_name};
 use crate::provider::{self, Status};
 
 impl Resource for ServiceTable {
@@ -67,6 +67,7 @@ impl Plugin for ServicePlugin {
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ServiceSpec>>> {
         let declared = resources::load::<ServiceTable>(env)?;
+        refuse_duplicate_units(&declared)?;
         let mut found = Vec::new();
         for item in &declared {
             let spec = ServiceSpec::new(&item.resource, item.common.protect);
@@ -104,6 +105,37 @@ impl Plugin for ServicePlugin {
         entity: &EntityCtx<ServiceSpec>,
     ) -> Result<Option<(PathBuf, PathBuf)>> {
         render_diff(env, entity).map_err(|err| err.context(&entity.id))
+    }
+}
+
+/// `nginx` and `nginx.service` are one unit: declared both ways, each run
+/// would start one and stop the other. Refused like a duplicate entity,
+/// naming both places.
+fn refuse_duplicate_units(declared: &[resources::Declared<ServiceTable>]) -> Result<()> {
+    let mut first: HashMap<String, &resources::Declared<ServiceTable>> = HashMap::new();
+    let mut errors = Vec::new();
+    for item in declared {
+        let unit = unit_name(&item.resource.name);
+        match first.get(&unit) {
+            Some(earlier) if earlier.resource.name != item.resource.name => {
+                errors.push(Error::new(format!(
+                    "{}: {} is the same unit {unit} as {}, first declared at {}; remove one of them",
+                    item.location,
+                    item.resource.entity_id(),
+                    earlier.resource.entity_id(),
+                    earlier.location
+                )));
+            }
+            Some(_) => {}
+            None => {
+                first.insert(unit, item);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::many(errors))
     }
 }
 

@@ -8,4 +8,5 @@ mod plugin_process;
 mod real_apt;
 mod real_dnf;
 mod version_compare_cli;
+mod version_compare_dpkg;
 mod versions;

@@ -111,22 +111,29 @@ fn user_data(inputs: &SeedInputs) -> String {
 }
 
 /// Every boot: a host key that is empty or unreadable (a crash right after
-/// cloud-init generated it leaves zero-size files) is removed with its
-/// `.pub`, and `ssh-keygen -A` makes the missing ones, so sshd starts and
-/// holos can reach the guest. Keys that read fine are left alone. cloud-init
-/// runs `bootcmd` before sshd starts; should sshd have failed already, it is
-/// started again.
+/// cloud-init generated it leaves zero-size files) is made again, of its
+/// type; keys that read fine are left alone. Without any key at all after
+/// cloud-init's ssh module ran for this instance (its semaphore is there),
+/// `ssh-keygen -A` makes them; at first boot that module makes them itself.
+/// cloud-init runs `bootcmd` before sshd starts; should sshd have failed
+/// already, it is started again.
 pub const SSH_HOST_KEY_REPAIR: &str = r#"command -v ssh-keygen >/dev/null 2>&1 || exit 0
 [ -d /etc/ssh ] || exit 0
+repaired=
 for key in /etc/ssh/ssh_host_*_key; do
   [ -e "$key" ] || continue
   if ! ssh-keygen -y -P '' -f "$key" </dev/null >/dev/null 2>&1 || [ ! -s "$key.pub" ]; then
+    type=${key#/etc/ssh/ssh_host_}; type=${type%_key}
     echo "holos: regenerating the broken SSH host key $key" >&2
     rm -f "$key" "$key.pub"
+    ssh-keygen -q -t "$type" -N '' -f "$key" </dev/null && repaired=1
   fi
 done
-ssh-keygen -A || exit 1
-command -v systemctl >/dev/null 2>&1 || exit 0
+if ! ls /etc/ssh/ssh_host_*_key >/dev/null 2>&1 && [ -e /var/lib/cloud/instance/sem/config_ssh ]; then
+  echo "holos: no SSH host key, making them" >&2
+  ssh-keygen -A && repaired=1
+fi
+[ -n "$repaired" ] && command -v systemctl >/dev/null 2>&1 || exit 0
 for unit in ssh.service sshd.service; do
   if systemctl is-failed --quiet "$unit" 2>/dev/null; then
     systemctl reset-failed "$unit"; systemctl --no-block restart "$unit"

@@ -4,9 +4,11 @@
 //! - its health is `starting` again as soon as it starts, not the `healthy`
 //!   of the boot before the kill (`holos up` and `holos start`);
 //! - its seed's `bootcmd` repairs empty or unreadable SSH host keys before
-//!   the service's own boot commands, and the repair script, run for real
-//!   against a copy of `/etc/ssh` (root and ssh-keygen needed), regenerates
-//!   the broken keys and leaves the good ones alone.
+//!   the service's own boot commands; the repair script, run for real over a
+//!   test `/etc/ssh` and `/var/lib/cloud` (root, unshare and ssh-keygen
+//!   needed), makes the broken keys again, leaves the good ones alone, makes
+//!   all of them when none is left after first boot, and restarts a failed
+//!   sshd.
 //!
 //! The real guest shows the whole recovery in `e2e_debian.rs`.
 
@@ -112,32 +114,84 @@ case "$1" in is-failed) exit 1 ;; esac
 exit 0
 "#;
 
-/// Runs the repair script with `dir` mounted over `/etc/ssh`, in a private
-/// mount namespace, with the fake systemctl from `bin`; returns its stderr.
-fn run_repair_on(dir: &std::path::Path, bin: &std::path::Path) -> String {
-    let out = Command::new("unshare")
-        .env(
-            "PATH",
-            format!(
-                "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                bin.display()
-            ),
-        )
-        .env("SYSTEMCTL_LOG", bin.join("systemctl.log"))
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg(format!(
-            "mount --bind \"$0\" /etc/ssh && {{\n{SSH_HOST_KEY_REPAIR}\n}}"
-        ))
-        .arg(dir)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "the repair failed: {said}");
-    said
+/// A guest's `/etc/ssh` and cloud-init state, for the repair script.
+struct Guest {
+    dir: tempfile::TempDir,
+}
+
+impl Guest {
+    fn new() -> Guest {
+        let guest = Guest {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        for sub in ["ssh", "bin", "cloud/instance/sem"] {
+            std::fs::create_dir_all(guest.dir.path().join(sub)).unwrap();
+        }
+        let systemctl = guest.dir.path().join("bin/systemctl");
+        std::fs::write(&systemctl, FAKE_SYSTEMCTL).unwrap();
+        std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        guest
+    }
+
+    fn key(&self, kind: &str) -> std::path::PathBuf {
+        self.dir.path().join(format!("ssh/ssh_host_{kind}_key"))
+    }
+
+    fn keys(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.dir.path().join("ssh"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Whether ssh-keygen reads the private key, and its `.pub` has content.
+    fn sound(&self, kind: &str) -> bool {
+        let key = self.key(kind);
+        let read = Command::new("ssh-keygen")
+            .args(["-y", "-P", "", "-f"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        let public = std::fs::read_to_string(format!("{}.pub", key.display())).unwrap_or_default();
+        read.status.success() && !public.trim().is_empty()
+    }
+
+    fn systemctl_calls(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("bin/systemctl.log")).unwrap_or_default()
+    }
+
+    /// Runs the repair script in a private mount namespace, with the test's
+    /// `ssh` over `/etc/ssh`, its `cloud` over `/var/lib/cloud` and the fake
+    /// systemctl first on PATH; returns its stderr.
+    fn repair(&self) -> String {
+        let dir = self.dir.path();
+        let out = Command::new("unshare")
+            .env(
+                "PATH",
+                format!(
+                    "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    dir.join("bin").display()
+                ),
+            )
+            .env("SYSTEMCTL_LOG", dir.join("bin/systemctl.log"))
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                "mount --bind \"$0/ssh\" /etc/ssh && mount -t tmpfs tmpfs /var/lib && \
+                 mkdir /var/lib/cloud && mount --bind \"$0/cloud\" /var/lib/cloud && {{\n{SSH_HOST_KEY_REPAIR}\n}}"
+            ))
+            .arg(dir)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "the repair failed: {said}");
+        said
+    }
 }
 
 #[test]
-fn the_repair_regenerates_empty_and_missing_host_keys_and_keeps_good_ones() {
+fn the_repair_regenerates_broken_host_keys_and_keeps_good_ones() {
     let tools = [
         "/usr/bin/unshare",
         "/usr/bin/ssh-keygen",
@@ -147,77 +201,118 @@ fn the_repair_regenerates_empty_and_missing_host_keys_and_keeps_good_ones() {
     if !nix::unistd::geteuid().is_root() || !tools.iter().all(|t| std::path::Path::new(t).exists())
     {
         eprintln!(
-            "skipped: running the host-key repair needs root (for a private mount over /etc/ssh), /etc/ssh, unshare, mount and ssh-keygen (apt-get install openssh-client util-linux)"
+            "skipped: running the host-key repair needs root (for private mounts over /etc/ssh and /var/lib), /etc/ssh, unshare, mount and ssh-keygen (apt-get install openssh-client util-linux)"
         );
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let ssh = &dir.path().join("ssh");
-    let bin = &dir.path().join("bin");
-    std::fs::create_dir(ssh).unwrap();
-    std::fs::create_dir(bin).unwrap();
-    std::fs::write(bin.join("systemctl"), FAKE_SYSTEMCTL).unwrap();
-    std::fs::set_permissions(
-        bin.join("systemctl"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
-    let good = ssh.join("ssh_host_ed25519_key");
+    let guest = Guest::new();
     let made = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&good)
+        .arg(guest.key("ed25519"))
         .status()
         .unwrap();
     assert!(made.success());
-    let good_before = std::fs::read(&good).unwrap();
+    let good_before = std::fs::read(guest.key("ed25519")).unwrap();
     // What a crash right after key generation leaves: zero-size files.
-    std::fs::write(ssh.join("ssh_host_rsa_key"), "").unwrap();
-    std::fs::write(ssh.join("ssh_host_rsa_key.pub"), "").unwrap();
+    std::fs::write(guest.key("rsa"), "").unwrap();
+    std::fs::write(format!("{}.pub", guest.key("rsa").display()), "").unwrap();
     // And garbage where a key should be.
-    std::fs::write(ssh.join("ssh_host_ecdsa_key"), "not a key\n").unwrap();
+    std::fs::write(guest.key("ecdsa"), "not a key\n").unwrap();
     std::fs::write(
-        ssh.join("ssh_host_ecdsa_key.pub"),
+        format!("{}.pub", guest.key("ecdsa").display()),
         "ecdsa-sha2-nistp256 AAAA\n",
     )
     .unwrap();
 
-    let said = run_repair_on(ssh, bin);
-    assert!(
-        said.contains("regenerating the broken SSH host key /etc/ssh/ssh_host_rsa_key"),
-        "{said}"
-    );
-    assert!(
-        said.contains("regenerating the broken SSH host key /etc/ssh/ssh_host_ecdsa_key"),
-        "{said}"
-    );
+    let said = guest.repair();
+    for kind in ["rsa", "ecdsa"] {
+        assert!(
+            said.contains(&format!(
+                "regenerating the broken SSH host key /etc/ssh/ssh_host_{kind}_key"
+            )),
+            "{said}"
+        );
+    }
     assert!(!said.contains("ssh_host_ed25519_key"), "{said}");
     assert_eq!(
-        std::fs::read(&good).unwrap(),
+        std::fs::read(guest.key("ed25519")).unwrap(),
         good_before,
         "a good key stays"
     );
     for kind in ["rsa", "ecdsa", "ed25519"] {
-        let key = ssh.join(format!("ssh_host_{kind}_key"));
-        let readable = Command::new("ssh-keygen")
-            .args(["-y", "-P", "", "-f"])
-            .arg(&key)
-            .output()
-            .unwrap();
-        assert!(readable.status.success(), "{kind}: {readable:?}");
-        let public = std::fs::read_to_string(ssh.join(format!("ssh_host_{kind}_key.pub"))).unwrap();
-        assert!(!public.trim().is_empty(), "{kind}.pub is empty");
+        assert!(guest.sound(kind), "{kind}");
     }
+    // Only the broken types were made: no type the guest did not have.
+    assert_eq!(
+        guest.keys(),
+        [
+            "ssh_host_ecdsa_key",
+            "ssh_host_ecdsa_key.pub",
+            "ssh_host_ed25519_key",
+            "ssh_host_ed25519_key.pub",
+            "ssh_host_rsa_key",
+            "ssh_host_rsa_key.pub"
+        ]
+    );
+    // sshd, failed on the broken keys, is started again (without waiting:
+    // it is ordered after cloud-init's unit).
+    assert_eq!(
+        guest.systemctl_calls(),
+        "is-failed --quiet ssh.service\nreset-failed ssh.service\n--no-block restart ssh.service\nis-failed --quiet sshd.service\n"
+    );
 
-    // A second boot with sound keys changes nothing.
+    // The next boot, with sound keys, changes nothing and restarts nothing.
     let before: Vec<Vec<u8>> = ["rsa", "ecdsa", "ed25519"]
         .iter()
-        .map(|k| std::fs::read(ssh.join(format!("ssh_host_{k}_key"))).unwrap())
+        .map(|k| std::fs::read(guest.key(k)).unwrap())
         .collect();
-    let said = run_repair_on(ssh, bin);
-    assert!(!said.contains("regenerating"), "{said}");
+    let calls = guest.systemctl_calls();
+    let said = guest.repair();
+    assert!(!said.contains("holos:"), "{said}");
     let after: Vec<Vec<u8>> = ["rsa", "ecdsa", "ed25519"]
         .iter()
-        .map(|k| std::fs::read(ssh.join(format!("ssh_host_{k}_key"))).unwrap())
+        .map(|k| std::fs::read(guest.key(k)).unwrap())
         .collect();
     assert_eq!(before, after);
+    assert_eq!(guest.systemctl_calls(), calls);
+}
+
+#[test]
+fn without_any_host_key_the_repair_makes_them_only_after_cloud_inits_ssh_module() {
+    let tools = [
+        "/usr/bin/unshare",
+        "/usr/bin/ssh-keygen",
+        "/usr/bin/mount",
+        "/etc/ssh",
+    ];
+    if !nix::unistd::geteuid().is_root() || !tools.iter().all(|t| std::path::Path::new(t).exists())
+    {
+        eprintln!(
+            "skipped: running the host-key repair needs root (for private mounts over /etc/ssh and /var/lib), /etc/ssh, unshare, mount and ssh-keygen (apt-get install openssh-client util-linux)"
+        );
+        return;
+    }
+    let guest = Guest::new();
+    // First boot: cloud-init's ssh module has not run and makes the keys
+    // after bootcmd; the repair leaves that to it.
+    let said = guest.repair();
+    assert!(!said.contains("holos:"), "{said}");
+    assert!(guest.keys().is_empty(), "{:?}", guest.keys());
+    // A later boot without any key (lost in a crash): ssh-keygen -A.
+    std::fs::write(guest.dir.path().join("cloud/instance/sem/config_ssh"), "").unwrap();
+    let said = guest.repair();
+    assert!(
+        said.contains("holos: no SSH host key, making them"),
+        "{said}"
+    );
+    for kind in ["rsa", "ecdsa", "ed25519"] {
+        assert!(guest.sound(kind), "{kind}");
+    }
+    assert!(
+        guest
+            .systemctl_calls()
+            .contains("--no-block restart ssh.service\n"),
+        "{}",
+        guest.systemctl_calls()
+    );
 }

@@ -18,6 +18,7 @@ mod notes;
 mod ops;
 mod plugin;
 mod plugin_support;
+mod replica_ports;
 mod runtime_boot;
 mod runtime_builders;
 mod runtime_fake;

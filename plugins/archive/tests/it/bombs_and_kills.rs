@@ -4,7 +4,7 @@
 //! target's file system; and a run killed during an extraction leaves a
 //! state that the next run finishes, even without `creates`.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::io::Write;

@@ -4,8 +4,7 @@
 //! alive), holo exits 128+signal, and a run started right after never
 //! overlaps the cut command.
 
-#[path = "support/root.rs"]
-mod root;
+use crate::root;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
