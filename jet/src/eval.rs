@@ -50,6 +50,22 @@ struct Runtime<'e, 'a> {
     blocks: Rc<Blocks>,
     contents: Vec<Content>,
     depth: usize,
+    /// Statement lists being run, one inside the other.
+    lists: usize,
+}
+
+const MAX_LISTS: usize = 128;
+
+/// Where a node starts, for messages; text has no position of its own.
+fn node_pos(node: &Node) -> usize {
+    match node {
+        Node::Print(e) => e.pos,
+        Node::Block { pos, .. }
+        | Node::Yield { pos, .. }
+        | Node::YieldContent { pos }
+        | Node::Include { pos, .. } => *pos,
+        _ => 0,
+    }
 }
 
 type R<T> = Result<T, Error>;
@@ -109,6 +125,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
             blocks: Rc::new(HashMap::new()),
             contents: Vec::new(),
             depth: 0,
+            lists: 0,
         }
     }
 
@@ -235,10 +252,16 @@ impl<'e, 'a> Runtime<'e, 'a> {
     }
 
     fn list(&mut self, nodes: &[Node]) -> R<()> {
-        for node in nodes {
-            self.node(node)?;
+        // Statement lists inside yields inside statement lists: bounded
+        // here, so that no template overflows the stack.
+        if self.lists >= MAX_LISTS {
+            let pos = nodes.first().map(node_pos).unwrap_or(0);
+            return Err(self.fail(pos, format!("statements and blocks nested deeper than {MAX_LISTS} levels while rendering (a block or include recursing?)")));
         }
-        Ok(())
+        self.lists += 1;
+        let r = nodes.iter().try_for_each(|node| self.node(node));
+        self.lists -= 1;
+        r
     }
 
     fn node(&mut self, node: &Node) -> R<()> {

@@ -289,6 +289,21 @@ mod tests {
     }
 
     #[test]
+    fn deep_runtime_nesting_is_an_error_not_a_crash() {
+        // Statements nested as deep as the parser allows, in a block that
+        // yields itself as deep as it may.
+        let ifs = "{{ if true }}{{ range slice(1) }}".repeat(28);
+        let ends = "{{ end }}{{ end }}".repeat(28);
+        let src = format!("{{{{ block r() }}}}{ifs}{{{{ yield r() }}}}{ends}{{{{ end }}}}");
+        let err = render(&src).expect_err("too deep");
+        assert!(
+            err.message
+                .starts_with("statements and blocks nested deeper than 128"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn check_parses_without_running() {
         let loader = MapLoader::from([("t", "{{ undefined_at_run_time }}"), ("bad", "{{ if }}")]);
         let engine = Engine::new(&loader);
