@@ -17,7 +17,7 @@ use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Sc
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
-use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable};
+use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
 impl Resource for ScaffoldTable {
@@ -78,11 +78,17 @@ fn render(
         .delimiters
         .as_ref()
         .map(|(left, right)| (left.as_str(), right.as_str()));
-    let engine = context
-        .tree_engine(&spec.data, delimiters)
-        .map_err(Error::new)?;
+    let engine: Box<dyn render::TreeEngine> = match spec.engine {
+        TemplateEngine::Jinja => Box::new(
+            context
+                .tree_engine(&spec.data, delimiters)
+                .map_err(Error::new)?,
+        ),
+        TemplateEngine::Jet => Box::new(jet_engine(context, spec)),
+    };
     let source = resolve_source(env, &spec.source).map_err(Error::new)?;
-    let files = render::render_tree(&engine, &source, spec.skip_empty).map_err(Error::new)?;
+    let files =
+        render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
     let fs = RootFs::of(env)?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
@@ -98,6 +104,58 @@ fn render(
         lists,
         target_exists: fs.is_dir(&target),
     })
+}
+
+/// Jet sees what minijinja sees: the facts, the data with the resource's
+/// own on top, and the environment; under CCM's names too.
+fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
+    let to_json = |table: &toml::Table| toml_to_json(&toml::Value::Table(table.clone()));
+    let mut data = context.data().clone();
+    for (key, value) in &spec.data {
+        data.insert(key.clone(), value.clone());
+    }
+    let facts = to_json(context.facts().as_table());
+    let data = to_json(&data);
+    let environ: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
+        .filter_map(|(key, value)| {
+            Some((key.into_string().ok()?, value.into_string().ok()?.into()))
+        })
+        .collect();
+    let environ = serde_json::Value::Object(environ);
+    let mut vars = serde_json::Map::new();
+    for (names, value) in [
+        (&["facts", "Facts"][..], facts),
+        (&["data", "Data"][..], data),
+        (&["env", "environ", "Environ"][..], environ),
+    ] {
+        for name in names {
+            vars.insert(name.to_string(), value.clone());
+        }
+    }
+    let (left, right) = spec
+        .delimiters
+        .clone()
+        .unwrap_or_else(|| ("[[".into(), "]]".into()));
+    render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
+}
+
+/// A TOML value as JSON for Jet; a date or time becomes its TOML text.
+fn toml_to_json(value: &toml::Value) -> serde_json::Value {
+    match value {
+        toml::Value::String(s) => s.clone().into(),
+        toml::Value::Integer(i) => (*i).into(),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        toml::Value::Boolean(b) => (*b).into(),
+        toml::Value::Datetime(d) => d.to_string().into(),
+        toml::Value::Array(items) => items.iter().map(toml_to_json).collect(),
+        toml::Value::Table(table) => table
+            .iter()
+            .map(|(k, v)| (k.clone(), toml_to_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    }
 }
 
 /// The template directory's real path: in test mode a source below the
@@ -744,5 +802,21 @@ fn append_section(out: &mut Vec<u8>, shown: &str, content: Option<Vec<u8>>) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_values_reach_jet_as_json_with_dates_as_text() {
+        let table: toml::Table =
+            toml::from_str("a = 1\nb = 1.5\nc = [true, \"x\"]\nd = 2024-05-01\n[e]\nf = \"g\"\n")
+                .expect("toml");
+        assert_eq!(
+            toml_to_json(&toml::Value::Table(table)),
+            serde_json::json!({"a": 1, "b": 1.5, "c": [true, "x"], "d": "2024-05-01", "e": {"f": "g"}})
+        );
     }
 }
