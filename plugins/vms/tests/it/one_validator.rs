@@ -3,8 +3,8 @@
 //! refused by all three with the same message, naming the file and line,
 //! and neither `holos up` nor `holo apply` starts a VM for it.
 
-mod plugin_support;
-mod runtime_support;
+use crate::plugin_support;
+use crate::runtime_support;
 
 use plugin_support::Root;
 use runtime_support::{Project, Qemu};
