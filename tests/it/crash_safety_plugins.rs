@@ -53,23 +53,12 @@ impl Random {
     }
 }
 
-/// Builds the plugins beside the driver under test.
+/// The directory of the workspace's binaries, with the plugins under test.
 fn build_plugins() -> PathBuf {
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet"]);
     for plugin in ["holo-file", "holo-scaffold", "holo-archive", "holo-exec"] {
-        build.args(["-p", plugin]);
+        test_support::binary(plugin);
     }
-    build.current_dir(env!("CARGO_MANIFEST_DIR"));
-    if Path::new(HOLO).parent().and_then(Path::file_name) == Some("release".as_ref()) {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().expect("run cargo build").success(),
-        "cargo build of the plugins failed"
-    );
-    Path::new(HOLO).parent().expect("bin dir").to_path_buf()
+    test_support::profile_dir()
 }
 
 /// A tiny HTTP/1.1 server: GET of a path answers its body, else 404.

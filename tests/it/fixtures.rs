@@ -29,8 +29,12 @@ fn every_fixture_case_passes_with_and_without_batching() {
     );
     require_workspace_plugins(&cases, &shell_plugins);
 
-    let mut failures = Vec::new();
-    for case in &cases {
+    // Cases run side by side (each in its own directory), in both modes one
+    // after the other; failures are reported in case order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let check = |case: &PathBuf| -> Vec<String> {
+        let mut failures = Vec::new();
         let name = case
             .strip_prefix(repository)
             .unwrap_or(case)
@@ -49,7 +53,7 @@ fn every_fixture_case_passes_with_and_without_batching() {
             } else if batched.report != unbatched.report {
                 failures.push(format!(
                     "{name} (a known failure) fails differently with HOLO_NO_BATCH=1.\n\
-                     --- batched:\n{}\n--- HOLO_NO_BATCH=1:\n{}",
+                         --- batched:\n{}\n--- HOLO_NO_BATCH=1:\n{}",
                     batched.report, unbatched.report
                 ));
             } else {
@@ -57,14 +61,37 @@ fn every_fixture_case_passes_with_and_without_batching() {
                 // holo-test keeps target/ of a failed case for inspection
                 let _ = fs::remove_dir_all(case.join("target"));
             }
-            continue;
+            return failures;
         }
         for (mode, run) in [("batched", &batched), ("HOLO_NO_BATCH=1", &unbatched)] {
             if !run.passed {
                 failures.push(format!("{name} failed ({mode}):\n{}", run.report));
             }
         }
-    }
+        failures
+    };
+    let mut results: Vec<(usize, Vec<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(case) = cases.get(index) else {
+                            return done;
+                        };
+                        done.push((index, check(case)));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().expect("a fixture worker panicked"))
+            .collect()
+    });
+    results.sort_by_key(|(index, _)| *index);
+    let failures: Vec<String> = results.into_iter().flat_map(|(_, f)| f).collect();
     assert!(
         failures.is_empty(),
         "{} of {} fixture checks failed:\n\n{}",

@@ -191,20 +191,17 @@ impl Guest {
 }
 
 #[test]
+#[ignore = "needs root, unshare, mount, ssh-keygen and /etc/ssh"]
 fn the_repair_regenerates_broken_host_keys_and_keeps_good_ones() {
-    let tools = [
-        "/usr/bin/unshare",
-        "/usr/bin/ssh-keygen",
-        "/usr/bin/mount",
-        "/etc/ssh",
-    ];
-    if !nix::unistd::geteuid().is_root() || !tools.iter().all(|t| std::path::Path::new(t).exists())
-    {
-        eprintln!(
-            "skipped: running the host-key repair needs root (for private mounts over /etc/ssh and /var/lib), /etc/ssh, unshare, mount and ssh-keygen (apt-get install openssh-client util-linux)"
-        );
-        return;
-    }
+    test_support::require_root("private mounts over /etc/ssh and /var/lib");
+    test_support::require_tools(
+        &["unshare", "mount", "ssh-keygen"],
+        "util-linux, openssh-client",
+    );
+    test_support::require_path(
+        std::path::Path::new("/etc/ssh"),
+        "/etc/ssh (openssh-client)",
+    );
     let guest = Guest::new();
     let made = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-f"])
@@ -278,20 +275,17 @@ fn the_repair_regenerates_broken_host_keys_and_keeps_good_ones() {
 }
 
 #[test]
+#[ignore = "needs root, unshare, mount, ssh-keygen and /etc/ssh"]
 fn without_any_host_key_the_repair_makes_them_only_after_cloud_inits_ssh_module() {
-    let tools = [
-        "/usr/bin/unshare",
-        "/usr/bin/ssh-keygen",
-        "/usr/bin/mount",
-        "/etc/ssh",
-    ];
-    if !nix::unistd::geteuid().is_root() || !tools.iter().all(|t| std::path::Path::new(t).exists())
-    {
-        eprintln!(
-            "skipped: running the host-key repair needs root (for private mounts over /etc/ssh and /var/lib), /etc/ssh, unshare, mount and ssh-keygen (apt-get install openssh-client util-linux)"
-        );
-        return;
-    }
+    test_support::require_root("private mounts over /etc/ssh and /var/lib");
+    test_support::require_tools(
+        &["unshare", "mount", "ssh-keygen"],
+        "util-linux, openssh-client",
+    );
+    test_support::require_path(
+        std::path::Path::new("/etc/ssh"),
+        "/etc/ssh (openssh-client)",
+    );
     let guest = Guest::new();
     // First boot: cloud-init's ssh module has not run and makes the keys
     // after bootcmd; the repair leaves that to it.

@@ -153,7 +153,8 @@ struct Qmp {
 
 impl Qmp {
     fn connect(path: &Path) -> Qmp {
-        let stream = UnixStream::connect(path).expect("connect to QMP");
+        // The socket file appears at bind(), a moment before listen().
+        let stream = connect_when_ready(|| UnixStream::connect(path), "QMP");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
