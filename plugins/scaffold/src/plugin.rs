@@ -819,4 +819,30 @@ mod tests {
             serde_json::json!({"a": 1, "b": 1.5, "c": [true, "x"], "d": "2024-05-01", "e": {"f": "g"}})
         );
     }
+
+    #[test]
+    fn only_paths_that_resolve_below_the_root_are_shown_as_they_are() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("secret"), "x").expect("write");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("srv/app")).expect("mkdir");
+        std::fs::write(root.join("srv/app/a.conf"), "a").expect("write");
+        std::os::unix::fs::symlink(outside.path(), root.join("srv/out")).expect("symlink");
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("srv/app/link"))
+            .expect("symlink");
+
+        assert!(resolves_inside(&root.join("srv/app/a.conf"), &root));
+        assert!(resolves_inside(
+            &root.join("srv/app/missing/deep.conf"),
+            &root
+        ));
+        assert!(
+            !resolves_inside(&root.join("srv/app"), &root),
+            "a directory"
+        );
+        assert!(!resolves_inside(&root.join("srv/out/secret"), &root));
+        assert!(!resolves_inside(&root.join("srv/out/missing.conf"), &root));
+        assert!(!resolves_inside(&root.join("srv/app/link"), &root));
+    }
 }
