@@ -34,7 +34,10 @@ Benchmarks:
             (cf-agent -K) on N files with content, owner, group, mode and
             their directory: first and no-op apply, medians of 3 rounds,
             the no-op floor (sha256sum + stat) and per-process mode against
-            bare process starts; a peer that is not installed is skipped
+            bare process starts; a peer that is not installed is skipped.
+            BENCH_SKIP=puppet,cfengine,per-process leaves some out,
+            BENCH_OLD_BIN=DIR adds an older build's holo and holo-file,
+            BENCH_ROUNDS=N sets the rounds, TMPDIR the file system
   long-line [OLD_DIR] [SIZES]
             one line of N MB without a newline through holo-exec's
             logoutput, a plugin's stderr and one FD 3 batch record; with
