@@ -340,17 +340,22 @@ fn open_in_root(root: &pathrs::Root, below: &Path, flags: OFlags) -> Option<io::
     let opened = rustix::fs::openat2(
         root,
         below,
-        flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+        // openat2 refuses O_PATH with other flags than these.
+        if flags.contains(OFlags::PATH) {
+            flags | OFlags::CLOEXEC
+        } else {
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY
+        },
         Mode::empty(),
         ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
     );
     match opened {
         Ok(fd) => Some(Ok(File::from(fd))),
-        Err(Errno::NOSYS | Errno::INVAL | Errno::TOOBIG) => {
+        Err(Errno::NOSYS) => {
             UNAVAILABLE.store(true, Ordering::Relaxed);
             None
         }
-        Err(Errno::AGAIN | Errno::XDEV) => None,
+        Err(Errno::INVAL | Errno::TOOBIG | Errno::AGAIN | Errno::XDEV) => None,
         Err(err) => Some(Err(err.into())),
     }
 }
