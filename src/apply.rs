@@ -673,26 +673,28 @@ pub fn render_entity_diff(
     if let Some(failure) = plugin.failure(&result) {
         return Err(failure);
     }
-    // The paths are bytes: a file name need not be UTF-8.
-    let parts: Vec<&[u8]> = fd3.split(|b| *b == 0).collect();
-    if parts.len() < 2 {
-        return Ok(Vec::new());
-    }
+    let parts = diff_fields(&fd3);
+    let files = diff_files(&parts)?;
     use std::os::unix::ffi::OsStrExt;
-    let (from, to) = (
-        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[0])),
-        std::path::Path::new(std::ffi::OsStr::from_bytes(parts[1])),
-    );
-    // A third field: header lines (the diff-header extension).
-    let attributes = parts.get(2).copied().filter(|lines| !lines.is_empty());
-    let diff = crate::diff::render_file_diff_with_header(
-        from,
-        to,
-        &runtime.translate(&from.to_string_lossy()),
-        &runtime.translate(&to.to_string_lossy()),
-        attributes,
-    )
-    .map_err(|e| e.to_string())?;
+    let mut diff = Vec::new();
+    for fields in files {
+        let (from, to) = (
+            std::path::Path::new(std::ffi::OsStr::from_bytes(fields[0])),
+            std::path::Path::new(std::ffi::OsStr::from_bytes(fields[1])),
+        );
+        // A third field: header lines (the diff-header extension).
+        let attributes = fields.get(2).copied().filter(|lines| !lines.is_empty());
+        diff.extend(
+            crate::diff::render_file_diff_with_header(
+                from,
+                to,
+                &runtime.translate(&from.to_string_lossy()),
+                &runtime.translate(&to.to_string_lossy()),
+                attributes,
+            )
+            .map_err(|e| e.to_string())?,
+        );
+    }
     Ok(if out.color(Stream::Out) {
         crate::diff::colorize_diff(&diff)
     } else {
@@ -756,6 +758,30 @@ impl RecordLines {
     }
 }
 
+/// The NUL-terminated fields a `diff` wrote on FD 3 (bytes: a file name
+/// need not be UTF-8); a last field without its NUL counts too.
+fn diff_fields(fd3: &[u8]) -> Vec<&[u8]> {
+    let mut parts: Vec<&[u8]> = fd3.split(|b| *b == 0).collect();
+    if fd3.ends_with(&[0]) || fd3.is_empty() {
+        parts.pop();
+    }
+    parts
+}
+
+/// The files of a diff: two fields, or three with header lines
+/// (`diff-header`), are one file; more are files of three fields each
+/// (`diff-files`). Fewer than two fields: no diff.
+fn diff_files<'a, 'b>(parts: &'a [&'b [u8]]) -> Result<Vec<&'a [&'b [u8]]>, String> {
+    match parts.len() {
+        0 | 1 => Ok(Vec::new()),
+        2 | 3 => Ok(vec![parts]),
+        n if n % 3 == 0 => Ok(parts.chunks(3).collect()),
+        n => Err(format!(
+            "the plugin wrote {n} diff fields; several files take three fields each"
+        )),
+    }
+}
+
 /// A line of plugin stderr outside an entity's prologue (scan, info, diff).
 pub fn plugin_stderr_line(out: &mut Output, line: &[u8]) {
     let line = out.colorize_plugin_line(line);
@@ -792,6 +818,38 @@ mod tests {
             ]
         );
         assert_eq!(lines.oversized, 1);
+    }
+
+    #[test]
+    fn diff_fields_make_one_file_or_files_of_three() {
+        let parse = |fd3: &[u8]| {
+            let parts = diff_fields(fd3);
+            diff_files(&parts).map(|files| {
+                files
+                    .iter()
+                    .map(|fields| fields.iter().map(|f| f.to_vec()).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let owned = |fields: &[&str]| {
+            fields
+                .iter()
+                .map(|f| f.as_bytes().to_vec())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(parse(b""), Ok(vec![]));
+        assert_eq!(parse(b"D\0C\0"), Ok(vec![owned(&["D", "C"])]));
+        assert_eq!(parse(b"D\0C"), Ok(vec![owned(&["D", "C"])]));
+        assert_eq!(parse(b"D\0C\0H\n\0"), Ok(vec![owned(&["D", "C", "H\n"])]));
+        assert_eq!(
+            parse(b"D1\0C1\0\0D2\0C2\0H\n\0"),
+            Ok(vec![owned(&["D1", "C1", ""]), owned(&["D2", "C2", "H\n"])])
+        );
+        assert!(
+            parse(b"D1\0C1\0\0D2\0")
+                .unwrap_err()
+                .contains("4 diff fields")
+        );
     }
 
     #[test]

@@ -21,7 +21,9 @@ const LIMIT: Duration = Duration::from_secs(180);
 const PLUGIN: &str = r#"#!/bin/sh
 case "$1" in
 info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3; echo EXTENSIONS=batch ;;
-scan) echo "ENTITY: line:$LINE_ENTITY"; [ "$LINE_ENTITY" = fd3 ] && echo "ENTITY: line:other" ;;
+scan)
+  echo "ENTITY: line:$LINE_ENTITY"
+  if [ "$LINE_ENTITY" = fd3 ]; then echo "ENTITY: line:other"; fi ;;
 apply) head -c "$SIZE" /dev/zero | tr '\0' x >&2 ;;
 apply-batch)
   cat > /dev/null

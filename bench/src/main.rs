@@ -6,6 +6,7 @@ mod driver;
 mod file;
 mod file_dependent;
 mod file_versus;
+mod holos_labels;
 mod inplace;
 mod long_line;
 mod peers;
@@ -33,13 +34,19 @@ Benchmarks:
             (cf-agent -K) on N files with content, owner, group, mode and
             their directory: first and no-op apply, medians of 3 rounds,
             the no-op floor (sha256sum + stat) and per-process mode against
-            bare process starts; a peer that is not installed is skipped
+            bare process starts; a peer that is not installed is skipped.
+            BENCH_SKIP=puppet,cfengine,per-process leaves some out,
+            BENCH_OLD_BIN=DIR adds an older build's holo and holo-file,
+            BENCH_ROUNDS=N sets the rounds, TMPDIR the file system
   long-line [OLD_DIR] [SIZES]
             one line of N MB without a newline through holo-exec's
             logoutput, a plugin's stderr and one FD 3 batch record; with
             OLD_DIR (an older build's holo and holo-exec) both builds;
             SIZES in MB (default: 10,50,100)
-  all       every benchmark (not file-versus, not peers, not long-line)
+  holos-labels
+            holos validate of one service with N labels, in one file and
+            with an override file of N more (default: 10000,80000,200000)
+  all       driver, file, file-dependent and inplace
 
 The holos compose model has its own: cargo bench -p holo-vms (200 services).
 
@@ -59,6 +66,7 @@ fn main() -> std::process::ExitCode {
     let default_sizes: &[usize] = match name.as_str() {
         "file-versus" => &[10000],
         "long-line" => &[10, 50, 100],
+        "holos-labels" => &[10000, 80000, 200000],
         _ => &[1000, 10000],
     };
     let sizes_arg = if name == "file-versus" || long_line_old.is_some() {
@@ -80,6 +88,7 @@ fn main() -> std::process::ExitCode {
         "long-line" => long_line::run(long_line_old.map(std::path::Path::new), &sizes),
         "peers" => peers::run(&sizes),
         "file-dependent" => file_dependent::run(&sizes),
+        "holos-labels" => holos_labels::run(&sizes),
         "file-versus" => match args.get(1) {
             Some(old) => file_versus::run(std::path::Path::new(old), &sizes),
             None => {

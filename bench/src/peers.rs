@@ -57,12 +57,23 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
 /// Runs the comparison for each size in `sizes`.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
     let bin = release_binaries(&["holo", "holo-file"])?;
-    let puppet = which("puppet");
-    let cfengine = which("cf-agent").filter(|_| which("cf-key").is_some());
+    // BENCH_SKIP=puppet,cfengine,per-process leaves those out;
+    // BENCH_OLD_BIN=DIR adds the holo and holo-file of an older build.
+    let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
+    let skipped = |what: &str| skip.split(',').any(|item| item.trim() == what);
+    let old_bin = std::env::var_os("BENCH_OLD_BIN").map(PathBuf::from);
+    let puppet = which("puppet").filter(|_| !skipped("puppet"));
+    let cfengine = which("cf-agent")
+        .filter(|_| which("cf-key").is_some())
+        .filter(|_| !skipped("cfengine"));
     println!(
         "# holo against Puppet and CFEngine: N files with content, owner, group, mode and their directory"
     );
-    println!("# {ROUNDS} rounds per size, tools in turn; medians");
+    let rounds = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(ROUNDS);
+    println!("# {rounds} rounds per size, tools in turn; medians");
     if puppet.is_none() {
         println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
     }
@@ -74,28 +85,39 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
     let (user, group) = current_user_and_group()?;
     for &n in sizes {
         let mut holo = Figures::new("holo (batch)");
+        let mut holo_old = Figures::new("holo before (batch)");
         let mut per_process = Figures::new("holo (HOLO_NO_BATCH=1)");
         let mut puppet_figures = Figures::new("Puppet");
         let mut cfengine_figures = Figures::new("CFEngine");
         let mut floor = Vec::new();
         let mut spawn = Vec::new();
-        for _ in 0..ROUNDS {
-            for (figures, env) in [
-                (&mut holo, &[][..]),
-                (&mut per_process, &[("HOLO_NO_BATCH", "1")][..]),
-            ] {
-                let root = root_with_plugins(&bin, &["file"])?;
+        // Every tree stays until the size is done: ext4 skips inodes freed
+        // in the last minutes when it allocates, so a tree deleted just
+        // before a run makes that run's file creations scan past them.
+        let mut kept = Vec::new();
+        for _ in 0..rounds {
+            let no_batch = &[("HOLO_NO_BATCH", "1")][..];
+            let mut runs = vec![(&mut holo, bin.as_path(), &[][..])];
+            if let Some(old) = &old_bin {
+                runs.push((&mut holo_old, old.as_path(), &[][..]));
+            }
+            if !skipped("per-process") {
+                runs.push((&mut per_process, bin.as_path(), no_batch));
+            }
+            for (index, (figures, bin, env)) in runs.into_iter().enumerate() {
+                let root = root_with_plugins(bin, &["file"])?;
                 write_holo_fixture(root.path(), n)?;
                 figures
                     .first
-                    .push(time_holo(&bin, root.path(), &["apply"], env, &[0])?);
+                    .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
                 check_written(&root.path().join("srv/bench"), n)?;
                 figures
                     .noop
-                    .push(time_holo(&bin, root.path(), &["apply"], env, &[0])?);
-                if env.is_empty() {
+                    .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
+                if index == 0 {
                     floor.push(time_floor(&root.path().join("srv/bench"))?);
                 }
+                kept.push(root);
             }
             if let Some(puppet) = &puppet {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -107,6 +129,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 puppet_figures
                     .noop
                     .push(time_puppet(puppet, work.path(), &manifest)?);
+                kept.push(work);
             }
             if let Some(agent) = &cfengine {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -118,13 +141,22 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 cfengine_figures
                     .noop
                     .push(time_cfengine(work.path(), &policy)?);
+                kept.push(work);
             }
-            spawn.push(time_spawns(n)?);
+            if !skipped("per-process") {
+                spawn.push(time_spawns(n)?);
+            }
         }
         println!();
         println!("N = {n}");
         println!("{:<26} {:>12} {:>12}", "tool", "first", "no-op");
-        for figures in [&holo, &per_process, &puppet_figures, &cfengine_figures] {
+        for figures in [
+            &holo,
+            &holo_old,
+            &per_process,
+            &puppet_figures,
+            &cfengine_figures,
+        ] {
             if figures.first.is_empty() {
                 continue;
             }
@@ -152,16 +184,33 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         let holo_first = median(&holo.first);
         let holo_noop = median(&holo.noop);
         println!(
-            "ratios: holo/CFEngine first {} no-op {}; holo/Puppet first {} no-op {}; holo no-op/floor {}; per-process no-op/bare starts {}",
+            "ratios: holo/CFEngine first {} no-op {}; holo/Puppet first {} no-op {}; holo no-op/floor {}; per-process first/bare starts {} no-op/bare starts {}; before/now first {} no-op {}",
             ratio(holo_first, median(&cfengine_figures.first)),
             ratio(holo_noop, median(&cfengine_figures.noop)),
             ratio(holo_first, median(&puppet_figures.first)),
             ratio(holo_noop, median(&puppet_figures.noop)),
             ratio(holo_noop, median(&floor)),
+            ratio(median(&per_process.first), median(&spawn)),
             ratio(median(&per_process.noop), median(&spawn)),
+            ratio(median(&holo_old.first), holo_first),
+            ratio(median(&holo_old.noop), holo_noop),
         );
+        println!("load average after N = {n}: {}", load_average());
+        drop(kept);
     }
     Ok(())
+}
+
+/// The first three fields of /proc/loadavg: the machine is shared.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_string())
 }
 
 /// Every tool must have done the whole job: N files with their content.

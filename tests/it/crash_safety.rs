@@ -122,6 +122,8 @@ impl Tree {
             .arg("apply")
             .env("HOLO_ROOT_DIR", self.root())
             .env("TMPDIR", self.cache_parent())
+            // Commits of a few files each, so that kills land between them.
+            .env("HOLO_TEST_STAGED_FILES", "16")
             .env_remove("HOLO_NO_BATCH");
         command
     }

@@ -25,3 +25,4 @@ mod quickstart_demo;
 mod readme_quickstart;
 mod root;
 mod run_report;
+mod staged_commit;

@@ -81,6 +81,8 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
     };
     let (uid, gid) = (wanted.uid.unwrap_or(0), wanted.gid.unwrap_or(0));
     let file_mode = wanted.mode.unwrap_or(0o644);
+    // A staged file is not at the target yet: what it will be there.
+    let mut staged = None;
     match action {
         Action::None => {}
         Action::Remove => posix::remove(&fs, &target, spec.force).map_err(context)?,
@@ -92,7 +94,16 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
         }
         Action::Store => {
             let contents = desired_contents(&fs, spec, &target, &current).map_err(context)?;
-            posix::store(&fs, &target, &contents, uid, gid, file_mode).map_err(context)?;
+            staged = posix::store(&fs, &target, &contents, uid, gid, file_mode)
+                .map_err(context)?
+                .map(|staged| Observed {
+                    kind: Kind::File,
+                    checksum: Some(posix::checksum_bytes(&contents)),
+                    uid: staged.uid,
+                    gid: staged.gid,
+                    mode: staged.mode,
+                    target: None,
+                });
         }
         Action::Link => {
             let link_target = wanted.target.as_deref().unwrap_or(Path::new(""));
@@ -100,7 +111,10 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
         }
     }
 
-    let reached = posix::status(&fs, &target).map_err(context)?;
+    let reached = match staged {
+        Some(staged) => staged,
+        None => posix::status(&fs, &target).map_err(context)?,
+    };
     let differing = apply::differences(&wanted, &reached);
     if !differing.is_empty() {
         return Err(Error::new(format!(

@@ -27,6 +27,7 @@ pub struct FilePlugin;
 
 impl Plugin for FilePlugin {
     const ID: &'static str = "file";
+    const STAGES_WRITES: bool = true;
     type Spec = FileSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {

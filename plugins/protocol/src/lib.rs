@@ -35,6 +35,10 @@ pub mod extension {
     /// mode 100644`, `old owner root`, ...) that describe attributes the
     /// files cannot show; they replace the driver's `old mode`/`new mode`.
     pub const DIFF_HEADER: &str = "diff-header";
+    /// Announced by the driver: `diff` may name several files, each as three
+    /// NUL-terminated fields (desired path, current path, header lines,
+    /// which may be empty); the driver renders one file diff for each.
+    pub const DIFF_FILES: &str = "diff-files";
     /// What this driver announces in `HOLO_EXTENSIONS`.
     pub const DRIVER: &[&str] = &[
         NOOP,
@@ -44,6 +48,7 @@ pub mod extension {
         BATCH_STREAM,
         INPLACE,
         DIFF_HEADER,
+        DIFF_FILES,
     ];
 }
 

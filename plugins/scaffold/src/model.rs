@@ -80,7 +80,10 @@ pub struct ScaffoldSpec {
     pub ensure: Ensure,
     pub skip_empty: bool,
     pub purge: bool,
+    /// Jet's default is `[[ ]]`, as in CCM.
     pub delimiters: Option<(String, String)>,
+    #[serde(default)]
+    pub engine: TemplateEngine,
     pub post: Vec<Post>,
     pub data: toml::Table,
     /// Holo's protection of manual edits (on unless `protect = false`).
@@ -88,7 +91,17 @@ pub struct ScaffoldSpec {
     pub protect: bool,
 }
 
-/// CCM's engines are Go templates and Jet; ours is minijinja.
+/// The template language of a scaffold's files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TemplateEngine {
+    /// minijinja (Jinja2 syntax), holo's default.
+    #[default]
+    Jinja,
+    /// Jet, CCM's default, through holo-jet.
+    Jet,
+}
+
+/// CCM's engines are Go templates and Jet; ours are minijinja and Jet.
 const ENGINE_HELP: &str = "holo renders scaffolds with minijinja (Jinja2 syntax: {{ data.port }}, {% if facts.os.id == \"debian\" %}...{% endif %}, {% for x in data.list %}...{% endfor %}); translate the templates, set engine = \"jinja\" or leave it out, and if the templates' text clashes with {{ }}, choose other delimiters with left_delimiter and right_delimiter (for example \"[[\" and \"]]\"; blocks then read [[% if x %]] and comments [[# ... #]])";
 
 impl ScaffoldTable {
@@ -123,19 +136,21 @@ impl ScaffoldTable {
                 None => PathBuf::from(source),
             },
         };
-        match self.engine.as_deref() {
-            None | Some("jinja") => {}
-            Some(engine @ ("go" | "jet")) => {
+        let engine = match self.engine.as_deref() {
+            None | Some("jinja") => TemplateEngine::Jinja,
+            Some("jet") => TemplateEngine::Jet,
+            Some(engine @ "go") => {
                 return Err(format!("engine {engine:?} is not supported: {ENGINE_HELP}"));
             }
             Some(other) => {
                 return Err(format!(
-                    "unknown engine {other:?}: use \"jinja\" (the default)"
+                    "unknown engine {other:?}: use \"jinja\" (the default) or \"jet\""
                 ));
             }
-        }
+        };
         let ensure = Ensure::parse(self.ensure.as_deref())?;
         let delimiters = match (&self.left_delimiter, &self.right_delimiter) {
+            (None, None) if engine == TemplateEngine::Jet => Some(("[[".into(), "]]".into())),
             (None, None) => None,
             (Some(left), Some(right)) if !left.trim().is_empty() && !right.trim().is_empty() => {
                 if left == right {
@@ -176,6 +191,7 @@ impl ScaffoldTable {
             skip_empty: self.skip_empty,
             purge: self.purge,
             delimiters,
+            engine,
             post,
             data: self.data.clone(),
             protect: true,
@@ -236,19 +252,48 @@ mod tests {
     }
 
     #[test]
-    fn go_and_jet_are_rejected_with_help() {
+    fn go_is_rejected_with_help() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
-        table.engine = Some("jet".into());
+        table.engine = Some("go".into());
         let err = table
             .validate(&dir.path().join("a.toml"), None)
-            .expect_err("jet");
+            .expect_err("go");
         assert!(
             err.contains("minijinja") && err.contains("left_delimiter"),
             "{err}"
         );
+        table.engine = Some("mustache".into());
+        let err = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect_err("mustache");
+        assert!(err.contains("\"jet\""), "{err}");
         table.engine = Some("jinja".into());
-        assert!(table.validate(&dir.path().join("a.toml"), None).is_ok());
+        let spec = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect("jinja");
+        assert_eq!(
+            (spec.engine, spec.delimiters),
+            (TemplateEngine::Jinja, None)
+        );
+    }
+
+    #[test]
+    fn jet_defaults_to_bracket_delimiters_as_ccm() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut table = valid(dir.path());
+        table.engine = Some("jet".into());
+        let spec = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect("jet");
+        assert_eq!(spec.engine, TemplateEngine::Jet);
+        assert_eq!(spec.delimiters, Some(("[[".into(), "]]".into())));
+        table.left_delimiter = Some("<<".into());
+        table.right_delimiter = Some(">>".into());
+        let spec = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect("jet <<");
+        assert_eq!(spec.delimiters, Some(("<<".into(), ">>".into())));
     }
 
     #[test]

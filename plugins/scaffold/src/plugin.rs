@@ -13,11 +13,11 @@ use holo_plugin::process::Command;
 use holo_plugin::resources::{self, Resource};
 use holo_plugin::root_fs::RootFs;
 use holo_plugin::template::TemplateContext;
-use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
+use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
-use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable};
+use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
 impl Resource for ScaffoldTable {
@@ -78,11 +78,17 @@ fn render(
         .delimiters
         .as_ref()
         .map(|(left, right)| (left.as_str(), right.as_str()));
-    let engine = context
-        .tree_engine(&spec.data, delimiters)
-        .map_err(Error::new)?;
+    let engine: Box<dyn render::TreeEngine> = match spec.engine {
+        TemplateEngine::Jinja => Box::new(
+            context
+                .tree_engine(&spec.data, delimiters)
+                .map_err(Error::new)?,
+        ),
+        TemplateEngine::Jet => Box::new(jet_engine(context, spec)),
+    };
     let source = resolve_source(env, &spec.source).map_err(Error::new)?;
-    let files = render::render_tree(&engine, &source, spec.skip_empty).map_err(Error::new)?;
+    let files =
+        render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
     let fs = RootFs::of(env)?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
@@ -98,6 +104,58 @@ fn render(
         lists,
         target_exists: fs.is_dir(&target),
     })
+}
+
+/// Jet sees what minijinja sees: the facts, the data with the resource's
+/// own on top, and the environment; under CCM's names too.
+fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
+    let to_json = |table: &toml::Table| toml_to_json(&toml::Value::Table(table.clone()));
+    let mut data = context.data().clone();
+    for (key, value) in &spec.data {
+        data.insert(key.clone(), value.clone());
+    }
+    let facts = to_json(context.facts().as_table());
+    let data = to_json(&data);
+    let environ: serde_json::Map<String, serde_json::Value> = std::env::vars_os()
+        .filter_map(|(key, value)| {
+            Some((key.into_string().ok()?, value.into_string().ok()?.into()))
+        })
+        .collect();
+    let environ = serde_json::Value::Object(environ);
+    let mut vars = serde_json::Map::new();
+    for (names, value) in [
+        (&["facts", "Facts"][..], facts),
+        (&["data", "Data"][..], data),
+        (&["env", "environ", "Environ"][..], environ),
+    ] {
+        for name in names {
+            vars.insert(name.to_string(), value.clone());
+        }
+    }
+    let (left, right) = spec
+        .delimiters
+        .clone()
+        .unwrap_or_else(|| ("[[".into(), "]]".into()));
+    render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
+}
+
+/// A TOML value as JSON for Jet; a date or time becomes its TOML text.
+fn toml_to_json(value: &toml::Value) -> serde_json::Value {
+    match value {
+        toml::Value::String(s) => s.clone().into(),
+        toml::Value::Integer(i) => (*i).into(),
+        toml::Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        toml::Value::Boolean(b) => (*b).into(),
+        toml::Value::Datetime(d) => d.to_string().into(),
+        toml::Value::Array(items) => items.iter().map(toml_to_json).collect(),
+        toml::Value::Table(table) => table
+            .iter()
+            .map(|(k, v)| (k.clone(), toml_to_json(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    }
 }
 
 /// The template directory's real path: in test mode a source below the
@@ -240,6 +298,15 @@ impl Plugin for ScaffoldPlugin {
         match &entity.spec {
             Some(spec) => render_diff(env, &entity.id, spec).map_err(|err| err.context(&entity.id)),
             None => Ok(None),
+        }
+    }
+
+    fn diff_files(&self, env: &Env, entity: &EntityCtx<ScaffoldSpec>) -> Result<Vec<Diff>> {
+        match &entity.spec {
+            Some(spec) => {
+                render_file_diffs(env, &entity.id, spec).map_err(|err| err.context(&entity.id))
+            }
+            None => Ok(Vec::new()),
         }
     }
 }
@@ -585,15 +652,8 @@ fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
     Ok(Outcome::Changed)
 }
 
-/// One side of the diff: `==> PATH <==` and the content of every file that
-/// differs, in path order, like `head` prints several files.
-fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathBuf, PathBuf)>> {
-    let context = template_context(env)?;
-    let record = read_record(env, id, spec)?;
-    let rendering = render(env, &context, spec, &record)?;
-    let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
-    let lists = &rendering.lists;
+/// The files below the target that differ from the desired state, sorted.
+fn differing_files<'a>(spec: &ScaffoldSpec, lists: &'a Lists) -> Vec<&'a PathBuf> {
     let mut differing: Vec<&PathBuf> = match spec.ensure {
         Ensure::Present => lists
             .changed
@@ -602,10 +662,95 @@ fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathB
             .collect(),
         Ensure::Absent => lists.changed.iter().chain(&lists.stable).collect(),
     };
+    differing.sort();
+    differing
+}
+
+/// One diff per differing file (the `diff-files` extension): the desired
+/// file is rendered below the cache as `desired/TARGET/REL`, and the current
+/// side is the file itself, so each diff names the real path. A current
+/// file that resolves outside the root (test mode) is copied instead, so
+/// that the driver never reads outside it.
+fn render_file_diffs(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Vec<Diff>> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
+    let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("clear", &dir, &err)),
+    }
+    let write = |side: &str, rel: &Path, bytes: &[u8], mode: u32| -> Result<PathBuf> {
+        let path = dir
+            .join(side)
+            .join(spec.name.trim_start_matches('/'))
+            .join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|err| Error::io("create", parent, &err))?;
+        }
+        std::fs::write(&path, bytes).map_err(|err| Error::io("write", &path, &err))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+            .map_err(|err| Error::io("set the mode of", &path, &err))?;
+        Ok(path)
+    };
+    let root = std::fs::canonicalize(&env.root).unwrap_or_else(|_| env.root.clone());
+    let mut diffs = Vec::new();
+    for rel in differing_files(spec, &rendering.lists) {
+        let wanted = rendering
+            .files
+            .iter()
+            .find(|file| file.rel == *rel)
+            .filter(|_| spec.ensure == Ensure::Present);
+        let desired = match wanted {
+            Some(file) => write("desired", rel, &file.content, file.mode)?,
+            None => PathBuf::from("/dev/null"),
+        };
+        let real = target.join(rel);
+        let current = if resolves_inside(&real, &root) {
+            real
+        } else {
+            match fs.read(&real) {
+                Ok(bytes) => write("current", rel, &bytes, 0o644)?,
+                Err(_) => PathBuf::from("/dev/null"),
+            }
+        };
+        diffs.push(Diff {
+            desired,
+            current,
+            header: Vec::new(),
+        });
+    }
+    Ok(diffs)
+}
+
+/// True when `path`, or for a missing path its nearest existing ancestor,
+/// resolves below `root` and `path` is not a directory.
+fn resolves_inside(path: &Path, root: &Path) -> bool {
+    if path.is_dir() {
+        return false;
+    }
+    path.ancestors()
+        .find_map(|existing| std::fs::canonicalize(existing).ok())
+        .is_some_and(|resolved| resolved.starts_with(root))
+}
+
+/// One side of the diff: `==> PATH <==` and the content of every file that
+/// differs, in path order, like `head` prints several files. Drivers without
+/// `diff-files` (Holo 3) get this.
+fn render_diff(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Option<(PathBuf, PathBuf)>> {
+    let context = template_context(env)?;
+    let record = read_record(env, id, spec)?;
+    let rendering = render(env, &context, spec, &record)?;
+    let target = env.root_join(&spec.name);
+    let fs = RootFs::of(env)?;
+    let differing = differing_files(spec, &rendering.lists);
     if differing.is_empty() {
         return Ok(None);
     }
-    differing.sort();
     let desired_of = |rel: &Path| -> Option<Vec<u8>> {
         if spec.ensure == Ensure::Absent {
             return None;
@@ -657,5 +802,47 @@ fn append_section(out: &mut Vec<u8>, shown: &str, content: Option<Vec<u8>>) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_values_reach_jet_as_json_with_dates_as_text() {
+        let table: toml::Table =
+            toml::from_str("a = 1\nb = 1.5\nc = [true, \"x\"]\nd = 2024-05-01\n[e]\nf = \"g\"\n")
+                .expect("toml");
+        assert_eq!(
+            toml_to_json(&toml::Value::Table(table)),
+            serde_json::json!({"a": 1, "b": 1.5, "c": [true, "x"], "d": "2024-05-01", "e": {"f": "g"}})
+        );
+    }
+
+    #[test]
+    fn only_paths_that_resolve_below_the_root_are_shown_as_they_are() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("secret"), "x").expect("write");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("srv/app")).expect("mkdir");
+        std::fs::write(root.join("srv/app/a.conf"), "a").expect("write");
+        std::os::unix::fs::symlink(outside.path(), root.join("srv/out")).expect("symlink");
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("srv/app/link"))
+            .expect("symlink");
+
+        assert!(resolves_inside(&root.join("srv/app/a.conf"), &root));
+        assert!(resolves_inside(
+            &root.join("srv/app/missing/deep.conf"),
+            &root
+        ));
+        assert!(
+            !resolves_inside(&root.join("srv/app"), &root),
+            "a directory"
+        );
+        assert!(!resolves_inside(&root.join("srv/out/secret"), &root));
+        assert!(!resolves_inside(&root.join("srv/out/missing.conf"), &root));
+        assert!(!resolves_inside(&root.join("srv/app/link"), &root));
     }
 }

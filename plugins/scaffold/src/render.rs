@@ -58,7 +58,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 /// symlink in it that leads out of it is refused, and none is ever
 /// followed outside it.
 pub fn render_tree(
-    engine: &Environment<'_>,
+    engine: &dyn TreeEngine,
     source: &Path,
     skip_empty: bool,
 ) -> Result<Vec<Rendered>, String> {
@@ -66,6 +66,13 @@ pub fn render_tree(
         .map_err(|err| format!("cannot open {}: {err}", source.display()))?;
     let mut files = Vec::new();
     collect_files(&tree, source, Path::new(""), &mut files)?;
+    if engine.has_partials() {
+        files.retain(|rel| !rel.starts_with(PARTIALS));
+    }
+    let tree_source = TreeSource {
+        tree: &tree,
+        dir: source,
+    };
     let mut rendered = Vec::new();
     let mut seen = BTreeSet::new();
     for rel in files {
@@ -79,7 +86,7 @@ pub fn render_tree(
                     template_path.as_os_str().as_bytes().escape_ascii()
                 ));
             };
-            let name = render_text(engine, name, &shown, "file name")?;
+            let name = engine.render(&tree_source, &rel, name, &shown, "file name")?;
             let valid = Path::new(&name).components().count() == 1
                 && matches!(
                     Path::new(&name).components().next(),
@@ -96,7 +103,9 @@ pub fn render_tree(
             .read(&template_path)
             .map_err(|err| format!("cannot read {shown}: {err}"))?;
         let content = match String::from_utf8(bytes) {
-            Ok(text) => render_text(engine, &text, &shown, "content")?.into_bytes(),
+            Ok(text) => engine
+                .render(&tree_source, &rel, &text, &shown, "content")?
+                .into_bytes(),
             Err(raw) => raw.into_bytes(),
         };
         if skip_empty && content.iter().all(u8::is_ascii_whitespace) {
@@ -122,19 +131,177 @@ pub fn render_tree(
     Ok(rendered)
 }
 
-fn render_text(
-    engine: &Environment<'_>,
-    text: &str,
-    shown: &str,
-    what: &str,
-) -> Result<String, String> {
-    engine.render_str(text, minijinja::context! {}).map_err(|err| {
-        let line = err.line().map(|line| format!(":{line}")).unwrap_or_default();
-        format!(
-            "{shown}{line}: cannot render the {what}: {}; fix the template or define the value in etc/holo/data.toml or the resource's data",
-            err.detail().unwrap_or(&err.kind().to_string())
-        )
-    })
+/// The directory of templates that other templates include but that are
+/// not rendered into the target (as in CCM's scaffold); Jet only.
+pub const PARTIALS: &str = "_partials";
+
+/// The template tree being rendered, for engines that read other files of
+/// it (Jet's include, import and extends).
+pub struct TreeSource<'a> {
+    tree: &'a RootFs,
+    dir: &'a Path,
+}
+
+/// A template language a scaffold renders with.
+pub trait TreeEngine {
+    /// Renders `text`, the file name or content (`what`) of the template
+    /// at `rel` below the tree; `shown` names it in messages.
+    fn render(
+        &self,
+        tree: &TreeSource<'_>,
+        rel: &Path,
+        text: &str,
+        shown: &str,
+        what: &str,
+    ) -> Result<String, String>;
+
+    /// Whether files below `_partials/` are left out of the target.
+    fn has_partials(&self) -> bool {
+        false
+    }
+}
+
+const FIX_HINT: &str =
+    "fix the template or define the value in etc/holo/data.toml or the resource's data";
+
+impl TreeEngine for Environment<'_> {
+    fn render(
+        &self,
+        _tree: &TreeSource<'_>,
+        _rel: &Path,
+        text: &str,
+        shown: &str,
+        what: &str,
+    ) -> Result<String, String> {
+        self.render_str(text, minijinja::context! {})
+            .map_err(|err| {
+                let line = err
+                    .line()
+                    .map(|line| format!(":{line}"))
+                    .unwrap_or_default();
+                format!(
+                    "{shown}{line}: cannot render the {what}: {}; {FIX_HINT}",
+                    err.detail().unwrap_or(&err.kind().to_string())
+                )
+            })
+    }
+}
+
+/// Jet (CCM's default engine), through holo-jet. Templates see `facts`,
+/// `data` and `env` (also as CCM spells them: `Facts`, `Data`, `environ`,
+/// `Environ`), the same map as `.`, CCM's `render("_partials/x", .)` and
+/// `lookup("data.x", default)` as minijinja has it.
+pub struct JetEngine {
+    vars: std::rc::Rc<serde_json::Map<String, serde_json::Value>>,
+    context: serde_json::Value,
+    delimiters: holo_jet::Delims,
+}
+
+impl JetEngine {
+    pub fn new(
+        vars: serde_json::Map<String, serde_json::Value>,
+        delimiters: holo_jet::Delims,
+    ) -> JetEngine {
+        let context = serde_json::Value::Object(vars.clone());
+        JetEngine {
+            vars: std::rc::Rc::new(vars),
+            context,
+            delimiters,
+        }
+    }
+}
+
+/// `lookup("facts.os.id", default)`, as minijinja's: a dotted path into
+/// the variables, the default when it names nothing.
+fn jet_lookup(
+    vars: &serde_json::Map<String, serde_json::Value>,
+    args: &[serde_json::Value],
+) -> Result<serde_json::Value, String> {
+    let (path, default) = match args {
+        [serde_json::Value::String(path)] => (path, None),
+        [serde_json::Value::String(path), default] => (path, Some(default)),
+        _ => return Err("use lookup(\"facts.os.id\") or lookup(\"data.port\", 8080)".into()),
+    };
+    let mut segments = path.split('.');
+    let mut current = segments.next().and_then(|first| vars.get(first));
+    for segment in segments {
+        current = current.and_then(|value| match value {
+            serde_json::Value::Object(map) => map.get(segment),
+            serde_json::Value::Array(items) => {
+                segment.parse::<usize>().ok().and_then(|i| items.get(i))
+            }
+            _ => None,
+        });
+    }
+    match (current, default) {
+        (Some(value), _) => Ok(value.clone()),
+        (None, Some(default)) => Ok(default.clone()),
+        (None, None) => Err(format!(
+            "{path:?} found nothing; pass a default: lookup({path:?}, DEFAULT)"
+        )),
+    }
+}
+
+/// Serves the template being rendered from memory and every other name
+/// from the tree, never outside it.
+struct JetLoader<'a> {
+    tree: &'a TreeSource<'a>,
+    name: String,
+    text: &'a str,
+}
+
+impl holo_jet::Loader for JetLoader<'_> {
+    fn load(&self, name: &str) -> Result<String, String> {
+        if name == self.name {
+            return Ok(self.text.to_string());
+        }
+        let bytes = self
+            .tree
+            .tree
+            .read(&self.tree.dir.join(name))
+            .map_err(|err| err.to_string())?;
+        String::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_string())
+    }
+}
+
+impl TreeEngine for JetEngine {
+    fn render(
+        &self,
+        tree: &TreeSource<'_>,
+        rel: &Path,
+        text: &str,
+        shown: &str,
+        what: &str,
+    ) -> Result<String, String> {
+        let name = rel.to_string_lossy().to_string();
+        let loader = JetLoader {
+            tree,
+            name: name.clone(),
+            text,
+        };
+        let mut engine = holo_jet::Engine::new(&loader)
+            .with_delims(self.delimiters.clone())
+            .with_render_function("render");
+        let vars = std::rc::Rc::clone(&self.vars);
+        engine.add_function("lookup", move |args| jet_lookup(&vars, args));
+        engine
+            .render(&name, &self.vars, &self.context)
+            .map_err(|err| {
+                let file = if err.template == name {
+                    shown.to_string()
+                } else {
+                    tree.dir.join(&err.template).display().to_string()
+                };
+                format!(
+                    "{file}:{}:{}: cannot render the {what}: {}; {FIX_HINT}",
+                    err.line, err.column, err.message
+                )
+            })
+    }
+
+    fn has_partials(&self) -> bool {
+        true
+    }
 }
 
 /// Regular files and symlinks below `dir` (part of the tree `tree`), as
@@ -243,6 +410,91 @@ mod tests {
         engine.set_syntax(syntax.build().expect("syntax"));
         engine.add_global("data", minijinja::context! { name => "web" });
         engine
+    }
+
+    fn jet() -> JetEngine {
+        let mut vars = serde_json::Map::new();
+        vars.insert("facts".into(), serde_json::json!({ "hostname": "web01" }));
+        vars.insert(
+            "data".into(),
+            serde_json::json!({ "port": 8080, "log_level": "info", "name": "app" }),
+        );
+        JetEngine::new(vars, holo_jet::Delims::brackets())
+    }
+
+    #[test]
+    fn jet_renders_names_contents_and_partials_as_ccm() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let source = dir.path().join("src");
+        fs::create_dir_all(source.join("_partials")).expect("mkdir");
+        fs::create_dir_all(source.join("scripts")).expect("mkdir");
+        fs::write(
+            source.join("_partials/logging.conf"),
+            "log_level = [[ data.log_level ]]\nlog_file = /var/log/myapp/[[ facts.hostname ]].log\n",
+        )
+        .expect("t");
+        fs::write(
+            source.join("[[ data.name ]].conf"),
+            "[[ include \"_partials/logging.conf\" ]]\n[server]\nport = [[ data.port ]]\n{{ braces stay }}\n",
+        )
+        .expect("t");
+        fs::write(
+            source.join("scripts/check.sh"),
+            "[[ render(\"_partials/logging.conf\", .) ]]curl localhost:[[ .data.port ]] [[ lookup(\"data.nope\", 9) ]] [[ lookup(\"facts.hostname\") ]]\n",
+        )
+        .expect("t");
+        let rendered = render_tree(&jet(), &source, false).expect("render");
+        let rels: Vec<_> = rendered
+            .iter()
+            .map(|f| f.rel.display().to_string())
+            .collect();
+        assert_eq!(
+            rels,
+            ["app.conf", "scripts/check.sh"],
+            "_partials is not output"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&rendered[0].content),
+            "log_level = info\nlog_file = /var/log/myapp/web01.log\n\n[server]\nport = 8080\n{{ braces stay }}\n"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&rendered[1].content),
+            "log_level = info\nlog_file = /var/log/myapp/web01.log\ncurl localhost:8080 9 web01\n"
+        );
+    }
+
+    #[test]
+    fn jet_errors_name_the_file_line_and_column() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join("_partials")).expect("mkdir");
+        fs::write(dir.path().join("_partials/p"), "ok\n[[ data.nope ]]").expect("t");
+        fs::write(
+            dir.path().join("a.conf"),
+            "x\n  [[ include \"_partials/p\" ]]",
+        )
+        .expect("t");
+        let err = render_tree(&jet(), dir.path(), false).expect_err("undefined");
+        let partial = dir.path().join("_partials/p").display().to_string();
+        assert!(
+            err.starts_with(&format!("{partial}:2:8: cannot render the content: data has no field \"nope\"; fix the template")),
+            "{err}"
+        );
+        fs::write(dir.path().join("a.conf"), "[[ if true ]]").expect("t");
+        let err = render_tree(&jet(), dir.path(), false).expect_err("unclosed");
+        let shown = dir.path().join("a.conf").display().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{shown}:1:1: cannot render the content: if is never closed: missing [[ end ]]"
+            )),
+            "{err}"
+        );
+        fs::write(
+            dir.path().join("a.conf"),
+            "[[ include \"../../etc/passwd\" ]]",
+        )
+        .expect("t");
+        let err = render_tree(&jet(), dir.path(), false).expect_err("outside");
+        assert!(err.contains("leaves the template tree"), "{err}");
     }
 
     #[test]

@@ -16,6 +16,14 @@
 //! every temp file there belongs to a writer that is gone. A retried write
 //! lands in the same directory as the one that was killed, so the next
 //! apply cleans up.
+//!
+//! A batch of a plugin that opts in ([`crate::Plugin::STAGES_WRITES`])
+//! stages its writes instead ([`stage`]): each write leaves its temp file,
+//! with content, owner and mode, in its directory, and [`commit_staged`]
+//! makes all of them durable at once (one `syncfs` per file system), renames
+//! them in the order they were staged (a state record after its file), then
+//! syncs each directory once. A kill before the renames leaves every target
+//! as it was; the temp files are swept as above.
 
 use std::fs::{File, Permissions};
 use std::hash::{BuildHasher, RandomState};
@@ -23,7 +31,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
@@ -57,7 +66,13 @@ impl WriteOptions {
 pub const TEMP_PREFIX: &str = ".holo-tmp-";
 
 /// Writes `contents` to `path` atomically. The parent directory must exist.
+/// In a staging batch the write is staged (see [`stage`]).
 pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) -> Result<()> {
+    stage(fs, path, contents, options).map(drop)
+}
+
+/// Writes `contents` to `path` atomically, now; never staged.
+fn write_now(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) -> Result<()> {
     let fail = |err: io::Error| Error::io("write", path, &err);
     let (dir, name) = open_parent(fs, path)?;
     let mode = options.mode.unwrap_or_else(|| {
@@ -87,6 +102,353 @@ pub fn write(fs: &RootFs, path: &Path, contents: &[u8], options: &WriteOptions) 
             &err,
         )
     })
+}
+
+/// The owner and mode of a staged temp file: what the target has once the
+/// batch is committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Staged {
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+}
+
+/// Staged files at which a batch is committed.
+const STAGED_FILES_LIMIT: usize = 4096;
+/// Staged bytes at which a batch is committed.
+const STAGED_BYTES_LIMIT: usize = 256 << 20;
+/// Directories (each an open descriptor) at which a batch is committed.
+const STAGED_DIRS_LIMIT: usize = 256;
+
+/// A directory that holds staged temp files, with a shared `flock` so that
+/// no sweep removes them.
+struct StagedDir {
+    path: PathBuf,
+    dir: File,
+    device: u64,
+}
+
+/// One staged write: temp name, target name, and the entity it is for.
+struct StagedRename {
+    dir: usize,
+    temp: String,
+    target: std::ffi::OsString,
+    owner: usize,
+}
+
+/// The writes staged since the last commit.
+#[derive(Default)]
+struct Batch {
+    dirs: Vec<StagedDir>,
+    dir_index: HashMap<PathBuf, usize>,
+    renames: Vec<StagedRename>,
+    targets: HashSet<PathBuf>,
+    bytes: usize,
+    /// The entity that stages now (the batch runner's line number).
+    owner: usize,
+    /// Entities with staged writes that another entity may read (not only
+    /// their state records).
+    visible_owners: HashSet<usize>,
+    /// Staged writes that a commit could not finish, by entity.
+    failures: Vec<(usize, Error)>,
+    /// Test mode only: the step of a commit at which the process kills itself.
+    kill_at: Option<String>,
+    /// Staged files at which the batch is committed.
+    files_limit: usize,
+}
+
+thread_local! {
+    /// The batch runner applies entities on one thread; other threads
+    /// (and tests running in parallel) write at once.
+    static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
+}
+
+fn with_batch<R>(f: impl FnOnce(&mut Option<Batch>) -> R) -> R {
+    BATCH.with(|batch| f(&mut batch.borrow_mut()))
+}
+
+/// Opens a staging batch: from now on [`write`] and [`stage`] stage.
+/// For tests: `kill_at` names a step of the commit (`staged`, `durable`,
+/// `renamed`) at which the process kills itself; `files_limit` commits
+/// after fewer files than [`STAGED_FILES_LIMIT`].
+pub(crate) fn begin_staging(kill_at: Option<String>, files_limit: Option<usize>) {
+    with_batch(|batch| {
+        *batch = Some(Batch {
+            kill_at,
+            files_limit: files_limit.unwrap_or(STAGED_FILES_LIMIT),
+            ..Batch::default()
+        })
+    });
+}
+
+/// Commits what is staged and closes the batch: writes are immediate again.
+pub(crate) fn end_staging() -> Vec<(usize, Error)> {
+    with_batch(|batch| {
+        let failures = batch.as_mut().map(commit).unwrap_or_default();
+        *batch = None;
+        failures
+    })
+}
+
+/// Tells which entity the writes staged from now on belong to.
+pub(crate) fn set_staging_owner(owner: usize) {
+    with_batch(|batch| {
+        if let Some(batch) = batch.as_mut() {
+            batch.owner = owner;
+        }
+    });
+}
+
+/// Whether writes are staged and not yet committed.
+pub(crate) fn staged_pending() -> bool {
+    with_batch(|batch| {
+        batch
+            .as_ref()
+            .is_some_and(|batch| !batch.renames.is_empty())
+    })
+}
+
+/// Whether entity `owner` has staged writes that others may read.
+pub(crate) fn staged_visible_for(owner: usize) -> bool {
+    with_batch(|batch| {
+        batch
+            .as_ref()
+            .is_some_and(|batch| batch.visible_owners.contains(&owner))
+    })
+}
+
+/// Writes an entity's own state record like [`write`]; staged, it is renamed
+/// after the entity's files, and no other entity waits for it.
+pub(crate) fn write_state_record(fs: &RootFs, path: &Path, contents: &[u8]) -> Result<()> {
+    stage_with(fs, path, contents, &WriteOptions::default(), false).map(drop)
+}
+
+/// Whether the staged writes reached a limit, so that the batch should be
+/// committed before the next entity.
+pub(crate) fn staging_full() -> bool {
+    with_batch(|batch| {
+        batch.as_ref().is_some_and(|batch| {
+            batch.renames.len() >= batch.files_limit
+                || batch.bytes >= STAGED_BYTES_LIMIT
+                || batch.dirs.len() >= STAGED_DIRS_LIMIT
+        })
+    })
+}
+
+/// Commits the staged writes and returns those that failed, by entity.
+pub(crate) fn commit_and_take_failures() -> Vec<(usize, Error)> {
+    with_batch(|batch| {
+        let Some(batch) = batch.as_mut() else {
+            return Vec::new();
+        };
+        let mut failures = commit(batch);
+        failures.append(&mut batch.failures);
+        failures
+    })
+}
+
+/// Puts every staged write in place now. A plugin calls this before it
+/// changes a path in a way that a staged write must not cross (removing a
+/// directory), or reads back what it wrote. Failures are reported for the
+/// entities that staged the writes.
+pub fn commit_staged() {
+    with_batch(|batch| {
+        if let Some(batch) = batch.as_mut() {
+            let mut failures = commit(batch);
+            batch.failures.append(&mut failures);
+        }
+    });
+}
+
+/// Whether a staged write of the current entity failed in a commit.
+pub fn staging_failed() -> bool {
+    with_batch(|batch| {
+        batch.as_ref().is_some_and(|batch| {
+            batch
+                .failures
+                .iter()
+                .any(|(owner, _)| *owner == batch.owner)
+        })
+    })
+}
+
+/// Writes `contents` to `path` atomically; in a staging batch, leaves the
+/// temp file with content, owner and mode for the batch's commit and
+/// returns its owner and mode, read back from the file. Without a batch
+/// the write is immediate and `None` is returned.
+pub fn stage(
+    fs: &RootFs,
+    path: &Path,
+    contents: &[u8],
+    options: &WriteOptions,
+) -> Result<Option<Staged>> {
+    stage_with(fs, path, contents, options, true)
+}
+
+fn stage_with(
+    fs: &RootFs,
+    path: &Path,
+    contents: &[u8],
+    options: &WriteOptions,
+    visible: bool,
+) -> Result<Option<Staged>> {
+    with_batch(|batch| match batch.as_mut() {
+        Some(batch) => stage_in(batch, fs, path, contents, options, visible).map(Some),
+        None => write_now(fs, path, contents, options).map(|()| None),
+    })
+}
+
+/// Stages one write in `batch`; see [`stage`].
+fn stage_in(
+    batch: &mut Batch,
+    fs: &RootFs,
+    path: &Path,
+    contents: &[u8],
+    options: &WriteOptions,
+    visible: bool,
+) -> Result<Staged> {
+    if batch.targets.contains(path) {
+        // A second write of one path follows the first.
+        let mut failures = commit(batch);
+        batch.failures.append(&mut failures);
+    }
+    let fail = |err: io::Error| Error::io("write", path, &err);
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let index = match batch.dir_index.get(parent) {
+        Some(index) => *index,
+        None => {
+            let (dir, _) = open_parent(fs, path)?;
+            sweep_once(&dir, parent).map_err(fail)?;
+            rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
+            let device = rustix::fs::fstat(&dir)
+                .map_err(|err| fail(err.into()))?
+                .st_dev;
+            batch.dirs.push(StagedDir {
+                path: parent.to_path_buf(),
+                dir,
+                device,
+            });
+            batch
+                .dir_index
+                .insert(parent.to_path_buf(), batch.dirs.len() - 1);
+            batch.dirs.len() - 1
+        }
+    };
+    let Some(name) = path.file_name() else {
+        return Err(Error::new(format!(
+            "cannot write {}: the path names no file",
+            path.display()
+        )));
+    };
+    let dir = &batch.dirs[index].dir;
+    let mode = options.mode.unwrap_or_else(|| {
+        rustix::fs::statat(dir, name, AtFlags::empty()).map_or(0o644, |stat| stat.st_mode & 0o7777)
+    });
+    let temp = TempFile::create(dir).map_err(fail)?;
+    (&temp.file).write_all(contents).map_err(fail)?;
+    if options.uid.is_some() || options.gid.is_some() {
+        std::os::unix::fs::fchown(&temp.file, options.uid, options.gid).map_err(fail)?;
+    }
+    // After chown, which clears setuid/setgid bits.
+    temp.file
+        .set_permissions(Permissions::from_mode(mode))
+        .map_err(fail)?;
+    let stat = rustix::fs::fstat(&temp.file).map_err(|err| fail(err.into()))?;
+    let temp_name = temp.keep();
+    batch.renames.push(StagedRename {
+        dir: index,
+        temp: temp_name,
+        target: name.to_os_string(),
+        owner: batch.owner,
+    });
+    batch.targets.insert(path.to_path_buf());
+    batch.bytes += contents.len();
+    if visible {
+        batch.visible_owners.insert(batch.owner);
+    }
+    Ok(Staged {
+        uid: stat.st_uid,
+        gid: stat.st_gid,
+        mode: stat.st_mode & 0o7777,
+    })
+}
+
+/// Test mode: the process kills itself at step `step` of a commit when
+/// asked to, so that tests can check what each step leaves.
+fn kill_point(batch: &Batch, step: &str) {
+    if batch.kill_at.as_deref() == Some(step) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Makes every staged temp file durable (one `syncfs` per file system),
+/// renames them in staging order, syncs each directory once and empties
+/// the batch. Returns the writes that failed, by entity; their temp files
+/// are removed.
+fn commit(batch: &mut Batch) -> Vec<(usize, Error)> {
+    let mut failures = Vec::new();
+    let renames = std::mem::take(&mut batch.renames);
+    let dirs = std::mem::take(&mut batch.dirs);
+    batch.dir_index.clear();
+    batch.targets.clear();
+    batch.visible_owners.clear();
+    batch.bytes = 0;
+    if renames.is_empty() {
+        return failures;
+    }
+    kill_point(batch, "staged");
+    let mut synced: Vec<u64> = Vec::new();
+    let mut sync_error = None;
+    for staged in &dirs {
+        if synced.contains(&staged.device) {
+            continue;
+        }
+        if let Err(err) = rustix::fs::syncfs(&staged.dir) {
+            sync_error = Some(Error::io(
+                "sync the file system of",
+                &staged.path,
+                &err.into(),
+            ));
+            break;
+        }
+        synced.push(staged.device);
+    }
+    kill_point(batch, "durable");
+    // The entities whose files were renamed, by directory.
+    let mut renamed: Vec<Vec<usize>> = vec![Vec::new(); dirs.len()];
+    for staged in renames {
+        let dir = &dirs[staged.dir];
+        let result = match &sync_error {
+            Some(err) => Err(err.clone()),
+            None => rustix::fs::renameat(
+                &dir.dir,
+                staged.temp.as_str(),
+                &dir.dir,
+                staged.target.as_os_str(),
+            )
+            .map_err(|err| Error::io("write", &dir.path.join(&staged.target), &err.into())),
+        };
+        match result {
+            Ok(()) => renamed[staged.dir].push(staged.owner),
+            Err(err) => {
+                let _ = rustix::fs::unlinkat(&dir.dir, staged.temp.as_str(), AtFlags::empty());
+                failures.push((staged.owner, err));
+            }
+        }
+    }
+    kill_point(batch, "renamed");
+    for (staged, mut owners) in dirs.iter().zip(renamed) {
+        if owners.is_empty() {
+            continue;
+        }
+        // The renames are durable only once the directory entries are synced.
+        if let Err(err) = staged.dir.sync_all() {
+            let err = Error::io("sync directory", &staged.path, &err);
+            owners.dedup();
+            failures.extend(owners.into_iter().map(|owner| (owner, err.clone())));
+        }
+    }
+    failures
 }
 
 /// The directory that will hold `path`, opened, and `path`'s name in it.
@@ -239,6 +601,11 @@ impl<'d> TempFile<'d> {
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+
+    /// Leaves the temp file in place and gives its name.
+    fn keep(mut self) -> String {
+        std::mem::take(&mut self.name)
     }
 
     fn rename_to(mut self, target: &std::ffi::OsStr) -> io::Result<()> {
@@ -433,6 +800,54 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(names.len(), 2, "no temp link is left: {names:?}");
+    }
+
+    #[test]
+    fn staged_writes_land_together_at_the_commit_and_failures_name_their_entity() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = RootFs::unconfined();
+        std::fs::write(dir.path().join("a"), "old a\n").expect("old");
+        std::fs::create_dir(dir.path().join("blocked")).expect("mkdir");
+        begin_staging(None, None);
+        set_staging_owner(1);
+        let staged = stage(
+            &fs,
+            &dir.path().join("a"),
+            b"new a\n",
+            &WriteOptions::mode(0o600),
+        )
+        .expect("stage a");
+        assert_eq!(staged.map(|staged| staged.mode), Some(0o600));
+        set_staging_owner(2);
+        write(
+            &fs,
+            &dir.path().join("blocked"),
+            b"x",
+            &WriteOptions::default(),
+        )
+        .expect("stage over a directory");
+        assert!(staged_pending() && staged_visible_for(1));
+        assert_eq!(
+            std::fs::read(dir.path().join("a")).expect("read"),
+            b"old a\n"
+        );
+        let failures = commit_and_take_failures();
+        assert_eq!(
+            std::fs::read(dir.path().join("a")).expect("read"),
+            b"new a\n"
+        );
+        assert_eq!(
+            failures.iter().map(|(owner, _)| *owner).collect::<Vec<_>>(),
+            [2]
+        );
+        assert!(!staged_pending());
+        assert!(end_staging().is_empty());
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "blocked"], "no temp file is left");
     }
 
     #[test]

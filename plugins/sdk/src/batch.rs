@@ -41,6 +41,7 @@ use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
+use crate::atomic;
 use crate::cache;
 use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail, print_error};
 use crate::env::Env;
@@ -111,6 +112,7 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
     };
     // By line number: the entity id and what became of it.
     let mut done: Vec<Option<(&str, Done)>> = vec![None; input.lines().count() + 1];
+    let mut staged = Staging::begin(plugin, env, mode);
     for (number, id, line) in &lines {
         // An interrupted batch starts no further entity; the driver reports
         // those without a record.
@@ -118,6 +120,11 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
             break;
         }
         capture.begin(id);
+        if let Err(err) = staged.commit_before(line.as_ref().ok(), &capture, &mut done) {
+            capture.stop();
+            return fail(&err);
+        }
+        atomic::set_staging_owner(*number);
         let failed_requirement = line.as_ref().ok().and_then(|line| {
             line.requires
                 .iter()
@@ -160,15 +167,137 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
                 Some(_) => Done::Unchanged,
             },
         ));
-        if let Err(err) = capture.finish(id, result.as_ref()) {
+        let sent = capture
+            .finish(id, result.as_ref())
+            .and_then(|(record, quiet)| staged.send(*number, record, quiet, &capture, &mut done));
+        if let Err(err) = sent {
             capture.stop();
             return fail(&err);
         }
+    }
+    if let Err(err) = staged.end(&capture, &mut done) {
+        capture.stop();
+        return fail(&err);
     }
     capture.stop();
     match capture.flush_pending() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => fail(&err),
+    }
+}
+
+/// The records of a batch whose writes are staged ([`Plugin::STAGES_WRITES`]):
+/// a record is sent only once the entity's writes are in place, so the
+/// driver never hears of a change that a kill could still undo.
+struct Staging {
+    active: bool,
+    /// Final records waiting for the commit, by line number.
+    held: Vec<(usize, BatchRecord<'static>)>,
+}
+
+impl Staging {
+    fn begin<P: Plugin>(_plugin: &P, env: &Env, mode: Mode) -> Staging {
+        let active = P::STAGES_WRITES && mode != Mode::Noop;
+        if active {
+            // Test mode only: where a commit kills itself, and a smaller
+            // batch, so that tests can interrupt a run between commits.
+            let test_var = |name: &str| env.test_mode.then(|| std::env::var(name).ok()).flatten();
+            let files_limit = test_var("HOLO_TEST_STAGED_FILES").and_then(|text| text.parse().ok());
+            atomic::begin_staging(test_var("HOLO_TEST_KILL_AT"), files_limit);
+        }
+        Staging {
+            active,
+            held: Vec::new(),
+        }
+    }
+
+    /// Commits before an entity that requires or subscribes to one whose
+    /// writes are staged (it may read them), and when the batch is full.
+    fn commit_before(
+        &mut self,
+        line: Option<&BatchLine<'_>>,
+        capture: &Capture,
+        done: &mut [Option<(&str, Done)>],
+    ) -> Result<()> {
+        if !self.active || self.held.is_empty() {
+            return Ok(());
+        }
+        let reads_staged = line.is_some_and(|line| {
+            line.requires
+                .iter()
+                .chain(&line.subscribes)
+                .any(|earlier| atomic::staged_visible_for(*earlier))
+        });
+        if reads_staged || atomic::staging_full() {
+            self.release(atomic::commit_and_take_failures(), capture, done)?;
+        }
+        Ok(())
+    }
+
+    /// Sends the record now, or holds it while writes are staged.
+    fn send(
+        &mut self,
+        number: usize,
+        record: BatchRecord<'static>,
+        quiet: bool,
+        capture: &Capture,
+        done: &mut [Option<(&str, Done)>],
+    ) -> Result<()> {
+        if !self.active {
+            return capture.send(&record, quiet);
+        }
+        if atomic::staged_pending() {
+            self.held.push((number, record));
+            return Ok(());
+        }
+        if self.held.is_empty() {
+            return capture.send(&record, quiet);
+        }
+        // The plugin committed on its own; records keep their order.
+        self.held.push((number, record));
+        self.release(atomic::commit_and_take_failures(), capture, done)
+    }
+
+    /// Commits what is left and closes the staging batch.
+    fn end(&mut self, capture: &Capture, done: &mut [Option<(&str, Done)>]) -> Result<()> {
+        if !self.active {
+            return Ok(());
+        }
+        self.release(atomic::end_staging(), capture, done)
+    }
+
+    /// Sends the held records once their writes are committed; an entity
+    /// whose write failed gets the error and a failed record.
+    fn release(
+        &mut self,
+        failures: Vec<(usize, Error)>,
+        capture: &Capture,
+        done: &mut [Option<(&str, Done)>],
+    ) -> Result<()> {
+        for (number, mut record) in self.held.drain(..) {
+            let mut failed = false;
+            for (_, err) in failures.iter().filter(|(owner, _)| *owner == number) {
+                let mut text = String::new();
+                for line in err.message().lines() {
+                    text.push_str("!! ");
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                record
+                    .output
+                    .push((Stream::Err, holo_protocol::encode_chunk(text.as_bytes())));
+                failed = true;
+            }
+            if failed && record.exit == Some(0) {
+                record.exit = Some(1);
+                record.fd3 = Some(Vec::new());
+                if let Some(Some((_, state))) = done.get_mut(number) {
+                    *state = Done::Failed;
+                }
+            }
+            capture.send(&record, false)?;
+        }
+        Ok(())
     }
 }
 
@@ -450,15 +579,19 @@ impl Capture {
         }
     }
 
-    /// Takes everything written since the last record and sends the
-    /// entity's final record (or holds it back when it is a quiet no-op).
-    /// `None` for an entity that was skipped.
+    /// Takes everything written since the last record and gives the
+    /// entity's final record, and whether it is a quiet no-op. `None` for
+    /// an entity that was skipped.
     ///
     /// A process the entity left behind keeps the pipes it inherited; they
     /// are retired, so that its later output never lands in another
     /// entity's record and it never meets a closed pipe while the batch
     /// runs. Per-entity calls drop such output too.
-    fn finish(&self, id: &str, result: Option<&EntityResult>) -> Result<()> {
+    fn finish(
+        &self,
+        id: &str,
+        result: Option<&EntityResult>,
+    ) -> Result<(BatchRecord<'static>, bool)> {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
         let mut guard = lock(&self.shared);
@@ -498,13 +631,20 @@ impl Capture {
         let quiet_no_change =
             output.is_empty() && result.exit == 0 && result.fd3 == Some(fd3::NOT_CHANGED);
         let record = BatchRecord {
-            entity: id.into(),
+            entity: id.to_string().into(),
             output,
             fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
             exit: Some(i32::from(result.exit)),
             skipped: is_skipped,
         };
-        append_record(&mut guard.pending, &record)?;
+        Ok((record, quiet_no_change))
+    }
+
+    /// Sends an entity's final record, or holds it back when it is a quiet
+    /// no-op.
+    fn send(&self, record: &BatchRecord<'_>, quiet_no_change: bool) -> Result<()> {
+        let mut guard = lock(&self.shared);
+        append_record(&mut guard.pending, record)?;
         // Records of quiet no-ops are batched into larger writes: if the
         // process dies, losing them only fails entities that did nothing.
         // Every other record is sent at once.

@@ -435,6 +435,10 @@ pub(crate) fn guarded_apply(
     let outcome = apply()?;
     let applied = matches!(outcome, Outcome::Changed | Outcome::NotChanged);
     if mode != Mode::Noop && applied {
+        if !guard.health_checks.is_empty() {
+            // The checks see what the apply wrote.
+            crate::atomic::commit_staged();
+        }
         for check in &guard.health_checks {
             check.run(env)?;
         }

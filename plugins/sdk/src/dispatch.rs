@@ -163,6 +163,20 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         let _ = std::io::stdout().flush();
         return ExitCode::from(result.exit);
     }
+    if env.has_extension(holo_protocol::extension::DIFF_FILES) {
+        let diffs = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
+            true => Ok(Vec::new()),
+            false => plugin.diff_files(&env, &entity),
+        };
+        return match entity.and_then(diffs) {
+            Ok(diffs) if diffs.is_empty() => flush_stdout(),
+            Ok(diffs) => match report::fd3_diff_files(&diffs, &env) {
+                Ok(()) => flush_stdout(),
+                Err(err) => fail(&err),
+            },
+            Err(err) => fail(&err),
+        };
+    }
     let diff = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
         true => Ok(None),
         false => plugin.diff_with_header(&env, &entity),

@@ -50,6 +50,13 @@ pub trait Plugin {
         Extension::Batch,
         Extension::Inplace,
     ];
+    /// In a batch, [`crate::atomic::write`] stages the plugin's writes and
+    /// the SDK commits them together: one sync for many files (see
+    /// [`crate::atomic`]). A plugin that opts in reads back nothing it
+    /// wrote in the same entity (it uses what [`crate::atomic::stage`]
+    /// returns) and calls [`crate::atomic::commit_staged`] before it
+    /// removes a directory.
+    const STAGES_WRITES: bool = false;
     /// The per-entity desired state that scan found; cached between scan and apply.
     type Spec: Serialize + DeserializeOwned;
 
@@ -93,6 +100,14 @@ pub trait Plugin {
             current,
             header: Vec::new(),
         }))
+    }
+
+    /// Like [`Plugin::diff_with_header`], for an entity that is several
+    /// files: one [`Diff`] per file, each naming the file's real path, when
+    /// the driver announced `diff-files`. By default, the one diff of
+    /// [`Plugin::diff_with_header`].
+    fn diff_files(&self, env: &Env, entity: &EntityCtx<Self::Spec>) -> Result<Vec<Diff>> {
+        Ok(self.diff_with_header(env, entity)?.into_iter().collect())
     }
 
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return

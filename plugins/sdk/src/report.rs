@@ -184,6 +184,33 @@ pub fn fd3_diff(desired: &Path, current: &Path, header: &[String], env: &crate::
     fd3_write(&bytes)
 }
 
+/// Writes several diffs on FD 3 (the `diff-files` extension): one diff
+/// writes as [`fd3_diff`] does; several write three NUL-terminated fields
+/// each, desired path, current path and header lines (empty when there are
+/// none or the driver did not announce `diff-header`).
+pub fn fd3_diff_files(diffs: &[crate::plugin::Diff], env: &crate::Env) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if let [diff] = diffs {
+        return fd3_diff(&diff.desired, &diff.current, &diff.header, env);
+    }
+    let with_header = env.has_extension(holo_protocol::extension::DIFF_HEADER);
+    let mut bytes = Vec::new();
+    for diff in diffs {
+        bytes.extend_from_slice(diff.desired.as_os_str().as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(diff.current.as_os_str().as_bytes());
+        bytes.push(0);
+        if with_header {
+            for line in &diff.header {
+                bytes.extend_from_slice(line.as_bytes());
+                bytes.push(b'\n');
+            }
+        }
+        bytes.push(0);
+    }
+    fd3_write(&bytes)
+}
+
 /// For an entity that is not a file: writes the desired and the current state
 /// as text below `$HOLO_CACHE_DIR/diff/` (`<encoded id>.desired` and
 /// `.current`) and returns the two paths for [`crate::Plugin::diff`]. A side

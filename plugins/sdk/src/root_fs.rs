@@ -80,10 +80,14 @@ impl RootFs {
     /// What is at `path`, not following a final symlink.
     pub fn symlink_metadata(&self, path: &Path) -> io::Result<Metadata> {
         match self.inside(path) {
-            Some((root, below)) => {
-                let handle = root.resolve_nofollow(below).map_err(|err| io_error(&err))?;
-                File::from(OwnedFd::from(handle)).metadata()
-            }
+            Some((root, below)) => match open_in_root(root, below, OFlags::PATH | OFlags::NOFOLLOW)
+            {
+                Some(opened) => opened?.metadata(),
+                None => {
+                    let handle = root.resolve_nofollow(below).map_err(|err| io_error(&err))?;
+                    File::from(OwnedFd::from(handle)).metadata()
+                }
+            },
             None => std::fs::symlink_metadata(path),
         }
     }
@@ -91,10 +95,13 @@ impl RootFs {
     /// What is at `path`, following symlinks (inside the root).
     pub fn metadata(&self, path: &Path) -> io::Result<Metadata> {
         match self.inside(path) {
-            Some((root, below)) => {
-                let handle = root.resolve(below).map_err(|err| io_error(&err))?;
-                File::from(OwnedFd::from(handle)).metadata()
-            }
+            Some((root, below)) => match open_in_root(root, below, OFlags::PATH) {
+                Some(opened) => opened?.metadata(),
+                None => {
+                    let handle = root.resolve(below).map_err(|err| io_error(&err))?;
+                    File::from(OwnedFd::from(handle)).metadata()
+                }
+            },
             None => std::fs::metadata(path),
         }
     }
@@ -116,9 +123,10 @@ impl RootFs {
 
     fn open_with(&self, path: &Path, flags: OFlags) -> io::Result<File> {
         match self.inside(path) {
-            Some((root, below)) => root
-                .open_subpath(below, OpenFlags::from_bits_retain(u64::from(flags.bits())))
-                .map_err(|err| io_error(&err)),
+            Some((root, below)) => open_in_root(root, below, flags).unwrap_or_else(|| {
+                root.open_subpath(below, OpenFlags::from_bits_retain(u64::from(flags.bits())))
+                    .map_err(|err| io_error(&err))
+            }),
             None => {
                 let fd = rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty())?;
                 Ok(File::from(fd))
@@ -314,6 +322,37 @@ fn split_parent(path: &Path) -> io::Result<(&Path, &OsStr)> {
         _ => Path::new("."),
     };
     Ok((parent, name))
+}
+
+/// Opens `below` inside `root` with `openat2(RESOLVE_IN_ROOT |
+/// RESOLVE_NO_MAGICLINKS)`, the call pathrs makes first, without the work
+/// pathrs adds to a failure (it reads /proc to describe it): a missing
+/// file is the common answer here. `None` where the kernel has no
+/// `openat2` or asks for a retry, so that pathrs decides.
+fn open_in_root(root: &pathrs::Root, below: &Path, flags: OFlags) -> Option<io::Result<File>> {
+    use rustix::fs::ResolveFlags;
+    use rustix::io::Errno;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
+    if UNAVAILABLE.load(Ordering::Relaxed) {
+        return None;
+    }
+    let opened = rustix::fs::openat2(
+        root,
+        below,
+        flags | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+    );
+    match opened {
+        Ok(fd) => Some(Ok(File::from(fd))),
+        Err(Errno::NOSYS | Errno::INVAL | Errno::TOOBIG) => {
+            UNAVAILABLE.store(true, Ordering::Relaxed);
+            None
+        }
+        Err(Errno::AGAIN | Errno::XDEV) => None,
+        Err(err) => Some(Err(err.into())),
+    }
 }
 
 /// A pathrs error as an io::Error, keeping the errno where there is one so

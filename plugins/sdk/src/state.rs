@@ -150,12 +150,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     let fs = RootFs::of(env)?;
     fs.create_dir_all(&env.state_dir)
         .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
-    atomic::write(
-        &fs,
-        &path,
-        contents.as_bytes(),
-        &atomic::WriteOptions::default(),
-    )
+    atomic::write_state_record(&fs, &path, contents.as_bytes())
 }
 
 fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {

@@ -62,6 +62,11 @@ pub struct Service {
     pub instances: Vec<Instance>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: Metadata,
+    /// `x-holo: {protect: true}` (the service's, else the top-level
+    /// default): holo-vms leaves a VM changed or stopped by hand alone. Not
+    /// what the VM is built from, so neither serialized nor hashed.
+    #[serde(skip)]
+    pub protect: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! and every later stage (interpolation, merging, validation) can still point
 //! at the source position of what it complains about.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -400,6 +400,9 @@ enum Frame {
         tag: Option<MergeTag>,
         pos: Pos,
         entries: Vec<(Node, Node)>,
+        /// The string keys so far, so that a duplicate is found in constant
+        /// time (a mapping may have hundreds of thousands of keys).
+        keys: HashSet<String>,
         pending_key: Option<Node>,
     },
 }
@@ -464,6 +467,7 @@ impl Builder {
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map {
                 entries,
+                keys,
                 pending_key,
                 ..
             }) => match pending_key.take() {
@@ -478,10 +482,10 @@ impl Builder {
                     *pending_key = Some(node);
                 }
                 Some(key) => {
-                    let duplicate = key.as_str() != Some("<<")
-                        && entries
-                            .iter()
-                            .any(|(k, _)| k.as_str().is_some() && k.as_str() == key.as_str());
+                    let duplicate = match key.as_str() {
+                        Some("<<") | None => false,
+                        Some(text) => !keys.insert(text.to_string()),
+                    };
                     if duplicate {
                         self.errors.push(Diag::at(
                             &key.pos,
@@ -533,14 +537,14 @@ impl Builder {
                 own.push((k, v));
             }
         }
+        let mut taken: HashSet<Option<String>> = own
+            .iter()
+            .map(|(k, _)| k.as_str().map(str::to_string))
+            .collect();
         let mut merged: Vec<(Node, Node)> = Vec::new();
         for source in sources {
             for (k, v) in source {
-                let taken = own
-                    .iter()
-                    .chain(merged.iter())
-                    .any(|(o, _)| o.as_str() == k.as_str());
-                if !taken {
+                if taken.insert(k.as_str().map(str::to_string)) {
                     merged.push((k, v));
                 }
             }
@@ -603,6 +607,7 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
                     tag,
                     pos,
                     entries: Vec::new(),
+                    keys: HashSet::new(),
                     pending_key: None,
                 });
             }

@@ -7,7 +7,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use holo_plugin::atomic::{self, WriteOptions};
+use holo_plugin::atomic::{self, Staged, WriteOptions};
 use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Error, Result};
 use sha2::{Digest, Sha256};
@@ -78,6 +78,10 @@ fn format_digest(digest: &[u8]) -> String {
 /// Store: writes `contents` atomically with mode, owner and group. After the
 /// rename the owner is read back; where it did not stick (FUSE and bind
 /// mounts, as CCM found) the path itself is chowned and checked again.
+///
+/// In a batch that stages writes the file is only staged: the result is
+/// its owner and mode, read back from the temp file. Where the owner did
+/// not stick there, the batch is committed and the path chowned as above.
 pub fn store(
     fs: &RootFs,
     path: &Path,
@@ -85,14 +89,20 @@ pub fn store(
     uid: u32,
     gid: u32,
     mode: u32,
-) -> Result<()> {
+) -> Result<Option<Staged>> {
     let options = WriteOptions {
         mode: Some(mode),
         uid: Some(uid),
         gid: Some(gid),
     };
-    atomic::write(fs, path, contents, &options)?;
-    ensure_owner(fs, path, uid, gid)
+    match atomic::stage(fs, path, contents, &options)? {
+        Some(staged) if (staged.uid, staged.gid) == (uid, gid) => Ok(Some(staged)),
+        Some(_) => {
+            atomic::commit_staged();
+            ensure_owner(fs, path, uid, gid).map(|()| None)
+        }
+        None => ensure_owner(fs, path, uid, gid).map(|()| None),
+    }
 }
 
 /// Re-chowns `path` if its owner is not `uid:gid`, then checks again.
@@ -163,6 +173,8 @@ pub fn remove(fs: &RootFs, path: &Path, force: bool) -> Result<()> {
             .remove_file(path)
             .map_err(|err| Error::io("remove", path, &err));
     }
+    // Staged files may sit in the directory.
+    atomic::commit_staged();
     match fs.remove_dir(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == ErrorKind::DirectoryNotEmpty && force => fs
@@ -191,6 +203,7 @@ pub fn save_original(fs: &RootFs, path: &Path, base: &Path, current: &Observed) 
         current.gid,
         current.mode & 0o777,
     )
+    .map(drop)
 }
 
 /// Puts the saved original back at `path` with the recorded attributes,
@@ -217,6 +230,15 @@ pub fn restore_original(
         )));
     }
     store(fs, path, &contents, uid, gid, mode)?;
+    // The copy goes only once the original is back in place.
+    atomic::commit_staged();
+    if atomic::staging_failed() {
+        return Err(Error::new(format!(
+            "cannot restore the original {}; the saved copy stays at {}",
+            path.display(),
+            base.display()
+        )));
+    }
     fs.remove_file(base)
         .map_err(|err| Error::io("remove", base, &err))?;
     let mut dir = base.parent();

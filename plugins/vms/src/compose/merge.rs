@@ -6,6 +6,8 @@
 //! merge as mappings; volumes, secrets and configs merge by target; commands
 //! are replaced; other lists append without duplicates.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::yaml::{Kind, MergeTag, Node};
 
 /// How the value at a path combines.
@@ -52,12 +54,23 @@ pub fn merge(base: Node, over: Node, path: &[&str]) -> Node {
         Rule::ByTarget => {
             if let (Kind::Seq(base_items), Kind::Seq(over_items)) = (&base.kind, &over.kind) {
                 let mut items = base_items.clone();
+                // The first item of each target, as the linear search found it.
+                let mut by_target: HashMap<String, usize> = HashMap::new();
+                for (i, item) in items.iter().enumerate() {
+                    if let Some(target) = volume_target(item) {
+                        by_target.entry(target).or_insert(i);
+                    }
+                }
                 for item in over_items {
-                    let target = volume_target(item);
-                    match items
-                        .iter()
-                        .position(|b| target.is_some() && volume_target(b) == target)
-                    {
+                    let found =
+                        volume_target(item).and_then(|target| match by_target.get(&target) {
+                            Some(&i) => Some(i),
+                            None => {
+                                by_target.insert(target, items.len());
+                                None
+                            }
+                        });
+                    match found {
                         Some(i) => items[i] = normalize_tags(item.clone()),
                         None => items.push(normalize_tags(item.clone())),
                     }
@@ -71,10 +84,10 @@ pub fn merge(base: Node, over: Node, path: &[&str]) -> Node {
         (Kind::Map(_), Kind::Map(_)) => merge_maps(base, over, path),
         (Kind::Seq(base_items), Kind::Seq(over_items)) => {
             let mut items = base_items.clone();
+            let mut seen: HashSet<String> = items.iter().map(|b| b.to_json().to_string()).collect();
             for item in over_items {
                 let item = normalize_tags(item.clone());
-                let json = item.to_json();
-                if !items.iter().any(|b| b.to_json() == json) {
+                if seen.insert(item.to_json().to_string()) {
                     items.push(item);
                 }
             }
@@ -88,32 +101,48 @@ pub fn merge(base: Node, over: Node, path: &[&str]) -> Node {
 
 fn merge_maps(base: Node, over: Node, path: &[&str]) -> Node {
     let pos = over.pos.clone();
-    let Kind::Map(mut entries) = base.kind else {
+    let Kind::Map(entries) = base.kind else {
         return normalize_tags(over);
     };
     let Kind::Map(over_entries) = over.kind else {
         return Node::map(entries, pos);
     };
+    // Slots keep the order; a reset empties its slot. The index finds a key
+    // in constant time (a mapping may have hundreds of thousands of keys).
+    let mut slots: Vec<Option<(Node, Node)>> = Vec::with_capacity(entries.len());
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for entry in entries {
+        if let Some(name) = entry.0.as_str() {
+            index.entry(name.to_string()).or_insert(slots.len());
+        }
+        slots.push(Some(entry));
+    }
     for (key, value) in over_entries {
         let name = key.as_str().unwrap_or_default().to_string();
-        let existing = entries.iter().position(|(k, _)| k.as_str() == Some(&name));
+        let existing = index.get(&name).copied();
         if value.tag == Some(MergeTag::Reset) {
             if let Some(i) = existing {
-                entries.remove(i);
+                slots[i] = None;
+                index.remove(&name);
             }
             continue;
         }
-        match existing {
-            Some(i) => {
+        match existing.and_then(|i| slots[i].as_mut()) {
+            Some(slot) => {
                 let mut child_path: Vec<&str> = path.to_vec();
                 child_path.push(&name);
-                let old = std::mem::replace(&mut entries[i].1, Node::new(Kind::Null, pos.clone()));
-                entries[i].1 = merge(old, value, &child_path);
+                let old = std::mem::replace(&mut slot.1, Node::new(Kind::Null, pos.clone()));
+                slot.1 = merge(old, value, &child_path);
             }
-            None => entries.push((key, normalize_tags(value))),
+            None => {
+                if key.as_str().is_some() {
+                    index.insert(name, slots.len());
+                }
+                slots.push(Some((key, normalize_tags(value))));
+            }
         }
     }
-    Node::map(entries, pos)
+    Node::map(slots.into_iter().flatten().collect(), pos)
 }
 
 /// Drops `!reset` entries and clears `!override` below a node that has no

@@ -17,12 +17,9 @@ use crate::runtime::host;
 use crate::runtime::instance;
 use crate::runtime::project::Runtime;
 use crate::runtime::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
-use crate::yaml::{Kind, Node};
 
 /// The one compose file name a project directory holds.
 pub const COMPOSE_FILE: &str = "holos.yaml";
-/// The extension key that carries holo's own settings.
-const HOLO_EXTENSION_KEY: &str = "x-holo";
 
 /// One `<project>/holos.yaml` resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -176,17 +173,8 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
         }
         _ => first,
     };
-    let settings_of =
-        |node: Option<&Node>| holo_settings(node).map_err(|e| Error::new(as_given(file, &e)));
-    let defaults = settings_of(project.model.get(HOLO_EXTENSION_KEY))?;
     let mut services = Vec::new();
     for service in &manifest.services {
-        let node = project
-            .model
-            .get("services")
-            .and_then(|s| s.get(&service.name))
-            .and_then(|s| s.get(HOLO_EXTENSION_KEY));
-        let settings = settings_of(node)?;
         services.push(ResolvedService {
             name: service.name.clone(),
             image: service.image.reference.clone(),
@@ -200,7 +188,7 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
             instances: service.instances.iter().map(|i| i.name.clone()).collect(),
             spec_hash: spec_hash(&manifest, service),
             manifest: service_yaml(service),
-            protect: settings.protect.or(defaults.protect).unwrap_or(false),
+            protect: service.protect,
         });
     }
     Ok(Resolved {
@@ -228,46 +216,6 @@ pub fn spec_hash(manifest: &Manifest, service: &Service) -> String {
 pub fn service_yaml(service: &Service) -> String {
     let value = serde_json::to_value(service).unwrap_or_default();
     crate::runtime::yaml_out::to_yaml(&value)
-}
-
-/// `x-holo:` settings, at the top level (defaults) or on a service.
-#[derive(Default)]
-struct HoloSettings {
-    protect: Option<bool>,
-}
-
-fn holo_settings(node: Option<&Node>) -> std::result::Result<HoloSettings, String> {
-    let Some(node) = node.filter(|n| !matches!(n.kind, Kind::Null)) else {
-        return Ok(HoloSettings::default());
-    };
-    let Some(entries) = node.as_map() else {
-        return Err(format!(
-            "{}: {HOLO_EXTENSION_KEY} must be a mapping, such as {{protect: true}}",
-            node.pos
-        ));
-    };
-    let mut settings = HoloSettings::default();
-    for (key, value) in entries {
-        match key.as_str().unwrap_or_default() {
-            "protect" => match value.to_json() {
-                serde_json::Value::Bool(b) => settings.protect = Some(b),
-                _ => {
-                    return Err(format!(
-                        "{}: {HOLO_EXTENSION_KEY}.protect must be true or false",
-                        value.pos
-                    ));
-                }
-            },
-            other => {
-                return Err(format!(
-                    "{}: unknown key {HOLO_EXTENSION_KEY}.{other}; known keys: {}",
-                    key.pos,
-                    crate::compose::decode::keys::X_HOLO.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(settings)
 }
 
 /// Stops and removes every instance of `service` in `project` (as `down`

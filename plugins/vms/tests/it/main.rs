@@ -15,6 +15,7 @@ mod health;
 mod images;
 mod no_panic;
 mod notes;
+mod one_validator;
 mod ops;
 mod plugin;
 mod plugin_support;

@@ -296,7 +296,7 @@ fn bad_resources_name_the_file() {
     assert_ne!(code, 0);
     assert!(
         text.contains(&format!("{}:4:", compose.display()))
-            && text.contains("x-holo.protect must be true or false"),
+            && text.contains("x-holo.protect: must be true or false"),
         "{text}"
     );
 

@@ -22,6 +22,8 @@ use crate::yaml::Node;
 use reader::{Reader, child, parse_bytes};
 use service::{Context, decode_service};
 
+const SERVICES_REQUIRED: &str = "is required: a mapping of service names to services, such as services: {web: {image: debian:bookworm}}";
+
 /// Resolves a loaded project. `existing_ips` are the allocations the
 /// runtime already holds (empty for `holos config`).
 pub fn resolve(
@@ -78,15 +80,22 @@ pub fn resolve(
         metadata.insert("version".into(), v.to_json());
     }
 
+    let default_protect = root
+        .get("x-holo")
+        .filter(|n| !n.is_null())
+        .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
+        .unwrap_or(false);
     let cx = Context {
         volume_names: &volume_names,
         environment: &project.environment,
+        default_protect,
     };
     let mut services: Vec<Service> = Vec::new();
     let mut service_pos: BTreeMap<String, Node> = BTreeMap::new();
+    // Required, as Compose has it; an empty mapping is a project of no VMs.
     match root.get("services") {
-        None => {}
-        Some(node) if node.is_null() => {}
+        None => r.error(root, "services", SERVICES_REQUIRED),
+        Some(node) if node.is_null() => r.error(node, "services", SERVICES_REQUIRED),
         Some(node) => match node.as_map() {
             None => r.error(
                 node,

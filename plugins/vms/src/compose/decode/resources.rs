@@ -10,6 +10,8 @@ const DEFAULT_MEMORY_MB: u64 = 512;
 /// Below this no Linux guest boots, whatever the image (local images declare
 /// no minimum of their own).
 pub const MIN_GUEST_MEMORY_MB: u64 = 64;
+/// The most virtual CPUs a service may ask for, by any field.
+pub const MAX_VCPU: u64 = 1024;
 
 pub fn decode_replicas(r: &mut Reader, node: &Node, path: &str) -> u32 {
     let mut found: Vec<(String, u32, &Node)> = Vec::new();
@@ -69,7 +71,7 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
     let vcpu = match get("vcpu") {
         Some(n) => {
             let vcpu_path = child(&vpath, "vcpu");
-            match r.unsigned(n, &vcpu_path, 1024) {
+            match r.unsigned(n, &vcpu_path, MAX_VCPU) {
                 Some(0) => {
                     r.error(
                         n,
@@ -92,7 +94,22 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
                         .map(|n| (n, format!("{path}.deploy.resources.limits.cpus")))
                 });
             match cpus {
-                Some((n, p)) => r.number(n, &p).map(|c| (c.ceil().max(1.0)) as u32),
+                // The same bounds as vm.vcpu: cpus: 1e9 is no more a VM
+                // than vcpu: 2000.
+                Some((n, p)) => match r.number(n, &p) {
+                    Some(c) if (0.0..=MAX_VCPU as f64).contains(&c) => {
+                        Some(c.ceil().max(1.0) as u32)
+                    }
+                    Some(c) => {
+                        r.error(
+                            n,
+                            &p,
+                            format!("must be between 0 and {MAX_VCPU}, found {c}"),
+                        );
+                        None
+                    }
+                    None => None,
+                },
                 None => Some(1),
             }
         }

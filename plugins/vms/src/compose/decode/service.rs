@@ -19,12 +19,14 @@ use crate::compose::interpolate::Lookup;
 use crate::dockerfile::shell_quote;
 use crate::images;
 use crate::manifest::{Command, Dependency, HostEntry, Image, Service};
-use crate::yaml::{Kind, Node};
+use crate::yaml::{Kind, Node, ScalarType};
 
 /// What a service decode needs to know about the rest of the project.
 pub struct Context<'a> {
     pub volume_names: &'a [String],
     pub environment: &'a Environment,
+    /// The top-level `x-holo.protect`, for services without their own.
+    pub default_protect: bool,
 }
 
 /// A VM shuts down slower than a container (Compose waits 10 s), and a
@@ -266,6 +268,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
     let stop_grace_period_ms = field("stop_grace_period")
         .and_then(|n| duration(r, n, &fpath("stop_grace_period")))
         .unwrap_or(DEFAULT_STOP_GRACE_MS);
+    let protect = field("x-holo").and_then(|n| decode_x_holo(r, n, &fpath("x-holo")));
     let profiles = field("profiles")
         .map(|n| r.strings(n, &fpath("profiles")))
         .unwrap_or_default();
@@ -293,7 +296,33 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         profiles,
         instances: Vec::new(),
         metadata,
+        protect: protect.unwrap_or(cx.default_protect),
     })
+}
+
+/// An `x-holo` mapping (on a service, or the top-level default): its
+/// `protect`, when set. `protect` must be a YAML boolean: a quoted "yes" is
+/// refused rather than guessed.
+pub fn decode_x_holo(r: &mut Reader, node: &Node, path: &str) -> Option<bool> {
+    let entries = r.mapping(node, path, keys::X_HOLO)?;
+    let (_, value) = entries
+        .iter()
+        .find(|(k, v)| k.as_str() == Some("protect") && !v.is_null())?;
+    match value.scalar_type() {
+        ScalarType::Bool(protect) => Some(protect),
+        _ => {
+            let found = match value.as_str() {
+                Some(text) => format!("{text:?}"),
+                None => value.type_name().to_string(),
+            };
+            r.error(
+                value,
+                &child(path, "protect"),
+                format!("must be true or false (unquoted), found {found}"),
+            );
+            None
+        }
+    }
 }
 
 fn decode_depends_on(r: &mut Reader, node: &Node, path: &str) -> Vec<Dependency> {

@@ -1,0 +1,982 @@
+//! Runs parsed templates.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use crate::funcs::{self, show, to_text, truthy, type_name};
+use crate::parse::{self, Block, Expr, ExprKind, Node, Parsed};
+use crate::{Engine, Error, Failure, MAX_DEPTH, MAX_OUTPUT, lex, resolve_name};
+
+struct Source {
+    name: String,
+    text: String,
+}
+
+struct Loaded {
+    src: Rc<Source>,
+    parsed: Parsed,
+    /// Own blocks over imported ones.
+    blocks: Rc<Blocks>,
+    extends: Option<String>,
+}
+
+#[derive(Clone)]
+struct BlockRef {
+    block: Rc<Block>,
+    src: Rc<Source>,
+}
+
+type Blocks = HashMap<String, BlockRef>;
+
+struct Content {
+    nodes: Rc<Vec<Node>>,
+    src: Rc<Source>,
+    context: Value,
+    /// The variables at the yield: the caller's and the block's
+    /// parameters, as Jet restores them for the content.
+    scopes: Vec<HashMap<String, Value>>,
+}
+
+struct Runtime<'e, 'a> {
+    engine: &'e Engine<'a>,
+    globals: &'e Map<String, Value>,
+    cache: HashMap<String, Rc<Loaded>>,
+    out: String,
+    scopes: Vec<HashMap<String, Value>>,
+    context: Value,
+    src: Rc<Source>,
+    blocks: Rc<Blocks>,
+    contents: Vec<Content>,
+    depth: usize,
+    /// Statement lists being run, one inside the other.
+    lists: usize,
+}
+
+const MAX_LISTS: usize = 128;
+
+/// Where a node starts, for messages; text has no position of its own.
+fn node_pos(node: &Node) -> usize {
+    match node {
+        Node::Print(e) => e.pos,
+        Node::Block { pos, .. }
+        | Node::Yield { pos, .. }
+        | Node::YieldContent { pos }
+        | Node::Include { pos, .. } => *pos,
+        _ => 0,
+    }
+}
+
+type R<T> = Result<T, Error>;
+
+pub fn render(
+    engine: &Engine,
+    name: &str,
+    vars: &Map<String, Value>,
+    context: &Value,
+) -> R<String> {
+    let mut rt = Runtime::new(engine, vars, context.clone(), name);
+    let name = resolve_name("", name).map_err(|m| top_error(name, m))?;
+    rt.run_top(&name)?;
+    Ok(rt.out)
+}
+
+pub fn check(engine: &Engine, name: &str) -> R<()> {
+    let vars = Map::new();
+    let mut rt = Runtime::new(engine, &vars, Value::Null, name);
+    let name = resolve_name("", name).map_err(|m| top_error(name, m))?;
+    let mut t = rt.load(&name)?;
+    while let Some(parent) = t.extends.clone() {
+        rt.enter(t.src.clone(), 0)?;
+        t = rt.load(&parent)?;
+        rt.depth -= 1;
+    }
+    Ok(())
+}
+
+fn top_error(name: &str, message: String) -> Error {
+    Error {
+        template: name.to_string(),
+        line: 1,
+        column: 1,
+        message,
+    }
+}
+
+impl<'e, 'a> Runtime<'e, 'a> {
+    fn new(
+        engine: &'e Engine<'a>,
+        globals: &'e Map<String, Value>,
+        context: Value,
+        name: &str,
+    ) -> Self {
+        Runtime {
+            engine,
+            globals,
+            cache: HashMap::new(),
+            out: String::new(),
+            scopes: vec![HashMap::new()],
+            context,
+            src: Rc::new(Source {
+                name: name.to_string(),
+                text: String::new(),
+            }),
+            blocks: Rc::new(HashMap::new()),
+            contents: Vec::new(),
+            depth: 0,
+            lists: 0,
+        }
+    }
+
+    fn fail(&self, pos: usize, message: impl Into<String>) -> Error {
+        Failure::new(pos, message).locate(&self.src.name, &self.src.text)
+    }
+
+    fn enter(&mut self, src: Rc<Source>, pos: usize) -> R<()> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.fail(pos, format!("templates and blocks nested deeper than {MAX_DEPTH} levels (include, import, extends or yield recursing?)")));
+        }
+        self.depth += 1;
+        self.src = src;
+        Ok(())
+    }
+
+    /// Loads, parses and caches template `name` (already resolved), with
+    /// the blocks of what it imports.
+    fn load(&mut self, name: &str) -> R<Rc<Loaded>> {
+        if let Some(t) = self.cache.get(name) {
+            return Ok(t.clone());
+        }
+        let text = self.engine.loader.load(name).map_err(|m| Error {
+            template: self.src.name.clone(),
+            line: 0,
+            column: 0,
+            message: format!("cannot load template {name:?}: {m}"),
+        })?;
+        let src = Rc::new(Source {
+            name: name.to_string(),
+            text,
+        });
+        let parsed = lex::lex(&src.text, &self.engine.delims)
+            .and_then(|tokens| parse::parse(tokens, &self.engine.delims))
+            .map_err(|f| f.locate(&src.name, &src.text))?;
+        let mut blocks = Blocks::new();
+        let saved = self.src.clone();
+        for (import, pos) in &parsed.imports {
+            self.src = src.clone();
+            let resolved = resolve_name(name, import).map_err(|m| self.fail(*pos, m))?;
+            self.enter(src.clone(), *pos)?;
+            let imported = self.load(&resolved).map_err(|e| self.locate_load(e, *pos));
+            self.depth -= 1;
+            let imported = imported?;
+            for (k, v) in imported.blocks.iter() {
+                blocks.insert(k.clone(), v.clone());
+            }
+        }
+        self.src = saved;
+        for (k, b) in &parsed.blocks {
+            blocks.insert(
+                k.clone(),
+                BlockRef {
+                    block: b.clone(),
+                    src: src.clone(),
+                },
+            );
+        }
+        let extends = match &parsed.extends {
+            Some((parent, pos)) => Some(
+                resolve_name(name, parent)
+                    .map_err(|m| Failure::new(*pos, m).locate(&src.name, &src.text))?,
+            ),
+            None => None,
+        };
+        let loaded = Rc::new(Loaded {
+            src,
+            parsed,
+            blocks: Rc::new(blocks),
+            extends,
+        });
+        self.cache.insert(name.to_string(), loaded.clone());
+        Ok(loaded)
+    }
+
+    /// A load error without a place gets the place of the statement.
+    fn locate_load(&self, mut e: Error, pos: usize) -> Error {
+        if e.line == 0 {
+            let located = self.fail(pos, String::new());
+            e.template = located.template;
+            e.line = located.line;
+            e.column = located.column;
+        }
+        e
+    }
+
+    fn run_top(&mut self, name: &str) -> R<()> {
+        let mut t = self.load(name).map_err(|mut e| {
+            if e.line == 0 {
+                e.line = 1;
+                e.column = 1;
+            }
+            e
+        })?;
+        // The extended template runs, with the extending one's blocks.
+        let mut blocks: Blocks = (*t.blocks).clone();
+        while let Some(parent) = t.extends.clone() {
+            let pos = t.parsed.extends.as_ref().map(|(_, p)| *p).unwrap_or(0);
+            self.enter(t.src.clone(), pos)?;
+            let p = self.load(&parent).map_err(|e| self.locate_load(e, pos))?;
+            for (k, v) in p.blocks.iter() {
+                blocks.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            t = p;
+        }
+        self.src = t.src.clone();
+        self.blocks = Rc::new(blocks);
+        self.list(&t.parsed.body)
+    }
+
+    fn write(&mut self, s: &str, pos: usize) -> R<()> {
+        if self.out.len() + s.len() > MAX_OUTPUT {
+            return Err(self.fail(pos, format!("output exceeds {MAX_OUTPUT} bytes")));
+        }
+        self.out.push_str(s);
+        Ok(())
+    }
+
+    fn scoped(&mut self, nodes: &[Node]) -> R<()> {
+        self.scopes.push(HashMap::new());
+        let r = self.list(nodes);
+        self.scopes.pop();
+        r
+    }
+
+    fn list(&mut self, nodes: &[Node]) -> R<()> {
+        // Statement lists inside yields inside statement lists: bounded
+        // here, so that no template overflows the stack.
+        if self.lists >= MAX_LISTS {
+            let pos = nodes.first().map(node_pos).unwrap_or(0);
+            return Err(self.fail(pos, format!("statements and blocks nested deeper than {MAX_LISTS} levels while rendering (a block or include recursing?)")));
+        }
+        self.lists += 1;
+        let r = nodes.iter().try_for_each(|node| self.node(node));
+        self.lists -= 1;
+        r
+    }
+
+    fn node(&mut self, node: &Node) -> R<()> {
+        match node {
+            Node::Text(s) => self.write(s, 0),
+            Node::Print(e) => {
+                let v = self.eval(e)?;
+                let text = to_text(&v);
+                self.write(&text, e.pos)
+            }
+            Node::Seq(nodes) => self.list(nodes),
+            Node::Set {
+                names,
+                values,
+                declare,
+            } => {
+                let mut vals = Vec::with_capacity(names.len());
+                if names.len() == 2 && values.len() == 1 {
+                    // v, ok := m["k"]: the value (nil when absent) and
+                    // whether it is there.
+                    let found = self.path(&values[0]).cloned();
+                    vals.push(found.clone().unwrap_or(Value::Null));
+                    vals.push(Value::Bool(found.is_some()));
+                } else {
+                    for e in values {
+                        vals.push(self.eval(e)?);
+                    }
+                }
+                for ((name, pos), v) in names.iter().zip(vals) {
+                    if name == "_" {
+                        continue;
+                    }
+                    if *declare {
+                        if let Some(top) = self.scopes.last_mut() {
+                            top.insert(name.clone(), v);
+                        }
+                    } else if let Some(slot) =
+                        self.scopes.iter_mut().rev().find_map(|s| s.get_mut(name))
+                    {
+                        *slot = v;
+                    } else {
+                        return Err(self.fail(*pos, format!("could not assign {name:?}: the variable is not declared; declare it with {name} := …")));
+                    }
+                }
+                Ok(())
+            }
+            Node::If {
+                init,
+                branches,
+                otherwise,
+            } => {
+                self.scopes.push(HashMap::new());
+                let r = self.if_branches(init, branches, otherwise);
+                self.scopes.pop();
+                r
+            }
+            Node::Range {
+                key,
+                value,
+                over,
+                body,
+                otherwise,
+            } => self.range(key, value, over, body, otherwise),
+            Node::Block { name, pos } => {
+                let Some(b) = self.blocks.get(name).cloned() else {
+                    return Err(self.fail(*pos, format!("unresolved block {name:?}")));
+                };
+                let content = b.block.content.clone().map(|nodes| (nodes, b.src.clone()));
+                let context = match &b.block.context {
+                    Some(e) => Some(self.eval_in(e, &b.src)?),
+                    None => None,
+                };
+                self.yield_block(&b, &[], context, content, *pos)
+            }
+            Node::Yield {
+                name,
+                args,
+                context,
+                content,
+                pos,
+            } => {
+                let Some(b) = self.blocks.get(name).cloned() else {
+                    return Err(self.fail(*pos, format!("unresolved block {name:?}: define it with a block statement here or in an imported template")));
+                };
+                let context = match context {
+                    Some(e) => Some(self.eval(e)?),
+                    None => None,
+                };
+                let content = content.clone().map(|nodes| (nodes, self.src.clone()));
+                self.yield_block(&b, args, context, content, *pos)
+            }
+            Node::YieldContent { pos } => {
+                let Some(c) = self.contents.pop() else {
+                    return Ok(());
+                };
+                let saved_ctx = std::mem::replace(&mut self.context, c.context.clone());
+                let saved_scopes = std::mem::replace(&mut self.scopes, c.scopes.clone());
+                let saved_src = self.src.clone();
+                let r = self
+                    .enter(c.src.clone(), *pos)
+                    .and_then(|_| self.scoped(&c.nodes));
+                if r.is_ok() {
+                    self.depth -= 1;
+                }
+                self.src = saved_src;
+                self.scopes = saved_scopes;
+                self.context = saved_ctx;
+                self.contents.push(c);
+                r
+            }
+            Node::Include { name, context, pos } => {
+                let v = self.eval(name)?;
+                let Value::String(n) = v else {
+                    return Err(self.fail(
+                        name.pos,
+                        format!(
+                            "the name of the template to include must be a string, not {} {}",
+                            type_name(&v),
+                            show(&v)
+                        ),
+                    ));
+                };
+                let resolved =
+                    resolve_name(&self.src.name, &n).map_err(|m| self.fail(name.pos, m))?;
+                let new_ctx = match context {
+                    Some(e) => Some(self.eval(e)?),
+                    None => None,
+                };
+                let t = self
+                    .load(&resolved)
+                    .map_err(|e| self.locate_load(e, name.pos))?;
+                let saved_src = self.src.clone();
+                // The included template sees the caller's blocks and its own.
+                let mut blocks = (*self.blocks).clone();
+                for (k, v) in t.blocks.iter() {
+                    blocks.insert(k.clone(), v.clone());
+                }
+                let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
+                let saved_ctx = new_ctx.map(|c| std::mem::replace(&mut self.context, c));
+                let r = self
+                    .enter(t.src.clone(), *pos)
+                    .and_then(|_| self.scoped(&t.parsed.body));
+                if r.is_ok() {
+                    self.depth -= 1;
+                }
+                self.src = saved_src;
+                self.blocks = saved_blocks;
+                if let Some(c) = saved_ctx {
+                    self.context = c;
+                }
+                r
+            }
+            Node::Try { body, catch } => {
+                let mark = self.out.len();
+                let (scopes, ctx, src, blocks, depth, contents) = (
+                    self.scopes.len(),
+                    self.context.clone(),
+                    self.src.clone(),
+                    self.blocks.clone(),
+                    self.depth,
+                    self.contents.len(),
+                );
+                match self.scoped(body) {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        self.out.truncate(mark);
+                        self.scopes.truncate(scopes);
+                        self.context = ctx;
+                        self.src = src;
+                        self.blocks = blocks;
+                        self.depth = depth;
+                        self.contents.truncate(contents);
+                        let Some((var, nodes)) = catch else {
+                            return Ok(());
+                        };
+                        let mut scope = HashMap::new();
+                        if let Some(var) = var {
+                            scope.insert(var.clone(), Value::String(e.to_string()));
+                        }
+                        self.scopes.push(scope);
+                        let r = self.list(nodes);
+                        self.scopes.pop();
+                        r
+                    }
+                }
+            }
+        }
+    }
+
+    fn if_branches(
+        &mut self,
+        init: &Option<Box<Node>>,
+        branches: &[(Expr, Vec<Node>)],
+        otherwise: &[Node],
+    ) -> R<()> {
+        if let Some(set) = init {
+            self.node(set)?;
+        }
+        for (cond, body) in branches {
+            if truthy(&self.eval(cond)?) {
+                return self.scoped(body);
+            }
+        }
+        self.scoped(otherwise)
+    }
+
+    fn eval_in(&mut self, e: &Expr, src: &Rc<Source>) -> R<Value> {
+        let saved = std::mem::replace(&mut self.src, src.clone());
+        let r = self.eval(e);
+        self.src = saved;
+        r
+    }
+
+    fn yield_block(
+        &mut self,
+        b: &BlockRef,
+        args: &[(String, Expr)],
+        context: Option<Value>,
+        content: Option<(Rc<Vec<Node>>, Rc<Source>)>,
+        pos: usize,
+    ) -> R<()> {
+        let block = &b.block;
+        let mut scope = HashMap::new();
+        for (name, e) in args {
+            if !block.params.iter().any(|(p, _)| p == name) {
+                return Err(self.fail(
+                    e.pos,
+                    format!("block {:?} has no parameter {name:?}", block.name),
+                ));
+            }
+            scope.insert(name.clone(), self.eval(e)?);
+        }
+        for (p, default) in &block.params {
+            if scope.contains_key(p) {
+                continue;
+            }
+            let Some(d) = default else {
+                return Err(self.fail(
+                    pos,
+                    format!(
+                        "missing value for parameter {p:?} of block {:?}; pass it as {p}=…",
+                        block.name
+                    ),
+                ));
+            };
+            let v = self.eval_in(d, &b.src)?;
+            scope.insert(p.clone(), v);
+        }
+        let content_ctx = context.clone().unwrap_or_else(|| self.context.clone());
+        self.scopes.push(scope);
+        let pushed = if let Some((nodes, src)) = content {
+            self.contents.push(Content {
+                nodes,
+                src,
+                context: content_ctx,
+                scopes: self.scopes.clone(),
+            });
+            true
+        } else {
+            false
+        };
+        let saved_ctx = context.map(|c| std::mem::replace(&mut self.context, c));
+        let saved_src = self.src.clone();
+        let r = self
+            .enter(b.src.clone(), pos)
+            .and_then(|_| self.scoped(&block.body));
+        if r.is_ok() {
+            self.depth -= 1;
+        }
+        self.scopes.pop();
+        self.src = saved_src;
+        if let Some(c) = saved_ctx {
+            self.context = c;
+        }
+        if pushed {
+            self.contents.pop();
+        }
+        r
+    }
+
+    fn range(
+        &mut self,
+        key: &Option<String>,
+        value: &Option<String>,
+        over: &Expr,
+        body: &[Node],
+        otherwise: &[Node],
+    ) -> R<()> {
+        let v = self.eval(over)?;
+        let items: Vec<(Value, Value)> = match v {
+            Value::Array(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (Value::from(i), v))
+                .collect(),
+            Value::Object(map) => {
+                let mut pairs: Vec<(String, Value)> = map.into_iter().collect();
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (Value::String(k), v))
+                    .collect()
+            }
+            other => {
+                return Err(self.fail(
+                    over.pos,
+                    format!(
+                        "cannot range over {} {}; range needs a list or a map",
+                        type_name(&other),
+                        show(&other)
+                    ),
+                ));
+            }
+        };
+        if items.is_empty() {
+            return self.scoped(otherwise);
+        }
+        for (k, item) in items {
+            let mut scope = HashMap::new();
+            if let Some(k_name) = key
+                && k_name != "_"
+            {
+                scope.insert(k_name.clone(), k);
+            }
+            let saved_ctx = match value {
+                Some(v_name) => {
+                    if v_name != "_" {
+                        scope.insert(v_name.clone(), item);
+                    }
+                    None
+                }
+                None => Some(std::mem::replace(&mut self.context, item)),
+            };
+            self.scopes.push(scope);
+            let r = self.list(body);
+            self.scopes.pop();
+            if let Some(c) = saved_ctx {
+                self.context = c;
+            }
+            r?;
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Value> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name))
+            .or_else(|| self.globals.get(name))
+    }
+
+    /// The value a plain path (`x`, `.`, `a.b`, `m["k"]`, `l[0]`) names,
+    /// borrowed; None when `e` is not such a path or does not resolve (the
+    /// caller then evaluates it and reports what is wrong).
+    fn path(&self, e: &Expr) -> Option<&Value> {
+        match &e.kind {
+            ExprKind::Ident(name) => self.lookup(name),
+            ExprKind::Context => Some(&self.context),
+            ExprKind::Field(base, name) => self.path(base)?.as_object()?.get(name),
+            ExprKind::Index(base, index) => {
+                let base = self.path(base)?;
+                match (&index.kind, base) {
+                    (ExprKind::Lit(Value::String(k)), Value::Object(map)) => map.get(k),
+                    (ExprKind::Lit(Value::Number(n)), Value::Array(items)) => {
+                        let f = n.as_f64()?;
+                        if f < 0.0 || f.fract() != 0.0 {
+                            return None;
+                        }
+                        items.get(f as usize)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn eval(&mut self, e: &Expr) -> R<Value> {
+        if matches!(e.kind, ExprKind::Field(..) | ExprKind::Index(..))
+            && let Some(v) = self.path(e)
+        {
+            return Ok(v.clone());
+        }
+        match &e.kind {
+            ExprKind::Lit(v) => Ok(v.clone()),
+            ExprKind::Context => Ok(self.context.clone()),
+            ExprKind::Slot => Err(self.fail(e.pos, "_ stands for the piped value and is only allowed in the arguments of a pipeline command")),
+            ExprKind::Ident(name) => match self.lookup(name) {
+                Some(v) => Ok(v.clone()),
+                None if funcs::BUILTINS.contains(&name.as_str()) || self.engine.functions.contains_key(name) => {
+                    Err(self.fail(e.pos, format!("{name} is a function; call it as {name}(…)")))
+                }
+                None => Err(self.fail(e.pos, format!("{name:?} is not defined: no variable or global of that name"))),
+            },
+            ExprKind::Field(base, name) => {
+                let b = self.eval(base)?;
+                match b {
+                    Value::Object(mut map) => match map.remove(name) {
+                        Some(v) => Ok(v),
+                        None => Err(self.fail(e.pos, format!("{} has no field {name:?}", describe(base)))),
+                    },
+                    other => Err(self.fail(e.pos, format!("cannot read field {name:?} of {}: it is {} {}", describe(base), type_name(&other), show(&other)))),
+                }
+            }
+            ExprKind::Index(base, index) => {
+                let b = self.eval(base)?;
+                let i = self.eval(index)?;
+                match (b, &i) {
+                    (Value::Object(mut map), Value::String(k)) => match map.remove(k) {
+                        Some(v) => Ok(v),
+                        None => Err(self.fail(e.pos, format!("{} has no key {k:?}", describe(base)))),
+                    },
+                    (Value::Array(mut items), Value::Number(_)) => {
+                        let n = funcs::int_arg("index", std::slice::from_ref(&i), 0).map_err(|m| self.fail(index.pos, m))?;
+                        let len = items.len();
+                        if n < 0 || n as usize >= len {
+                            return Err(self.fail(index.pos, format!("index {n} out of range: {} has {len} elements", describe(base))));
+                        }
+                        Ok(items.swap_remove(n as usize))
+                    }
+                    (Value::String(s), Value::Number(_)) => {
+                        let n = funcs::int_arg("index", std::slice::from_ref(&i), 0).map_err(|m| self.fail(index.pos, m))?;
+                        match s.as_bytes().get(n.max(0) as usize) {
+                            Some(byte) if n >= 0 => Ok(Value::from(*byte)),
+                            _ => Err(self.fail(index.pos, format!("index {n} out of range: the string has {} bytes", s.len()))),
+                        }
+                    }
+                    (b, i) => Err(self.fail(e.pos, format!("cannot index {} {} with {} {}", type_name(&b), describe(base), type_name(i), show(i)))),
+                }
+            }
+            ExprKind::Slice(base, lo, hi) => {
+                let b = self.eval(base)?;
+                let len = match &b {
+                    Value::Array(a) => a.len(),
+                    Value::String(s) => s.len(),
+                    other => return Err(self.fail(e.pos, format!("cannot slice {} {}", type_name(other), describe(base)))),
+                };
+                let mut bound = |x: &Option<Box<Expr>>, default: usize| -> R<usize> {
+                    match x {
+                        None => Ok(default),
+                        Some(x) => {
+                            let v = self.eval(x)?;
+                            let n = funcs::int_arg("slice", std::slice::from_ref(&v), 0).map_err(|m| self.fail(x.pos, m))?;
+                            usize::try_from(n).map_err(|_| self.fail(x.pos, format!("negative slice index {n}")))
+                        }
+                    }
+                };
+                let (l, h) = (bound(lo, 0)?, bound(hi, len)?);
+                if l > h || h > len {
+                    return Err(self.fail(e.pos, format!("slice bounds out of range [{l}:{h}] with length {len}")));
+                }
+                match b {
+                    Value::Array(a) => Ok(Value::Array(a[l..h].to_vec())),
+                    Value::String(s) => match s.get(l..h) {
+                        Some(part) => Ok(Value::String(part.to_string())),
+                        None => Err(self.fail(e.pos, format!("slice [{l}:{h}] cuts a character of the string in two"))),
+                    },
+                    _ => Ok(Value::Null),
+                }
+            }
+            ExprKind::Call(name, args) => {
+                if name == "isset" {
+                    if args.is_empty() {
+                        return Err(self.fail(e.pos, "isset needs at least one argument"));
+                    }
+                    for a in args {
+                        match self.eval(a) {
+                            Ok(Value::Null) | Err(_) => return Ok(Value::Bool(false)),
+                            Ok(_) => {}
+                        }
+                    }
+                    return Ok(Value::Bool(true));
+                }
+                let mut vals = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.eval(a)?);
+                }
+                self.call(name, &vals, e.pos)
+            }
+            ExprKind::Not(x) => Ok(Value::Bool(!truthy(&self.eval(x)?))),
+            ExprKind::Neg(x) => {
+                let v = self.eval(x)?;
+                match &v {
+                    Value::Number(n) if n.is_f64() => Ok(Value::from(-n.as_f64().unwrap_or(0.0))),
+                    Value::Number(n) => match n.as_i64().and_then(i64::checked_neg) {
+                        Some(i) => Ok(Value::from(i)),
+                        None => Err(self.fail(e.pos, "integer overflow")),
+                    },
+                    other => Err(self.fail(e.pos, format!("cannot negate {} {}", type_name(other), show(other)))),
+                }
+            }
+            ExprKind::Binary(op, l, r) => self.binary(op, l, r, e.pos),
+            ExprKind::Ternary(c, y, n) => {
+                if truthy(&self.eval(c)?) {
+                    self.eval(y)
+                } else {
+                    self.eval(n)
+                }
+            }
+            ExprKind::Pipe(head, cmds) => {
+                let mut v = self.eval(head)?;
+                for cmd in cmds {
+                    let mut vals = Vec::with_capacity(cmd.args.len() + 1);
+                    let mut slotted = false;
+                    for a in &cmd.args {
+                        if matches!(a.kind, ExprKind::Slot) {
+                            if slotted {
+                                return Err(self.fail(a.pos, "_ may stand only once in a command"));
+                            }
+                            slotted = true;
+                            vals.push(v.clone());
+                        } else {
+                            vals.push(self.eval(a)?);
+                        }
+                    }
+                    if !slotted {
+                        vals.insert(0, v);
+                    }
+                    v = self.call(&cmd.name, &vals, cmd.pos)?;
+                }
+                Ok(v)
+            }
+        }
+    }
+
+    fn call(&mut self, name: &str, args: &[Value], pos: usize) -> R<Value> {
+        if let Some(r) = funcs::call(name, args) {
+            return r.map_err(|m| self.fail(pos, m));
+        }
+        if self.engine.render_function.as_deref() == Some(name) {
+            return self.render_template(name, args, pos);
+        }
+        if let Some(f) = self.engine.functions.get(name) {
+            return f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")));
+        }
+        let hint = match name {
+            "isset" => "",
+            "exec" | "includeIfExists" | "dump" => " (this Jet built-in is not supported)",
+            _ => "",
+        };
+        Err(self.fail(pos, format!("function {name:?} is not defined{hint}")))
+    }
+
+    /// The render function: another template's output, as a string.
+    fn render_template(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
+        let (template, context) = match args {
+            [Value::String(t)] => (t, self.context.clone()),
+            [Value::String(t), c] => (t, c.clone()),
+            _ => {
+                return Err(self.fail(pos, format!("{fn_name} needs a template name and optionally a context: {fn_name}(\"_partials/header.conf\", .)")));
+            }
+        };
+        let resolved = resolve_name("", template).map_err(|m| self.fail(pos, m))?;
+        let t = self.load(&resolved).map_err(|e| self.locate_load(e, pos))?;
+        let saved_out = std::mem::take(&mut self.out);
+        let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        let saved_ctx = std::mem::replace(&mut self.context, context);
+        let saved_src = self.src.clone();
+        let saved_blocks = std::mem::replace(&mut self.blocks, t.blocks.clone());
+        let saved_contents = std::mem::take(&mut self.contents);
+        let r = self
+            .enter(t.src.clone(), pos)
+            .and_then(|_| self.list(&t.parsed.body));
+        if r.is_ok() {
+            self.depth -= 1;
+        }
+        let rendered = std::mem::replace(&mut self.out, saved_out);
+        self.scopes = saved_scopes;
+        self.context = saved_ctx;
+        self.src = saved_src;
+        self.blocks = saved_blocks;
+        self.contents = saved_contents;
+        r?;
+        if self.out.len() + rendered.len() > MAX_OUTPUT {
+            return Err(self.fail(pos, format!("output exceeds {MAX_OUTPUT} bytes")));
+        }
+        Ok(Value::String(rendered))
+    }
+
+    fn binary(&mut self, op: &str, l: &Expr, r: &Expr, pos: usize) -> R<Value> {
+        if op == "&&" || op == "||" {
+            let lv = truthy(&self.eval(l)?);
+            if (op == "&&" && !lv) || (op == "||" && lv) {
+                return Ok(Value::Bool(lv));
+            }
+            return Ok(Value::Bool(truthy(&self.eval(r)?)));
+        }
+        let a = self.eval(l)?;
+        let b = self.eval(r)?;
+        match op {
+            "==" => return Ok(Value::Bool(equal(&a, &b))),
+            "!=" => return Ok(Value::Bool(!equal(&a, &b))),
+            _ => {}
+        }
+        if let Value::String(s) = &a
+            && op == "+"
+        {
+            return Ok(Value::String(format!("{s}{}", to_text(&b))));
+        }
+        let num = |v: &Value, side: &Expr| -> R<Num> {
+            match v {
+                Value::Number(n) => Ok(match n.as_i64() {
+                    Some(i) if !n.is_f64() => Num::I(i),
+                    _ => Num::F(n.as_f64().unwrap_or(0.0)),
+                }),
+                // Jet converts a string on the right of a number.
+                Value::String(s) if std::ptr::eq(side, r) => match s.trim().parse::<i64>() {
+                    Ok(i) => Ok(Num::I(i)),
+                    Err(_) => s.trim().parse::<f64>().map(Num::F).map_err(|_| {
+                        self.fail(
+                            side.pos,
+                            format!("{} is not a number: {}", describe(side), show(v)),
+                        )
+                    }),
+                },
+                other => Err(self.fail(
+                    side.pos,
+                    format!(
+                        "{op} needs numbers, but {} is {} {}",
+                        describe(side),
+                        type_name(other),
+                        show(other)
+                    ),
+                )),
+            }
+        };
+        let (x, y) = (num(&a, l)?, num(&b, r)?);
+        let overflow = || self.fail(pos, "integer overflow");
+        match (x, y) {
+            (Num::I(x), Num::I(y)) => {
+                let v = match op {
+                    "+" => x.checked_add(y).ok_or_else(overflow)?,
+                    "-" => x.checked_sub(y).ok_or_else(overflow)?,
+                    "*" => x.checked_mul(y).ok_or_else(overflow)?,
+                    "/" | "%" if y == 0 => return Err(self.fail(r.pos, "division by zero")),
+                    "/" => x.checked_div(y).ok_or_else(overflow)?,
+                    "%" => x.checked_rem(y).ok_or_else(overflow)?,
+                    "<" => return Ok(Value::Bool(x < y)),
+                    "<=" => return Ok(Value::Bool(x <= y)),
+                    ">" => return Ok(Value::Bool(x > y)),
+                    ">=" => return Ok(Value::Bool(x >= y)),
+                    _ => return Err(self.fail(pos, format!("unknown operator {op}"))),
+                };
+                Ok(Value::from(v))
+            }
+            (x, y) => {
+                let (x, y) = (x.f(), y.f());
+                let v = match op {
+                    "+" => x + y,
+                    "-" => x - y,
+                    "*" => x * y,
+                    "/" if y == 0.0 => return Err(self.fail(r.pos, "division by zero")),
+                    "/" => x / y,
+                    "%" => {
+                        let (xi, yi) = (x as i64, y as i64);
+                        if yi == 0 {
+                            return Err(self.fail(r.pos, "division by zero"));
+                        }
+                        return Ok(Value::from(xi.checked_rem(yi).ok_or_else(overflow)?));
+                    }
+                    "<" => return Ok(Value::Bool(x < y)),
+                    "<=" => return Ok(Value::Bool(x <= y)),
+                    ">" => return Ok(Value::Bool(x > y)),
+                    ">=" => return Ok(Value::Bool(x >= y)),
+                    _ => return Err(self.fail(pos, format!("unknown operator {op}"))),
+                };
+                Ok(serde_json::Number::from_f64(v)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null))
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Num {
+    I(i64),
+    F(f64),
+}
+
+impl Num {
+    fn f(self) -> f64 {
+        match self {
+            Num::I(i) => i as f64,
+            Num::F(f) => f,
+        }
+    }
+}
+
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) if !a.is_f64() && !b.is_f64() => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        _ => a == b,
+    }
+}
+
+/// The expression as written, for messages: `data.port`, `.name`.
+fn describe(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Ident(n) => n.clone(),
+        ExprKind::Context => ".".into(),
+        ExprKind::Field(b, n) => match b.kind {
+            ExprKind::Context => format!(".{n}"),
+            _ => format!("{}.{n}", describe(b)),
+        },
+        ExprKind::Index(b, i) => match &i.kind {
+            ExprKind::Lit(v) => format!("{}[{}]", describe(b), show(v)),
+            _ => format!("{}[…]", describe(b)),
+        },
+        ExprKind::Lit(v) => show(v),
+        ExprKind::Call(n, _) => format!("{n}(…)"),
+        _ => "the expression".into(),
+    }
+}

@@ -1,0 +1,350 @@
+//! Splits a template into text and action tokens.
+
+use crate::{Delims, Failure};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    Text(String),
+    Open,
+    Close,
+    Ident(String),
+    /// `.name` written without a space before the dot.
+    Field(String),
+    Dot,
+    Str(String),
+    Int(i64),
+    Float(f64),
+    LParen,
+    RParen,
+    LBrack,
+    RBrack,
+    Comma,
+    Semicolon,
+    Colon,
+    Pipe,
+    Question,
+    Assign,
+    Declare,
+    Op(&'static str),
+    Eof,
+}
+
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub tok: Tok,
+    pub pos: usize,
+    /// Whitespace came right before this token.
+    pub space: bool,
+}
+
+const TRIM_CHARS: &[char] = &[' ', '\t', '\r', '\n'];
+
+pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut trim_next = false;
+    let open = delims.left.as_str();
+    let close = delims.right.as_str();
+    let copen = delims.comment_left.as_str();
+    let cclose = delims.comment_right.as_str();
+    // Where the next comment starts; searched again only once passed, so
+    // lexing stays linear.
+    let mut comment_at: Option<usize> = src.find(copen);
+    loop {
+        let rest = &src[pos..];
+        if let Some(c) = comment_at
+            && c < pos
+        {
+            comment_at = src[pos..].find(copen).map(|n| pos + n);
+        }
+        let at_open = rest.find(open).map(|n| pos + n);
+        let (next, is_comment) = match (at_open, comment_at) {
+            (Some(a), Some(c)) if c < a => (Some(c), true),
+            (Some(a), _) => (Some(a), false),
+            (None, Some(c)) => (Some(c), true),
+            (None, None) => (None, false),
+        };
+        let end = next.unwrap_or(src.len());
+        let mut text = &src[pos..end];
+        if trim_next {
+            text = text.trim_start_matches(TRIM_CHARS);
+            trim_next = false;
+        }
+        let Some(_) = next else {
+            push_text(&mut out, text, pos);
+            out.push(Token {
+                tok: Tok::Eof,
+                pos: src.len(),
+                space: false,
+            });
+            return Ok(out);
+        };
+        if is_comment {
+            push_text(&mut out, text, pos);
+            let body = end + copen.len();
+            match src[body..].find(cclose) {
+                Some(n) => pos = body + n + cclose.len(),
+                None => return Err(Failure::new(end, "unclosed comment")),
+            }
+            continue;
+        }
+        let mut inner = end + open.len();
+        if src[inner..].starts_with("- ") {
+            text = text.trim_end_matches(TRIM_CHARS);
+            inner += 2;
+        }
+        push_text(&mut out, text, pos);
+        out.push(Token {
+            tok: Tok::Open,
+            pos: end,
+            space: false,
+        });
+        let (after, trim) = lex_action(src, inner, close, &mut out)?;
+        pos = after;
+        trim_next = trim;
+    }
+}
+
+fn push_text(out: &mut Vec<Token>, text: &str, pos: usize) {
+    if !text.is_empty() {
+        out.push(Token {
+            tok: Tok::Text(text.to_string()),
+            pos,
+            space: false,
+        });
+    }
+}
+
+/// Lexes one action from `pos`; returns the offset after its closing
+/// delimiter and whether that delimiter trims the following whitespace.
+fn lex_action(
+    src: &str,
+    mut pos: usize,
+    close: &str,
+    out: &mut Vec<Token>,
+) -> Result<(usize, bool), Failure> {
+    let start = pos;
+    let mut space = false;
+    let mut parens = 0usize;
+    let mut brackets = 0usize;
+    loop {
+        let rest = &src[pos..];
+        if parens == 0 && brackets == 0 {
+            if let Some(after) = rest.strip_prefix(" -")
+                && after.starts_with(close)
+            {
+                out.push(Token {
+                    tok: Tok::Close,
+                    pos,
+                    space: true,
+                });
+                return Ok((pos + 2 + close.len(), true));
+            }
+            if rest.starts_with(close) {
+                out.push(Token {
+                    tok: Tok::Close,
+                    pos,
+                    space,
+                });
+                return Ok((pos + close.len(), false));
+            }
+        }
+        let Some(c) = rest.chars().next() else {
+            return Err(Failure::new(
+                start,
+                format!("unclosed action: no closing {close}"),
+            ));
+        };
+        if c.is_whitespace() {
+            space = true;
+            pos += c.len_utf8();
+            continue;
+        }
+        let tok_pos = pos;
+        let two = rest.get(..2).unwrap_or("");
+        let tok = if let Some(op) = ["==", "!=", "<=", ">=", "&&", "||"]
+            .into_iter()
+            .find(|op| *op == two)
+        {
+            pos += 2;
+            Tok::Op(op)
+        } else if two == ":=" {
+            pos += 2;
+            Tok::Declare
+        } else if c == '"' || c == '`' {
+            let (s, len) = lex_string(src, pos)?;
+            pos += len;
+            Tok::Str(s)
+        } else if c == '\'' {
+            // A character literal is its code point, as in Go.
+            let mut it = rest[1..].chars();
+            match (it.next(), it.next()) {
+                (Some(ch), Some('\'')) if ch != '\\' => {
+                    pos += 2 + ch.len_utf8();
+                    Tok::Int(i64::from(u32::from(ch)))
+                }
+                _ => {
+                    return Err(Failure::new(
+                        tok_pos,
+                        "bad character literal: write one character between single quotes",
+                    ));
+                }
+            }
+        } else if c.is_ascii_digit()
+            || (c == '.' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
+        {
+            let (value, len) = lex_number(rest).ok_or_else(|| {
+                Failure::new(
+                    tok_pos,
+                    format!("bad number {}", &rest[..ident_len(rest).max(1)]),
+                )
+            })?;
+            pos += len;
+            Tok::Float(value)
+        } else if c == '_' || c.is_alphabetic() {
+            let len = ident_len(rest);
+            pos += len;
+            Tok::Ident(rest[..len].to_string())
+        } else if c == '.' {
+            let after = &rest[1..];
+            let len = ident_len(after);
+            if len > 0 {
+                pos += 1 + len;
+                Tok::Field(after[..len].to_string())
+            } else {
+                pos += 1;
+                Tok::Dot
+            }
+        } else {
+            pos += c.len_utf8();
+            match c {
+                '(' => {
+                    parens += 1;
+                    Tok::LParen
+                }
+                ')' => {
+                    parens = parens.saturating_sub(1);
+                    Tok::RParen
+                }
+                '[' => {
+                    brackets += 1;
+                    Tok::LBrack
+                }
+                ']' => {
+                    brackets = brackets.saturating_sub(1);
+                    Tok::RBrack
+                }
+                ',' => Tok::Comma,
+                ';' => Tok::Semicolon,
+                ':' => Tok::Colon,
+                '|' => Tok::Pipe,
+                '?' => Tok::Question,
+                '=' => Tok::Assign,
+                '+' => Tok::Op("+"),
+                '-' => Tok::Op("-"),
+                '*' => Tok::Op("*"),
+                '/' => Tok::Op("/"),
+                '%' => Tok::Op("%"),
+                '<' => Tok::Op("<"),
+                '>' => Tok::Op(">"),
+                '!' => Tok::Op("!"),
+                other => {
+                    return Err(Failure::new(
+                        tok_pos,
+                        format!("unexpected character {other:?} in action"),
+                    ));
+                }
+            }
+        };
+        out.push(Token {
+            tok,
+            pos: tok_pos,
+            space,
+        });
+        space = false;
+    }
+}
+
+/// A number at the start of `s` as Go writes it (`12`, `1.5`, `.5`, `5.`,
+/// `1e3`, `0x1F`), and its length.
+fn lex_number(s: &str) -> Option<(f64, usize)> {
+    let b = s.as_bytes();
+    let digits = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        let len = hex
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(hex.len());
+        let value = i64::from_str_radix(&hex[..len], 16).ok()?;
+        return Some((value as f64, 2 + len));
+    }
+    let mut end = digits(0);
+    if end < b.len()
+        && b[end] == b'.'
+        && !b
+            .get(end + 1)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    {
+        end = digits(end + 1);
+    }
+    if end < b.len() && (b[end] == b'e' || b[end] == b'E') {
+        let mut exp = end + 1;
+        if exp < b.len() && (b[exp] == b'+' || b[exp] == b'-') {
+            exp += 1;
+        }
+        let after = digits(exp);
+        if after > exp {
+            end = after;
+        }
+    }
+    if end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+        return None;
+    }
+    Some((s[..end].parse().ok()?, end))
+}
+
+fn ident_len(s: &str) -> usize {
+    s.char_indices()
+        .find(|(_, c)| !(*c == '_' || c.is_alphanumeric()))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len())
+}
+
+fn lex_string(src: &str, start: usize) -> Result<(String, usize), Failure> {
+    let rest = &src[start..];
+    let mut chars = rest.char_indices();
+    let quote = chars.next().map(|(_, c)| c).unwrap_or('"');
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        if c == quote {
+            return Ok((out, i + 1));
+        }
+        if c == '\\' && quote == '"' {
+            let Some((_, e)) = chars.next() else { break };
+            match e {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                '\\' => out.push('\\'),
+                '"' => out.push('"'),
+                '\'' => out.push('\''),
+                other => {
+                    return Err(Failure::new(
+                        start + i,
+                        format!("unknown escape sequence \\{other} in string"),
+                    ));
+                }
+            }
+            continue;
+        }
+        if c == '\n' && quote == '"' {
+            break;
+        }
+        out.push(c);
+    }
+    Err(Failure::new(start, "unterminated string"))
+}

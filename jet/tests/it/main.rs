@@ -1,0 +1,3 @@
+//! The crate's integration tests, one binary: one module per area.
+
+mod corpus;

@@ -1,0 +1,2 @@
+#!/bin/bash
+curl -sf http://localhost:[[ data.port ]]/health || exit 1

@@ -1,0 +1,196 @@
+//! holo-file stages the writes of a batch and commits them together: every
+//! temp file is written, made durable, renamed into place, and then each
+//! directory is synced. Here the plugin kills itself (test mode's
+//! `HOLO_TEST_KILL_AT`) at each step of that commit. Before the renames
+//! every target holds its old content and no state record exists; after
+//! them every target holds its new content. The next apply converges,
+//! keeps every original and leaves no temp file.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const HOLO: &str = env!("CARGO_BIN_EXE_holo");
+const FILES: usize = 12;
+
+/// Builds holo-file beside the driver under test.
+fn holo_file() -> PathBuf {
+    let binary = Path::new(HOLO).with_file_name("holo-file");
+    let cargo = option_env!("CARGO").unwrap_or("cargo");
+    let mut build = Command::new(cargo);
+    build
+        .args(["build", "--quiet", "-p", "holo-file", "--bin", "holo-file"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if Path::new(HOLO).parent().and_then(Path::file_name) == Some("release".as_ref()) {
+        build.arg("--release");
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(status.success(), "cargo build -p holo-file failed");
+    binary
+}
+
+fn old_content(index: usize) -> String {
+    format!("old {index}\n")
+}
+
+fn new_content(index: usize) -> String {
+    format!("new {index}\n")
+}
+
+/// Files in two directories; even ones exist before with old content.
+fn target(root: &Path, index: usize) -> PathBuf {
+    root.join(format!("etc/d{}/f{index}.conf", index % 2))
+}
+
+fn make_root(dir: &Path, plugin: &Path) -> PathBuf {
+    let root = dir.join("root");
+    for sub in ["run", "usr/share/holo/file", "etc/d0", "etc/d1"] {
+        fs::create_dir_all(root.join(sub)).expect("mkdir");
+    }
+    fs::create_dir_all(dir.join("tmp")).expect("mkdir");
+    fs::write(
+        root.join("etc/holorc"),
+        format!("plugin file={}\n", plugin.display()),
+    )
+    .expect("holorc");
+    let me = fs::metadata(dir).expect("stat");
+    let mut resources = String::new();
+    for index in 0..FILES {
+        resources.push_str(&format!(
+            "[[file]]\nname = \"/{}\"\ncontent = {:?}\nowner = \"{}\"\ngroup = \"{}\"\nmode = \"0640\"\n\n",
+            target(Path::new(""), index).display(),
+            new_content(index),
+            me.uid(),
+            me.gid()
+        ));
+        if index % 2 == 0 {
+            fs::write(target(&root, index), old_content(index)).expect("old file");
+        }
+    }
+    fs::write(root.join("usr/share/holo/file/files.toml"), resources).expect("resources");
+    root
+}
+
+fn apply(dir: &Path, root: &Path, kill_at: Option<&str>) -> Output {
+    let mut command = Command::new(HOLO);
+    command
+        .arg("apply")
+        .env("HOLO_ROOT_DIR", root)
+        .env("TMPDIR", dir.join("tmp"))
+        .env_remove("HOLO_NO_BATCH")
+        .env_remove("HOLO_TEST_STAGED_FILES");
+    match kill_at {
+        Some(step) => command.env("HOLO_TEST_KILL_AT", step),
+        None => command.env_remove("HOLO_TEST_KILL_AT"),
+    };
+    let output = command.output().expect("run holo apply");
+    // The killed plugin's lock is no concern of this test.
+    let _ = fs::remove_file(root.join("run/holo.pid"));
+    output
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// How many targets hold their new content; panics on any other content.
+fn count_new(root: &Path) -> usize {
+    (0..FILES)
+        .filter(|index| match fs::read_to_string(target(root, *index)) {
+            Ok(text) if text == new_content(*index) => true,
+            Ok(text) if index % 2 == 0 && text == old_content(*index) => false,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && index % 2 == 1 => false,
+            other => panic!("{}: unexpected {other:?}", target(root, *index).display()),
+        })
+        .count()
+}
+
+fn temp_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let entry = entry.expect("entry");
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".holo-tmp-")
+        {
+            found.push(entry.path());
+        }
+        if entry.file_type().expect("type").is_dir() {
+            temp_files(&entry.path(), found);
+        }
+    }
+}
+
+fn records(root: &Path) -> usize {
+    fs::read_dir(root.join("var/lib/holo/file"))
+        .map(|entries| {
+            entries
+                .filter(|entry| {
+                    entry
+                        .as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".toml"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_commit_killed_at_each_step_leaves_old_or_new_content_and_converges() {
+    let plugin = holo_file();
+    for (step, renamed) in [("staged", false), ("durable", false), ("renamed", true)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = make_root(dir.path(), &plugin);
+        let killed = apply(dir.path(), &root, Some(step));
+        assert_ne!(killed.status.code(), Some(0), "{step}: {}", text(&killed));
+        let mut strays = Vec::new();
+        temp_files(&root, &mut strays);
+        if renamed {
+            assert_eq!(count_new(&root), FILES, "{step}: every file is in place");
+            assert_eq!(
+                records(&root),
+                FILES,
+                "{step}: every record follows its file"
+            );
+            assert!(strays.is_empty(), "{step}: {strays:?}");
+        } else {
+            assert_eq!(count_new(&root), 0, "{step}: no file is replaced yet");
+            assert_eq!(records(&root), 0, "{step}: no record before its file");
+            assert!(
+                !strays.is_empty(),
+                "{step}: the staged temp files are there"
+            );
+        }
+
+        let converged = apply(dir.path(), &root, None);
+        assert_eq!(converged.status.code(), Some(0), "{}", text(&converged));
+        assert!(!text(&converged).contains("!!"), "{}", text(&converged));
+        assert_eq!(count_new(&root), FILES, "{step}: converged");
+        for index in (0..FILES).step_by(2) {
+            let saved = root
+                .join("var/lib/holo/file/base")
+                .join(target(Path::new(""), index));
+            assert_eq!(
+                fs::read_to_string(&saved).ok(),
+                Some(old_content(index)),
+                "{step}: {} holds the original",
+                saved.display()
+            );
+        }
+        for index in 0..FILES {
+            let meta = fs::metadata(target(&root, index)).expect("stat");
+            assert_eq!(meta.mode() & 0o7777, 0o640, "{step}: mode of {index}");
+        }
+        let mut strays = Vec::new();
+        temp_files(&root, &mut strays);
+        assert!(strays.is_empty(), "{step}: temp files left: {strays:?}");
+    }
+}
