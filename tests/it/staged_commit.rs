@@ -14,20 +14,9 @@ use std::process::{Command, Output};
 const HOLO: &str = env!("CARGO_BIN_EXE_holo");
 const FILES: usize = 12;
 
-/// Builds holo-file beside the driver under test.
+/// holo-file from the workspace's build, beside the driver under test.
 fn holo_file() -> PathBuf {
-    let binary = Path::new(HOLO).with_file_name("holo-file");
-    let cargo = option_env!("CARGO").unwrap_or("cargo");
-    let mut build = Command::new(cargo);
-    build
-        .args(["build", "--quiet", "-p", "holo-file", "--bin", "holo-file"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if Path::new(HOLO).parent().and_then(Path::file_name) == Some("release".as_ref()) {
-        build.arg("--release");
-    }
-    let status = build.status().expect("run cargo build");
-    assert!(status.success(), "cargo build -p holo-file failed");
-    binary
+    test_support::binary("holo-file")
 }
 
 fn old_content(index: usize) -> String {

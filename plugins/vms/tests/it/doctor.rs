@@ -175,21 +175,6 @@ fn qemu_tools_of_different_releases_warn_and_without_kvm_tcg_is_used() {
         line(&report, "accelerator").contains("HOLOS_ACCEL=kvm, but "),
         "{report}"
     );
-    // Where KVM works (the fake's FAKE_QEMU_KVM=1 answers query-kvm with
-    // enabled), the probe launch finds it. The probe first needs /dev/kvm.
-    if Path::new("/dev/kvm").exists() {
-        for accel in [None, Some("kvm")] {
-            let mut env = vec![("FAKE_QEMU_KVM", "1")];
-            env.extend(accel.map(|a| ("HOLOS_ACCEL", a)));
-            let (out, report) = host.doctor_on_own_path(&env);
-            assert_eq!(out.status.code(), Some(0), "{report}");
-            assert_eq!(
-                line(&report, "accelerator"),
-                "ok    accelerator          KVM (the probe launch with KVM worked)",
-                "{report}"
-            );
-        }
-    }
     let (out, report) = host.doctor_on_own_path(&[("HOLOS_ACCEL", "fast")]);
     assert_eq!(out.status.code(), Some(1), "{report}");
     assert!(
@@ -231,6 +216,31 @@ fn qemu_tools_of_different_releases_warn_and_without_kvm_tcg_is_used() {
         !report.contains("free disk"),
         "no free space without a state directory:\n{report}"
     );
+}
+
+#[test]
+#[ignore = "needs ssh, ssh-keygen and KVM (/dev/kvm)"]
+fn where_kvm_works_the_probe_launch_finds_it() {
+    test_support::require_tools(&["ssh", "ssh-keygen"], "openssh-client");
+    // The probe first needs /dev/kvm; the fake's FAKE_QEMU_KVM=1 answers
+    // query-kvm with enabled.
+    test_support::require_path(Path::new("/dev/kvm"), "KVM (/dev/kvm)");
+    let host = Host::new();
+    host.fake_qemu()
+        .qemu_img_8_2()
+        .real("ssh")
+        .real("ssh-keygen");
+    for accel in [None, Some("kvm")] {
+        let mut env = vec![("FAKE_QEMU_KVM", "1")];
+        env.extend(accel.map(|a| ("HOLOS_ACCEL", a)));
+        let (out, report) = host.doctor_on_own_path(&env);
+        assert_eq!(out.status.code(), Some(0), "{report}");
+        assert_eq!(
+            line(&report, "accelerator"),
+            "ok    accelerator          KVM (the probe launch with KVM worked)",
+            "{report}"
+        );
+    }
 }
 
 #[test]
