@@ -9,6 +9,7 @@ mod driver_extensions;
 mod driver_in_root;
 mod driver_inplace;
 mod driver_interrupt;
+mod driver_interrupt_commands;
 mod driver_limits;
 mod driver_no_hang;
 mod driver_resources;
