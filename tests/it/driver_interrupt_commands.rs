@@ -12,22 +12,26 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// While `hang` exists the post command becomes `sleep 30`; otherwise it
-/// records a run in `posts`. Either way its pid goes to `pids`.
+/// While `hang` exists the post command waits for a `sleep 30` in the
+/// background (which a non-interactive shell starts with SIGINT ignored,
+/// so only an end of the whole process group stops it); otherwise it
+/// records a run in `posts`. The pids of the shell and the sleep go to
+/// `pids`.
 const SCAFFOLD: &str = r#"
 [[scaffold]]
 name = "/srv/app"
 source = "app"
-post = [{ "*.conf" = '''sh -c 'echo $$ >> "$HOLO_ROOT_DIR/pids"; if [ -e "$HOLO_ROOT_DIR/hang" ]; then exec sleep 30; fi; echo "$1" >> "$HOLO_ROOT_DIR/posts"' post''' }]
+post = [{ "*.conf" = '''sh -c 'echo $$ >> "$HOLO_ROOT_DIR/pids"; if [ -e "$HOLO_ROOT_DIR/hang" ]; then sleep 30 & echo $! >> "$HOLO_ROOT_DIR/pids"; wait; exit 1; fi; echo "$1" >> "$HOLO_ROOT_DIR/posts"' post''' }]
 "#;
 
-/// A health check without `timeout` that runs `sleep 30`.
+/// A health check without `timeout` that waits for a `sleep 30` in the
+/// background; the pids of both go to `pids`.
 const CHECKED_EXEC: &str = r#"
 [[exec]]
 name = "checked"
 provider = "shell"
 command = "true"
-health_checks = [{ command = '''sh -c 'echo $$ >> "$HOLO_ROOT_DIR/pids"; exec sleep 30' ''' }]
+health_checks = [{ command = '''sh -c 'echo $$ >> "$HOLO_ROOT_DIR/pids"; sleep 30 & echo $! >> "$HOLO_ROOT_DIR/pids"; wait' ''' }]
 "#;
 
 fn run_holo(root: &Path, name: &str) -> Command {
@@ -77,11 +81,11 @@ fn pids(root: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Sends `signal` to holo alone once the command has written its pid;
-/// returns holo's exit code and output and the command's pid.
-fn interrupt(root: &Path, holo: &mut Child, signal: Signal) -> (i32, String, i32) {
+/// Sends `signal` to holo alone once the shell and its sleep have written
+/// their pids; returns holo's exit code and output and those pids.
+fn interrupt(root: &Path, holo: &mut Child, signal: Signal) -> (i32, String, Vec<i32>) {
     let started = Instant::now();
-    while pids(root).is_empty() {
+    while pids(root).len() < 2 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the command did not start within 60 s"
@@ -92,10 +96,10 @@ fn interrupt(root: &Path, holo: &mut Child, signal: Signal) -> (i32, String, i32
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let command = pids(root)[0];
-    // Let `sh` exec the sleep, so that the signal meets `sleep 30`.
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(alive(command), "the command (pid {command}) already ended");
+    let command = pids(root);
+    for pid in &command {
+        assert!(alive(*pid), "pid {pid} already ended");
+    }
     kill(Pid::from_raw(holo.id() as i32), signal).unwrap();
     let sent = Instant::now();
     let status = loop {
@@ -113,7 +117,14 @@ fn interrupt(root: &Path, holo: &mut Child, signal: Signal) -> (i32, String, i32
     (status.code().unwrap_or(-1), text, command)
 }
 
-fn assert_interrupted(root: &Path, code: i32, text: &str, command: i32, signal: Signal, id: &str) {
+fn assert_interrupted(
+    root: &Path,
+    code: i32,
+    text: &str,
+    command: &[i32],
+    signal: Signal,
+    id: &str,
+) {
     assert_eq!(code, 128 + signal as i32, "{text}");
     let line = format!("!! interrupted by {}", signal.as_str());
     assert_eq!(
@@ -125,10 +136,15 @@ fn assert_interrupted(root: &Path, code: i32, text: &str, command: i32, signal: 
     // holo waits for what the run started; allow the kernel a moment to
     // reap a grandchild.
     let started = Instant::now();
-    while alive(command) && started.elapsed() < Duration::from_secs(5) {
+    while command.iter().any(|pid| alive(*pid)) && started.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!alive(command), "the command (pid {command}) outlived holo");
+    for pid in command {
+        assert!(
+            !alive(*pid),
+            "pid {pid} of the command outlived holo:\n{text}"
+        );
+    }
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("var/lib/holo/last-run.json")).unwrap(),
     )
@@ -154,7 +170,7 @@ fn sigterm_during_a_scaffold_post_command_ends_it_and_the_next_apply_runs_it_aga
         path,
         code,
         &text,
-        command,
+        &command,
         Signal::SIGTERM,
         "scaffold:/srv/app",
     );
@@ -193,6 +209,6 @@ fn sigint_during_a_health_check_without_timeout_ends_it() {
 
     let mut holo = start_apply(path, "out1");
     let (code, text, command) = interrupt(path, &mut holo, Signal::SIGINT);
-    assert_interrupted(path, code, &text, command, Signal::SIGINT, "exec:checked");
-    assert_eq!(pids(path).len(), 1, "the check ran once");
+    assert_interrupted(path, code, &text, &command, Signal::SIGINT, "exec:checked");
+    assert_eq!(pids(path).len(), 2, "the check ran once");
 }
