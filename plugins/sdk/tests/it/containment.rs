@@ -26,7 +26,7 @@ fn state_records_and_atomic_writes_stay_inside_the_root() {
     let before = escapes.outside_the_root();
 
     let run = |operation: &[&str]| {
-        let output = assert_cmd::Command::new(test_support::binary("holo-demo"))
+        let output = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("holo-demo"))
             .args(operation)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

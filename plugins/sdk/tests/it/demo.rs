@@ -52,7 +52,7 @@ impl Fixture {
         command
             .arg("-c")
             .arg(r#"exec "$0" "$@" 3>"$FD3_CAPTURE""#)
-            .arg(test_support::binary("holo-demo"))
+            .arg(assert_cmd::cargo::cargo_bin!("holo-demo"))
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -269,7 +269,7 @@ fn errors_and_unknown_operations_exit_1_with_a_message() {
 #[test]
 fn a_plugin_run_by_hand_scans_first_and_skips_a_closed_fd3() {
     let fixture = Fixture::new(TWO_DEMOS);
-    let output = std::process::Command::new(test_support::binary("holo-demo"))
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-demo"))
         .args(["apply", "demo:a"])
         .env_clear()
         .env("HOLO_ROOT_DIR", fixture.root())

@@ -20,7 +20,7 @@ impl Fake {
     fn new() -> Fake {
         let dir = tempfile::tempdir().expect("temporary directory");
         let program = dir.path().join("qemu-system-x86_64");
-        std::os::unix::fs::symlink(test_support::binary("fake-qemu-system-x86_64"), &program)
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"), &program)
             .expect("symlink the fake");
         Fake { dir, program }
     }
