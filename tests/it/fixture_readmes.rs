@@ -3,7 +3,9 @@
 //! failing case has only the expected outputs to guess its purpose from.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::fixtures::discover_cases;
 
 #[test]
 fn every_fixture_case_has_a_readme() {
@@ -37,41 +39,4 @@ fn every_fixture_case_has_a_readme() {
         cases.len(),
         problems.join("\n")
     );
-}
-
-/// Every directory `tests/cases/<suite>/<case>` that looks like a case (it
-/// has a `source-tree` or an `expected-*` file), as the fixture runner in
-/// tests/fixtures.rs finds them.
-fn discover_cases(cases_root: &Path) -> Vec<PathBuf> {
-    let mut cases = Vec::new();
-    for suite in subdirectories(cases_root) {
-        for case in subdirectories(&suite) {
-            let looks_like_case = fs::read_dir(&case)
-                .map(|entries| {
-                    entries.flatten().any(|entry| {
-                        let name = entry.file_name();
-                        let name = name.to_string_lossy();
-                        name == "source-tree" || name.starts_with("expected-")
-                    })
-                })
-                .unwrap_or(false);
-            if looks_like_case {
-                cases.push(case);
-            }
-        }
-    }
-    cases.sort();
-    cases
-}
-
-fn subdirectories(dir: &Path) -> Vec<PathBuf> {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|entry| entry.path())
-                .filter(|path| path.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
 }

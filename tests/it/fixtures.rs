@@ -134,8 +134,9 @@ fn run_holo_test(case: &Path, shell_plugins: &Path, binaries: &Path, no_batch: b
 }
 
 /// Every directory `tests/cases/<suite>/<case>` that looks like a case (it
-/// has a `source-tree` or an `expected-*` file), sorted.
-fn discover_cases(cases_root: &Path) -> Vec<PathBuf> {
+/// has a `source-tree` or an `expected-*` file), sorted; also what
+/// fixture_readmes checks.
+pub(crate) fn discover_cases(cases_root: &Path) -> Vec<PathBuf> {
     let mut cases = Vec::new();
     for suite in sorted_subdirectories(cases_root) {
         for case in sorted_subdirectories(&suite) {
