@@ -19,6 +19,11 @@ pub struct Plugin {
     /// As Holo 3 prints it.
     pub binary: String,
     pub extensions: BTreeSet<String>,
+    /// What a timeout message calls it: `plugin holo-ID` or `generator PATH`.
+    label: String,
+    /// Stderr goes into the stdout pipe, which keeps the order of the two
+    /// (a generator's output, as Go's `CombinedOutput`).
+    combined_output: bool,
     /// `KEY=VALUE` for posix_spawn, built once per plugin.
     env: Vec<CString>,
     /// When the running operation's timeout started.
@@ -57,6 +62,8 @@ impl Plugin {
             id: id.to_string(),
             binary: binary.to_string(),
             extensions: BTreeSet::new(),
+            label: format!("plugin holo-{id}"),
+            combined_output: false,
             env: Vec::new(),
             started: std::cell::Cell::new(std::time::Instant::now()),
         };
@@ -116,6 +123,31 @@ impl Plugin {
                 self.binary,
                 paths::errno_text(e)
             )),
+        }
+    }
+
+    /// A resource generator, run (with no arguments) like a plugin: in a
+    /// session of its own, with the scan timeout, signals passed on and its
+    /// output streamed. It gets holo's environment and `vars`.
+    pub fn generator(path: &str, vars: &[(&str, &str)]) -> Plugin {
+        let env = std::env::vars_os()
+            .filter(|(key, _)| !vars.iter().any(|(name, _)| key == name))
+            .chain(vars.iter().map(|(key, value)| (key.into(), value.into())))
+            .filter_map(|(key, value)| {
+                let mut pair = key.into_vec();
+                pair.push(b'=');
+                pair.extend(value.into_vec());
+                CString::new(pair).ok()
+            })
+            .collect();
+        Plugin {
+            id: String::new(),
+            binary: path.to_string(),
+            extensions: BTreeSet::new(),
+            label: format!("generator {path}"),
+            combined_output: true,
+            env,
+            started: std::cell::Cell::new(std::time::Instant::now()),
         }
     }
 
@@ -249,7 +281,12 @@ impl Plugin {
             .map_or(null.as_raw_fd(), |fd| fd.as_raw_fd());
         actions.add_dup2(stdin_fd, 0)?;
         actions.add_dup2(out_write.as_raw_fd(), 1)?;
-        actions.add_dup2(err_write.as_raw_fd(), 2)?;
+        let stderr_write = if self.combined_output {
+            &out_write
+        } else {
+            &err_write
+        };
+        actions.add_dup2(stderr_write.as_raw_fd(), 2)?;
         if let Some((_, write)) = &fd3 {
             actions.add_dup2(write.as_raw_fd(), 3)?;
         }
@@ -318,8 +355,8 @@ impl Plugin {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "plugin holo-{} timed out after {limit} ({variable}); it was ended with every process it started",
-                    self.id
+                    "{} timed out after {limit} ({variable}); it was ended with every process it started",
+                    self.label
                 ),
             ));
         }
@@ -345,7 +382,8 @@ pub const TIMEOUT_VARIABLES: [&str; 2] = ["HOLO_APPLY_TIMEOUT", "HOLO_SCAN_TIMEO
 /// The timeout of an operation and the variable that sets it.
 fn operation_timeout(operation: &str) -> (Option<std::time::Duration>, &'static str) {
     let (variable, default) = match operation {
-        "info" | "scan" | "diff" => (TIMEOUT_VARIABLES[1], DEFAULT_SCAN_TIMEOUT),
+        // No operation: a generator, which runs as part of the scan.
+        "info" | "scan" | "diff" | "" => (TIMEOUT_VARIABLES[1], DEFAULT_SCAN_TIMEOUT),
         _ => (TIMEOUT_VARIABLES[0], DEFAULT_APPLY_TIMEOUT),
     };
     let limit = match std::env::var(variable) {

@@ -4,6 +4,7 @@
 
 use crate::output::{Output, Stream};
 use crate::paths;
+use crate::plugin::{Chunk, StderrLines};
 use sha2::Digest;
 use std::collections::HashMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -71,33 +72,34 @@ impl Runtime {
         let cache = paths::join(&self.cache, &name);
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("mkdir {cache}: {}", paths::errno_text(&e)))?;
-        // One pipe for stdout and stderr keeps their order, as Go's
-        // CombinedOutput does.
-        let run = || -> std::io::Result<(std::process::ExitStatus, Vec<u8>)> {
-            let (mut reader, writer) = std::io::pipe()?;
-            let mut child = std::process::Command::new(generator)
-                .env("HOLO_CACHE_DIR", &cache)
-                .env(
-                    "HOLO_RESOURCE_ROOT",
-                    paths::join(&self.root, "usr/share/holo"),
-                )
-                .env("OUT", &self.virtual_root)
-                .stdin(std::process::Stdio::null())
-                .stdout(writer.try_clone()?)
-                .stderr(writer)
-                .spawn()?;
-            let mut combined = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut combined)?;
-            Ok((child.wait()?, combined))
-        };
-        let (status, combined) =
-            run().map_err(|e| format!("could not run {generator}: {}", paths::errno_text(&e)))?;
-        for line in String::from_utf8_lossy(&combined).lines() {
-            let line = line.trim();
+        let resource_root = paths::join(&self.root, "usr/share/holo");
+        let runner = crate::plugin::Plugin::generator(
+            generator,
+            &[
+                ("HOLO_CACHE_DIR", &cache),
+                ("HOLO_RESOURCE_ROOT", &resource_root),
+                ("OUT", &self.virtual_root),
+            ],
+        );
+        // Stdout and stderr in one pipe, in their order; each line is shown
+        // as it arrives (Holo 3 shows them all at the end).
+        let mut lines = StderrLines::default();
+        let mut show = |line: &[u8]| {
+            let text = String::from_utf8_lossy(line);
+            let line = text.trim();
             if !line.is_empty() {
                 out.warn(Stream::Err, &format!("output from {generator}: {line}"));
             }
-        }
+        };
+        let result = runner.run(&[], &[], None, false, |chunk| match chunk {
+            Chunk::Stdout(bytes) | Chunk::Stderr(bytes) => lines.push(bytes, &mut show),
+            Chunk::Fd3(_) => {}
+        });
+        lines.finish(&mut show);
+        let status = result.map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted => e.to_string(),
+            _ => format!("could not run {generator}: {}", paths::errno_text(&e)),
+        })?;
         if !status.success() {
             return Err(format!(
                 "could not run {generator}: {}",

@@ -169,3 +169,103 @@ fn a_generator_cache_dir_is_named_as_holo3_names_it() {
         "{out}"
     );
 }
+
+/// A generator that never ends: it writes its pid, then sleeps.
+const HANGING_GENERATOR: &str =
+    "#!/bin/sh\necho $$ > \"$HOLO_RESOURCE_ROOT/../../../gen.pid\"\necho started\nsleep 600\n";
+
+fn generator_pid(root: &Path) -> i32 {
+    std::fs::read_to_string(root.join("gen.pid"))
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+fn gone(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty()
+        || stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+}
+
+#[test]
+fn a_generator_that_hangs_times_out_with_the_scan_timeout() {
+    let dir = root("plugin res\n");
+    write_exec(
+        &dir.path().join("usr/share/holo/generators/hang"),
+        HANGING_GENERATOR,
+    );
+    let started = std::time::Instant::now();
+    let output = Command::new(assert_cmd::cargo::cargo_bin("holo"))
+        .arg("scan")
+        .current_dir(dir.path())
+        .env("HOLO_ROOT_DIR", "./")
+        .env("TMPDIR", dir.path().join("tmp"))
+        .env("HOLO_SCAN_TIMEOUT", "1")
+        .env("HOLO_KILL_GRACE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{text}"
+    );
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(">> output from usr/share/holo/generators/hang: started\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("!! generator usr/share/holo/generators/hang timed out after 1s (HOLO_SCAN_TIMEOUT); it was ended with every process it started"),
+        "{text}"
+    );
+    let pid = generator_pid(dir.path());
+    assert!(
+        pid > 0 && gone(pid),
+        "the generator (pid {pid}) outlived holo"
+    );
+}
+
+#[test]
+fn sigterm_during_a_generator_ends_it_and_holo() {
+    use nix::sys::signal::{Signal, kill};
+    let dir = root("plugin res\n");
+    write_exec(
+        &dir.path().join("usr/share/holo/generators/hang"),
+        HANGING_GENERATOR,
+    );
+    let holo = Command::new(assert_cmd::cargo::cargo_bin("holo"))
+        .arg("apply")
+        .current_dir(dir.path())
+        .env("HOLO_ROOT_DIR", "./")
+        .env("TMPDIR", dir.path().join("tmp"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while generator_pid(dir.path()) == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no generator"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    kill(
+        nix::unistd::Pid::from_raw(holo.id() as i32),
+        Signal::SIGTERM,
+    )
+    .unwrap();
+    let output = holo.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{text}"
+    );
+    assert_eq!(output.status.code(), Some(143), "{text}");
+    assert!(text.contains("interrupted by SIGTERM"), "{text}");
+    let pid = generator_pid(dir.path());
+    assert!(gone(pid), "the generator (pid {pid}) outlived holo");
+}
