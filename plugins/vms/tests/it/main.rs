@@ -8,7 +8,6 @@ mod dockerfile;
 mod doctor;
 mod e2e_debian;
 mod errors;
-mod fake_qemu;
 mod features;
 mod golden;
 mod health;

@@ -52,7 +52,7 @@ impl Project {
         std::fs::create_dir(&bin).unwrap();
         if qemu == Qemu::Fake {
             std::os::unix::fs::symlink(
-                env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"),
+                test_support::binary("fake-qemu-system-x86_64"),
                 bin.join("qemu-system-x86_64"),
             )
             .unwrap();

@@ -1,4 +1,4 @@
-//! The fake `qemu-system-x86_64` (a test helper binary) behaves as QEMU 7.2
+//! The fake `qemu-system-x86_64` (this crate's binary) behaves as QEMU 7.2
 //! does where holos observes it: argv, sockets, QMP, serial log, signals.
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,8 +1,8 @@
-//! fake-qemu-system-x86_64: a test helper that stands in for
-//! `qemu-system-x86_64` in holos's fast tests. It is not installed by the
-//! packages (packaging/debian/build-debs installs only `holos` and
-//! `holo-vms`); tests link it into a directory on `PATH` under the name
-//! `qemu-system-x86_64`.
+//! fake-qemu-system-x86_64: a test double that stands in for
+//! `qemu-system-x86_64` in holos's fast tests. It is a crate of its own
+//! (`publish = false`, left out of every release build), so that neither
+//! the packages nor `cargo install --path plugins/vms` carry it; tests link
+//! it into a directory on `PATH` under the name `qemu-system-x86_64`.
 //!
 //! It behaves as QEMU 7.2 does where holos can observe it:
 //! - parses the options as QEMU spells them (`-chardev socket,id=..,path=..,
