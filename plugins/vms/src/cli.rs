@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::compose::Options;
-use crate::diag::Diag;
-use crate::yaml::{Kind, Node, Pos};
+use holos_compose::diag::Diag;
+use holos_compose::load::Options;
+use holos_compose::yaml::{Kind, Node, Pos};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -283,7 +283,7 @@ pub struct VolumesRmArgs {
 
 /// `-w WAIT`: a Compose duration (a bare number is seconds).
 fn parse_wait(text: &str) -> Result<Duration, String> {
-    crate::compose::decode::reader::parse_duration_ms(text)
+    holos_compose::decode::reader::parse_duration_ms(text)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
 }
@@ -403,12 +403,12 @@ pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
 /// Runs one command; on success also returns the lines for standard error:
 /// `warning: ...` for problems that do not stop the load, then (for
 /// `validate` without `--quiet`) the `>>` notes of
-/// [`crate::compose::notes::quiet_semantics`].
+/// [`holos_compose::load::notes::quiet_semantics`].
 pub fn run_with_messages(
     command: &Command,
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
-    let (project, manifest) = crate::resolve(options)?;
+    let (project, manifest) = holos_compose::resolve(options)?;
     let text = render(command, &project, &manifest)?;
     let mut messages: Vec<String> = project
         .warnings
@@ -416,7 +416,7 @@ pub fn run_with_messages(
         .map(|w| format!("warning: {w}"))
         .collect();
     if let Command::Validate { quiet: false, .. } = command {
-        let notes = crate::compose::notes::quiet_semantics(&project);
+        let notes = holos_compose::load::notes::quiet_semantics(&project);
         messages.extend(notes.iter().map(ToString::to_string));
     }
     Ok((text, messages))
@@ -424,8 +424,8 @@ pub fn run_with_messages(
 
 fn render(
     command: &Command,
-    project: &crate::compose::Project,
-    manifest: &crate::Manifest,
+    project: &holos_compose::load::Project,
+    manifest: &holos_compose::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
         Command::Config {

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use holo_plugin::{Env, Error, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::Manifest;
-use crate::compose::Options;
-use crate::manifest::Service;
 use crate::runtime::host;
 use crate::runtime::instance;
 use crate::runtime::project::Runtime;
 use crate::runtime::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
+use holos_compose::Manifest;
+use holos_compose::load::Options;
+use holos_compose::manifest::Service;
 
 /// The one compose file name a project directory holds.
 pub const COMPOSE_FILE: &str = "holos.yaml";
@@ -138,7 +138,7 @@ fn options(file: &ProjectFile) -> Options {
 
 /// The compose errors, one a line, naming the file as the driver gave it
 /// (relative when `HOLO_ROOT_DIR` is).
-fn diagnostics(file: &ProjectFile, diags: Vec<crate::Diag>) -> Error {
+fn diagnostics(file: &ProjectFile, diags: Vec<holos_compose::Diag>) -> Error {
     let text = diags
         .iter()
         .map(ToString::to_string)
@@ -160,14 +160,14 @@ fn as_given(file: &ProjectFile, text: &str) -> String {
 /// Resolves the project with the IPs its running instances already have.
 pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
     let options = options(file);
-    let (project, first) = crate::resolve(&options).map_err(|d| diagnostics(file, d))?;
+    let (project, first) = holos_compose::resolve(&options).map_err(|d| diagnostics(file, d))?;
     for warning in &project.warnings {
         eprintln!(">> {warning}");
     }
     let record = ProjectRecord::load(&runtime.layout, &first.project).map_err(Error::new)?;
     let manifest = match record {
         Some(record) if !record.instances.is_empty() => {
-            crate::resolve_with_allocations(&options, &record.allocated_ips())
+            holos_compose::resolve_with_allocations(&options, &record.allocated_ips())
                 .map_err(|d| diagnostics(file, d))?
                 .1
         }
@@ -198,7 +198,7 @@ pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
     })
 }
 
-fn port_text(port: &crate::manifest::Port) -> String {
+fn port_text(port: &holos_compose::manifest::Port) -> String {
     let host = port
         .host_port
         .map_or_else(|| "auto".to_string(), |p| p.to_string());

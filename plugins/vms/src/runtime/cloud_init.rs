@@ -18,7 +18,7 @@ use holo_plugin::command::shell_quote;
 
 use super::spec::{BindShare, InstanceSpec, VolumeAttachment};
 use super::yaml_out::to_yaml;
-use crate::manifest::{Command, HostEntry, Service, WriteFile};
+use holos_compose::manifest::{Command, HostEntry, Service, WriteFile};
 
 /// What goes on the seed disk.
 #[derive(Clone, Debug, PartialEq, Eq)]

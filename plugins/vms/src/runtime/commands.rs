@@ -14,7 +14,7 @@ use super::ssh;
 use super::state::{Layout, ProjectRecord};
 use super::{doctor, host, inspect, volumes};
 use crate::cli::{Command, ConsoleArgs, ExecArgs, LogsArgs, PsArgs, VolumesCommand};
-use crate::compose::Options;
+use holos_compose::load::Options;
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
@@ -103,11 +103,11 @@ fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(),
 /// Resolves the compose project, printing its errors the way `validate` does.
 pub(crate) fn resolve(
     options: &Options,
-) -> Result<(crate::compose::Project, crate::Manifest), String> {
-    crate::resolve(options).map_err(|diags| describe(&diags))
+) -> Result<(holos_compose::load::Project, holos_compose::Manifest), String> {
+    holos_compose::resolve(options).map_err(|diags| describe(&diags))
 }
 
-fn describe(diags: &[crate::Diag]) -> String {
+fn describe(diags: &[holos_compose::Diag]) -> String {
     let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
     format!(
         "the compose project has {} error{}:\n{}",
@@ -138,7 +138,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
     let record = ProjectRecord::load(layout, &first.project)?;
     let manifest = match &record {
         Some(record) if !record.instances.is_empty() => {
-            crate::resolve_with_allocations(options, &record.allocated_ips())
+            holos_compose::resolve_with_allocations(options, &record.allocated_ips())
                 .map_err(|diags| describe(&diags))?
                 .1
         }
@@ -148,7 +148,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
         eprintln!("warning: {warning}");
     }
     if !quiet {
-        for note in crate::compose::notes::quiet_semantics(&project) {
+        for note in holos_compose::load::notes::quiet_semantics(&project) {
             eprintln!("{note}");
         }
     }

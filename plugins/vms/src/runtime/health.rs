@@ -23,7 +23,7 @@ use super::project::Runtime;
 use super::spec::InstanceSpec;
 use super::ssh;
 use super::state::ProjectRecord;
-use crate::manifest::{Healthcheck, Manifest, Service};
+use holos_compose::manifest::{Healthcheck, Manifest, Service};
 
 /// The file in the instance directory that holds the health state.
 pub const HEALTH_FILE: &str = "health";

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::image_lock::{self, LockFile};
 use super::state::{Layout, ProjectLock, make_private_dir};
-use crate::images::{self, ImageAlias, ImageTag};
-use crate::manifest::{Image, Manifest};
+use holos_compose::images::{self, ImageAlias, ImageTag};
+use holos_compose::manifest::{Image, Manifest};
 
 /// The default idle timeout of a pull (`HOLOS_PULL_IDLE_TIMEOUT`).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -399,7 +399,7 @@ pub struct ResolvedImage {
 fn resolve_service_image(
     layout: &Layout,
     manifest: &Manifest,
-    service: &crate::manifest::Service,
+    service: &holos_compose::manifest::Service,
     pin: Option<&str>,
     hash_local: bool,
     options: &PullOptions,
@@ -625,7 +625,7 @@ pub fn images_table(layout: &Layout) -> String {
 /// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
 pub fn command(
     runtime: &super::project::Runtime,
-    options: &crate::compose::Options,
+    options: &holos_compose::load::Options,
     command: &crate::cli::Command,
 ) -> Result<(), String> {
     use crate::cli::Command;

@@ -14,7 +14,7 @@ use super::spec::{
     Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
 use super::state::{Layout, ProjectRecord};
-use crate::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
+use holos_compose::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
 
 /// The longest path a unix socket address holds (`sun_path` less the NUL).
 pub const UNIX_SOCKET_PATH_MAX: usize = 107;

@@ -17,7 +17,7 @@ use super::plan::{self, FirmwareFiles, PlanInputs, PlannedInstance};
 use super::spec::InstanceSpec;
 use super::ssh;
 use super::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord, RECORD_VERSION};
-use crate::manifest::Manifest;
+use holos_compose::manifest::Manifest;
 
 /// The default size of a named volume.
 pub const DEFAULT_VOLUME_BYTES: u64 = 10 * 1024 * 1024 * 1024;

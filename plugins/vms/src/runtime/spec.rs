@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{Hook, PciDevice};
+use holos_compose::manifest::{Hook, PciDevice};
 
 /// How QEMU executes guest code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

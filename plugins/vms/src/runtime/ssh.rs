@@ -13,7 +13,7 @@ use holo_plugin::process::Command;
 
 use super::spec::InstanceSpec;
 use super::state::make_private_dir;
-use crate::manifest::{self, Hook};
+use holos_compose::manifest::{self, Hook};
 
 /// The project's key pair (made once with `ssh-keygen`, then reused);
 /// returns the private key path and the public key line.

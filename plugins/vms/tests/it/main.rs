@@ -12,7 +12,6 @@ mod features;
 mod golden;
 mod health;
 mod images;
-mod no_panic;
 mod notes;
 mod one_validator;
 mod ops;

@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::compose::Options;
-use holo_vms::manifest::Manifest;
 use holo_vms::runtime::cloud_init::{self, SeedDocuments, SeedInputs};
 use holo_vms::runtime::plan::{FirmwareFiles, PlanInputs, PlannedInstance, plan};
 use holo_vms::runtime::spec::Accel;
 use holo_vms::runtime::state::Layout;
 use holo_vms::runtime::{qemu, seed_iso};
+use holos_compose::load::Options;
+use holos_compose::manifest::Manifest;
 use saphyr::{LoadableYamlNode, Yaml};
 
 fn examples_dir() -> PathBuf {
@@ -29,7 +29,7 @@ fn manifest_of(dir: &Path, files: &[(&str, &str)]) -> Manifest {
         environment: BTreeMap::new(),
         ..Options::default()
     };
-    match holo_vms::resolve(&options) {
+    match holos_compose::resolve(&options) {
         Ok((_, manifest)) => manifest,
         Err(errors) => panic!("{} does not resolve: {errors:?}", dir.display()),
     }

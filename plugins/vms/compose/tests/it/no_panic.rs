@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use holo_vms::compose::Options;
-use holo_vms::compose::decode::keys;
+use holos_compose::decode::keys;
+use holos_compose::load::Options;
 use proptest::prelude::*;
 
 fn resolve_text(dir: &tempfile::TempDir, text: &str) {
@@ -14,7 +14,7 @@ fn resolve_text(dir: &tempfile::TempDir, text: &str) {
         ..Options::default()
     };
     // Either outcome is fine; only a panic fails the property.
-    let _ = holo_vms::resolve(&options);
+    let _ = holos_compose::resolve(&options);
 }
 
 /// Scalars that stress typing, interpolation and the field parsers.
@@ -80,7 +80,7 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "[ -~\\n\\t]{0,200}") {
-        let _ = holo_vms::yaml::parse_str(&text, std::path::Path::new("p.yaml"));
+        let _ = holos_compose::yaml::parse_str(&text, std::path::Path::new("p.yaml"));
         let dir = tempfile::tempdir().expect("temporary directory");
         resolve_text(&dir, &text);
     }
@@ -111,22 +111,22 @@ proptest! {
     #[test]
     fn field_parsers_never_panic(text in "\\PC{0,40}") {
         let env = |name: &str| (name == "SET").then(|| "v".to_string());
-        let _ = holo_vms::compose::interpolate::interpolate(&text, &env);
-        let _ = holo_vms::compose::dotenv::parse(&text, &env);
-        let _ = holo_vms::compose::dotenv::parse_raw(&text);
-        let _ = holo_vms::compose::decode::ports::parse_short(&text);
-        let _ = holo_vms::compose::decode::reader::parse_duration_ms(&text);
-        let _ = holo_vms::compose::decode::reader::parse_bytes(&text);
-        let _ = holo_vms::images::resolve_alias(&text);
-        let _ = holo_vms::images::format_from_extension(&text);
+        let _ = holos_compose::load::interpolate::interpolate(&text, &env);
+        let _ = holos_compose::load::dotenv::parse(&text, &env);
+        let _ = holos_compose::load::dotenv::parse_raw(&text);
+        let _ = holos_compose::decode::ports::parse_short(&text);
+        let _ = holos_compose::decode::reader::parse_duration_ms(&text);
+        let _ = holos_compose::decode::reader::parse_bytes(&text);
+        let _ = holos_compose::images::resolve_alias(&text);
+        let _ = holos_compose::images::format_from_extension(&text);
         let dir = std::env::temp_dir();
-        let _ = holo_vms::dockerfile::translate(&text, &dir);
+        let _ = holos_compose::dockerfile::translate(&text, &dir);
     }
 
     #[test]
     fn dollar_heavy_strings_never_panic(text in "[${}:?+\\-a-zA-Z_0-9 ]{0,30}") {
         let env = |name: &str| (name == "SET").then(|| "v".to_string());
-        let _ = holo_vms::compose::interpolate::interpolate(&text, &env);
-        let _ = holo_vms::compose::dotenv::parse(&format!("K={text}\nexport L=\"{text}\"\n"), &env);
+        let _ = holos_compose::load::interpolate::interpolate(&text, &env);
+        let _ = holos_compose::load::dotenv::parse(&format!("K={text}\nexport L=\"{text}\"\n"), &env);
     }
 }

@@ -35,19 +35,9 @@ pub fn absolutize(base: &Path, rel: &str) -> String {
     out.to_string_lossy().into_owned()
 }
 
-/// A string that names a local path rather than an alias or a volume name.
-pub fn is_local_path(text: &str) -> bool {
-    text.starts_with('/')
-        || text.starts_with("./")
-        || text.starts_with("../")
-        || text.starts_with("~/")
-        || text == "."
-        || text == ".."
-}
-
 fn rewrite(node: &mut Node, base: &Path, only_if_path: bool) {
     if let Kind::Scalar { text, .. } = &mut node.kind
-        && (!only_if_path || is_local_path(text))
+        && (!only_if_path || crate::images::is_local_path(text))
     {
         *text = absolutize(base, text);
     }
@@ -124,7 +114,7 @@ pub fn resolve_one_service(service: &mut Node, base: &Path) {
         for volume in volumes {
             if let Kind::Scalar { text, .. } = &mut volume.kind {
                 if let Some((source, rest)) = text.split_once(':')
-                    && is_local_path(source)
+                    && crate::images::is_local_path(source)
                 {
                     *text = format!("{}:{rest}", absolutize(base, source));
                 }

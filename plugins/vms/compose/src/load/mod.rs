@@ -4,7 +4,6 @@
 //! The result is one normalised YAML tree (what `holos config` prints) that
 //! `decode` then turns into typed services.
 
-pub mod decode;
 pub mod dotenv;
 pub mod extends;
 pub mod include;

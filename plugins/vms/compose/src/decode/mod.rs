@@ -3,7 +3,7 @@
 //! port overlaps, `/etc/hosts`).
 
 pub mod build;
-pub mod commands;
+pub mod guest;
 pub mod keys;
 pub mod ports;
 pub mod reader;
@@ -14,8 +14,8 @@ pub mod storage;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use crate::compose::Project;
 use crate::diag::{Diag, Diags, did_you_mean};
+use crate::load::Project;
 use crate::manifest::{Forward, HostEntry, Instance, Manifest, NetworkPlan, Service, Volume};
 use crate::network;
 use crate::yaml::Node;

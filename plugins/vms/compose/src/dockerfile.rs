@@ -230,8 +230,8 @@ fn read_copy_source(
     canonical_context: &Path,
 ) -> Result<Vec<u8>, String> {
     let joined: PathBuf = context.join(source);
-    let lexical = crate::compose::paths::absolutize(context, source);
-    if !Path::new(&lexical).starts_with(crate::compose::paths::absolutize(context, ".")) {
+    let lexical = crate::load::paths::absolutize(context, source);
+    if !Path::new(&lexical).starts_with(crate::load::paths::absolutize(context, ".")) {
         return Err(format!(
             "COPY source {source} is outside the build context {}; move it inside",
             context.display()

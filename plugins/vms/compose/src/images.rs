@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::manifest::Image;
 
-const IMAGES_TOML: &str = include_str!("../../../share/images.toml");
+const IMAGES_TOML: &str = include_str!("../../../../share/images.toml");
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,9 +176,19 @@ pub fn format_from_extension(path: &str) -> Option<&'static str> {
     }
 }
 
+/// A string that names a local path rather than an alias or a volume name.
+pub fn is_local_path(text: &str) -> bool {
+    text.starts_with('/')
+        || text.starts_with("./")
+        || text.starts_with("../")
+        || text.starts_with("~/")
+        || text == "."
+        || text == ".."
+}
+
 /// Whether `image:` names a local file rather than an alias.
 pub fn is_image_path(text: &str) -> bool {
-    crate::compose::paths::is_local_path(text) || format_from_extension(text).is_some()
+    is_local_path(text) || format_from_extension(text).is_some()
 }
 
 /// Resolves an alias reference. Errors list what is known.

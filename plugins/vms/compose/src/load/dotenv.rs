@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::compose::interpolate::{Lookup, interpolate};
+use crate::load::interpolate::{Lookup, interpolate};
 
 /// One `KEY=VALUE` line; `value` is `None` for a bare `KEY` that is unset.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::build::decode_build;
-use super::commands::{
+use super::guest::{
     decode_cloud_init, decode_healthcheck, decode_hooks, duration, hook_to_shell, shell_words,
 };
 use super::keys;
@@ -13,11 +13,11 @@ use super::ports::decode_ports;
 use super::reader::{Reader, child, item};
 use super::resources::{decode_replicas, decode_vm};
 use super::storage::{decode_devices, decode_volumes};
-use crate::compose::Environment;
-use crate::compose::dotenv::read_env_file;
-use crate::compose::interpolate::Lookup;
 use crate::dockerfile::shell_quote;
 use crate::images;
+use crate::load::Environment;
+use crate::load::dotenv::read_env_file;
+use crate::load::interpolate::Lookup;
 use crate::manifest::{Command, Dependency, HostEntry, Image, Service};
 use crate::yaml::{Kind, Node, ScalarType};
 
