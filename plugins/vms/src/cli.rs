@@ -1,12 +1,10 @@
-//! The `holos` command line: parsing every command, running `config`,
-//! `validate` and `version` (the runtime commands, and `images`, `pull` and
-//! `lock`, run in `runtime::commands`), and the entry point shared by the `holos` and
-//! `holo-vms` binaries.
+//! The `holos` command line: parsing every command (the clap types) and
+//! running `config`, `validate` and `version`; the runtime commands, and
+//! `images`, `pull` and `lock`, run in `commands`.
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,33 +32,34 @@ pub struct Cli {
     #[arg(long = "profile", global = true)]
     pub profiles: Vec<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: HolosCommand,
 }
 
 impl Cli {
     /// The compose files: those given before the command, then those after.
     pub fn files(&self) -> Vec<PathBuf> {
         let after = match &self.command {
-            Command::Config { file_args, .. }
-            | Command::Validate { file_args, .. }
-            | Command::Up(UpArgs { file_args, .. })
-            | Command::Down(DownArgs { file_args, .. })
-            | Command::Stop(ServiceArgs { file_args, .. })
-            | Command::Start(ServiceArgs { file_args, .. })
-            | Command::Ps(PsArgs { file_args, .. })
-            | Command::Exec(ExecArgs { file_args, .. })
-            | Command::Console(ConsoleArgs { file_args, .. })
-            | Command::Pull(PullArgs { file_args, .. })
-            | Command::Lock(LockArgs { file_args })
-            | Command::Inspect(InspectArgs { file_args, .. })
-            | Command::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
-            | Command::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
+            HolosCommand::Config { file_args, .. }
+            | HolosCommand::Validate { file_args, .. }
+            | HolosCommand::Up(UpArgs { file_args, .. })
+            | HolosCommand::Down(DownArgs { file_args, .. })
+            | HolosCommand::Stop(ServiceArgs { file_args, .. })
+            | HolosCommand::Start(ServiceArgs { file_args, .. })
+            | HolosCommand::Ps(PsArgs { file_args, .. })
+            | HolosCommand::Exec(ExecArgs { file_args, .. })
+            | HolosCommand::Console(ConsoleArgs { file_args, .. })
+            | HolosCommand::Pull(PullArgs { file_args, .. })
+            | HolosCommand::Lock(LockArgs { file_args })
+            | HolosCommand::Inspect(InspectArgs { file_args, .. })
+            | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
+            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
                 &file_args.files
             }
-            Command::Logs(logs) => &logs.files,
-            Command::Images | Command::Version | Command::Doctor | Command::Completions { .. } => {
-                &Vec::new()
-            }
+            HolosCommand::Logs(logs) => &logs.files,
+            HolosCommand::Images
+            | HolosCommand::Version
+            | HolosCommand::Doctor
+            | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
     }
@@ -76,7 +75,7 @@ pub struct FileArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub enum HolosCommand {
     /// Print the normalised compose file (merged, interpolated, extended).
     Config {
         #[command(flatten)]
@@ -294,23 +293,6 @@ pub enum Format {
     Json,
 }
 
-/// Entry point of both binaries: the `holos` command line when argv[0] is
-/// `holos`, otherwise the holo plugin (whose `holos` subcommand leads here too).
-pub fn main() -> ExitCode {
-    let mut args = std::env::args_os();
-    let program = args.next().unwrap_or_default();
-    if invoked_as_holos(&program) {
-        return run_holos(args);
-    }
-    holo_plugin::run(crate::plugin::VmsPlugin)
-}
-
-/// True when the program was started under the name `holos` (a symlink or a
-/// copy of the one binary counts).
-pub fn invoked_as_holos(program: &OsStr) -> bool {
-    Path::new(program).file_name() == Some(OsStr::new("holos"))
-}
-
 /// The environment as interpolation sees it. Never panics: a variable whose
 /// name is not UTF-8 cannot be named in a compose file and is left out; a
 /// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
@@ -346,7 +328,7 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         working_dir,
         environment,
     };
-    if let Some(code) = crate::runtime::commands::run(&cli.command, &options) {
+    if let Some(code) = crate::commands::run(&cli.command, &options) {
         return code;
     }
     let mut stdout = std::io::stdout().lock();
@@ -377,13 +359,13 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 }
 
 /// The commands that load no compose file: `version` and `completions`.
-fn run_without_project(command: &Command) -> Option<ExitCode> {
+fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
     match command {
-        Command::Version => {
+        HolosCommand::Version => {
             println!("holos {}", env!("CARGO_PKG_VERSION"));
             Some(ExitCode::SUCCESS)
         }
-        Command::Completions { shell } => {
+        HolosCommand::Completions { shell } => {
             let mut script = Vec::new();
             let mut cli = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(*shell, &mut cli, "holos", &mut script);
@@ -396,7 +378,7 @@ fn run_without_project(command: &Command) -> Option<ExitCode> {
 }
 
 /// Runs one command and returns what it prints on success.
-pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
+pub fn run(command: &HolosCommand, options: &Options) -> Result<String, Vec<Diag>> {
     run_with_messages(command, options).map(|(text, _)| text)
 }
 
@@ -405,7 +387,7 @@ pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
 /// `validate` without `--quiet`) the `>>` notes of
 /// [`holos_compose::load::notes::quiet_semantics`].
 pub fn run_with_messages(
-    command: &Command,
+    command: &HolosCommand,
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
     let (project, manifest) = holos_compose::resolve(options)?;
@@ -415,7 +397,7 @@ pub fn run_with_messages(
         .iter()
         .map(|w| format!("warning: {w}"))
         .collect();
-    if let Command::Validate { quiet: false, .. } = command {
+    if let HolosCommand::Validate { quiet: false, .. } = command {
         let notes = holos_compose::load::notes::quiet_semantics(&project);
         messages.extend(notes.iter().map(ToString::to_string));
     }
@@ -423,12 +405,12 @@ pub fn run_with_messages(
 }
 
 fn render(
-    command: &Command,
+    command: &HolosCommand,
     project: &holos_compose::load::Project,
     manifest: &holos_compose::Manifest,
 ) -> Result<String, Vec<Diag>> {
     match command {
-        Command::Config {
+        HolosCommand::Config {
             resolved, format, ..
         } => {
             if *resolved {
@@ -515,7 +497,7 @@ mod tests {
             "echo a > /x",
         ])
         .expect("parses");
-        let Command::Exec(exec) = cli.command else {
+        let HolosCommand::Exec(exec) = cli.command else {
             panic!("not exec: {:?}", cli.command);
         };
         assert_eq!(exec.instance, "web-0");
@@ -523,7 +505,7 @@ mod tests {
         assert_eq!(exec.wait, Some(Duration::from_secs(120)));
         assert_eq!(exec.command, ["sh", "-c", "echo a > /x"]);
         let cli = parse(&["exec", "web-0", "ls", "-la", "--", "x"]).expect("parses");
-        let Command::Exec(exec) = cli.command else {
+        let HolosCommand::Exec(exec) = cli.command else {
             panic!("not exec");
         };
         assert_eq!(exec.command, ["ls", "-la", "--", "x"]);
@@ -534,15 +516,15 @@ mod tests {
         let cli = parse(&["-f", "a.yaml", "up", "--no-wait", "web", "db"]).expect("up");
         assert_eq!(cli.files(), [PathBuf::from("a.yaml")]);
         assert!(
-            matches!(&cli.command, Command::Up(up) if up.no_wait && up.services == ["web", "db"])
+            matches!(&cli.command, HolosCommand::Up(up) if up.no_wait && up.services == ["web", "db"])
         );
         assert!(matches!(
             parse(&["ps", "--json"]).map(|c| c.command),
-            Ok(Command::Ps(PsArgs { json: true, .. }))
+            Ok(HolosCommand::Ps(PsArgs { json: true, .. }))
         ));
         assert!(matches!(
             parse(&["logs", "web", "-f"]).map(|c| c.command),
-            Ok(Command::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
+            Ok(HolosCommand::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
         ));
         let logs = parse(&["logs", "--file", "b.yaml", "-f"]).expect("logs");
         assert_eq!(logs.files(), [PathBuf::from("b.yaml")]);

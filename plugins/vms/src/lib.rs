@@ -1,12 +1,11 @@
 //! holo-vms: the `holos` command line and the holo plugin, on the compose
-//! model of holos-compose.
+//! model of holos-compose and the VM runtime of holos-runtime.
 //!
-//! `plugin` is the holo plugin on the SDK, `cli` the `holos` command line
-//! (one binary answers to both names), `state_dir` the root of the
-//! runtime's state, and `runtime` turns a manifest into running QEMU
-//! instances and back.
+//! `cli` holds the clap types and the entry point shared by the `holos` and
+//! `holo-vms` binaries (one program, chosen by `argv[0]`); `commands` the
+//! handlers of the runtime commands; `plugin` the holo plugin on the SDK.
 
 pub mod cli;
+pub mod commands;
+pub mod entry;
 pub mod plugin;
-pub mod runtime;
-pub mod state_dir;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 
-use crate::manifest::{Command, WriteFile};
+use crate::manifest::{GuestCommand, WriteFile};
 
 /// What a Dockerfile contributes to a service.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct Provisioning {
     /// The `FROM` image, used when the service sets no `image`.
     pub base_image: Option<String>,
     pub write_files: Vec<WriteFile>,
-    pub runcmd: Vec<Command>,
+    pub runcmd: Vec<GuestCommand>,
     pub environment: Vec<(String, String)>,
 }
 
@@ -141,7 +141,7 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
                     prefix.push_str(&format!("cd {} && ", shell_quote(dir)));
                 }
                 out.runcmd
-                    .push(Command::Shell(format!("{prefix}{command}")));
+                    .push(GuestCommand::Shell(format!("{prefix}{command}")));
             }
             "ENV" => match parse_env(&args) {
                 Some(pairs) => out.environment.extend(pairs),
@@ -156,8 +156,10 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
                     (Some(base), false) => format!("{}/{args}", base.trim_end_matches('/')),
                     _ => args.clone(),
                 };
-                out.runcmd
-                    .push(Command::Shell(format!("mkdir -p {}", shell_quote(&dir))));
+                out.runcmd.push(GuestCommand::Shell(format!(
+                    "mkdir -p {}",
+                    shell_quote(&dir)
+                )));
                 workdir = Some(dir);
             }
             "ADD" => {
@@ -324,9 +326,9 @@ mod tests {
         assert_eq!(
             p.runcmd,
             vec![
-                Command::Shell("mkdir -p /srv".into()),
-                Command::Shell("export A=1; export B='two words'; cd /srv && apt-get update &&  apt-get install -y nginx".into()),
-                Command::Shell("export A=1; export B='two words'; cd /srv && echo 'hi there'".into()),
+                GuestCommand::Shell("mkdir -p /srv".into()),
+                GuestCommand::Shell("export A=1; export B='two words'; cd /srv && apt-get update &&  apt-get install -y nginx".into()),
+                GuestCommand::Shell("export A=1; export B='two words'; cd /srv && echo 'hi there'".into()),
             ]
         );
         assert_eq!(p.write_files[0].path, "/srv/conf/app.conf");

@@ -152,16 +152,16 @@ pub struct CloudInit {
     pub fqdn: Option<String>,
     pub packages: Vec<String>,
     pub write_files: Vec<WriteFile>,
-    pub bootcmd: Vec<Command>,
+    pub bootcmd: Vec<GuestCommand>,
     /// Dockerfile provisioning, then command/entrypoint, then the explicit
     /// runcmd, then post_start.
-    pub runcmd: Vec<Command>,
+    pub runcmd: Vec<GuestCommand>,
 }
 
 /// A cloud-init command: a shell string or an argv list.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(untagged)]
-pub enum Command {
+pub enum GuestCommand {
     Shell(String),
     Exec(Vec<String>),
 }
@@ -195,7 +195,7 @@ pub struct Healthcheck {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Hook {
-    pub command: Command,
+    pub command: GuestCommand,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

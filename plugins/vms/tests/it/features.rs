@@ -3,7 +3,7 @@
 
 use crate::common;
 use common::{Fixture, project};
-use holos_compose::manifest::{Command, MountKind};
+use holos_compose::manifest::{GuestCommand as Command, MountKind};
 use std::net::Ipv4Addr;
 
 fn service<'m>(m: &'m holos_compose::Manifest, name: &str) -> &'m holos_compose::manifest::Service {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::cli::{Command, Format, run};
+use holo_vms::cli::{Format, HolosCommand as Command, run};
 use holos_compose::load::Options;
 
 fn examples_dir() -> PathBuf {

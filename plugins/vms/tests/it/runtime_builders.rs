@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::runtime::cloud_init::{self, SeedDocuments, SeedInputs};
-use holo_vms::runtime::plan::{FirmwareFiles, PlanInputs, PlannedInstance, plan};
-use holo_vms::runtime::spec::Accel;
-use holo_vms::runtime::state::Layout;
-use holo_vms::runtime::{qemu, seed_iso};
 use holos_compose::load::Options;
 use holos_compose::manifest::Manifest;
+use holos_runtime::cloud_init::{self, SeedDocuments, SeedInputs};
+use holos_runtime::plan::{FirmwareFiles, PlanInputs, PlannedInstance, plan};
+use holos_runtime::spec::Accel;
+use holos_runtime::state::Layout;
+use holos_runtime::{qemu, seed_iso};
 use saphyr::{LoadableYamlNode, Yaml};
 
 fn examples_dir() -> PathBuf {

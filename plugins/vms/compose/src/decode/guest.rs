@@ -4,7 +4,7 @@
 use super::keys;
 use super::reader::{Reader, child, item, parse_duration_ms};
 use crate::dockerfile::shell_quote;
-use crate::manifest::{CloudInit, Command, Healthcheck, Hook, WriteFile};
+use crate::manifest::{CloudInit, GuestCommand, Healthcheck, Hook, WriteFile};
 use crate::yaml::{Kind, Node};
 
 pub fn duration(r: &mut Reader, node: &Node, path: &str) -> Option<u64> {
@@ -20,12 +20,12 @@ pub fn duration(r: &mut Reader, node: &Node, path: &str) -> Option<u64> {
     ms
 }
 
-pub fn decode_commands(r: &mut Reader, node: &Node, path: &str) -> Vec<Command> {
+pub fn decode_commands(r: &mut Reader, node: &Node, path: &str) -> Vec<GuestCommand> {
     let mut out = Vec::new();
     for (i, entry) in r.list(node, path).iter().enumerate() {
         match &entry.kind {
-            Kind::Scalar { text, .. } => out.push(Command::Shell(text.clone())),
-            Kind::Seq(_) => out.push(Command::Exec(r.strings(entry, &item(path, i)))),
+            Kind::Scalar { text, .. } => out.push(GuestCommand::Shell(text.clone())),
+            Kind::Seq(_) => out.push(GuestCommand::Exec(r.strings(entry, &item(path, i)))),
             _ => r.error(
                 entry,
                 &item(path, i),
@@ -120,8 +120,8 @@ pub fn decode_hooks(r: &mut Reader, node: &Node, path: &str) -> Vec<Hook> {
         }
         let command = match entry.get("command") {
             Some(n) => match &n.kind {
-                Kind::Scalar { text, .. } => Command::Shell(text.clone()),
-                Kind::Seq(_) => Command::Exec(r.strings(n, &child(&hpath, "command"))),
+                Kind::Scalar { text, .. } => GuestCommand::Shell(text.clone()),
+                Kind::Seq(_) => GuestCommand::Exec(r.strings(n, &child(&hpath, "command"))),
                 _ => {
                     r.error(n, &child(&hpath, "command"), "must be a string or a list");
                     continue;
@@ -163,8 +163,8 @@ pub fn hook_to_shell(hook: &Hook) -> String {
         line.push_str(&format!("{k}={} ", shell_quote(v)));
     }
     let command = match &hook.command {
-        Command::Shell(s) => s.clone(),
-        Command::Exec(argv) => argv
+        GuestCommand::Shell(s) => s.clone(),
+        GuestCommand::Exec(argv) => argv
             .iter()
             .map(|a| shell_quote(a))
             .collect::<Vec<_>>()
@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn hooks_render_as_shell() {
         let hook = Hook {
-            command: Command::Exec(vec!["echo".into(), "a b".into()]),
+            command: GuestCommand::Exec(vec!["echo".into(), "a b".into()]),
             user: Some("app".into()),
             working_dir: Some("/srv".into()),
             environment: BTreeMap::from([("X".into(), "1".into())]),

@@ -18,7 +18,7 @@ use crate::images;
 use crate::load::Environment;
 use crate::load::dotenv::read_env_file;
 use crate::load::interpolate::Lookup;
-use crate::manifest::{Command, Dependency, HostEntry, Image, Service};
+use crate::manifest::{Dependency, GuestCommand, HostEntry, Image, Service};
 use crate::yaml::{Kind, Node, ScalarType};
 
 /// What a service decode needs to know about the rest of the project.
@@ -250,14 +250,16 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
             Some(dir) => format!("cd {} && {cmd}", shell_quote(dir)),
             None => cmd,
         };
-        cloud_init.runcmd.push(Command::Shell(cmd));
+        cloud_init.runcmd.push(GuestCommand::Shell(cmd));
     }
     cloud_init.runcmd.extend(explicit_runcmd);
     for hook in field("post_start")
         .map(|n| decode_hooks(r, n, &fpath("post_start")))
         .unwrap_or_default()
     {
-        cloud_init.runcmd.push(Command::Shell(hook_to_shell(&hook)));
+        cloud_init
+            .runcmd
+            .push(GuestCommand::Shell(hook_to_shell(&hook)));
     }
     let pre_stop = field("pre_stop")
         .map(|n| decode_hooks(r, n, &fpath("pre_stop")))

@@ -85,7 +85,7 @@ impl Fixture {
 
     /// `holos config` output, with the fixture directory shown as `DIR`.
     pub fn config(&self) -> String {
-        let command = holo_vms::cli::Command::Config {
+        let command = holo_vms::cli::HolosCommand::Config {
             file_args: holo_vms::cli::FileArgs::default(),
             resolved: false,
             format: holo_vms::cli::Format::Yaml,

@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 
 use holo_plugin::command::shell_quote;
 
-use super::spec::{BindShare, InstanceSpec, VolumeAttachment};
-use super::yaml_out::to_yaml;
-use holos_compose::manifest::{Command, HostEntry, Service, WriteFile};
+use crate::spec::{BindShare, InstanceSpec, VolumeAttachment};
+use crate::yaml_out::to_yaml;
+use holos_compose::manifest::{GuestCommand, HostEntry, Service, WriteFile};
 
 /// What goes on the seed disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -197,10 +197,10 @@ fn write_file(file: &WriteFile) -> Value {
     Value::Object(entry)
 }
 
-fn command(command: &Command) -> Value {
+fn command(command: &GuestCommand) -> Value {
     match command {
-        Command::Shell(text) => json!(text),
-        Command::Exec(argv) => json!(argv),
+        GuestCommand::Shell(text) => json!(text),
+        GuestCommand::Exec(argv) => json!(argv),
     }
 }
 

@@ -7,7 +7,7 @@
 //! - `ssh/<p>/id_ed25519`: the project key;
 //! - `locks/<p>.lock`: held while a command changes the project;
 //! - `images/`: downloaded base images, `<alias>-<tag>-<hash>.qcow2` with a
-//!   `.json` record beside each (`image_cache`);
+//!   `.json` record beside each (`images::cache`);
 //! - `locks/image-<alias>-<tag>.lock`: held while that image is pulled.
 //!
 //! Directories are created 0700, keys and records 0600.
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::InstanceSpec;
+use crate::spec::InstanceSpec;
 
 /// Paths below one state root.
 #[derive(Clone, Debug)]

@@ -23,8 +23,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use holo_plugin::download::{self, Algorithm, Download};
 use serde::{Deserialize, Serialize};
 
-use super::image_lock::{self, LockFile};
-use super::state::{Layout, ProjectLock, make_private_dir};
+use super::lock::{self as image_lock, LockFile};
+use crate::state::{Layout, ProjectLock, make_private_dir};
 use holos_compose::images::{self, ImageAlias, ImageTag};
 use holos_compose::manifest::{Image, Manifest};
 
@@ -620,63 +620,6 @@ pub fn images_table(layout: &Layout) -> String {
         }
     }
     out
-}
-
-/// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
-pub fn command(
-    runtime: &super::project::Runtime,
-    options: &holos_compose::load::Options,
-    command: &crate::cli::Command,
-) -> Result<(), String> {
-    use crate::cli::Command;
-    use std::io::Write;
-    let layout = &runtime.layout;
-    let mut stdout = std::io::stdout().lock();
-    match command {
-        Command::Images => {
-            // A closed stdout (holos images | head) is not an error.
-            let _ = stdout.write_all(images_table(layout).as_bytes());
-        }
-        Command::Pull(args) => {
-            let pull_options = PullOptions::from_env()?;
-            let references = if args.images.is_empty() {
-                let (_, manifest) = super::commands::resolve(options)?;
-                let mut references: Vec<String> = manifest
-                    .services
-                    .iter()
-                    .filter(|s| s.image.path.is_none())
-                    .map(|s| lock_key(&s.image, Path::new(&manifest.directory)))
-                    .collect();
-                references.sort();
-                references.dedup();
-                if references.is_empty() {
-                    eprintln!(
-                        "holos: project {} uses no image alias; nothing to pull",
-                        manifest.project
-                    );
-                }
-                references
-            } else {
-                args.images.clone()
-            };
-            for reference in &references {
-                if images::is_image_path(reference) {
-                    return Err(format!(
-                        "{reference} is a local image file; holos pulls only the built-in aliases (`holos images` lists them)"
-                    ));
-                }
-                let image = pull(layout, reference, &pull_options)?;
-                let _ = writeln!(stdout, "{}", image.path.display());
-            }
-        }
-        Command::Lock(_) => {
-            let (_, manifest) = super::commands::resolve(options)?;
-            let written = write_lock(layout, &manifest)?;
-            eprintln!("holos: wrote {}", written.display());
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,19 +4,20 @@
 //! so a crash never loses track of a running QEMU.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use super::cloud_init::{self, SeedInputs};
-use super::health;
-use super::host;
-use super::instance::{self, LaunchError, Stopped};
-use super::plan::{self, FirmwareFiles, PlanInputs, PlannedInstance};
-use super::spec::InstanceSpec;
-use super::ssh;
-use super::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord, RECORD_VERSION};
+use crate::cloud_init::{self, SeedInputs};
+use crate::health;
+use crate::host;
+use crate::instance::{self, LaunchError, Stopped};
+use crate::plan::{self, FirmwareFiles, PlanInputs, PlannedInstance};
+use crate::settings::HostSettings;
+use crate::spec::InstanceSpec;
+use crate::ssh;
+use crate::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord, RECORD_VERSION};
 use holos_compose::manifest::Manifest;
 
 /// The default size of a named volume.
@@ -26,17 +27,6 @@ const SSH_PORT_ATTEMPTS: usize = 5;
 /// How long `up` waits for each guest's sshd unless `--no-wait` (longer for
 /// a service whose healthcheck allows more, see [`health::sshd_wait`]).
 pub const SSHD_WAIT: Duration = Duration::from_secs(300);
-
-/// The host facts every operation needs.
-pub struct Runtime {
-    pub layout: Layout,
-    /// `/`, or `HOLO_ROOT_DIR` in test mode: where firmware is looked up.
-    pub system_root: PathBuf,
-    /// `HOLOS_ACCEL`.
-    pub forced_accel: Option<String>,
-    /// `HOLOS_HEALTH_BYPASS=1`: healthchecks count as passed.
-    pub health_bypass: bool,
-}
 
 /// `holos up`: what to start and how long to wait.
 pub struct UpRequest<'a> {
@@ -68,7 +58,7 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
     chosen.into_iter().collect()
 }
 
-pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
+pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
     let manifest = request.manifest;
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
@@ -94,7 +84,7 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
     } else {
         with_dependencies(manifest, &request.services)
     };
-    let images = super::image_cache::ensure_project_images(&runtime.layout, manifest, &services)?;
+    let images = crate::images::cache::ensure_project_images(&runtime.layout, manifest, &services)?;
     let inputs = PlanInputs {
         layout: &runtime.layout,
         accel,
@@ -200,7 +190,7 @@ pub fn up(runtime: &Runtime, request: &UpRequest) -> Result<(), String> {
 }
 
 fn ensure_volumes(
-    runtime: &Runtime,
+    runtime: &HostSettings,
     manifest: &Manifest,
     planned: &[PlannedInstance],
 ) -> Result<(), String> {
@@ -365,7 +355,7 @@ fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, String
 }
 
 /// `holos stop [SERVICE]`, last started first.
-pub fn stop(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<(), String> {
+pub fn stop(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), String> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let mut record = load_existing(&runtime.layout, project)?;
     let key = runtime.layout.ssh_key(project);
@@ -384,7 +374,7 @@ pub fn stop(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<(
 }
 
 /// `holos start [SERVICE]`: launches stopped instances on their own disks.
-pub fn start(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<(), String> {
+pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), String> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let mut record = load_existing(&runtime.layout, project)?;
     for name in selected(&record, service, false)? {
@@ -414,7 +404,7 @@ pub fn start(runtime: &Runtime, project: &str, service: Option<&str>) -> Result<
 
 /// `holos down`: stops every instance, removes the instance directories and
 /// the record. Named volumes and the project key stay.
-pub fn down(runtime: &Runtime, project: &str) -> Result<(), String> {
+pub fn down(runtime: &HostSettings, project: &str) -> Result<(), String> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let Some(mut record) = ProjectRecord::load(&runtime.layout, project)? else {
         eprintln!("holos: project {project} has no instances");

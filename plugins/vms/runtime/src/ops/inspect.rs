@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::health;
-use super::host;
-use super::spec::HostForward;
-use super::state::{InstanceRecord, Layout};
+use crate::health;
+use crate::host;
+use crate::spec::HostForward;
+use crate::state::{InstanceRecord, Layout};
 
 /// One instance as `ps --json` and `inspect --json` print it.
 #[derive(Debug, Serialize)]

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::spec::{Accel, InstanceSpec};
+use crate::spec::{Accel, InstanceSpec};
 
 /// The QEMU binary holos starts (looked up on `PATH`).
 pub const QEMU_SYSTEM: &str = "qemu-system-x86_64";

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::spec::{
+use crate::spec::{
     Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
-use super::state::{Layout, ProjectRecord};
+use crate::state::{Layout, ProjectRecord};
 use holos_compose::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
 
 /// The longest path a unix socket address holds (`sun_path` less the NUL).

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use holo_plugin::process::{Command, Status, spawn_detached};
 use nix::sys::signal::Signal;
 
-use super::cloud_init::SeedDocuments;
-use super::host;
-use super::plan::FirmwareFiles;
-use super::qemu::{self, QEMU_SYSTEM};
-use super::qmp::Qmp;
-use super::seed_iso;
-use super::spec::InstanceSpec;
-use super::ssh;
-use super::state::make_private_dir;
+use crate::cloud_init::SeedDocuments;
+use crate::host;
+use crate::plan::FirmwareFiles;
+use crate::qemu::{self, QEMU_SYSTEM};
+use crate::qmp::Qmp;
+use crate::seed_iso;
+use crate::spec::InstanceSpec;
+use crate::ssh;
+use crate::state::make_private_dir;
 
 /// The `qemu-img` binary holos runs (looked up on `PATH`).
 pub const QEMU_IMG: &str = "qemu-img";

@@ -10,7 +10,7 @@ use hadris_iso::rrip::RripOptions;
 use hadris_iso::write::options::{BaseIsoLevel, CreationFeatures, IsoFormatOptions};
 use hadris_iso::write::{InputEntry, InputMetadata, InputTree, IsoImageWriter};
 
-use super::cloud_init::SeedDocuments;
+use crate::cloud_init::SeedDocuments;
 
 /// The volume id cloud-init's NoCloud source looks for.
 pub const VOLUME_ID: &str = "cidata";

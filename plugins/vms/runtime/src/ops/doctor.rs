@@ -17,13 +17,13 @@ use std::time::Duration;
 
 use holo_plugin::process::Command;
 
-use super::host;
-use super::instance::QEMU_IMG;
-use super::plan;
-use super::project::Runtime;
-use super::qemu::QEMU_SYSTEM;
-use super::spec::Accel;
-use super::state::make_private_dir;
+use crate::host;
+use crate::instance::QEMU_IMG;
+use crate::plan;
+use crate::qemu::QEMU_SYSTEM;
+use crate::settings::HostSettings;
+use crate::spec::Accel;
+use crate::state::make_private_dir;
 
 /// Below this much free space `up` fails: no room for an overlay and a seed.
 pub const FREE_FAIL_BYTES: u64 = 512 * 1024 * 1024;
@@ -64,7 +64,7 @@ fn check(level: Level, what: &'static str, text: impl Into<String>) -> Check {
 }
 
 /// Runs every check, prints the report on stdout, and exits 1 on a failure.
-pub fn run(runtime: Result<Runtime, String>) -> ExitCode {
+pub fn run(runtime: Result<HostSettings, String>) -> ExitCode {
     let checks = checks(runtime);
     let mut out = String::new();
     for c in &checks {
@@ -99,7 +99,7 @@ pub fn run(runtime: Result<Runtime, String>) -> ExitCode {
 }
 
 /// Every check, in the order the report shows them.
-pub fn checks(runtime: Result<Runtime, String>) -> Vec<Check> {
+pub fn checks(runtime: Result<HostSettings, String>) -> Vec<Check> {
     let mut checks = Vec::new();
     let system = tool_version(QEMU_SYSTEM, "qemu-system-x86", "QEMU emulator version");
     let img = tool_version(QEMU_IMG, "qemu-utils", "qemu-img version");

@@ -5,16 +5,20 @@
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::project::{self, Runtime, UpRequest};
-use super::ssh;
-use super::state::{Layout, ProjectRecord};
-use super::{doctor, host, inspect, volumes};
-use crate::cli::{Command, ConsoleArgs, ExecArgs, LogsArgs, PsArgs, VolumesCommand};
 use holos_compose::load::Options;
+use holos_runtime::host;
+use holos_runtime::images::cache::{self as image_cache, PullOptions};
+use holos_runtime::lifecycle::{self as project, UpRequest};
+use holos_runtime::ops::{doctor, inspect, volumes};
+use holos_runtime::settings::HostSettings;
+use holos_runtime::ssh;
+use holos_runtime::state::ProjectRecord;
+
+use crate::cli::{ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VolumesCommand};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
@@ -22,27 +26,27 @@ const DETACH: u8 = 0x1d;
 const EXEC_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs a runtime command; `None` for the commands that are not runtime ones.
-pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
+pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
     let result = match command {
-        Command::Up(args) => up(options, &args.services, args.no_wait, args.quiet),
-        Command::Down(args) => with_runtime(|rt| {
+        HolosCommand::Up(args) => up(options, &args.services, args.no_wait, args.quiet),
+        HolosCommand::Down(args) => with_runtime(|rt| {
             let project = match &args.project {
                 Some(name) => name.clone(),
                 None => project_name(options)?,
             };
             project::down(rt, &project)
         }),
-        Command::Stop(args) => {
+        HolosCommand::Stop(args) => {
             with_runtime(|rt| project::stop(rt, &project_name(options)?, args.service.as_deref()))
         }
-        Command::Start(args) => {
+        HolosCommand::Start(args) => {
             with_runtime(|rt| project::start(rt, &project_name(options)?, args.service.as_deref()))
         }
-        Command::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
-        Command::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
-        Command::Exec(args) => return Some(exec(options, args)),
-        Command::Console(args) => with_runtime(|rt| console(rt, options, args)),
-        Command::Inspect(args) => with_runtime(|rt| {
+        HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
+        HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
+        HolosCommand::Exec(args) => return Some(exec(options, args)),
+        HolosCommand::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        HolosCommand::Inspect(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
             let view = inspect::view(&rt.layout, project::find_instance(&record, &args.instance)?);
             print(&if args.json {
@@ -51,7 +55,7 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
                 inspect::readable(&view)
             })
         }),
-        Command::Volumes(VolumesCommand::Ls(args)) => with_runtime(|rt| {
+        HolosCommand::Volumes(VolumesCommand::Ls(args)) => with_runtime(|rt| {
             let list = volumes::list(&rt.layout, &project_name(options)?)?;
             print(&if args.json {
                 inspect::to_json(&list)
@@ -59,12 +63,12 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
                 volumes::table(&list)
             })
         }),
-        Command::Volumes(VolumesCommand::Rm(args)) => {
+        HolosCommand::Volumes(VolumesCommand::Rm(args)) => {
             with_runtime(|rt| volumes::remove(&rt.layout, &project_name(options)?, &args.name))
         }
-        Command::Doctor => return Some(doctor::run(runtime_from_env())),
-        Command::Images | Command::Pull(_) | Command::Lock(_) => {
-            with_runtime(|rt| super::image_cache::command(rt, options, command))
+        HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
+        HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
+            with_runtime(|rt| images_command(rt, options, command))
         }
         _ => return None,
     };
@@ -77,27 +81,63 @@ pub fn run(command: &Command, options: &Options) -> Option<ExitCode> {
     })
 }
 
-/// The runtime settings from the environment (read with the `_os` variants).
-pub fn runtime_from_env() -> Result<Runtime, String> {
-    let root = crate::state_dir::state_root().map_err(|e| e.to_string())?;
-    let system_root = std::env::var_os("HOLO_ROOT_DIR")
-        .filter(|r| !r.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    let forced_accel = std::env::var_os("HOLOS_ACCEL")
-        .filter(|v| !v.is_empty())
-        .map(|v| v.to_string_lossy().into_owned());
-    let health_bypass = std::env::var_os("HOLOS_HEALTH_BYPASS").is_some_and(|v| v == "1");
-    Ok(Runtime {
-        layout: Layout::new(root),
-        system_root,
-        forced_accel,
-        health_bypass,
-    })
+/// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
+fn images_command(
+    runtime: &HostSettings,
+    options: &Options,
+    command: &HolosCommand,
+) -> Result<(), String> {
+    let layout = &runtime.layout;
+    let mut stdout = std::io::stdout().lock();
+    match command {
+        HolosCommand::Images => {
+            // A closed stdout (holos images | head) is not an error.
+            let _ = stdout.write_all(image_cache::images_table(layout).as_bytes());
+        }
+        HolosCommand::Pull(args) => {
+            let pull_options = PullOptions::from_env()?;
+            let references = if args.images.is_empty() {
+                let (_, manifest) = resolve(options)?;
+                let mut references: Vec<String> = manifest
+                    .services
+                    .iter()
+                    .filter(|s| s.image.path.is_none())
+                    .map(|s| image_cache::lock_key(&s.image, Path::new(&manifest.directory)))
+                    .collect();
+                references.sort();
+                references.dedup();
+                if references.is_empty() {
+                    eprintln!(
+                        "holos: project {} uses no image alias; nothing to pull",
+                        manifest.project
+                    );
+                }
+                references
+            } else {
+                args.images.clone()
+            };
+            for reference in &references {
+                if holos_compose::images::is_image_path(reference) {
+                    return Err(format!(
+                        "{reference} is a local image file; holos pulls only the built-in aliases (`holos images` lists them)"
+                    ));
+                }
+                let image = image_cache::pull(layout, reference, &pull_options)?;
+                let _ = writeln!(stdout, "{}", image.path.display());
+            }
+        }
+        HolosCommand::Lock(_) => {
+            let (_, manifest) = resolve(options)?;
+            let written = image_cache::write_lock(layout, &manifest)?;
+            eprintln!("holos: wrote {}", written.display());
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
-fn with_runtime(body: impl FnOnce(&Runtime) -> Result<(), String>) -> Result<(), String> {
-    body(&runtime_from_env()?)
+fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Result<(), String> {
+    body(&HostSettings::from_env()?)
 }
 
 /// Resolves the compose project, printing its errors the way `validate` does.
@@ -131,7 +171,7 @@ fn project_name(options: &Options) -> Result<String, String> {
 }
 
 fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Result<(), String> {
-    let runtime = runtime_from_env()?;
+    let runtime = HostSettings::from_env()?;
     let layout = &runtime.layout;
     // Resolve once with the addresses the running instances already have.
     let (project, first) = resolve(options)?;
@@ -166,13 +206,13 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
     project::up(&runtime, &request)
 }
 
-fn load(runtime: &Runtime, options: &Options) -> Result<ProjectRecord, String> {
+fn load(runtime: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
     let project = project_name(options)?;
     ProjectRecord::load(&runtime.layout, &project)?
         .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
 }
 
-fn ps(runtime: &Runtime, options: &Options, args: &PsArgs) -> Result<(), String> {
+fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), String> {
     let project = project_name(options)?;
     let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
     let mut instances: Vec<_> = record.instances.values().collect();
@@ -218,7 +258,7 @@ fn print(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn logs(runtime: &Runtime, options: &Options, args: &LogsArgs) -> Result<(), String> {
+fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
     let record = load(runtime, options)?;
     let mut chosen: Vec<_> = record
         .instances
@@ -287,7 +327,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         eprintln!("holos: {message}");
         ExitCode::from(255)
     };
-    let runtime = match runtime_from_env() {
+    let runtime = match HostSettings::from_env() {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
@@ -337,7 +377,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
 }
 
 /// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.
-fn console(runtime: &Runtime, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
+fn console(runtime: &HostSettings, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
     let record = load(runtime, options)?;
     let instance = project::find_instance(&record, &args.instance)?;
     let socket_path = instance.spec.serial_socket();

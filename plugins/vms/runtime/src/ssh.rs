@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use holo_plugin::command::shell_quote;
 use holo_plugin::process::Command;
 
-use super::spec::InstanceSpec;
-use super::state::make_private_dir;
+use crate::spec::InstanceSpec;
+use crate::state::make_private_dir;
 use holos_compose::manifest::{self, Hook};
 
 /// The project's key pair (made once with `ssh-keygen`, then reused);
@@ -127,8 +127,8 @@ pub fn hook_command_line(hook: &Hook) -> String {
         }
     }
     let command = match &hook.command {
-        manifest::Command::Shell(text) => remote_command_line(&["sh", "-c", text]),
-        manifest::Command::Exec(argv) => remote_command_line(argv),
+        manifest::GuestCommand::Shell(text) => remote_command_line(&["sh", "-c", text]),
+        manifest::GuestCommand::Exec(argv) => remote_command_line(argv),
     };
     match &hook.user {
         Some(user) => format!(
@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn hooks_get_dir_env_and_user() {
         let hook = Hook {
-            command: manifest::Command::Exec(vec!["pg_ctl".into(), "stop".into()]),
+            command: manifest::GuestCommand::Exec(vec!["pg_ctl".into(), "stop".into()]),
             user: Some("postgres".into()),
             working_dir: Some("/var/lib/pg data".into()),
             environment: BTreeMap::from([("MODE".into(), "fast".into())]),

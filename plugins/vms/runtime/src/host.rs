@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::qemu::{self, QEMU_SYSTEM};
-use super::spec::{Accel, InstanceSpec};
+use crate::qemu::{self, QEMU_SYSTEM};
+use crate::spec::{Accel, InstanceSpec};
 
 /// Whether `pid` is running the QEMU of `spec` (a zombie has no cmdline and
 /// a reused pid runs something else, so neither counts).

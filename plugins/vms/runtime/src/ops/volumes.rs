@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::host;
-use super::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
+use crate::host;
+use crate::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
 
 /// One volume file and who uses it.
 #[derive(Debug, Serialize)]

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use holo_plugin::{Env, Error, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::host;
-use crate::runtime::instance;
-use crate::runtime::project::Runtime;
-use crate::runtime::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
 use holos_compose::Manifest;
 use holos_compose::load::Options;
 use holos_compose::manifest::Service;
+use holos_runtime::host;
+use holos_runtime::instance;
+use holos_runtime::settings::HostSettings;
+use holos_runtime::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
 
 /// The one compose file name a project directory holds.
 pub const COMPOSE_FILE: &str = "holos.yaml";
@@ -57,8 +57,8 @@ pub struct ResolvedService {
 
 /// The runtime settings in plugin mode. In test mode the state root is
 /// always `$HOLO_ROOT_DIR/var/lib/holos`, even when `HOLOS_STATE_DIR` is set.
-pub fn runtime(env: &Env) -> Result<Runtime> {
-    let mut runtime = crate::runtime::commands::runtime_from_env().map_err(Error::new)?;
+pub fn runtime(env: &Env) -> Result<HostSettings> {
+    let mut runtime = HostSettings::from_env().map_err(Error::new)?;
     if env.test_mode {
         // Absolute, as QEMU and qemu-img resolve paths from elsewhere.
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
@@ -158,7 +158,7 @@ fn as_given(file: &ProjectFile, text: &str) -> String {
 }
 
 /// Resolves the project with the IPs its running instances already have.
-pub fn resolve(runtime: &Runtime, file: &ProjectFile) -> Result<Resolved> {
+pub fn resolve(runtime: &HostSettings, file: &ProjectFile) -> Result<Resolved> {
     let options = options(file);
     let (project, first) = holos_compose::resolve(&options).map_err(|d| diagnostics(file, d))?;
     for warning in &project.warnings {
@@ -208,21 +208,21 @@ fn port_text(port: &holos_compose::manifest::Port) -> String {
 /// The hash of what the service's VMs are built from: the resolved service
 /// and the named volumes it mounts.
 pub fn spec_hash(manifest: &Manifest, service: &Service) -> String {
-    let volumes = crate::runtime::plan::mounted_volumes(manifest, service);
-    crate::runtime::plan::hash_json(&(service, volumes))
+    let volumes = holos_runtime::plan::mounted_volumes(manifest, service);
+    holos_runtime::plan::hash_json(&(service, volumes))
 }
 
 /// The resolved service as YAML, the text that diff compares.
 pub fn service_yaml(service: &Service) -> String {
     let value = serde_json::to_value(service).unwrap_or_default();
-    crate::runtime::yaml_out::to_yaml(&value)
+    holos_runtime::yaml_out::to_yaml(&value)
 }
 
 /// Stops and removes every instance of `service` in `project` (as `down`
 /// does for the whole project); named volumes stay. The project record goes
 /// when its last instance does.
 pub fn down_service(
-    runtime: &Runtime,
+    runtime: &HostSettings,
     project: &str,
     service: &str,
 ) -> std::result::Result<(), String> {

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use holo_plugin::process::{Command, Status};
 
-use super::host;
-use super::project::Runtime;
-use super::spec::InstanceSpec;
-use super::ssh;
-use super::state::ProjectRecord;
+use crate::host;
+use crate::settings::HostSettings;
+use crate::spec::InstanceSpec;
+use crate::ssh;
+use crate::state::ProjectRecord;
 use holos_compose::manifest::{Healthcheck, Manifest, Service};
 
 /// The file in the instance directory that holds the health state.
@@ -129,7 +129,7 @@ fn probe(key: &Path, spec: &InstanceSpec, check: &Healthcheck) -> Probe {
 /// Probes `spec` until it is healthy, or fails with the service, the number
 /// of failed probes and the last probe's output.
 pub fn wait_healthy(
-    runtime: &Runtime,
+    runtime: &HostSettings,
     key: &Path,
     spec: &InstanceSpec,
     check: &Healthcheck,
@@ -194,7 +194,7 @@ pub type HealthyInstances = BTreeSet<String>;
 /// Waits for every instance of `service` that `record` has to be healthy;
 /// nothing when the service has no check.
 pub fn wait_service_healthy(
-    runtime: &Runtime,
+    runtime: &HostSettings,
     key: &Path,
     service: &Service,
     record: &ProjectRecord,
@@ -224,7 +224,7 @@ pub fn wait_service_healthy(
 /// answers), and otherwise started. A dependency with `required: false`
 /// that is not in the project is skipped.
 pub fn wait_for_dependencies(
-    runtime: &Runtime,
+    runtime: &HostSettings,
     manifest: &Manifest,
     service: &Service,
     record: &ProjectRecord,
