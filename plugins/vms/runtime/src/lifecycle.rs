@@ -4,7 +4,7 @@
 //! so a crash never loses track of a running QEMU.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -65,17 +65,65 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
     let previous = ProjectRecord::load(&runtime.layout, project)?;
     let spec_hash = plan::hash_json(manifest);
     if request.services.is_empty()
-        && let Some(record) = &previous
-        && record.spec_hash == spec_hash
+        && previous
+            .as_ref()
+            .is_some_and(|record| is_up_to_date(record, &spec_hash))
+    {
+        eprintln!("holos: project {project} is up to date");
+        return Ok(());
+    }
+    let launch = prepare_launch(runtime, request, previous.as_ref())?;
+    ensure_volumes(runtime, manifest, &launch.planned)?;
+    let mut record = updated_record(request, previous);
+    let mut healthy = health::HealthyInstances::new();
+    let mut guard = RollbackGuard {
+        layout: &runtime.layout,
+        record: &mut record,
+        started: Vec::new(),
+    };
+    if let Err(err) = launch_all(runtime, request, &launch, &mut guard, &mut healthy) {
+        guard.roll_back()?;
+        return Err(err);
+    }
+    guard.keep();
+    if launch.services.is_empty() {
+        record.spec_hash = spec_hash;
+    }
+    record.save(&runtime.layout)?;
+    if !request.no_wait {
+        wait_until_ready(runtime, manifest, &launch, &record, &mut healthy)?;
+    }
+    Ok(())
+}
+
+/// Nothing to do: the same spec, and every recorded instance runs.
+fn is_up_to_date(record: &ProjectRecord, spec_hash: &str) -> bool {
+    record.spec_hash == spec_hash
         && !record.instances.is_empty()
         && record
             .instances
             .values()
             .all(|i| host::running_pid(i.pid, &i.spec).is_some())
-    {
-        eprintln!("holos: project {project} is up to date");
-        return Ok(());
-    }
+}
+
+/// What `up` launches, and what it launches with.
+struct Launch {
+    /// The services asked for, with what they depend on (empty: all).
+    services: Vec<String>,
+    planned: Vec<PlannedInstance>,
+    firmware: Option<FirmwareFiles>,
+    key: PathBuf,
+    public_key: String,
+}
+
+/// The accelerator, firmware, SSH key, images and plan of an `up`.
+fn prepare_launch(
+    runtime: &HostSettings,
+    request: &UpRequest,
+    previous: Option<&ProjectRecord>,
+) -> Result<Launch, String> {
+    let manifest = request.manifest;
+    let project = &manifest.project;
     let accel = host::detect_accel(runtime.forced_accel.as_deref())?;
     let firmware = plan::find_firmware(&runtime.system_root);
     let (key, public_key) = ssh::ensure_key(&runtime.layout.ssh_key(project), project)?;
@@ -89,15 +137,26 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
         layout: &runtime.layout,
         accel,
         firmware: firmware.as_ref(),
-        previous: previous.as_ref(),
+        previous,
         images: &images,
     };
     let planned = plan::plan(manifest, &inputs, &services, &mut host::free_port)?;
-    ensure_volumes(runtime, manifest, &planned)?;
+    Ok(Launch {
+        services,
+        planned,
+        firmware,
+        key,
+        public_key,
+    })
+}
 
+/// The project record this `up` starts from; instances the compose file
+/// no longer has are reported, not removed.
+fn updated_record(request: &UpRequest, previous: Option<ProjectRecord>) -> ProjectRecord {
+    let manifest = request.manifest;
     let mut record = previous.unwrap_or_default();
     record.version = RECORD_VERSION;
-    record.project = project.clone();
+    record.project = manifest.project.clone();
     record.files = request.files.clone();
     for name in record.instances.keys() {
         if !manifest
@@ -110,45 +169,76 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
             );
         }
     }
-    let mut started: Vec<String> = Vec::new();
-    let mut healthy = health::HealthyInstances::new();
-    let result = (|| {
-        for (order, planned_instance) in planned.iter().enumerate() {
-            let service = &manifest.services[planned_instance.service_index];
-            if !request.no_wait {
-                health::wait_for_dependencies(
-                    runtime,
-                    manifest,
-                    service,
-                    &record,
-                    &key,
-                    &mut healthy,
-                )?;
-            }
-            if let Some(pid) = up_instance(
+    record
+}
+
+/// Brings every planned instance up in order, each after its dependencies
+/// are healthy (unless `--no-wait`), saving the record after each.
+fn launch_all(
+    runtime: &HostSettings,
+    request: &UpRequest,
+    launch: &Launch,
+    guard: &mut RollbackGuard,
+    healthy: &mut health::HealthyInstances,
+) -> Result<(), String> {
+    let manifest = request.manifest;
+    for (order, planned_instance) in launch.planned.iter().enumerate() {
+        let service = &manifest.services[planned_instance.service_index];
+        if !request.no_wait {
+            health::wait_for_dependencies(
+                runtime,
                 manifest,
-                planned_instance,
-                order,
-                &mut record,
-                &key,
-                &public_key,
-                firmware.as_ref(),
-            )? {
-                started.push(planned_instance.spec.name.clone());
-                eprintln!(
-                    "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
-                    planned_instance.spec.name,
-                    record.instances[&planned_instance.spec.name].spec.ssh_port
-                );
-            }
-            record.save(&runtime.layout)?;
+                service,
+                guard.record,
+                &launch.key,
+                healthy,
+            )?;
         }
-        Ok::<(), String>(())
-    })();
-    if let Err(err) = result {
-        // A failed up leaves no QEMU of its own behind.
-        for name in &started {
-            if let Some(instance) = record.instances.get_mut(name) {
+        if let Some(pid) = up_instance(
+            manifest,
+            planned_instance,
+            order,
+            guard.record,
+            &launch.key,
+            &launch.public_key,
+            launch.firmware.as_ref(),
+        )? {
+            let name = &planned_instance.spec.name;
+            guard.started.push(name.clone());
+            eprintln!(
+                "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+                guard.record.instances[name].spec.ssh_port
+            );
+        }
+        guard.record.save(&runtime.layout)?;
+    }
+    Ok(())
+}
+
+/// The instances an `up` started so far. A failed `up` leaves no QEMU of
+/// its own behind: [`RollbackGuard::roll_back`] kills them and saves the
+/// record, and dropping the guard unkept (a panic) kills them too.
+struct RollbackGuard<'a> {
+    layout: &'a Layout,
+    record: &'a mut ProjectRecord,
+    started: Vec<String>,
+}
+
+impl RollbackGuard<'_> {
+    /// The launch succeeded: what it started stays.
+    fn keep(mut self) {
+        self.started.clear();
+    }
+
+    /// The launch failed: stop what it started and record that.
+    fn roll_back(mut self) -> Result<(), String> {
+        self.kill_started();
+        self.record.save(self.layout)
+    }
+
+    fn kill_started(&mut self) {
+        for name in std::mem::take(&mut self.started) {
+            if let Some(instance) = self.record.instances.get_mut(&name) {
                 if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
                     host::signal(pid, Signal::SIGKILL);
                     host::wait_gone(pid, &instance.spec, Duration::from_secs(10));
@@ -156,34 +246,42 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
                 instance.pid = None;
             }
         }
-        record.save(&runtime.layout)?;
-        return Err(err);
     }
-    if services.is_empty() {
-        record.spec_hash = spec_hash;
+}
+
+impl Drop for RollbackGuard<'_> {
+    fn drop(&mut self) {
+        self.kill_started();
     }
-    record.save(&runtime.layout)?;
-    if !request.no_wait {
-        for planned_instance in &planned {
-            // The recorded spec: the launch may have moved the SSH port.
-            let name = &planned_instance.spec.name;
-            let port = record
-                .instances
-                .get(name)
-                .map_or(planned_instance.spec.ssh_port, |i| i.spec.ssh_port);
-            let service = &manifest.services[planned_instance.service_index];
-            ssh::wait_for_sshd(
-                port,
-                health::sshd_wait(service.healthcheck.as_ref(), SSHD_WAIT),
-            )
-            .map_err(|e| format!("{name}: {e}"))?;
-        }
-        let mut waited = BTreeSet::new();
-        for planned_instance in &planned {
-            let service = &manifest.services[planned_instance.service_index];
-            if waited.insert(service.name.as_str()) {
-                health::wait_service_healthy(runtime, &key, service, &record, &mut healthy)?;
-            }
+}
+
+/// Waits for every guest's sshd, then for each service's healthcheck.
+fn wait_until_ready(
+    runtime: &HostSettings,
+    manifest: &Manifest,
+    launch: &Launch,
+    record: &ProjectRecord,
+    healthy: &mut health::HealthyInstances,
+) -> Result<(), String> {
+    for planned_instance in &launch.planned {
+        // The recorded spec: the launch may have moved the SSH port.
+        let name = &planned_instance.spec.name;
+        let port = record
+            .instances
+            .get(name)
+            .map_or(planned_instance.spec.ssh_port, |i| i.spec.ssh_port);
+        let service = &manifest.services[planned_instance.service_index];
+        ssh::wait_for_sshd(
+            port,
+            health::sshd_wait(service.healthcheck.as_ref(), SSHD_WAIT),
+        )
+        .map_err(|e| format!("{name}: {e}"))?;
+    }
+    let mut waited = BTreeSet::new();
+    for planned_instance in &launch.planned {
+        let service = &manifest.services[planned_instance.service_index];
+        if waited.insert(service.name.as_str()) {
+            health::wait_service_healthy(runtime, &launch.key, service, record, healthy)?;
         }
     }
     Ok(())
