@@ -34,14 +34,14 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 Some(name) => name.clone(),
                 None => project_name(options)?,
             };
-            project::down(rt, &project)
+            Ok(project::down(rt, &project)?)
         }),
-        HolosCommand::Stop(args) => {
-            with_runtime(|rt| project::stop(rt, &project_name(options)?, args.service.as_deref()))
-        }
-        HolosCommand::Start(args) => {
-            with_runtime(|rt| project::start(rt, &project_name(options)?, args.service.as_deref()))
-        }
+        HolosCommand::Stop(args) => with_project(options, |rt, project| {
+            project::stop(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Start(args) => with_project(options, |rt, project| {
+            project::start(rt, project, args.service.as_deref())
+        }),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         HolosCommand::Exec(args) => return Some(exec(options, args)),
@@ -63,9 +63,9 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 volumes::table(&list)
             })
         }),
-        HolosCommand::Volumes(VolumesCommand::Rm(args)) => {
-            with_runtime(|rt| volumes::remove(&rt.layout, &project_name(options)?, &args.name))
-        }
+        HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
+            volumes::remove(&rt.layout, project, &args.name)
+        }),
         HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
@@ -140,6 +140,14 @@ fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Resul
     body(&HostSettings::from_env()?)
 }
 
+/// Runs a runtime operation on the project the command acts on.
+fn with_project(
+    options: &Options,
+    operation: impl FnOnce(&HostSettings, &str) -> Result<(), holos_runtime::error::Error>,
+) -> Result<(), String> {
+    with_runtime(|rt| Ok(operation(rt, &project_name(options)?)?))
+}
+
 /// Resolves the compose project, printing its errors the way `validate` does.
 pub(crate) fn resolve(
     options: &Options,
@@ -203,7 +211,7 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
         no_wait,
         without_dependencies: false,
     };
-    project::up(&runtime, &request)
+    Ok(project::up(&runtime, &request)?)
 }
 
 fn load(runtime: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
@@ -329,7 +337,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
     };
     let runtime = match HostSettings::from_env() {
         Ok(rt) => rt,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.into()),
     };
     let record = match load(&runtime, options) {
         Ok(r) => r,
@@ -337,7 +345,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
     };
     let instance = match project::find_instance(&record, &args.instance) {
         Ok(i) => i,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.into()),
     };
     if host::running_pid(instance.pid, &instance.spec).is_none() {
         return fail(format!(

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use holo_plugin::process::{Command, Status};
 
+use crate::error::Error;
 use crate::host;
 use crate::settings::HostSettings;
 use crate::spec::InstanceSpec;
@@ -133,7 +134,7 @@ pub fn wait_healthy(
     key: &Path,
     spec: &InstanceSpec,
     check: &Healthcheck,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if runtime.health_bypass {
         write_state(spec, HealthState::Bypassed);
         return Ok(());
@@ -156,7 +157,7 @@ pub fn wait_healthy(
         }
         if failures >= check.retries.max(1) {
             write_state(spec, HealthState::Unhealthy);
-            return Err(format!(
+            return Err(Error::Guest(format!(
                 "service {}: {} did not become healthy: {failures} consecutive failed probe{} after the start period ({probes} in all) of {}; last probe output: {}",
                 spec.service,
                 spec.name,
@@ -167,7 +168,7 @@ pub fn wait_healthy(
                 } else {
                     &result.output
                 }
-            ));
+            )));
         }
         std::thread::sleep(interval);
     }
@@ -199,7 +200,7 @@ pub fn wait_service_healthy(
     service: &Service,
     record: &ProjectRecord,
     healthy: &mut HealthyInstances,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let Some(check) = &service.healthcheck else {
         return Ok(());
     };
@@ -230,7 +231,7 @@ pub fn wait_for_dependencies(
     record: &ProjectRecord,
     key: &Path,
     healthy: &mut HealthyInstances,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     for dependency in &service.depends_on {
         let Some(target) = manifest
             .services
@@ -238,29 +239,29 @@ pub fn wait_for_dependencies(
             .find(|s| s.name == dependency.service)
         else {
             if dependency.required {
-                return Err(format!(
+                return Err(Error::Guest(format!(
                     "service {} depends on {}, which is not in project {}",
                     service.name, dependency.service, manifest.project
-                ));
+                )));
             }
             continue;
         };
         for instance in &target.instances {
             let Some(running) = record.instances.get(&instance.name) else {
                 if dependency.required {
-                    return Err(format!(
+                    return Err(Error::Guest(format!(
                         "service {} depends on {}, but {} was not created; start it with holos up {}",
                         service.name, target.name, instance.name, target.name
-                    ));
+                    )));
                 }
                 continue;
             };
             if host::running_pid(running.pid, &running.spec).is_none() {
                 if dependency.required {
-                    return Err(format!(
+                    return Err(Error::Guest(format!(
                         "service {} depends on {}, but {} is not running; start it with holos start {}",
                         service.name, target.name, instance.name, target.name
-                    ));
+                    )));
                 }
                 continue;
             }
@@ -275,8 +276,9 @@ pub fn wait_for_dependencies(
                             service.name, instance.name
                         );
                     }
-                    wait_healthy(runtime, key, &running.spec, check)
-                        .map_err(|e| format!("{e}; {} was not started", service.name))?;
+                    wait_healthy(runtime, key, &running.spec, check).map_err(|e| {
+                        Error::Guest(format!("{e}; {} was not started", service.name))
+                    })?;
                     healthy.insert(instance.name.clone());
                 }
                 None if dependency.condition == "service_healthy" && !runtime.health_bypass => {
@@ -286,10 +288,10 @@ pub fn wait_for_dependencies(
                     );
                     ssh::wait_for_sshd(running.spec.ssh_port, SSHD_AS_HEALTH_WAIT).map_err(
                         |e| {
-                            format!(
+                            Error::Guest(format!(
                                 "service {}: {}: {e}; {} was not started",
                                 target.name, instance.name, service.name
-                            )
+                            ))
                         },
                     )?;
                     healthy.insert(instance.name.clone());

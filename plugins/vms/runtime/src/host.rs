@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::error::Error;
 use crate::qemu::{self, QEMU_SYSTEM};
 use crate::spec::{Accel, InstanceSpec};
 
@@ -46,11 +47,11 @@ pub fn wait_gone(pid: u32, spec: &InstanceSpec, limit: Duration) -> bool {
 }
 
 /// An unused TCP port on 127.0.0.1, chosen by the kernel.
-pub fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, Error> {
     TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free TCP port on 127.0.0.1: {e}"))
+        .map_err(|e| Error::Host(format!("cannot find a free TCP port on 127.0.0.1: {e}")))
 }
 
 /// Whether `ip:port` can be bound right now.
@@ -61,7 +62,7 @@ pub fn port_is_free(ip: Ipv4Addr, port: u16) -> bool {
 /// The accelerator: `HOLOS_ACCEL` when set, else KVM if a short probe
 /// launch with KVM works, else TCG. Opening `/dev/kvm` proves nothing:
 /// nested KVM opens and then hangs.
-pub fn detect_accel(forced: Option<&str>) -> Result<Accel, String> {
+pub fn detect_accel(forced: Option<&str>) -> Result<Accel, Error> {
     if let Some(accel) = forced_accel(forced)? {
         return Ok(accel);
     }
@@ -73,14 +74,14 @@ pub fn detect_accel(forced: Option<&str>) -> Result<Accel, String> {
 }
 
 /// `HOLOS_ACCEL`: `None` when unset, an error when it names no accelerator.
-pub fn forced_accel(forced: Option<&str>) -> Result<Option<Accel>, String> {
+pub fn forced_accel(forced: Option<&str>) -> Result<Option<Accel>, Error> {
     match forced {
         None => Ok(None),
         Some("kvm") => Ok(Some(Accel::Kvm)),
         Some("tcg") => Ok(Some(Accel::Tcg)),
-        Some(other) => Err(format!(
+        Some(other) => Err(Error::Host(format!(
             "HOLOS_ACCEL={other:?} is not an accelerator; use kvm or tcg, or unset it"
-        )),
+        ))),
     }
 }
 
@@ -92,11 +93,11 @@ pub const KVM_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// MSRs the host's KVM rejects show here) and QMP on stdin, asked whether
 /// KVM is enabled and then to quit. `Err` says why KVM cannot be used (for
 /// `holos doctor`); `up` then falls back to TCG.
-pub fn kvm_probe() -> Result<(), String> {
+pub fn kvm_probe() -> Result<(), Error> {
     if !Path::new("/dev/kvm").exists() {
-        return Err(
+        return Err(Error::Host(
             "/dev/kvm does not exist (no KVM module, or a VM without nested virtualisation)".into(),
-        );
+        ));
     }
     let script = format!(
         "printf '%s\\n' '{{\"execute\":\"qmp_capabilities\"}}' '{{\"execute\":\"query-kvm\"}}' '{{\"execute\":\"quit\"}}' | \
@@ -105,24 +106,24 @@ pub fn kvm_probe() -> Result<(), String> {
     let probe = holo_plugin::process::Command::shell(script).timeout(KVM_PROBE_TIMEOUT);
     let finished = probe
         .run()
-        .map_err(|e| format!("cannot run the probe launch: {e}"))?;
+        .map_err(|e| Error::Host(format!("cannot run the probe launch: {e}")))?;
     if finished.status == holo_plugin::process::Status::TimedOut {
-        return Err(format!(
+        return Err(Error::Host(format!(
             "the probe launch with KVM hung for {}s (nested KVM that opens but does not run)",
             KVM_PROBE_TIMEOUT.as_secs()
-        ));
+        )));
     }
     if finished.success() && String::from_utf8_lossy(&finished.stdout).contains("\"enabled\": true")
     {
         return Ok(());
     }
     let said = finished.stderr_tail(3);
-    Err(format!(
+    Err(Error::Host(format!(
         "the probe launch with KVM failed: {}",
         if said.trim().is_empty() {
             "QEMU did not report KVM as enabled".to_string()
         } else {
             said.trim().replace('\n', "; ")
         }
-    ))
+    )))
 }

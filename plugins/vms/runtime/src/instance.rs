@@ -10,6 +10,7 @@ use holo_plugin::process::{Command, Status, spawn_detached};
 use nix::sys::signal::Signal;
 
 use crate::cloud_init::SeedDocuments;
+use crate::error::Error;
 use crate::host;
 use crate::plan::FirmwareFiles;
 use crate::qemu::{self, QEMU_SYSTEM};
@@ -30,21 +31,23 @@ pub const TERM_GRACE: Duration = Duration::from_secs(5);
 pub const PRE_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `qemu-img ARGS`; its stderr tail is the error.
-pub fn qemu_img(args: &[&std::ffi::OsStr]) -> Result<(), String> {
+pub fn qemu_img(args: &[&std::ffi::OsStr]) -> Result<(), Error> {
     let command = Command::new(QEMU_IMG)
         .args(args)
         .timeout(Duration::from_secs(120));
-    let finished = command
-        .run()
-        .map_err(|e| format!("{e}; holos needs qemu-img (Debian package qemu-utils)"))?;
+    let finished = command.run().map_err(|e| {
+        Error::Instance(format!(
+            "{e}; holos needs qemu-img (Debian package qemu-utils)"
+        ))
+    })?;
     if finished.success() {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::Instance(format!(
             "{} failed: {}",
             command.command_line(),
             finished.stderr_tail(5).trim()
-        ))
+        )))
     }
 }
 
@@ -55,16 +58,16 @@ pub fn prepare(
     spec: &InstanceSpec,
     documents: &SeedDocuments,
     firmware: Option<&FirmwareFiles>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     make_private_dir(&spec.dir)?;
     let root = spec.root_disk();
     if !root.exists() {
         if !spec.image.is_file() {
-            return Err(format!(
+            return Err(Error::Instance(format!(
                 "service {}: the base image {} does not exist; run `holos pull` for an alias, or point image: at a local disk image",
                 spec.service,
                 spec.image.display()
-            ));
+            )));
         }
         let backing = spec
             .image
@@ -86,11 +89,11 @@ pub fn prepare(
         && !wanted.vars.exists()
     {
         std::fs::copy(&files.vars_template, &wanted.vars).map_err(|e| {
-            format!(
+            Error::Instance(format!(
                 "cannot copy the UEFI vars {} to {}: {e}",
                 files.vars_template.display(),
                 wanted.vars.display()
-            )
+            ))
         })?;
     }
     let image = seed_iso::build(documents)?;
@@ -100,11 +103,11 @@ pub fn prepare(
         &image,
         &holo_plugin::atomic::WriteOptions::mode(0o600),
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| Error::Instance(e.to_string()))
 }
 
 /// Creates a named volume at `size` bytes unless it exists.
-pub fn ensure_volume(path: &Path, size_bytes: u64) -> Result<(), String> {
+pub fn ensure_volume(path: &Path, size_bytes: u64) -> Result<(), Error> {
     if path.exists() {
         return Ok(());
     }
@@ -253,7 +256,7 @@ pub enum Stopped {
 /// Stops the QEMU `pid` of `spec`: pre_stop hooks over SSH, then QMP
 /// `system_powerdown` and up to `stop_grace_period` for the guest to halt,
 /// then SIGTERM, then SIGKILL.
-pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, String> {
+pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, Error> {
     if !spec.pre_stop.is_empty() {
         match ssh::wait_for_sshd(spec.ssh_port, Duration::from_secs(2)) {
             Ok(()) => ssh::run_pre_stop(key, spec, PRE_STOP_TIMEOUT),
@@ -292,8 +295,8 @@ pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, String
     if host::wait_gone(pid, spec, Duration::from_secs(10)) {
         return Ok(Stopped::Killed);
     }
-    Err(format!(
+    Err(Error::Instance(format!(
         "QEMU pid {pid} of {} survived SIGKILL; check it with ps",
         spec.name
-    ))
+    )))
 }

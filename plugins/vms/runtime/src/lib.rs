@@ -2,6 +2,8 @@
 //! into running QEMU instances and back. It takes a manifest, never compose
 //! options or command-line types.
 //!
+//! - `error`: the runtime's [`Error`](error::Error), which part failed with
+//!   the message the user sees;
 //! - `settings`: the host settings every operation needs, from the
 //!   environment; `state_dir`: the root of the runtime's state;
 //! - `spec`: one instance fully resolved; `plan` builds the specs from the
@@ -19,6 +21,7 @@
 //!   (`doctor`).
 
 pub mod cloud_init;
+pub mod error;
 pub mod health;
 pub mod host;
 pub mod images;

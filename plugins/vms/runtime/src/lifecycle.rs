@@ -10,6 +10,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::cloud_init::{self, SeedInputs};
+use crate::error::Error;
 use crate::health;
 use crate::host;
 use crate::instance::{self, LaunchError, Stopped};
@@ -58,7 +59,7 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
     chosen.into_iter().collect()
 }
 
-pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), String> {
+pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let manifest = request.manifest;
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
@@ -121,7 +122,7 @@ fn prepare_launch(
     runtime: &HostSettings,
     request: &UpRequest,
     previous: Option<&ProjectRecord>,
-) -> Result<Launch, String> {
+) -> Result<Launch, Error> {
     let manifest = request.manifest;
     let project = &manifest.project;
     let accel = host::detect_accel(runtime.forced_accel.as_deref())?;
@@ -180,7 +181,7 @@ fn launch_all(
     launch: &Launch,
     guard: &mut RollbackGuard,
     healthy: &mut health::HealthyInstances,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let manifest = request.manifest;
     for (order, planned_instance) in launch.planned.iter().enumerate() {
         let service = &manifest.services[planned_instance.service_index];
@@ -231,7 +232,7 @@ impl RollbackGuard<'_> {
     }
 
     /// The launch failed: stop what it started and record that.
-    fn roll_back(mut self) -> Result<(), String> {
+    fn roll_back(mut self) -> Result<(), Error> {
         self.kill_started();
         self.record.save(self.layout)
     }
@@ -262,7 +263,7 @@ fn wait_until_ready(
     launch: &Launch,
     record: &ProjectRecord,
     healthy: &mut health::HealthyInstances,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     for planned_instance in &launch.planned {
         // The recorded spec: the launch may have moved the SSH port.
         let name = &planned_instance.spec.name;
@@ -275,7 +276,7 @@ fn wait_until_ready(
             port,
             health::sshd_wait(service.healthcheck.as_ref(), SSHD_WAIT),
         )
-        .map_err(|e| format!("{name}: {e}"))?;
+        .map_err(|e| Error::Request(format!("{name}: {e}")))?;
     }
     let mut waited = BTreeSet::new();
     for planned_instance in &launch.planned {
@@ -291,7 +292,7 @@ fn ensure_volumes(
     runtime: &HostSettings,
     manifest: &Manifest,
     planned: &[PlannedInstance],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let mut done = BTreeSet::new();
     for volume in planned.iter().flat_map(|p| &p.spec.volumes) {
         if !done.insert(volume.name.clone()) {
@@ -321,7 +322,7 @@ fn up_instance(
     key: &Path,
     public_key: &str,
     firmware: Option<&FirmwareFiles>,
-) -> Result<Option<u32>, String> {
+) -> Result<Option<u32>, Error> {
     let name = &planned.spec.name;
     let mut spec = planned.spec.clone();
     if let Some(existing) = record.instances.get(name) {
@@ -372,7 +373,7 @@ fn up_instance(
 
 /// Launches; when the auto-allocated SSH port turns out taken, picks a new
 /// one and tries again.
-fn launch_with_ssh_retry(spec: &mut InstanceSpec, has_check: bool) -> Result<u32, String> {
+fn launch_with_ssh_retry(spec: &mut InstanceSpec, has_check: bool) -> Result<u32, Error> {
     health::reset_for_start(spec, has_check);
     for _ in 0..SSH_PORT_ATTEMPTS {
         match instance::launch(spec) {
@@ -385,25 +386,26 @@ fn launch_with_ssh_retry(spec: &mut InstanceSpec, has_check: bool) -> Result<u32
                 );
                 spec.ssh_port = port;
             }
-            Err(LaunchError::Failed(message)) => return Err(message),
+            Err(LaunchError::Failed(message)) => return Err(Error::Instance(message)),
         }
     }
-    Err(format!(
+    Err(Error::Request(format!(
         "{}: no free SSH port after {SSH_PORT_ATTEMPTS} attempts",
         spec.name
-    ))
+    )))
 }
 
-fn remove_instance_dir(dir: &Path) -> Result<(), String> {
+fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
     match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(format!("cannot remove {}: {e}", dir.display()))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Request(format!(
+            "cannot remove {}: {e}",
+            dir.display()
+        ))),
         _ => Ok(()),
     }
 }
 
-fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), String> {
+fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Error> {
     let how = instance::stop(spec, pid, key)?;
     let text = match how {
         Stopped::Powerdown => "powered off",
@@ -420,7 +422,7 @@ fn selected(
     record: &ProjectRecord,
     service: Option<&str>,
     reverse: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let mut chosen: Vec<&InstanceRecord> = record
         .instances
         .values()
@@ -434,11 +436,11 @@ fn selected(
             .values()
             .map(|i| i.spec.service.as_str())
             .collect();
-        return Err(format!(
+        return Err(Error::Request(format!(
             "project {} has no instances of service {service:?}; it has: {}",
             record.project,
             known.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+        )));
     }
     chosen.sort_by_key(|i| i.start_order);
     if reverse {
@@ -447,13 +449,16 @@ fn selected(
     Ok(chosen.iter().map(|i| i.spec.name.clone()).collect())
 }
 
-fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, String> {
-    ProjectRecord::load(layout, project)?
-        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
+    ProjectRecord::load(layout, project)?.ok_or_else(|| {
+        Error::Request(format!(
+            "project {project} has no instances; create them with holos up"
+        ))
+    })
 }
 
 /// `holos stop [SERVICE]`, last started first.
-pub fn stop(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), String> {
+pub fn stop(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let mut record = load_existing(&runtime.layout, project)?;
     let key = runtime.layout.ssh_key(project);
@@ -472,7 +477,7 @@ pub fn stop(runtime: &HostSettings, project: &str, service: Option<&str>) -> Res
 }
 
 /// `holos start [SERVICE]`: launches stopped instances on their own disks.
-pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), String> {
+pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let mut record = load_existing(&runtime.layout, project)?;
     for name in selected(&record, service, false)? {
@@ -484,10 +489,10 @@ pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Re
             continue;
         }
         if !instance.spec.root_disk().exists() {
-            return Err(format!(
+            return Err(Error::Request(format!(
                 "{name} has no disk at {}; recreate it with holos up",
                 instance.spec.root_disk().display()
-            ));
+            )));
         }
         let pid = launch_with_ssh_retry(&mut instance.spec, false)?;
         instance.pid = Some(pid);
@@ -502,7 +507,7 @@ pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Re
 
 /// `holos down`: stops every instance, removes the instance directories and
 /// the record. Named volumes and the project key stay.
-pub fn down(runtime: &HostSettings, project: &str) -> Result<(), String> {
+pub fn down(runtime: &HostSettings, project: &str) -> Result<(), Error> {
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let Some(mut record) = ProjectRecord::load(&runtime.layout, project)? else {
         eprintln!("holos: project {project} has no instances");
@@ -530,7 +535,7 @@ pub fn down(runtime: &HostSettings, project: &str) -> Result<(), String> {
 pub fn find_instance<'a>(
     record: &'a ProjectRecord,
     name: &str,
-) -> Result<&'a InstanceRecord, String> {
+) -> Result<&'a InstanceRecord, Error> {
     if let Some(instance) = record.instances.get(name) {
         return Ok(instance);
     }
@@ -542,7 +547,7 @@ pub fn find_instance<'a>(
         .map(|i| (i.start_order, i))
         .collect();
     by_service.into_values().next().ok_or_else(|| {
-        format!(
+        Error::Request(format!(
             "project {} has no instance {name:?}; it has: {}",
             record.project,
             record
@@ -551,6 +556,6 @@ pub fn find_instance<'a>(
                 .cloned()
                 .collect::<Vec<_>>()
                 .join(", ")
-        )
+        ))
     })
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::error::Error;
 use crate::spec::{
     Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
@@ -114,16 +115,16 @@ pub fn plan(
     manifest: &Manifest,
     inputs: &PlanInputs,
     services: &[String],
-    free_port: &mut dyn FnMut() -> Result<u16, String>,
-) -> Result<Vec<PlannedInstance>, String> {
+    free_port: &mut dyn FnMut() -> Result<u16, Error>,
+) -> Result<Vec<PlannedInstance>, Error> {
     for wanted in services {
         if !manifest.services.iter().any(|s| &s.name == wanted) {
             let known: Vec<&str> = manifest.services.iter().map(|s| s.name.as_str()).collect();
-            return Err(format!(
+            return Err(Error::Request(format!(
                 "no service {wanted:?} in project {}; services: {}",
                 manifest.project,
                 known.join(", ")
-            ));
+            )));
         }
     }
     let mut planned = Vec::new();
@@ -149,17 +150,17 @@ fn instance_spec(
     service: &Service,
     instance: &Instance,
     inputs: &PlanInputs,
-    free_port: &mut dyn FnMut() -> Result<u16, String>,
-) -> Result<InstanceSpec, String> {
+    free_port: &mut dyn FnMut() -> Result<u16, Error>,
+) -> Result<InstanceSpec, Error> {
     let project = &manifest.project;
     let dir = inputs.layout.instance_dir(project, &instance.name);
     let socket = dir.join("serial.sock");
     let socket_len = socket.as_os_str().len();
     if socket_len > UNIX_SOCKET_PATH_MAX {
-        return Err(format!(
+        return Err(Error::Request(format!(
             "the state directory is too deep for QEMU's sockets: {} is {socket_len} bytes, the limit is {UNIX_SOCKET_PATH_MAX}; set HOLOS_STATE_DIR to a shorter directory",
             socket.display()
-        ));
+        )));
     }
     let previous = inputs
         .previous
@@ -215,16 +216,16 @@ fn instance_spec(
     for volume in &volumes {
         let device = volume.guest_device();
         if let Some(other) = seen.insert(device.clone(), volume.name.clone()) {
-            return Err(format!(
+            return Err(Error::Request(format!(
                 "service {}: volumes {other} and {} both appear in the guest as {device} (a disk serial holds {VIRTIO_SERIAL_MAX} bytes); shorten one volume name",
                 service.name, volume.name
-            ));
+            )));
         }
     }
 
     let firmware = if service.vm.uefi || !service.devices.is_empty() {
         let Some(files) = inputs.firmware else {
-            return Err(format!(
+            return Err(Error::Request(format!(
                 "service {} needs UEFI firmware ({}), which is not installed; install Debian's ovmf package",
                 service.name,
                 if service.vm.uefi {
@@ -232,7 +233,7 @@ fn instance_spec(
                 } else {
                     "PCI devices are passed through"
                 }
-            ));
+            )));
         };
         Some(Firmware {
             code: files.code.clone(),

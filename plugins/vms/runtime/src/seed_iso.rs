@@ -11,12 +11,13 @@ use hadris_iso::write::options::{BaseIsoLevel, CreationFeatures, IsoFormatOption
 use hadris_iso::write::{InputEntry, InputMetadata, InputTree, IsoImageWriter};
 
 use crate::cloud_init::SeedDocuments;
+use crate::error::Error;
 
 /// The volume id cloud-init's NoCloud source looks for.
 pub const VOLUME_ID: &str = "cidata";
 
 /// The image bytes.
-pub fn build(documents: &SeedDocuments) -> Result<Vec<u8>, String> {
+pub fn build(documents: &SeedDocuments) -> Result<Vec<u8>, Error> {
     let readable = InputMetadata {
         mode: Some(0o644),
         uid: Some(0),
@@ -55,6 +56,6 @@ pub fn build(documents: &SeedDocuments) -> Result<Vec<u8>, String> {
     };
     let tree = InputTree::new(PathSeparator::ForwardSlash, entries);
     let written = IsoImageWriter::create(Cursor::new(Vec::new()), tree, options)
-        .map_err(|e| format!("cannot build the cloud-init seed image: {e}"))?;
+        .map_err(|e| Error::Instance(format!("cannot build the cloud-init seed image: {e}")))?;
     Ok(written.into_inner())
 }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::error::Error;
 use crate::state::Layout;
 use crate::state_dir::state_root;
 
@@ -19,8 +20,8 @@ pub struct HostSettings {
 
 impl HostSettings {
     /// The settings from the environment (read with the `_os` variants).
-    pub fn from_env() -> Result<HostSettings, String> {
-        let root = state_root().map_err(|e| e.to_string())?;
+    pub fn from_env() -> Result<HostSettings, Error> {
+        let root = state_root().map_err(|e| Error::State(e.to_string()))?;
         let system_root = std::env::var_os("HOLO_ROOT_DIR")
             .filter(|r| !r.is_empty())
             .map(PathBuf::from)

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use holo_plugin::command::shell_quote;
 use holo_plugin::process::Command;
 
+use crate::error::Error;
 use crate::spec::InstanceSpec;
 use crate::state::make_private_dir;
 use holos_compose::manifest::{self, Hook};
 
 /// The project's key pair (made once with `ssh-keygen`, then reused);
 /// returns the private key path and the public key line.
-pub fn ensure_key(private: &Path, project: &str) -> Result<(PathBuf, String), String> {
+pub fn ensure_key(private: &Path, project: &str) -> Result<(PathBuf, String), Error> {
     let public = private.with_extension("pub");
     if !private.exists() || !public.exists() {
         if let Some(dir) = private.parent() {
@@ -31,26 +32,28 @@ pub fn ensure_key(private: &Path, project: &str) -> Result<(PathBuf, String), St
             .arg("-f")
             .arg(private)
             .timeout(Duration::from_secs(30));
-        let finished = keygen
-            .run()
-            .map_err(|e| format!("{e}; holos needs ssh-keygen (Debian package openssh-client)"))?;
+        let finished = keygen.run().map_err(|e| {
+            Error::Guest(format!(
+                "{e}; holos needs ssh-keygen (Debian package openssh-client)"
+            ))
+        })?;
         if !finished.success() {
-            return Err(format!(
+            return Err(Error::Guest(format!(
                 "ssh-keygen could not create {}: {}",
                 private.display(),
                 finished.stderr_tail(5)
-            ));
+            )));
         }
     }
     std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o600))
-        .map_err(|e| format!("cannot restrict {}: {e}", private.display()))?;
+        .map_err(|e| Error::Guest(format!("cannot restrict {}: {e}", private.display())))?;
     let line = std::fs::read_to_string(&public)
-        .map_err(|e| format!("cannot read {}: {e}", public.display()))?;
+        .map_err(|e| Error::Guest(format!("cannot read {}: {e}", public.display())))?;
     Ok((private.to_path_buf(), line.trim().to_string()))
 }
 
 /// Waits until something on 127.0.0.1:`port` greets with `SSH-`.
-pub fn wait_for_sshd(port: u16, limit: Duration) -> Result<(), String> {
+pub fn wait_for_sshd(port: u16, limit: Duration) -> Result<(), Error> {
     let started = Instant::now();
     let address = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
     loop {
@@ -66,10 +69,10 @@ pub fn wait_for_sshd(port: u16, limit: Duration) -> Result<(), String> {
             }
         }
         if started.elapsed() >= limit {
-            return Err(format!(
+            return Err(Error::Guest(format!(
                 "no SSH server answered on 127.0.0.1:{port} within {}s; the guest may still be booting (see holos logs)",
                 limit.as_secs()
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(250));
     }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::spec::InstanceSpec;
 
 /// Paths below one state root.
@@ -79,12 +80,12 @@ impl Layout {
 }
 
 /// Creates `dir` and its missing parents with mode 0700.
-pub fn make_private_dir(dir: &Path) -> Result<(), String> {
+pub fn make_private_dir(dir: &Path) -> Result<(), Error> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+        .map_err(|e| Error::State(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// What holos knows about one project between commands.
@@ -124,29 +125,30 @@ impl ProjectRecord {
             .collect()
     }
 
-    pub fn load(layout: &Layout, project: &str) -> Result<Option<ProjectRecord>, String> {
+    pub fn load(layout: &Layout, project: &str) -> Result<Option<ProjectRecord>, Error> {
         let path = layout.project_record(project);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            Err(e) => return Err(Error::State(format!("cannot read {}: {e}", path.display()))),
         };
         serde_json::from_str(&text).map(Some).map_err(|e| {
-            format!(
+            Error::State(format!(
                 "{}: line {}: the project record is damaged ({e}); stop its QEMU processes by hand and remove the file",
                 path.display(),
                 e.line()
-            )
+            ))
         })
     }
 
     /// Writes the record atomically (0600).
-    pub fn save(&self, layout: &Layout) -> Result<(), String> {
+    pub fn save(&self, layout: &Layout) -> Result<(), Error> {
         let path = layout.project_record(&self.project);
         if let Some(parent) = path.parent() {
             make_private_dir(parent)?;
         }
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let mut text =
+            serde_json::to_string_pretty(self).map_err(|e| Error::State(e.to_string()))?;
         text.push('\n');
         holo_plugin::atomic::write(
             &holo_plugin::root_fs::RootFs::unconfined(),
@@ -154,15 +156,16 @@ impl ProjectRecord {
             text.as_bytes(),
             &holo_plugin::atomic::WriteOptions::mode(0o600),
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::State(e.to_string()))
     }
 
-    pub fn remove(layout: &Layout, project: &str) -> Result<(), String> {
+    pub fn remove(layout: &Layout, project: &str) -> Result<(), Error> {
         let path = layout.project_record(project);
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("cannot remove {}: {e}", path.display()))
-            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::State(format!(
+                "cannot remove {}: {e}",
+                path.display()
+            ))),
             _ => Ok(()),
         }
     }
@@ -179,12 +182,12 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(120);
 impl ProjectLock {
     /// Takes the lock, waiting (with one message on stderr) while another
     /// holos command holds it.
-    pub fn acquire(layout: &Layout, project: &str, wait: Duration) -> Result<ProjectLock, String> {
+    pub fn acquire(layout: &Layout, project: &str, wait: Duration) -> Result<ProjectLock, Error> {
         Self::acquire_at(&layout.lock(project), &format!("project {project}"), wait)
     }
 
     /// Takes the lock at `path`; `what` names what it protects in messages.
-    pub fn acquire_at(path: &Path, what: &str, wait: Duration) -> Result<ProjectLock, String> {
+    pub fn acquire_at(path: &Path, what: &str, wait: Duration) -> Result<ProjectLock, Error> {
         use nix::fcntl::{Flock, FlockArg};
         if let Some(parent) = path.parent() {
             make_private_dir(parent)?;
@@ -196,7 +199,7 @@ impl ProjectLock {
                 .write(true)
                 .mode(0o600)
                 .open(path)
-                .map_err(|e| format!("cannot open {}: {e}", path.display()))
+                .map_err(|e| Error::State(format!("cannot open {}: {e}", path.display())))
         };
         let started = Instant::now();
         let mut told = false;
@@ -221,16 +224,19 @@ impl ProjectLock {
                         told = true;
                     }
                     if started.elapsed() >= wait {
-                        return Err(format!(
+                        return Err(Error::State(format!(
                             "{what} is still locked by another holos command after {}s ({}); try again when it has finished",
                             wait.as_secs(),
                             path.display()
-                        ));
+                        )));
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err((_, errno)) => {
-                    return Err(format!("cannot lock {}: {errno}", path.display()));
+                    return Err(Error::State(format!(
+                        "cannot lock {}: {errno}",
+                        path.display()
+                    )));
                 }
             }
         }

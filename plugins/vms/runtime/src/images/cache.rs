@@ -24,6 +24,7 @@ use holo_plugin::download::{self, Algorithm, Download};
 use serde::{Deserialize, Serialize};
 
 use super::lock::{self as image_lock, LockFile};
+use crate::error::Error;
 use crate::state::{Layout, ProjectLock, make_private_dir};
 use holos_compose::images::{self, ImageAlias, ImageTag};
 use holos_compose::manifest::{Image, Manifest};
@@ -46,16 +47,16 @@ pub struct PullOptions {
 }
 
 impl PullOptions {
-    pub fn from_env() -> Result<PullOptions, String> {
+    pub fn from_env() -> Result<PullOptions, Error> {
         let mirror = std::env::var("HOLOS_IMAGE_MIRROR")
             .ok()
             .filter(|m| !m.is_empty());
         if let Some(mirror) = &mirror
             && !(mirror.starts_with("http://") || mirror.starts_with("https://"))
         {
-            return Err(format!(
+            return Err(Error::Image(format!(
                 "HOLOS_IMAGE_MIRROR={mirror} is not an http:// or https:// URL"
-            ));
+            )));
         }
         let idle_timeout = match std::env::var("HOLOS_PULL_IDLE_TIMEOUT") {
             Ok(text) if !text.is_empty() => text
@@ -64,7 +65,9 @@ impl PullOptions {
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .map(Duration::from_secs_f64)
                 .ok_or_else(|| {
-                    format!("HOLOS_PULL_IDLE_TIMEOUT={text} is not a number of seconds above 0")
+                    Error::Image(format!(
+                        "HOLOS_PULL_IDLE_TIMEOUT={text} is not a number of seconds above 0"
+                    ))
                 })?,
             _ => DEFAULT_IDLE_TIMEOUT,
         };
@@ -171,21 +174,22 @@ pub fn is_cached(layout: &Layout, alias: &str, tag: &str) -> bool {
 
 /// Checks a cached image against its record; a damaged one is removed
 /// (with its record) and the error says so.
-fn verify(image: &CachedImage) -> Result<(), String> {
-    let actual = download::sha256_file(&image.path).map_err(|e| e.message().to_string())?;
+fn verify(image: &CachedImage) -> Result<(), Error> {
+    let actual =
+        download::sha256_file(&image.path).map_err(|e| Error::Image(e.message().to_string()))?;
     if actual == image.record.sha256 {
         return Ok(());
     }
     let _ = std::fs::remove_file(&image.path);
     let _ = std::fs::remove_file(record_path(&image.path));
-    Err(format!(
+    Err(Error::Image(format!(
         "the cached image {} is damaged (sha256 {actual}, but it was {} when pulled); it was removed",
         image.path.display(),
         image.record.sha256
-    ))
+    )))
 }
 
-fn lock_image(layout: &Layout, alias: &str, tag: &str) -> Result<ProjectLock, String> {
+fn lock_image(layout: &Layout, alias: &str, tag: &str) -> Result<ProjectLock, Error> {
     ProjectLock::acquire_at(
         &layout.image_lock(&format!("{alias}-{tag}")),
         &format!("image {alias}:{tag}"),
@@ -193,23 +197,19 @@ fn lock_image(layout: &Layout, alias: &str, tag: &str) -> Result<ProjectLock, St
     )
 }
 
-fn table_entry(alias: &str, tag: &str) -> Result<(&'static ImageAlias, &'static ImageTag), String> {
-    let (_, entry) = images::resolve_alias(&format!("{alias}:{tag}"))?;
+fn table_entry(alias: &str, tag: &str) -> Result<(&'static ImageAlias, &'static ImageTag), Error> {
+    let (_, entry) = images::resolve_alias(&format!("{alias}:{tag}")).map_err(Error::Image)?;
     let tag_entry = entry
         .tags
         .get(tag)
-        .ok_or_else(|| format!("image {alias} has no tag {tag}"))?;
+        .ok_or_else(|| Error::Image(format!("image {alias} has no tag {tag}")))?;
     Ok((entry, tag_entry))
 }
 
 /// `holos pull ALIAS[:TAG]`: fetches the published checksum and, unless
 /// that build is cached and intact, the image. Returns the cached image.
-pub fn pull(
-    layout: &Layout,
-    reference: &str,
-    options: &PullOptions,
-) -> Result<CachedImage, String> {
-    let (image, _) = images::resolve_alias(reference)?;
+pub fn pull(layout: &Layout, reference: &str, options: &PullOptions) -> Result<CachedImage, Error> {
+    let (image, _) = images::resolve_alias(reference).map_err(Error::Image)?;
     let alias = image.alias.unwrap_or_default();
     let tag = image.tag.unwrap_or_default();
     let _lock = lock_image(layout, &alias, &tag)?;
@@ -221,7 +221,7 @@ fn pull_locked(
     alias: &str,
     tag: &str,
     options: &PullOptions,
-) -> Result<CachedImage, String> {
+) -> Result<CachedImage, Error> {
     let (_, entry) = table_entry(alias, tag)?;
     let algorithm = entry.algorithm();
     let checksum_url = options.locate(&entry.checksum_url);
@@ -230,7 +230,7 @@ fn pull_locked(
             d.idle_timeout(options.idle_timeout)
                 .fetch_bytes(CHECKSUM_FILE_LIMIT)
         })
-        .map_err(|e| format!("image {alias}:{tag}: {e}"))?;
+        .map_err(|e| Error::Image(format!("image {alias}:{tag}: {e}")))?;
     let image_name = entry.url.rsplit('/').next().unwrap_or_default();
     let per_image = entry.checksum_url.starts_with(&format!("{}.", entry.url));
     let checksum = find_checksum(
@@ -239,7 +239,7 @@ fn pull_locked(
         algorithm,
         per_image,
     )
-    .map_err(|e| format!("image {alias}:{tag}: {checksum_url}: {e}"))?;
+    .map_err(|e| Error::Image(format!("image {alias}:{tag}: {checksum_url}: {e}")))?;
     let dir = layout.images();
     make_private_dir(&dir)?;
     let target = dir.join(file_name(alias, tag, &entry.format, &checksum));
@@ -278,14 +278,14 @@ fn pull_locked(
     let url = options.locate(&entry.url);
     eprintln!("holos: pulling {alias}:{tag} from {url}");
     let done = Download::new(&url, &target)
-        .map_err(|e| e.message().to_string())?
+        .map_err(|e| Error::Image(e.message().to_string()))?
         .digest(algorithm, &checksum)
         .part_file(true)
         .mode(0o644)
         .idle_timeout(options.idle_timeout)
         .no_overall_timeout()
         .fetch()
-        .map_err(|e| format!("image {alias}:{tag}: {e}"))?;
+        .map_err(|e| Error::Image(format!("image {alias}:{tag}: {e}")))?;
     record.sha256 = done.sha256;
     record.bytes = done.bytes;
     if let Err(err) = write_record(&target, &record) {
@@ -322,8 +322,8 @@ fn remove_stale_parts(dir: &Path, alias: &str, tag: &str) {
     }
 }
 
-fn write_record(image: &Path, record: &CacheRecord) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())?;
+fn write_record(image: &Path, record: &CacheRecord) -> Result<(), Error> {
+    let mut text = serde_json::to_string_pretty(record).map_err(|e| Error::Image(e.to_string()))?;
     text.push('\n');
     holo_plugin::atomic::write(
         &holo_plugin::root_fs::RootFs::unconfined(),
@@ -331,7 +331,7 @@ fn write_record(image: &Path, record: &CacheRecord) -> Result<(), String> {
         text.as_bytes(),
         &holo_plugin::atomic::WriteOptions::mode(0o644),
     )
-    .map_err(|e| e.to_string())
+    .map_err(|e| Error::Image(e.to_string()))
 }
 
 fn now() -> u64 {
@@ -349,7 +349,7 @@ pub fn ensure(
     tag: &str,
     pin: Option<&str>,
     options: &PullOptions,
-) -> Result<CachedImage, String> {
+) -> Result<CachedImage, Error> {
     let _lock = lock_image(layout, alias, tag)?;
     for candidate in cached(layout, alias, tag) {
         if pin.is_some_and(|pin| pin != candidate.record.sha256) {
@@ -404,7 +404,7 @@ fn resolve_service_image(
     hash_local: bool,
     options: &PullOptions,
     seen: &mut BTreeMap<String, ResolvedImage>,
-) -> Result<ResolvedImage, String> {
+) -> Result<ResolvedImage, Error> {
     let project_dir = Path::new(&manifest.directory);
     let key = lock_key(&service.image, project_dir);
     if let Some(done) = seen.get(&key) {
@@ -414,17 +414,17 @@ fn resolve_service_image(
         Some(path) => {
             let path = project_dir.join(path);
             if !path.is_file() {
-                return Err(format!(
+                return Err(Error::Image(format!(
                     "service {}: the image file {} does not exist (image: {}); build or copy the image there, or correct image:",
                     service.name,
                     path.display(),
                     key
-                ));
+                )));
             }
             // Local images are operator artifacts: their format and OS are
             // taken as given, only a lock checks their content.
             let sha256 = if hash_local {
-                download::sha256_file(&path).map_err(|e| e.message().to_string())?
+                download::sha256_file(&path).map_err(|e| Error::Image(e.message().to_string()))?
             } else {
                 String::new()
             };
@@ -439,7 +439,7 @@ fn resolve_service_image(
             let alias = service.image.alias.as_deref().unwrap_or_default();
             let tag = service.image.tag.as_deref().unwrap_or_default();
             let image = ensure(layout, alias, tag, pin, options)
-                .map_err(|e| format!("service {}: {e}", service.name))?;
+                .map_err(|e| Error::Image(format!("service {}: {e}", service.name)))?;
             ResolvedImage {
                 key: key.clone(),
                 path: image.path,
@@ -460,7 +460,7 @@ pub fn ensure_project_images(
     layout: &Layout,
     manifest: &Manifest,
     services: &[String],
-) -> Result<BTreeMap<String, PathBuf>, String> {
+) -> Result<BTreeMap<String, PathBuf>, Error> {
     let options = PullOptions::from_env()?;
     let project_dir = Path::new(&manifest.directory);
     let lock = image_lock::load(project_dir)?;
@@ -477,11 +477,11 @@ pub fn ensure_project_images(
             Some(lock) => match lock.images.get(&key) {
                 Some(entry) => Some(entry.sha256.as_str()),
                 None => {
-                    return Err(format!(
+                    return Err(Error::Image(format!(
                         "service {}: image {key} is not pinned in {}; run `holos lock` to pin the project's images",
                         service.name,
                         lock_path.display()
-                    ));
+                    )));
                 }
             },
         };
@@ -497,13 +497,13 @@ pub fn ensure_project_images(
         if let Some(pin) = pin
             && pin != resolved.sha256
         {
-            return Err(format!(
+            return Err(Error::Image(format!(
                 "service {}: image {key} does not match {}: expected sha256 {pin}, got {} ({}); if this image is the one you want, run `holos lock` to pin it",
                 service.name,
                 lock_path.display(),
                 resolved.sha256,
                 resolved.path.display()
-            ));
+            )));
         }
         paths.insert(service.name.clone(), resolved.path);
     }
@@ -512,7 +512,7 @@ pub fn ensure_project_images(
 
 /// `holos lock`: pins the current image of every service (pulling aliases
 /// that are not cached) and writes `holos.images.lock`.
-pub fn write_lock(layout: &Layout, manifest: &Manifest) -> Result<PathBuf, String> {
+pub fn write_lock(layout: &Layout, manifest: &Manifest) -> Result<PathBuf, Error> {
     let options = PullOptions::from_env()?;
     let project_dir = Path::new(&manifest.directory);
     let mut seen = BTreeMap::new();

@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
 
 /// The file name, beside the compose file.
@@ -47,16 +48,16 @@ pub fn path(project_dir: &Path) -> PathBuf {
 }
 
 /// The project's lock file, if it has one. Errors name the file and line.
-pub fn load(project_dir: &Path) -> Result<Option<LockFile>, String> {
+pub fn load(project_dir: &Path) -> Result<Option<LockFile>, Error> {
     let path = path(project_dir);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(Error::Image(format!("cannot read {}: {e}", path.display()))),
     };
     parse(&text)
         .map(Some)
-        .map_err(|(line, message)| format!("{}:{line}: {message}", path.display()))
+        .map_err(|(line, message)| Error::Image(format!("{}:{line}: {message}", path.display())))
 }
 
 /// Parses lock file text; errors carry a 1-based line.
@@ -97,14 +98,14 @@ pub fn parse(text: &str) -> Result<LockFile, (usize, String)> {
 }
 
 /// Writes the lock file atomically, with a header saying what it is.
-pub fn write(project_dir: &Path, project: &str, lock: &LockFile) -> Result<PathBuf, String> {
+pub fn write(project_dir: &Path, project: &str, lock: &LockFile) -> Result<PathBuf, Error> {
     let path = path(project_dir);
     let mut lock = lock.clone();
     lock.version = VERSION;
     for entry in lock.images.values_mut() {
         entry.sha256 = entry.sha256.to_ascii_lowercase();
     }
-    let body = toml::to_string_pretty(&lock).map_err(|e| e.to_string())?;
+    let body = toml::to_string_pretty(&lock).map_err(|e| Error::Image(e.to_string()))?;
     let text = format!(
         "# Base images of project {project}, pinned by `holos lock`.\n# `holos up` refuses an image that is not listed here or does not match.\n# Review changes to this file like code; see holos(1), IMAGES.\n\n{body}"
     );
@@ -114,7 +115,7 @@ pub fn write(project_dir: &Path, project: &str, lock: &LockFile) -> Result<PathB
         text.as_bytes(),
         &holo_plugin::atomic::WriteOptions::mode(0o644),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| Error::Image(e.to_string()))?;
     Ok(path)
 }
 

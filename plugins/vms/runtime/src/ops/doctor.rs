@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use holo_plugin::process::Command;
 
+use crate::error::Error;
 use crate::host;
 use crate::instance::QEMU_IMG;
 use crate::plan;
@@ -64,7 +65,7 @@ fn check(level: Level, what: &'static str, text: impl Into<String>) -> Check {
 }
 
 /// Runs every check, prints the report on stdout, and exits 1 on a failure.
-pub fn run(runtime: Result<HostSettings, String>) -> ExitCode {
+pub fn run(runtime: Result<HostSettings, Error>) -> ExitCode {
     let checks = checks(runtime);
     let mut out = String::new();
     for c in &checks {
@@ -99,7 +100,7 @@ pub fn run(runtime: Result<HostSettings, String>) -> ExitCode {
 }
 
 /// Every check, in the order the report shows them.
-pub fn checks(runtime: Result<HostSettings, String>) -> Vec<Check> {
+pub fn checks(runtime: Result<HostSettings, Error>) -> Vec<Check> {
     let mut checks = Vec::new();
     let system = tool_version(QEMU_SYSTEM, "qemu-system-x86", "QEMU emulator version");
     let img = tool_version(QEMU_IMG, "qemu-utils", "qemu-img version");
@@ -295,7 +296,7 @@ fn state_dir_check(root: &Path) -> Check {
     let probe = root.join(format!(".holos-doctor-{}", std::process::id()));
     let written = make_private_dir(root).and_then(|()| {
         std::fs::write(&probe, b"holos doctor\n")
-            .map_err(|e| format!("cannot write {}: {e}", probe.display()))
+            .map_err(|e| Error::Host(format!("cannot write {}: {e}", probe.display())))
     });
     let _ = std::fs::remove_file(&probe);
     for dir in &created {

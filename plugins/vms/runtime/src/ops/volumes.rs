@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::host;
 use crate::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
 
@@ -39,13 +40,18 @@ impl User {
 }
 
 /// The project's volumes, sorted by name.
-pub fn list(layout: &Layout, project: &str) -> Result<Vec<VolumeInfo>, String> {
+pub fn list(layout: &Layout, project: &str) -> Result<Vec<VolumeInfo>, Error> {
     let record = ProjectRecord::load(layout, project)?;
     let dir = layout.project_volumes(project);
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+        Err(e) => {
+            return Err(Error::Request(format!(
+                "cannot read {}: {e}",
+                dir.display()
+            )));
+        }
     };
     let mut volumes = Vec::new();
     for entry in entries.flatten() {
@@ -101,29 +107,29 @@ pub fn table(volumes: &[VolumeInfo]) -> String {
 
 /// `holos volumes rm NAME`, under the project lock so that no `up` attaches
 /// the volume meanwhile.
-pub fn remove(layout: &Layout, project: &str, name: &str) -> Result<(), String> {
+pub fn remove(layout: &Layout, project: &str, name: &str) -> Result<(), Error> {
     let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
     let volumes = list(layout, project)?;
     let Some(volume) = volumes.iter().find(|v| v.name == name) else {
         let known: Vec<&str> = volumes.iter().map(|v| v.name.as_str()).collect();
-        return Err(if known.is_empty() {
+        return Err(Error::Request(if known.is_empty() {
             format!("project {project} has no volume {name:?}; it has no volumes at all")
         } else {
             format!(
                 "project {project} has no volume {name:?}; it has: {}",
                 known.join(", ")
             )
-        });
+        }));
     };
     if !volume.used_by.is_empty() {
         let users: Vec<String> = volume.used_by.iter().map(User::describe).collect();
-        return Err(format!(
+        return Err(Error::Request(format!(
             "volume {name} of project {project} is in use by {}; remove the instances with holos down (it keeps volumes), then run holos volumes rm {name} again",
             users.join(", ")
-        ));
+        )));
     }
     std::fs::remove_file(&volume.path)
-        .map_err(|e| format!("cannot remove {}: {e}", volume.path.display()))?;
+        .map_err(|e| Error::Request(format!("cannot remove {}: {e}", volume.path.display())))?;
     if let Some(dir) = volume.path.parent() {
         // The project's volume directory goes with its last volume.
         let _ = std::fs::remove_dir(dir);
