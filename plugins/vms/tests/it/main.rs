@@ -12,6 +12,7 @@ mod features;
 mod golden;
 mod health;
 mod images;
+mod layers;
 mod notes;
 mod one_validator;
 mod ops;
