@@ -353,7 +353,7 @@ fn run(
             // lock goes last, when nothing this run started is alive.
             let code = reporting.write(out, code, results);
             if let Some(lock) = lock {
-                crate::lock::release(&lock, out);
+                crate::lock::release(lock, out);
             }
             code
         }

@@ -96,6 +96,18 @@ pub fn parse_duration(text: &str) -> Option<Option<Duration>> {
     Some((seconds > 0).then(|| Duration::from_secs(seconds)))
 }
 
+/// `1h`, `10m`, `90s`: the largest unit that divides the duration.
+pub fn format_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds > 0 && seconds.is_multiple_of(3600) {
+        format!("{}h", seconds / 3600)
+    } else if seconds > 0 && seconds.is_multiple_of(60) {
+        format!("{}m", seconds / 60)
+    } else {
+        format!("{seconds}s")
+    }
+}
+
 /// Every process of the session `leader` started (the plugin is a session
 /// leader, and the commands it starts stay in its session unless they are
 /// meant to outlive it), excluding zombies.

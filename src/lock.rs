@@ -16,19 +16,53 @@
 //!   several runs get there, exactly one wins and the others find its lock
 //!   (even before it wrote its pid: a lock without a complete `PID\n` counts
 //!   as held).
+//!
+//! The lock outlives a killed holo for as long as anything of its run does:
+//! the holder keeps a shared `flock` on its lock file and passes that open
+//! file to the plugins that declare the `run-lock` extension
+//! ([`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD)). After `kill -9` of holo, a
+//! plugin still dying (a SIGKILL waits for an uninterruptible `syncfs`)
+//! keeps the lock, and a takeover waits for it instead of starting the
+//! same work beside it.
 
 use crate::loading::EXIT_FATAL;
 use crate::output::{Output, Stream};
 use crate::paths;
+use nix::fcntl::Flock;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 /// How often a run retries the exclusive create after removing a stale
 /// lock; each retry needs another run to have won in between.
 const MAX_ATTEMPTS: usize = 8;
 
+/// How long a takeover waits for the processes of a dead holder's run
+/// that still hold its lock (`HOLO_STALE_LOCK_WAIT`).
+const DEFAULT_STALE_WAIT: Duration = Duration::from_secs(60);
+
+/// How often a waiting takeover looks again.
+const STALE_POLL: Duration = Duration::from_millis(100);
+
+/// The held lock's descriptor, for plugins that inherit it; -1 when none.
+static HELD_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// The lock of a run: its path and the open file with the shared `flock`.
+pub struct RunLock {
+    pub path: String,
+    file: Flock<std::fs::File>,
+}
+
+/// The descriptor of the lock this run holds, which plugins declaring
+/// `run-lock` inherit as [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD).
+pub fn held_fd() -> Option<RawFd> {
+    Some(HELD_FD.load(Ordering::Relaxed)).filter(|fd| *fd >= 0)
+}
+
 /// Takes the lock, or prints Holo 3's message and returns the exit code.
-pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
+pub fn acquire(root: &str, out: &mut Output) -> Result<RunLock, i32> {
     let path = paths::join(root, "run/holo.pid");
     let path = match crate::in_root::real_entry(root, std::path::Path::new(&path)) {
         Ok(real) => paths::display(&real),
@@ -40,8 +74,12 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
             Ok(file) => {
                 // An interrupted run removes it too, but only once nothing it
                 // started is alive (the caller releases it last).
-                write_pid(file);
-                return Ok(path);
+                let file = match hold(file) {
+                    Ok(file) => file,
+                    Err(error) => return Err(report_failure(out, &path, &error)),
+                };
+                HELD_FD.store(file.as_raw_fd(), Ordering::Relaxed);
+                return Ok(RunLock { path, file });
             }
             Err(error) => error,
         };
@@ -49,7 +87,17 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
             return Err(report_failure(out, &path, &error));
         }
         attempts += 1;
-        match take_over_if_stale(&path, &mut || {}) {
+        let wait = stale_wait();
+        let mut waiting = |pid: u32| {
+            out.warn(
+                Stream::Err,
+                &format!(
+                    "Lock file {path} names process {pid}, which is no longer running, but processes of its run still hold the lock; waiting up to {} for them to end",
+                    crate::interrupt::format_duration(wait)
+                ),
+            )
+        };
+        match take_over_if_stale(&path, wait, &mut waiting, &mut || {}) {
             Ok(Takeover::Removed(pid)) => out.warn(
                 Stream::Err,
                 &format!(
@@ -58,6 +106,16 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
             ),
             Ok(Takeover::Gone) => {}
             Ok(Takeover::Held) => return Err(report_failure(out, &path, &error)),
+            Ok(Takeover::StillHeldByRun(pid)) => {
+                out.error(
+                    Stream::Err,
+                    &format!(
+                        "processes of the run of process {pid} still hold lock file {path} after {}; wait for them to end, or end them (`fuser -v {path}` lists them)",
+                        crate::interrupt::format_duration(wait)
+                    ),
+                );
+                return Err(report_failure(out, &path, &error));
+            }
             Err(remove) => {
                 out.error(
                     Stream::Err,
@@ -73,13 +131,41 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<String, i32> {
 }
 
 /// Removes the lock at the end of the run.
-pub fn release(path: &str, out: &mut Output) {
+pub fn release(lock: RunLock, out: &mut Output) {
+    let path = &lock.path;
     if let Err(e) = std::fs::remove_file(path) {
         out.error(
             Stream::Err,
             &format!("remove {path}: {}", paths::errno_text(&e)),
         );
     }
+    HELD_FD.store(-1, Ordering::Relaxed);
+    drop(lock.file);
+}
+
+/// `HOLO_STALE_LOCK_WAIT` (a duration; 0 does not wait) or the default.
+fn stale_wait() -> Duration {
+    std::env::var("HOLO_STALE_LOCK_WAIT")
+        .ok()
+        .and_then(|text| crate::interrupt::parse_duration(&text))
+        .map(|wait| wait.unwrap_or(Duration::ZERO))
+        .unwrap_or(DEFAULT_STALE_WAIT)
+}
+
+/// Takes the shared `flock` of the holder, writes `PID\n` and moves the
+/// descriptor above the plugins' standard descriptors, FD 3 and
+/// [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD), so that it can be passed
+/// on unchanged.
+fn hold(file: std::fs::File) -> std::io::Result<Flock<std::fs::File>> {
+    let moved = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+    let moved = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(moved) };
+    // Blocking: a takeover holds its exclusive lock only to read the file.
+    // The lock belongs to the open file, which both descriptors share.
+    let held = Flock::lock(moved, nix::fcntl::FlockArg::LockShared)
+        .map_err(|(_, errno)| std::io::Error::from(errno))?;
+    write_pid(file);
+    Ok(held)
 }
 
 fn create_exclusive(path: &str) -> std::io::Result<std::fs::File> {
@@ -124,36 +210,72 @@ enum Takeover {
     Gone,
     /// A live process holds it, or it names no process.
     Held,
+    /// It names this dead process, but processes of that run still hold
+    /// its `flock` after the wait.
+    StillHeldByRun(u32),
 }
 
-/// `before_remove` runs between the check and the removal (tests widen
-/// the race window with it).
-fn take_over_if_stale(path: &str, before_remove: &mut dyn FnMut()) -> std::io::Result<Takeover> {
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Takeover::Gone),
-        Err(_) => return Ok(Takeover::Held),
-    };
-    let Ok(mut file) = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive) else {
-        return Ok(Takeover::Held);
-    };
-    let opened = file.metadata()?;
-    match std::fs::metadata(path) {
-        Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => {}
-        // Another takeover removed this file first: start over.
-        _ => return Ok(Takeover::Gone),
-    }
-    let mut content = String::new();
-    if file.read_to_string(&mut content).is_err() {
-        return Ok(Takeover::Held);
-    }
-    match holder_pid(&content) {
-        Some(pid) if !is_running(pid) => {
-            before_remove();
-            std::fs::remove_file(path)?;
-            Ok(Takeover::Removed(pid))
+/// `waiting` runs once when the takeover starts to wait for a dead
+/// holder's run; `before_remove` between the check and the removal (tests
+/// widen the race window with it).
+fn take_over_if_stale(
+    path: &str,
+    wait: Duration,
+    waiting: &mut dyn FnMut(u32),
+    before_remove: &mut dyn FnMut(),
+) -> std::io::Result<Takeover> {
+    let started = Instant::now();
+    let mut announced = false;
+    loop {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Takeover::Gone),
+            Err(_) => return Ok(Takeover::Held),
+        };
+        let mut file =
+            match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                Ok(file) => file,
+                Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    // A live holder, or a dead one whose run lives on (or,
+                    // for a moment, another takeover).
+                    let mut content = String::new();
+                    let dead = file.read_to_string(&mut content).is_ok()
+                        && holder_pid(&content).is_some_and(|pid| !is_running(pid));
+                    let Some(pid) = holder_pid(&content).filter(|_| dead) else {
+                        return Ok(Takeover::Held);
+                    };
+                    let waited = started.elapsed();
+                    if waited >= wait {
+                        return Ok(Takeover::StillHeldByRun(pid));
+                    }
+                    // A concurrent takeover holds it only for a moment.
+                    if !announced && waited >= Duration::from_secs(1) {
+                        announced = true;
+                        waiting(pid);
+                    }
+                    std::thread::sleep(STALE_POLL.min(wait - waited));
+                    continue;
+                }
+                Err(_) => return Ok(Takeover::Held),
+            };
+        let opened = file.metadata()?;
+        match std::fs::metadata(path) {
+            Ok(now) if now.dev() == opened.dev() && now.ino() == opened.ino() => {}
+            // Another takeover removed this file first: start over.
+            _ => return Ok(Takeover::Gone),
         }
-        _ => Ok(Takeover::Held),
+        let mut content = String::new();
+        if file.read_to_string(&mut content).is_err() {
+            return Ok(Takeover::Held);
+        }
+        return match holder_pid(&content) {
+            Some(pid) if !is_running(pid) => {
+                before_remove();
+                std::fs::remove_file(path)?;
+                Ok(Takeover::Removed(pid))
+            }
+            _ => Ok(Takeover::Held),
+        };
     }
 }
 
@@ -213,10 +335,11 @@ mod tests {
         let mut second = None;
         // While the first takeover is between its check and its removal, a
         // second one starts on the same stale file.
-        let first = take_over_if_stale(&path, &mut || {
+        let wait = Duration::from_secs(5);
+        let first = take_over_if_stale(&path, wait, &mut |_| {}, &mut || {
             let path = path.clone();
             second = Some(std::thread::spawn(move || {
-                take_over_if_stale(&path, &mut || {}).unwrap()
+                take_over_if_stale(&path, wait, &mut |_| {}, &mut || {}).unwrap()
             }));
             std::thread::sleep(std::time::Duration::from_millis(300));
         })

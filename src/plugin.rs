@@ -253,6 +253,12 @@ impl Plugin {
         if let Some((_, write)) = &fd3 {
             actions.add_dup2(write.as_raw_fd(), 3)?;
         }
+        // Last: the lock's descriptor is above every other source.
+        if self.has_extension(holo_protocol::extension::RUN_LOCK)
+            && let Some(lock) = crate::lock::held_fd()
+        {
+            actions.add_dup2(lock, holo_protocol::RUN_LOCK_FD)?;
+        }
         // The driver handles SIGINT/SIGTERM/SIGHUP (reset by exec) and
         // ignores SIGPIPE (Rust runtime); plugins start with the defaults.
         let mut attr = PosixSpawnAttr::init()?;
@@ -306,7 +312,9 @@ impl Plugin {
             crate::interrupt::kill_session(pid.as_raw());
         }
         if ending == Ending::TimedOut {
-            let limit = timeout.map(format_duration).unwrap_or_default();
+            let limit = timeout
+                .map(crate::interrupt::format_duration)
+                .unwrap_or_default();
             return Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
@@ -364,18 +372,6 @@ pub fn check_timeout_variables() -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `1h`, `10m`, `90s`: the largest unit that divides the duration.
-fn format_duration(duration: std::time::Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds > 0 && seconds.is_multiple_of(3600) {
-        format!("{}h", seconds / 3600)
-    } else if seconds > 0 && seconds.is_multiple_of(60) {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{seconds}s")
-    }
 }
 
 /// The plugin process: its pid, a pidfd that becomes readable when it

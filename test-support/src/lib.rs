@@ -166,6 +166,28 @@ fn nix_is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Makes the file at `path` an executable (mode 0755) that no process of
+/// this test binary has open for writing. A multi-threaded test writes a
+/// script while another thread forks: the child holds a copy of the write
+/// descriptor until it execs, and running the script then fails with "text
+/// file busy". So a `cp` process writes a new inode, which replaces the one
+/// this process wrote.
+#[track_caller]
+pub fn make_executable(path: &Path) {
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            r#"cp -- "$1" "$1.exe-tmp" && chmod 755 -- "$1.exe-tmp" && mv -f -- "$1.exe-tmp" "$1""#,
+            "sh",
+        ])
+        .arg(path)
+        .status();
+    match status {
+        Ok(status) if status.success() => {}
+        other => panic!("cannot make {} executable: {other:?}", path.display()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,6 @@
 //! `run/holo.pid` (held by a live process, left behind by a dead one, and
 //! two runs racing to take a stale one over).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -28,7 +27,7 @@ fn root(holorc: &str) -> tempfile::TempDir {
     std::fs::write(root.join("etc/holorc"), holorc).unwrap();
     let plugin = root.join("usr/lib/holo/holo-steady");
     std::fs::write(&plugin, STEADY_PLUGIN).unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(&plugin);
     dir
 }
 
@@ -195,7 +194,7 @@ fn concurrent_runs_take_a_stale_lock_over_exactly_once() {
     std::fs::create_dir_all(root.join("usr/share/holo/waiting")).unwrap();
     let plugin = root.join("usr/lib/holo/holo-waiting");
     std::fs::write(&plugin, WAITING_PLUGIN).unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(&plugin);
     let lock = root.join("run/holo.pid");
     let release = root.join("release");
 
@@ -271,7 +270,7 @@ fn an_entity_id_that_is_not_utf8_is_named_in_a_warning() {
         "#!/bin/sh\ncase \"$1\" in\n  info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;;\n  scan) printf 'ENTITY: latin:ok\\nENTITY: latin:caf\\351\\n' ;;\nesac\n",
     )
     .unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(&plugin);
     let (out, code) = holo(root, &["scan", "--short"]);
     assert_eq!(code, 0, "{out}");
     assert!(

@@ -249,7 +249,7 @@ fn sigterm_removes_the_lock_and_the_cache() {
         "#!/bin/sh\ncase \"$1\" in info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3;; scan) echo 'ENTITY: ext:a';; apply) sleep 30;; esac\n",
     )
     .unwrap();
-    std::fs::set_permissions(&hang, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    test_support::make_executable(&hang);
     let bin = assert_cmd::cargo::cargo_bin("holo");
     let mut child = std::process::Command::new(bin)
         .arg("apply")

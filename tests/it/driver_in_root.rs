@@ -4,7 +4,7 @@
 //! same names inside the root (links resolve as if the root were `/`), and
 //! nothing is created outside it.
 
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -80,7 +80,7 @@ fn state_report_and_lock_never_follow_links_out_of_the_root() {
         ),
     )
     .expect("plugin");
-    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    test_support::make_executable(&binary);
 
     let output = Command::new(assert_cmd::cargo::cargo_bin("holo"))
         .args(["apply"])
@@ -133,7 +133,7 @@ fn a_link_whose_target_is_missing_in_the_root_fails_without_writing_outside() {
         plugin(Path::new("/nonexistent"), Path::new("/nonexistent")),
     )
     .expect("plugin");
-    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    test_support::make_executable(&binary);
     let output = Command::new(assert_cmd::cargo::cargo_bin("holo"))
         .args(["apply"])
         .env("HOLO_ROOT_DIR", &root)

@@ -2,7 +2,6 @@
 //! reads its static resource directory in place (nothing is copied), unless
 //! a generator wrote resources for it; other plugins keep Holo 3's copy.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -49,7 +48,7 @@ fn root() -> tempfile::TempDir {
 fn write_exec(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(path);
 }
 
 /// `holo scan` run from inside the root with `HOLO_ROOT_DIR=./`, so the

@@ -262,7 +262,7 @@ fn stubborn_root() -> tempfile::TempDir {
     std::fs::write(path.join("etc/holorc"), "plugin stubborn\n").unwrap();
     let plugin = path.join("usr/lib/holo/holo-stubborn");
     std::fs::write(&plugin, STUBBORN).unwrap();
-    std::fs::set_permissions(&plugin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    test_support::make_executable(&plugin);
     root
 }
 

@@ -40,12 +40,14 @@ fn make_root(plugin: &str) -> tempfile::TempDir {
     std::fs::write(path.join("etc/holorc"), "plugin hang\n").unwrap();
     let file = path.join("usr/lib/holo/holo-hang");
     std::fs::write(&file, plugin).unwrap();
-    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    test_support::make_executable(&file);
     root
 }
 
-/// Runs holo; returns its exit code, output and peak resident size. Fails
-/// the test when holo still runs after 60 s.
+/// Runs holo; returns its exit code, output and peak resident size (its
+/// VmHWM, sampled while it runs: wait4's ru_maxrss would also count the
+/// peak of this test process, whose memory a spawned child shares until
+/// it execs). Fails the test when holo still runs after 60 s.
 fn holo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, u64) {
     let out = std::fs::File::create(root.join("out")).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_holo"));
@@ -62,13 +64,15 @@ fn holo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, u64) 
     for (key, value) in env {
         command.env(key, value);
     }
-    // Reaped with wait4 below, which also gives the peak resident size.
+    // Reaped with wait4 below.
     let pid = command.spawn().map(|child| child.id()).unwrap() as libc::pid_t;
     let started = Instant::now();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut peak = 0u64;
     loop {
+        peak = peak.max(high_water_mark(pid));
         // SAFETY: wait4 on our own child with valid pointers.
         if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
             break;
@@ -90,7 +94,17 @@ fn holo(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, u64) 
         -1
     };
     let text = std::fs::read_to_string(root.join("out")).unwrap();
-    (code, text, usage.ru_maxrss as u64 * 1024)
+    (code, text, peak)
+}
+
+/// The `VmHWM` of a running process in bytes; 0 once it has exited.
+fn high_water_mark(pid: libc::pid_t) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
 }
 
 fn recorded(root: &Path) -> Vec<i32> {
@@ -212,6 +226,7 @@ esac
 fn one_endless_stderr_line_keeps_holo_at_a_few_mib() {
     let root = make_root(LONG_LINE);
     let (code, text, peak) = holo(root.path(), &["diff"], &[]);
+    assert!(peak > 0, "holo's memory was never sampled");
     assert_eq!(code, 0, "{}", &text[text.len().saturating_sub(300)..]);
     assert_eq!(text.bytes().filter(|b| *b == b'x').count(), 64 << 20);
     assert!(

@@ -42,8 +42,7 @@ impl Root {
         std::fs::write(root.join("etc/holorc"), "plugin daemon\n").unwrap();
         let plugin = root.join("usr/lib/holo/holo-daemon");
         std::fs::write(&plugin, PLUGIN).unwrap();
-        std::fs::set_permissions(&plugin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        test_support::make_executable(&plugin);
         Root { dir }
     }
 

@@ -3,7 +3,6 @@
 //! everything loaded, generators (output order, generated symlinks), odd
 //! files in resource directories, and the root passed to plugins.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -26,7 +25,7 @@ esac
 fn write_exec(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(path);
 }
 
 /// A root with the listing plugin as `res` and the given holorc.

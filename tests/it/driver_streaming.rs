@@ -64,8 +64,7 @@ impl Root {
         std::fs::write(root.join("usr/share/holo/demo/demo.toml"), resources).unwrap();
         let echo = root.join("fake-bin/echo");
         std::fs::write(&echo, FAKE_ECHO).unwrap();
-        std::fs::set_permissions(&echo, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        test_support::make_executable(&echo);
         for fifo in ["gate", "late-gate"] {
             nix::unistd::mkfifo(
                 &root.join(fifo),

@@ -13,6 +13,7 @@ mod driver_interrupt_commands;
 mod driver_limits;
 mod driver_no_hang;
 mod driver_resources;
+mod driver_run_lock;
 mod driver_streaming;
 mod fixture_readmes;
 mod fixtures;

@@ -41,7 +41,7 @@ fn demo_root(holorc: &str) -> tempfile::TempDir {
     std::fs::write(root.join("etc/holorc"), holorc).unwrap();
     let plugin = root.join("usr/lib/holo/holo-demo");
     std::fs::write(&plugin, PLUGIN).unwrap();
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    test_support::make_executable(&plugin);
     dir
 }
 

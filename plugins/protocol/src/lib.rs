@@ -39,6 +39,11 @@ pub mod extension {
     /// NUL-terminated fields (desired path, current path, header lines,
     /// which may be empty); the driver renders one file diff for each.
     pub const DIFF_FILES: &str = "diff-files";
+    /// Declared by a plugin: it takes the run's lock as
+    /// [`RUN_LOCK_FD`](crate::RUN_LOCK_FD) and keeps it from the commands it starts, so
+    /// that a later run waits until this plugin has ended, even when holo
+    /// itself was killed.
+    pub const RUN_LOCK: &str = "run-lock";
     /// What this driver announces in `HOLO_EXTENSIONS`.
     pub const DRIVER: &[&str] = &[
         NOOP,
@@ -51,6 +56,10 @@ pub mod extension {
         DIFF_FILES,
     ];
 }
+
+/// The descriptor on which a plugin that declares `run-lock` gets the open
+/// lock file of the run (with its shared `flock`), whenever holo holds it.
+pub const RUN_LOCK_FD: i32 = 4;
 
 /// The lines a plugin writes on FD 3 after apply.
 pub mod fd3 {

@@ -56,14 +56,15 @@ fn declares<P: Plugin>(extension: Extension) -> bool {
 
 fn info<P: Plugin>() -> String {
     let mut text = format!("MIN_API_VERSION={API_VERSION}\nMAX_API_VERSION={API_VERSION}\n");
-    if !P::EXTENSIONS.is_empty() {
-        let mut names: Vec<&str> = P::EXTENSIONS.iter().map(|ext| ext.name()).collect();
-        // The SDK's batch resolves references inside the batch itself.
-        if declares::<P>(Extension::Batch) {
-            names.push(holo_protocol::extension::BATCH_ORDER);
-        }
-        text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
+    let mut names: Vec<&str> = P::EXTENSIONS.iter().map(|ext| ext.name()).collect();
+    // The SDK's batch resolves references inside the batch itself.
+    if declares::<P>(Extension::Batch) {
+        names.push(holo_protocol::extension::BATCH_ORDER);
     }
+    // Every SDK plugin holds the run's lock and keeps it from its commands
+    // (see `process::keep_run_lock_from_commands`).
+    names.push(holo_protocol::extension::RUN_LOCK);
+    text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
     text
 }
 
@@ -82,6 +83,7 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         )));
     };
     report::prepare_fd3();
+    crate::process::keep_run_lock_from_commands();
     if operation == "info" {
         print!("{}", info::<P>());
         return flush_stdout();
@@ -339,7 +341,7 @@ mod tests {
     fn info_lists_versions_and_declared_extensions() {
         assert_eq!(
             info::<Minimal>(),
-            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order\n"
+            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock\n"
         );
     }
 }

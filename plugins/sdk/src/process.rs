@@ -461,6 +461,16 @@ extern "C" fn on_interrupt(signal: libc::c_int) {
     }
 }
 
+/// The run's lock (FD 4, the `run-lock` extension) stays with the plugin:
+/// a later run waits for the plugin, never for a daemon or VM that one of
+/// its commands left running.
+pub(crate) fn keep_run_lock_from_commands() {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    // SAFETY: only flags of the descriptor change; a closed FD 4 fails.
+    let lock = unsafe { BorrowedFd::borrow_raw(holo_protocol::RUN_LOCK_FD) };
+    let _ = fcntl(lock, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+}
+
 /// From now on SIGTERM, SIGINT and SIGHUP no longer end the process at
 /// once: they end the running command's process group (see the module
 /// documentation), and every later command is refused. Code that runs long
