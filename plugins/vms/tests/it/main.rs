@@ -20,7 +20,6 @@ mod plugin;
 mod plugin_support;
 mod replica_ports;
 mod runtime_boot;
-mod runtime_builders;
 mod runtime_fake;
 mod runtime_lifecycle;
 mod runtime_support;

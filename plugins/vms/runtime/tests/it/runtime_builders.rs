@@ -1,5 +1,5 @@
 //! The runtime's pure builders against the example projects: the QEMU argv
-//! (golden files in `tests/golden/runtime/NAME.argv`, one argument a line),
+//! (golden files in `tests/golden/NAME.argv`, one argument a line),
 //! the cloud-init documents parsed back, and the seed ISO read back with an
 //! independent ISO 9660 reader. `HOLOS_BLESS=1` rewrites the argv goldens;
 //! review the diff.
@@ -17,7 +17,7 @@ use holos_runtime::{qemu, seed_iso};
 use saphyr::{LoadableYamlNode, Yaml};
 
 fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/examples/compose")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../share/examples/compose")
 }
 
 fn manifest_of(dir: &Path, files: &[(&str, &str)]) -> Manifest {
@@ -73,8 +73,7 @@ fn argv_text(manifest: &Manifest, accel: Accel) -> String {
 }
 
 fn check_golden(name: &str, actual: &str) {
-    let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/runtime/{name}.argv"));
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/{name}.argv"));
     if std::env::var_os("HOLOS_BLESS").is_some() {
         std::fs::write(&golden, actual).unwrap();
     }
