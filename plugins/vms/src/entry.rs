@@ -10,7 +10,7 @@ pub fn main() -> ExitCode {
     let mut args = std::env::args_os();
     let program = args.next().unwrap_or_default();
     if invoked_as_holos(&program) {
-        return crate::cli::run_holos(args);
+        return crate::holos::run_holos(args);
     }
     holo_plugin::run(crate::plugin::VmsPlugin)
 }

@@ -8,4 +8,5 @@
 pub mod cli;
 pub mod commands;
 pub mod entry;
+pub mod holos;
 pub mod plugin;

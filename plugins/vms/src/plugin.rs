@@ -157,7 +157,7 @@ impl Plugin for VmsPlugin {
     }
 
     fn subcommand(&self, _env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
-        (name == "holos").then(|| Ok(crate::cli::run_holos(args.iter().map(Into::into))))
+        (name == "holos").then(|| Ok(crate::holos::run_holos(args.iter().map(Into::into))))
     }
 }
 

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::cli::{Format, HolosCommand as Command, run};
+use holo_vms::cli::{Format, HolosCommand as Command};
+use holo_vms::holos::run;
 use holos_compose::load::Options;
 
 fn examples_dir() -> PathBuf {

@@ -90,7 +90,7 @@ impl Fixture {
             resolved: false,
             format: holo_vms::cli::Format::Yaml,
         };
-        match holo_vms::cli::run(&command, &self.options()) {
+        match holo_vms::holos::run(&command, &self.options()) {
             Ok(text) => text.replace(&self.path().display().to_string(), "DIR"),
             Err(errors) => panic!("config failed:\n{}", render(&errors, self.path())),
         }
