@@ -88,7 +88,7 @@ impl Plugin for VmsPlugin {
     type Spec = VmSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        holos_compose::decode::keys::SECTIONS
+        holos_compose::keys::SECTIONS
             .iter()
             .map(|(section, keys)| (section.to_string(), keys.to_vec()))
             .collect()

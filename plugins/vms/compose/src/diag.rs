@@ -4,10 +4,45 @@
 //! that `holos validate` can list everything that is wrong at once.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::yaml::Pos;
+/// Where a node starts: file, 1-based line, 1-based column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pos {
+    pub file: Arc<PathBuf>,
+    pub line: usize,
+    pub col: usize,
+}
+
+impl Pos {
+    pub fn new(file: &Arc<PathBuf>, line: usize, col: usize) -> Self {
+        Pos {
+            file: Arc::clone(file),
+            line,
+            col,
+        }
+    }
+
+    /// A position for values that have no source (defaults, command line).
+    pub fn synthetic(what: &str) -> Self {
+        Pos {
+            file: Arc::new(PathBuf::from(what)),
+            line: 0,
+            col: 0,
+        }
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}", self.file.display())
+        } else {
+            write!(f, "{}:{}:{}", self.file.display(), self.line, self.col)
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diag {

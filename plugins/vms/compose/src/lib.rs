@@ -12,6 +12,7 @@ pub mod decode;
 pub mod diag;
 pub mod dockerfile;
 pub mod images;
+pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod network;

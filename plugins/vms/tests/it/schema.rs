@@ -3,7 +3,7 @@
 
 use crate::common;
 use common::Fixture;
-use holos_compose::decode::keys;
+use holos_compose::keys;
 use std::path::Path;
 
 fn schema() -> serde_json::Value {

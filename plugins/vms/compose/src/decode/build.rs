@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use super::keys;
 use super::reader::{Reader, child};
 use crate::dockerfile::{self, Provisioning};
+use crate::keys;
 use crate::yaml::{Kind, Node};
 
 /// `build:` / `dockerfile:` into provisioning steps.

@@ -1,9 +1,9 @@
 //! What runs in the guest: `cloud_init`, `command`/`entrypoint`,
 //! `post_start`/`pre_stop` hooks and the `healthcheck`.
 
-use super::keys;
 use super::reader::{Reader, child, item, parse_duration_ms};
 use crate::dockerfile::shell_quote;
+use crate::keys;
 use crate::manifest::{CloudInit, GuestCommand, Healthcheck, Hook, WriteFile};
 use crate::yaml::{Kind, Node};
 

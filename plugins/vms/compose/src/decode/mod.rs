@@ -4,7 +4,6 @@
 
 pub mod build;
 pub mod guest;
-pub mod keys;
 pub mod ports;
 pub mod reader;
 pub mod resources;
@@ -15,6 +14,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use crate::diag::{Diag, Diags, did_you_mean};
+use crate::keys;
 use crate::load::Project;
 use crate::manifest::{
     Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Service, Volume,

@@ -2,8 +2,8 @@
 
 use std::net::Ipv4Addr;
 
-use super::keys;
 use super::reader::{Reader, child, item};
+use crate::keys;
 use crate::manifest::Port;
 use crate::yaml::{Kind, Node};
 

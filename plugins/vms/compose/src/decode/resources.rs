@@ -1,8 +1,8 @@
 //! Replicas and virtual hardware: `replicas`, `scale`, `deploy`, `vm`,
 //! `cpus` and `mem_limit`.
 
-use super::keys;
 use super::reader::{Reader, child, parse_bytes};
+use crate::keys;
 use crate::manifest::Vm;
 use crate::yaml::Node;
 

@@ -8,13 +8,13 @@ use super::build::decode_build;
 use super::guest::{
     decode_cloud_init, decode_healthcheck, decode_hooks, duration, hook_to_shell, shell_words,
 };
-use super::keys;
 use super::ports::decode_ports;
 use super::reader::{Reader, child, item};
 use super::resources::{decode_replicas, decode_vm};
 use super::storage::{decode_devices, decode_volumes};
 use crate::dockerfile::shell_quote;
 use crate::images;
+use crate::keys;
 use crate::load::Environment;
 use crate::load::dotenv::read_env_file;
 use crate::load::interpolate::Lookup;

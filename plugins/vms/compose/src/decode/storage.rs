@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::keys;
 use super::reader::{Reader, child, item};
+use crate::keys;
 use crate::manifest::{Mount, MountKind, PciDevice};
 use crate::yaml::{Kind, Node};
 

@@ -69,13 +69,11 @@ fn entries(include: &Node, file_dir: &Path, diags: &mut Diags) -> Vec<IncludeEnt
         };
         for (key, _) in map {
             let name = key.as_str().unwrap_or_default();
-            if !crate::decode::keys::INCLUDE_LONG.contains(&name) && !name.starts_with("x-") {
-                let hint = crate::diag::did_you_mean(
-                    name,
-                    crate::decode::keys::INCLUDE_LONG.iter().copied(),
-                )
-                .map(|s| format!("; did you mean {s:?}?"))
-                .unwrap_or_default();
+            if !crate::keys::INCLUDE_LONG.contains(&name) && !name.starts_with("x-") {
+                let hint =
+                    crate::diag::did_you_mean(name, crate::keys::INCLUDE_LONG.iter().copied())
+                        .map(|s| format!("; did you mean {s:?}?"))
+                        .unwrap_or_default();
                 diags.push(
                     &key.pos,
                     format!("{path}.{name}"),

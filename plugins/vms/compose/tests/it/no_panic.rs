@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use holos_compose::decode::keys;
+use holos_compose::keys;
 use holos_compose::load::Options;
 use proptest::prelude::*;
 
