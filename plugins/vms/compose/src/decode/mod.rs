@@ -13,7 +13,7 @@ pub mod storage;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use crate::diag::{Diag, Diags, did_you_mean};
+use crate::diag::{Diag, Diags, Pos, did_you_mean};
 use crate::keys;
 use crate::load::Project;
 use crate::manifest::{
@@ -330,13 +330,7 @@ fn place_ports(
     diags: &mut Diags,
 ) -> Vec<Forward> {
     let ports_path = format!("services.{}.ports", s.name);
-    let ports_pos = project
-        .model
-        .get("services")
-        .and_then(|all| all.get(&s.name))
-        .and_then(|svc| svc.get("ports"))
-        .map(|n| n.pos.clone())
-        .unwrap_or_else(|| project.model.pos.clone());
+    let ports_pos = ports_position(project, &s.name);
     let mut forwards = Vec::new();
     for port in &s.ports {
         let host_port = port.host_port.and_then(|h| {
@@ -381,6 +375,17 @@ fn place_ports(
         });
     }
     forwards
+}
+
+/// Where a service's `ports:` starts (the project's start if it has none).
+fn ports_position(project: &Project, service: &str) -> Pos {
+    project
+        .model
+        .get("services")
+        .and_then(|all| all.get(service))
+        .and_then(|svc| svc.get("ports"))
+        .map(|n| n.pos.clone())
+        .unwrap_or_else(|| project.model.pos.clone())
 }
 
 fn valid_service_name(name: &str) -> bool {
