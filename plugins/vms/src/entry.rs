@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// The `holos` command line when argv[0] is `holos`, otherwise the holo
+/// The `holos` command line when `argv[0]` is `holos`, otherwise the holo
 /// plugin (whose `holos` subcommand leads to the command line too).
 pub fn main() -> ExitCode {
     let mut args = std::env::args_os();
