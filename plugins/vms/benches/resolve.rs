@@ -17,7 +17,7 @@ fn main() {
         ));
     }
     std::fs::write(dir.path().join("holos.yaml"), yaml).expect("write holos.yaml");
-    let options = holo_vms::compose::Options {
+    let options = holos_compose::load::Options {
         working_dir: dir.path().to_path_buf(),
         environment: BTreeMap::new(),
         ..Default::default()
@@ -27,7 +27,7 @@ fn main() {
     let mut total = 0.0;
     for _ in 0..runs {
         let start = Instant::now();
-        let (_, manifest) = holo_vms::resolve(&options).expect("bench project resolves");
+        let (_, manifest) = holos_compose::resolve(&options).expect("bench project resolves");
         let ms = start.elapsed().as_secs_f64() * 1000.0;
         assert_eq!(manifest.services.len(), 200);
         best = best.min(ms);

@@ -4,7 +4,9 @@
 //!
 //! The target is at most 50 ms per instance beyond `qemu-img create`, so
 //! the three overlay creations are timed on their own and subtracted.
-//! Run: `cargo bench -p holo-vms --bench up` (needs qemu-img).
+//! Run: `cargo build --release -p fake-qemu && cargo bench -p holo-vms
+//! --bench up` (needs qemu-img). The fake is its own crate, so this bench
+//! finds it in the release directory rather than building it.
 
 use std::path::Path;
 use std::process::Command;
@@ -39,11 +41,13 @@ fn main() {
     let root = dir.path();
     let bin = root.join("bin");
     std::fs::create_dir(&bin).expect("bin directory");
-    std::os::unix::fs::symlink(
-        env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"),
-        bin.join("qemu-system-x86_64"),
-    )
-    .expect("link the fake QEMU");
+    let fake = test_support::profile_dir().join("fake-qemu-system-x86_64");
+    assert!(
+        fake.is_file(),
+        "{} is missing: run `cargo build --release -p fake-qemu` first",
+        fake.display()
+    );
+    std::os::unix::fs::symlink(&fake, bin.join("qemu-system-x86_64")).expect("link the fake QEMU");
     let base = root.join("base.qcow2");
     qemu_img_create(&["-f", "qcow2"], &base, Some("64M"));
     let mut compose = String::from("name: bench\nservices:\n");

@@ -1,21 +1,11 @@
-//! The `holos` command line: parsing every command, running `config`,
-//! `validate` and `version` (the runtime commands, and `images`, `pull` and
-//! `lock`, run in `runtime::commands`), and the entry point shared by the `holos` and
-//! `holo-vms` binaries.
+//! The `holos` command line: the clap types of every command. `holos.rs`
+//! runs them.
 
-use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
-use std::io::Write;
-use std::path::Path;
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-use crate::compose::Options;
-use crate::diag::Diag;
-use crate::yaml::{Kind, Node, Pos};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -34,33 +24,34 @@ pub struct Cli {
     #[arg(long = "profile", global = true)]
     pub profiles: Vec<String>,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: HolosCommand,
 }
 
 impl Cli {
     /// The compose files: those given before the command, then those after.
     pub fn files(&self) -> Vec<PathBuf> {
         let after = match &self.command {
-            Command::Config { file_args, .. }
-            | Command::Validate { file_args, .. }
-            | Command::Up(UpArgs { file_args, .. })
-            | Command::Down(DownArgs { file_args, .. })
-            | Command::Stop(ServiceArgs { file_args, .. })
-            | Command::Start(ServiceArgs { file_args, .. })
-            | Command::Ps(PsArgs { file_args, .. })
-            | Command::Exec(ExecArgs { file_args, .. })
-            | Command::Console(ConsoleArgs { file_args, .. })
-            | Command::Pull(PullArgs { file_args, .. })
-            | Command::Lock(LockArgs { file_args })
-            | Command::Inspect(InspectArgs { file_args, .. })
-            | Command::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
-            | Command::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
+            HolosCommand::Config { file_args, .. }
+            | HolosCommand::Validate { file_args, .. }
+            | HolosCommand::Up(UpArgs { file_args, .. })
+            | HolosCommand::Down(DownArgs { file_args, .. })
+            | HolosCommand::Stop(ServiceArgs { file_args, .. })
+            | HolosCommand::Start(ServiceArgs { file_args, .. })
+            | HolosCommand::Ps(PsArgs { file_args, .. })
+            | HolosCommand::Exec(ExecArgs { file_args, .. })
+            | HolosCommand::Console(ConsoleArgs { file_args, .. })
+            | HolosCommand::Pull(PullArgs { file_args, .. })
+            | HolosCommand::Lock(LockArgs { file_args })
+            | HolosCommand::Inspect(InspectArgs { file_args, .. })
+            | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
+            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
                 &file_args.files
             }
-            Command::Logs(logs) => &logs.files,
-            Command::Images | Command::Version | Command::Doctor | Command::Completions { .. } => {
-                &Vec::new()
-            }
+            HolosCommand::Logs(logs) => &logs.files,
+            HolosCommand::Images
+            | HolosCommand::Version
+            | HolosCommand::Doctor
+            | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
     }
@@ -76,7 +67,7 @@ pub struct FileArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub enum HolosCommand {
     /// Print the normalised compose file (merged, interpolated, extended).
     Config {
         #[command(flatten)]
@@ -283,7 +274,7 @@ pub struct VolumesRmArgs {
 
 /// `-w WAIT`: a Compose duration (a bare number is seconds).
 fn parse_wait(text: &str) -> Result<Duration, String> {
-    crate::compose::decode::reader::parse_duration_ms(text)
+    holos_compose::decode::reader::parse_duration_ms(text)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
 }
@@ -292,204 +283,6 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
 pub enum Format {
     Yaml,
     Json,
-}
-
-/// Entry point of both binaries: the `holos` command line when argv[0] is
-/// `holos`, otherwise the holo plugin (whose `holos` subcommand leads here too).
-pub fn main() -> ExitCode {
-    let mut args = std::env::args_os();
-    let program = args.next().unwrap_or_default();
-    if invoked_as_holos(&program) {
-        return run_holos(args);
-    }
-    holo_plugin::run(crate::plugin::VmsPlugin)
-}
-
-/// True when the program was started under the name `holos` (a symlink or a
-/// copy of the one binary counts).
-pub fn invoked_as_holos(program: &OsStr) -> bool {
-    Path::new(program).file_name() == Some(OsStr::new("holos"))
-}
-
-/// The environment as interpolation sees it. Never panics: a variable whose
-/// name is not UTF-8 cannot be named in a compose file and is left out; a
-/// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
-pub fn process_environment() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(key, value)| {
-            let key = key.into_string().ok()?;
-            Some((key, value.to_string_lossy().into_owned()))
-        })
-        .collect()
-}
-
-/// Runs `holos` with `args` (without the program name).
-pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let argv = std::iter::once(OsString::from("holos")).chain(args);
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(cli) => cli,
-        Err(err) => {
-            // Help and version go to stdout with 0, usage errors to stderr with 2.
-            let _ = err.print();
-            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
-        }
-    };
-    if let Some(code) = run_without_project(&cli.command) {
-        return code;
-    }
-    let environment = process_environment();
-    let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let options = Options {
-        files: cli.files(),
-        project_name: cli.project_name.clone(),
-        profiles: cli.profiles.clone(),
-        working_dir,
-        environment,
-    };
-    if let Some(code) = crate::runtime::commands::run(&cli.command, &options) {
-        return code;
-    }
-    let mut stdout = std::io::stdout().lock();
-    match run_with_messages(&cli.command, &options) {
-        Ok((text, messages)) => {
-            let mut stderr = std::io::stderr().lock();
-            for message in &messages {
-                let _ = writeln!(stderr, "{message}");
-            }
-            // A closed stdout (holos config | head) is not an error worth reporting.
-            let _ = stdout.write_all(text.as_bytes());
-            ExitCode::SUCCESS
-        }
-        Err(diags) => {
-            let mut stderr = std::io::stderr().lock();
-            for d in &diags {
-                let _ = writeln!(stderr, "{d}");
-            }
-            let _ = writeln!(
-                stderr,
-                "holos: {} error{} found",
-                diags.len(),
-                if diags.len() == 1 { "" } else { "s" }
-            );
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The commands that load no compose file: `version` and `completions`.
-fn run_without_project(command: &Command) -> Option<ExitCode> {
-    match command {
-        Command::Version => {
-            println!("holos {}", env!("CARGO_PKG_VERSION"));
-            Some(ExitCode::SUCCESS)
-        }
-        Command::Completions { shell } => {
-            let mut script = Vec::new();
-            let mut cli = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cli, "holos", &mut script);
-            // A closed stdout is not worth a panic.
-            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
-            Some(ExitCode::SUCCESS)
-        }
-        _ => None,
-    }
-}
-
-/// Runs one command and returns what it prints on success.
-pub fn run(command: &Command, options: &Options) -> Result<String, Vec<Diag>> {
-    run_with_messages(command, options).map(|(text, _)| text)
-}
-
-/// Runs one command; on success also returns the lines for standard error:
-/// `warning: ...` for problems that do not stop the load, then (for
-/// `validate` without `--quiet`) the `>>` notes of
-/// [`crate::compose::notes::quiet_semantics`].
-pub fn run_with_messages(
-    command: &Command,
-    options: &Options,
-) -> Result<(String, Vec<String>), Vec<Diag>> {
-    let (project, manifest) = crate::resolve(options)?;
-    let text = render(command, &project, &manifest)?;
-    let mut messages: Vec<String> = project
-        .warnings
-        .iter()
-        .map(|w| format!("warning: {w}"))
-        .collect();
-    if let Command::Validate { quiet: false, .. } = command {
-        let notes = crate::compose::notes::quiet_semantics(&project);
-        messages.extend(notes.iter().map(ToString::to_string));
-    }
-    Ok((text, messages))
-}
-
-fn render(
-    command: &Command,
-    project: &crate::compose::Project,
-    manifest: &crate::Manifest,
-) -> Result<String, Vec<Diag>> {
-    match command {
-        Command::Config {
-            resolved, format, ..
-        } => {
-            if *resolved {
-                let json = serde_json::to_value(manifest).map_err(|e| {
-                    vec![Diag::at(
-                        &project.model.pos,
-                        "",
-                        format!("cannot serialise the manifest: {e}"),
-                    )]
-                })?;
-                return Ok(match format {
-                    Format::Json => pretty_json(&json),
-                    Format::Yaml => json_to_node(&json).to_yaml_string(),
-                });
-            }
-            // Interpolation is done: escape `$` again so that the output
-            // reads back to the same values.
-            let mut model = project.model.clone();
-            escape_dollars(&mut model);
-            Ok(match format {
-                Format::Json => pretty_json(&model.to_json()),
-                Format::Yaml => model.to_yaml_string(),
-            })
-        }
-        // Validation printed nothing; the other commands print their own.
-        _ => Ok(String::new()),
-    }
-}
-
-fn pretty_json(json: &serde_json::Value) -> String {
-    let mut text = serde_json::to_string_pretty(json).unwrap_or_default();
-    text.push('\n');
-    text
-}
-
-fn escape_dollars(node: &mut Node) {
-    match &mut node.kind {
-        Kind::Scalar { text, .. } if text.contains('$') => *text = text.replace('$', "$$"),
-        Kind::Seq(items) => items.iter_mut().for_each(escape_dollars),
-        Kind::Map(entries) => entries.iter_mut().for_each(|(_, v)| escape_dollars(v)),
-        _ => {}
-    }
-}
-
-/// JSON to a YAML tree, for printing the manifest as YAML.
-pub fn json_to_node(value: &serde_json::Value) -> Node {
-    use serde_json::Value;
-    let pos = Pos::synthetic("manifest");
-    match value {
-        Value::Null => Node::new(Kind::Null, pos),
-        Value::Bool(b) => Node::plain(b.to_string(), pos),
-        Value::Number(n) => Node::plain(n.to_string(), pos),
-        Value::String(s) => Node::string(s.clone(), pos),
-        Value::Array(items) => Node::seq(items.iter().map(json_to_node).collect(), pos),
-        Value::Object(map) => Node::map(
-            map.iter()
-                .map(|(k, v)| (Node::string(k.clone(), pos.clone()), json_to_node(v)))
-                .collect(),
-            pos.clone(),
-        ),
-    }
 }
 
 #[cfg(test)]
@@ -515,7 +308,7 @@ mod tests {
             "echo a > /x",
         ])
         .expect("parses");
-        let Command::Exec(exec) = cli.command else {
+        let HolosCommand::Exec(exec) = cli.command else {
             panic!("not exec: {:?}", cli.command);
         };
         assert_eq!(exec.instance, "web-0");
@@ -523,7 +316,7 @@ mod tests {
         assert_eq!(exec.wait, Some(Duration::from_secs(120)));
         assert_eq!(exec.command, ["sh", "-c", "echo a > /x"]);
         let cli = parse(&["exec", "web-0", "ls", "-la", "--", "x"]).expect("parses");
-        let Command::Exec(exec) = cli.command else {
+        let HolosCommand::Exec(exec) = cli.command else {
             panic!("not exec");
         };
         assert_eq!(exec.command, ["ls", "-la", "--", "x"]);
@@ -534,15 +327,15 @@ mod tests {
         let cli = parse(&["-f", "a.yaml", "up", "--no-wait", "web", "db"]).expect("up");
         assert_eq!(cli.files(), [PathBuf::from("a.yaml")]);
         assert!(
-            matches!(&cli.command, Command::Up(up) if up.no_wait && up.services == ["web", "db"])
+            matches!(&cli.command, HolosCommand::Up(up) if up.no_wait && up.services == ["web", "db"])
         );
         assert!(matches!(
             parse(&["ps", "--json"]).map(|c| c.command),
-            Ok(Command::Ps(PsArgs { json: true, .. }))
+            Ok(HolosCommand::Ps(PsArgs { json: true, .. }))
         ));
         assert!(matches!(
             parse(&["logs", "web", "-f"]).map(|c| c.command),
-            Ok(Command::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
+            Ok(HolosCommand::Logs(LogsArgs { follow: true, target: Some(t), .. })) if t == "web"
         ));
         let logs = parse(&["logs", "--file", "b.yaml", "-f"]).expect("logs");
         assert_eq!(logs.files(), [PathBuf::from("b.yaml")]);

@@ -2,7 +2,7 @@
 //! `vm:PROJECT/SERVICE`, from `$HOLO_RESOURCE_DIR/<project>/holos.yaml`,
 //! plus `holo-vms holos ARGS` for the command line.
 //!
-//! - scan resolves each project (`plugin::project`) and reports its services
+//! - scan resolves each project (`plugin::project_file`) and reports its services
 //!   with their image, replicas and ports; `depends_on` becomes `REQUIRES:`.
 //!   A service that this plugin started and that is no longer declared gets
 //!   `ACTION: Stopping (resource was deleted)`.
@@ -20,7 +20,7 @@
 //! The SDK state record (`$HOLO_STATE_DIR/<entity>.toml`) keeps the spec hash
 //! and the resolved service of the last apply.
 
-mod project;
+mod project_file;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -28,10 +28,11 @@ use std::process::ExitCode;
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 use serde::{Deserialize, Serialize};
 
-use crate::runtime::host;
-use crate::runtime::project::{Runtime, UpRequest};
-use crate::runtime::state::{InstanceRecord, ProjectRecord};
-use project::{ProjectFile, ResolvedService};
+use holos_runtime::host;
+use holos_runtime::lifecycle::UpRequest;
+use holos_runtime::settings::HostSettings;
+use holos_runtime::state::{InstanceRecord, ProjectRecord};
+use project_file::{ProjectFile, ResolvedService};
 
 /// The plugin. `holo_plugin::run(VmsPlugin)` serves the protocol.
 pub struct VmsPlugin;
@@ -87,18 +88,18 @@ impl Plugin for VmsPlugin {
     type Spec = VmSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        crate::compose::decode::keys::SECTIONS
+        holos_compose::keys::SECTIONS
             .iter()
             .map(|(section, keys)| (section.to_string(), keys.to_vec()))
             .collect()
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<VmSpec>>> {
-        let runtime = project::runtime(env)?;
+        let runtime = project_file::runtime(env)?;
         let mut found: Vec<Scanned<VmSpec>> = Vec::new();
         let mut declared_in: BTreeMap<String, String> = BTreeMap::new();
-        for file in project::discover(env)? {
-            let resolved = project::resolve(&runtime, &file)?;
+        for file in project_file::discover(env)? {
+            let resolved = project_file::resolve(&runtime, &file)?;
             for service in &resolved.services {
                 let id = entity_id(&resolved.project, &service.name);
                 let here = file.compose.display().to_string();
@@ -122,7 +123,7 @@ impl Plugin for VmsPlugin {
     }
 
     fn apply(&self, env: &Env, entity: &EntityCtx<VmSpec>, mode: Mode) -> Result<Outcome> {
-        let runtime = project::runtime(env)?;
+        let runtime = project_file::runtime(env)?;
         match &entity.spec {
             Some(spec) => apply_service(env, &runtime, &entity.id, spec, mode),
             None => scrub(env, &runtime, &entity.id, mode),
@@ -134,7 +135,7 @@ impl Plugin for VmsPlugin {
         env: &Env,
         entity: &EntityCtx<VmSpec>,
     ) -> Result<Option<(std::path::PathBuf, std::path::PathBuf)>> {
-        let runtime = project::runtime(env)?;
+        let runtime = project_file::runtime(env)?;
         let recorded: Option<VmRecord> = holo_plugin::state::read(env, &entity.id)?;
         // The recorded service counts only while some instance of it runs.
         let current = recorded.filter(|r| {
@@ -156,7 +157,7 @@ impl Plugin for VmsPlugin {
     }
 
     fn subcommand(&self, _env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
-        (name == "holos").then(|| Ok(crate::cli::run_holos(args.iter().map(Into::into))))
+        (name == "holos").then(|| Ok(crate::holos::run_holos(args.iter().map(Into::into))))
     }
 }
 
@@ -198,14 +199,14 @@ fn plural(count: usize) -> &'static str {
 
 fn apply_service(
     env: &Env,
-    runtime: &Runtime,
+    runtime: &HostSettings,
     id: &str,
     spec: &VmSpec,
     mode: Mode,
 ) -> Result<Outcome> {
     // Resolve again: the runtime needs the whole manifest, with the IPs the
     // running instances already have.
-    let resolved = project::resolve(runtime, &spec.file)?;
+    let resolved = project_file::resolve(runtime, &spec.file)?;
     let Some(service) = resolved.services.iter().find(|s| s.name == spec.service) else {
         return Err(Error::new(format!(
             "{}: service {} is no longer declared; run holo apply again",
@@ -265,7 +266,7 @@ fn apply_service(
         no_wait: false,
         without_dependencies: true,
     };
-    crate::runtime::project::up(runtime, &request).map_err(Error::new)?;
+    holos_runtime::lifecycle::up(runtime, &request).map_err(Error::new)?;
     // Verify: every replica runs now.
     let after_record =
         ProjectRecord::load(&runtime.layout, &resolved.project).map_err(Error::new)?;
@@ -309,7 +310,7 @@ fn pids(record: Option<&ProjectRecord>, names: &[String]) -> Vec<Option<u32>> {
 
 /// A service that is no longer declared: stop and remove its instances,
 /// keep the volumes, forget the record.
-fn scrub(env: &Env, runtime: &Runtime, id: &str, mode: Mode) -> Result<Outcome> {
+fn scrub(env: &Env, runtime: &HostSettings, id: &str, mode: Mode) -> Result<Outcome> {
     let Some(recorded) = holo_plugin::state::read::<VmRecord>(env, id)? else {
         return Ok(Outcome::NotChanged);
     };
@@ -330,7 +331,8 @@ fn scrub(env: &Env, runtime: &Runtime, id: &str, mode: Mode) -> Result<Outcome> 
         }
         return Ok(Outcome::Changed);
     }
-    project::down_service(runtime, &recorded.project, &recorded.service).map_err(Error::new)?;
+    project_file::down_service(runtime, &recorded.project, &recorded.service)
+        .map_err(Error::new)?;
     holo_plugin::state::remove(env, id)?;
     Ok(Outcome::Changed)
 }

@@ -303,7 +303,7 @@ fn images_lists_the_aliases_without_a_project() {
         ["ubuntu", "jammy", "systemd", "ubuntu", "512", "no"]
     );
     assert_eq!(words("alpine", "3.23")[3], "openrc");
-    let tags: usize = holo_vms::images::table()
+    let tags: usize = holos_compose::images::table()
         .image
         .iter()
         .map(|i| i.tags.len())

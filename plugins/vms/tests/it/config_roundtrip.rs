@@ -180,7 +180,7 @@ proptest! {
         let first = first_project.manifest();
         let config = first_project.config();
         let second_project = Fixture::new(&[("holos.yaml", &config)]);
-        let second = match holo_vms::resolve(&second_project.options()) {
+        let second = match holos_compose::resolve(&second_project.options()) {
             Ok((_, manifest)) => manifest,
             Err(errors) => {
                 return Err(TestCaseError::fail(format!(

@@ -18,7 +18,7 @@ use crate::runtime_support;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-use holo_vms::runtime::cloud_init::SSH_HOST_KEY_REPAIR;
+use holos_runtime::cloud_init::SSH_HOST_KEY_REPAIR;
 use runtime_support::{Project, Qemu};
 use saphyr::{LoadableYamlNode, Yaml};
 

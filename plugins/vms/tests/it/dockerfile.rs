@@ -2,7 +2,7 @@
 
 use crate::common;
 use common::{Fixture, project};
-use holo_vms::manifest::Command;
+use holos_compose::manifest::GuestCommand as Command;
 
 #[test]
 fn build_string_mapping_inline_and_dockerfile_key() {

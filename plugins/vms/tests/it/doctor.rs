@@ -34,7 +34,7 @@ impl Host {
 
     fn fake_qemu(&self) -> &Host {
         std::os::unix::fs::symlink(
-            env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"),
+            test_support::binary("fake-qemu-system-x86_64"),
             self.bin().join("qemu-system-x86_64"),
         )
         .unwrap();

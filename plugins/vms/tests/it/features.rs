@@ -3,10 +3,10 @@
 
 use crate::common;
 use common::{Fixture, project};
-use holo_vms::manifest::{Command, MountKind};
+use holos_compose::manifest::{GuestCommand as Command, MountKind};
 use std::net::Ipv4Addr;
 
-fn service<'m>(m: &'m holo_vms::Manifest, name: &str) -> &'m holo_vms::manifest::Service {
+fn service<'m>(m: &'m holos_compose::Manifest, name: &str) -> &'m holos_compose::manifest::Service {
     m.services
         .iter()
         .find(|s| s.name == name)
@@ -322,7 +322,7 @@ fn replicas_ports_ips_and_macs() {
     assert_eq!(m.hosts[2].names, ["web-1"]);
     assert_eq!(
         m.network.multicast_group,
-        holo_vms::network::multicast_for("net").0
+        holos_compose::network::multicast_for("net").0
     );
 }
 
@@ -528,7 +528,8 @@ fn existing_allocations_survive_a_new_service() {
         .collect();
     let f =
         project("services:\n  a: {image: alpine}\n  b: {image: alpine}\n  c: {image: alpine}\n");
-    let (_, after) = holo_vms::resolve_with_allocations(&f.options(), &existing).expect("resolves");
+    let (_, after) =
+        holos_compose::resolve_with_allocations(&f.options(), &existing).expect("resolves");
     assert_eq!(
         service(&after, "b").instances[0].ip,
         Ipv4Addr::new(10, 10, 0, 2)

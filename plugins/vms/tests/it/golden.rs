@@ -6,8 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::cli::{Command, Format, run};
-use holo_vms::compose::Options;
+use holo_vms::cli::{Format, HolosCommand as Command};
+use holo_vms::holos::run;
+use holos_compose::load::Options;
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/examples/compose")
@@ -96,13 +97,14 @@ fn every_example_matches_its_golden_manifest() {
             }
         }
         // The JSON form carries the same manifest as the library returns.
-        let from_json: holo_vms::Manifest = serde_json::from_str(&resolved(&dir, Format::Json))
-            .expect("the JSON manifest reads back");
+        let from_json: holos_compose::Manifest =
+            serde_json::from_str(&resolved(&dir, Format::Json))
+                .expect("the JSON manifest reads back");
         let options = Options {
             working_dir: dir.clone(),
             ..Options::default()
         };
-        let (_, direct) = holo_vms::resolve(&options).expect("resolves");
+        let (_, direct) = holos_compose::resolve(&options).expect("resolves");
         assert_eq!(from_json, direct, "{name}");
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));

@@ -5,8 +5,8 @@ use crate::common;
 use common::{Fixture, project};
 
 fn notes(f: &Fixture) -> Vec<String> {
-    let (project, _) = holo_vms::resolve(&f.options()).expect("valid project");
-    holo_vms::compose::notes::quiet_semantics(&project)
+    let (project, _) = holos_compose::resolve(&f.options()).expect("valid project");
+    holos_compose::load::notes::quiet_semantics(&project)
         .iter()
         .map(|n| {
             n.to_string()

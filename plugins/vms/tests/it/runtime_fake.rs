@@ -1,6 +1,6 @@
 //! `holos` with the fake `qemu-system-x86_64` (the crate's test helper,
 //! linked first on PATH): the argv that reaches QEMU for the example projects
-//! (against `tests/golden/runtime/NAME.argv`), the stop escalation (QMP
+//! (against `runtime/tests/golden/NAME.argv`), the stop escalation (QMP
 //! powerdown, then SIGTERM, then SIGKILL), `up` waiting for the SSH banner,
 //! and the SSH port chosen again when it is taken.
 
@@ -104,7 +104,7 @@ fn qemu_starts_with_the_golden_argv_of_each_seed_example() {
             }
         }
         let golden = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/runtime/{name}.argv")),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("runtime/tests/golden/{name}.argv")),
         )
         .unwrap();
         let golden = golden

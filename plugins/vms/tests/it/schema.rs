@@ -3,7 +3,7 @@
 
 use crate::common;
 use common::Fixture;
-use holo_vms::compose::decode::keys;
+use holos_compose::keys;
 use std::path::Path;
 
 fn schema() -> serde_json::Value {
@@ -83,12 +83,12 @@ const BAD: &[&str] = &[
 ];
 
 fn parser_accepts(yaml: &str) -> bool {
-    holo_vms::resolve(&Fixture::new(&[("holos.yaml", yaml)]).options()).is_ok()
+    holos_compose::resolve(&Fixture::new(&[("holos.yaml", yaml)]).options()).is_ok()
 }
 
 fn schema_accepts(validator: &jsonschema::Validator, yaml: &str) -> bool {
     let node =
-        holo_vms::yaml::parse_str(yaml, Path::new("corpus.yaml")).expect("corpus YAML parses");
+        holos_compose::yaml::parse_str(yaml, Path::new("corpus.yaml")).expect("corpus YAML parses");
     validator.is_valid(&node.to_json())
 }
 
@@ -121,7 +121,7 @@ fn schema_accepts_every_example() {
         for file in ["holos.yaml", "common/base.yaml", "common/monitoring.yaml"] {
             let path = dir.join(file);
             if let Ok(text) = std::fs::read_to_string(&path) {
-                let node = holo_vms::yaml::parse_str(&text, &path).expect("example parses");
+                let node = holos_compose::yaml::parse_str(&text, &path).expect("example parses");
                 let errors: Vec<String> = validator
                     .iter_errors(&node.to_json())
                     .map(|e| e.to_string())

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::compose::Options;
-use holo_vms::manifest::Manifest;
+use holos_compose::load::Options;
+use holos_compose::manifest::Manifest;
 
 pub struct Fixture {
     pub dir: tempfile::TempDir,
@@ -66,7 +66,7 @@ impl Fixture {
     }
 
     pub fn manifest(&self) -> Manifest {
-        match holo_vms::resolve(&self.options()) {
+        match holos_compose::resolve(&self.options()) {
             Ok((_, m)) => m,
             Err(errors) => panic!(
                 "expected a valid project, got:\n{}",
@@ -77,7 +77,7 @@ impl Fixture {
 
     /// The errors, one per line, with the fixture directory shown as `DIR`.
     pub fn errors(&self) -> String {
-        match holo_vms::resolve(&self.options()) {
+        match holos_compose::resolve(&self.options()) {
             Ok(_) => panic!("expected errors, the project resolved"),
             Err(errors) => render(&errors, self.path()),
         }
@@ -85,19 +85,19 @@ impl Fixture {
 
     /// `holos config` output, with the fixture directory shown as `DIR`.
     pub fn config(&self) -> String {
-        let command = holo_vms::cli::Command::Config {
+        let command = holo_vms::cli::HolosCommand::Config {
             file_args: holo_vms::cli::FileArgs::default(),
             resolved: false,
             format: holo_vms::cli::Format::Yaml,
         };
-        match holo_vms::cli::run(&command, &self.options()) {
+        match holo_vms::holos::run(&command, &self.options()) {
             Ok(text) => text.replace(&self.path().display().to_string(), "DIR"),
             Err(errors) => panic!("config failed:\n{}", render(&errors, self.path())),
         }
     }
 }
 
-pub fn render(errors: &[holo_vms::Diag], dir: &Path) -> String {
+pub fn render(errors: &[holos_compose::Diag], dir: &Path) -> String {
     errors
         .iter()
         .map(|e| e.to_string().replace(&dir.display().to_string(), "DIR"))

@@ -72,7 +72,7 @@ impl Root {
         )
         .unwrap();
         std::os::unix::fs::symlink(
-            env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"),
+            test_support::binary("fake-qemu-system-x86_64"),
             root.join("bin/qemu-system-x86_64"),
         )
         .unwrap();

@@ -52,7 +52,7 @@ impl Project {
         std::fs::create_dir(&bin).unwrap();
         if qemu == Qemu::Fake {
             std::os::unix::fs::symlink(
-                env!("CARGO_BIN_EXE_fake-qemu-system-x86_64"),
+                test_support::binary("fake-qemu-system-x86_64"),
                 bin.join("qemu-system-x86_64"),
             )
             .unwrap();
@@ -225,7 +225,7 @@ impl ImageMirror {
     /// Serves `bytes` with the checksum of `claimed`.
     pub fn serve_claiming(&self, alias: &str, tag: &str, bytes: &[u8], claimed: &[u8]) -> Mirrored {
         use sha2::{Digest, Sha256, Sha512};
-        let entry = &holo_vms::images::table().find(alias).unwrap().tags[tag];
+        let entry = &holos_compose::images::table().find(alias).unwrap().tags[tag];
         let local = |url: &str| format!("/{}", url.split_once("://").unwrap().1);
         let name = entry.url.rsplit('/').next().unwrap();
         let hex = |digest: &[u8]| {

@@ -1,0 +1,429 @@
+//! From the merged YAML tree to the typed `Manifest`: strict keys, every
+//! service field, then the project-wide parts (dependency order, IPs, MACs,
+//! port overlaps, `/etc/hosts`).
+
+pub mod build;
+pub mod guest;
+pub mod ports;
+pub mod reader;
+pub mod resources;
+pub mod service;
+pub mod storage;
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use crate::diag::{Diag, Diags, Pos, did_you_mean};
+use crate::keys;
+use crate::load::Project;
+use crate::manifest::{
+    Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Service, Volume,
+};
+use crate::network;
+use crate::yaml::Node;
+use reader::{Reader, child, parse_bytes};
+use service::{Context, decode_service};
+
+const SERVICES_REQUIRED: &str = "is required: a mapping of service names to services, such as services: {web: {image: debian:bookworm}}";
+
+/// Resolves a loaded project. `existing_ips` are the allocations the
+/// runtime already holds (empty for `holos config`).
+pub fn resolve(
+    project: &Project,
+    existing_ips: &BTreeMap<String, Ipv4Addr>,
+) -> Result<Manifest, Vec<Diag>> {
+    let mut r = Reader {
+        diags: Diags::default(),
+    };
+    let root = &project.model;
+    r.mapping(root, "", keys::TOP_LEVEL);
+    if let Some(v) = root.get("version") {
+        r.string(v, "version");
+    }
+    let volumes = top_level_volumes(&mut r, root);
+    let volume_names: Vec<String> = volumes.iter().map(|v: &Volume| v.name.clone()).collect();
+    let metadata = top_level_metadata(&mut r, root);
+    let default_protect = root
+        .get("x-holo")
+        .filter(|n| !n.is_null())
+        .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
+        .unwrap_or(false);
+    let cx = Context {
+        volume_names: &volume_names,
+        environment: &project.environment,
+        default_protect,
+    };
+    let (mut services, service_pos) = decode_services(&mut r, root, &cx);
+    let inactive = check_inactive_services(&mut r, project, &cx);
+    check_depends_on(&mut r, &mut services, &service_pos, &inactive);
+    if !r.diags.is_empty() {
+        return Err(r.diags.list);
+    }
+    let mut ordered = dependency_order(project, services, &service_pos)?;
+    let ips = allocate_ips(project, &ordered, existing_ips)?;
+    let hosts = place_instances(project, &mut ordered, &ips)?;
+    let (multicast_group, multicast_port) = network::multicast_for(&project.name);
+    Ok(Manifest {
+        project: project.name.clone(),
+        directory: project.directory.display().to_string(),
+        network: NetworkPlan {
+            subnet: network::SUBNET.into(),
+            multicast_group,
+            multicast_port,
+        },
+        hosts,
+        services: ordered,
+        volumes,
+        metadata,
+    })
+}
+
+/// The top-level `volumes:`: every key is a volume name; only x-* is special.
+fn top_level_volumes(r: &mut Reader, root: &Node) -> Vec<Volume> {
+    let mut volumes = Vec::new();
+    let Some(node) = root.get("volumes").filter(|n| !n.is_null()) else {
+        return volumes;
+    };
+    match node.as_map() {
+        Some(entries) => {
+            for (k, v) in entries {
+                let name = k.as_str().unwrap_or_default().to_string();
+                if !name.starts_with("x-") {
+                    volumes.push(decode_volume(r, name, v));
+                }
+            }
+        }
+        None => r.error(
+            node,
+            "volumes",
+            format!(
+                "must be a mapping of volume names, found {}",
+                node.type_name()
+            ),
+        ),
+    }
+    volumes
+}
+
+/// The top-level keys holos keeps as they are (`networks`, `configs`,
+/// `secrets`, `models`, `version`).
+fn top_level_metadata(r: &mut Reader, root: &Node) -> Metadata {
+    let mut metadata = BTreeMap::new();
+    for key in ["networks", "configs", "secrets", "models"] {
+        if let Some(n) = root.get(key).filter(|n| !n.is_null()) {
+            if n.as_map().is_none() {
+                r.error(
+                    n,
+                    key,
+                    format!("must be a mapping, found {}", n.type_name()),
+                );
+            }
+            metadata.insert(key.to_string(), n.to_json());
+        }
+    }
+    if let Some(v) = root.get("version") {
+        metadata.insert("version".into(), v.to_json());
+    }
+    metadata
+}
+
+/// The active services, and the position of each service's key.
+fn decode_services(
+    r: &mut Reader,
+    root: &Node,
+    cx: &Context,
+) -> (Vec<Service>, BTreeMap<String, Node>) {
+    let mut services: Vec<Service> = Vec::new();
+    let mut service_pos: BTreeMap<String, Node> = BTreeMap::new();
+    // Required, as Compose has it; an empty mapping is a project of no VMs.
+    match root.get("services") {
+        None => r.error(root, "services", SERVICES_REQUIRED),
+        Some(node) if node.is_null() => r.error(node, "services", SERVICES_REQUIRED),
+        Some(node) => match node.as_map() {
+            None => r.error(
+                node,
+                "services",
+                "must be a mapping of service names to definitions",
+            ),
+            Some(entries) => {
+                for (k, v) in entries {
+                    let name = k.as_str().unwrap_or_default().to_string();
+                    if name.starts_with("x-") {
+                        continue;
+                    }
+                    if !valid_service_name(&name) {
+                        r.error(k, &child("services", &name), "service names may use only a-z, 0-9, _ and -, and must start with a letter or digit");
+                    }
+                    service_pos.insert(name.clone(), k.clone());
+                    if let Some(s) = decode_service(r, &name, v, cx) {
+                        services.push(s);
+                    }
+                }
+            }
+        },
+    }
+    (services, service_pos)
+}
+
+/// Inactive services are still checked, as Compose does; their names.
+fn check_inactive_services(r: &mut Reader, project: &Project, cx: &Context) -> Vec<String> {
+    project
+        .inactive
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.as_str()?.to_string();
+            decode_service(r, &name, v, cx);
+            Some(name)
+        })
+        .collect()
+}
+
+/// Every required `depends_on` target is an active service; optional ones
+/// that are not are dropped.
+fn check_depends_on(
+    r: &mut Reader,
+    services: &mut [Service],
+    service_pos: &BTreeMap<String, Node>,
+    inactive: &[String],
+) {
+    let known: Vec<String> = service_pos.keys().cloned().collect();
+    for s in services {
+        let pos = service_pos.get(&s.name).map(|n| n.pos.clone());
+        let mut kept = Vec::new();
+        for dep in std::mem::take(&mut s.depends_on) {
+            if known.contains(&dep.service) {
+                kept.push(dep);
+                continue;
+            }
+            if !dep.required {
+                continue;
+            }
+            let message = if inactive.contains(&dep.service) {
+                format!(
+                    "depends on {:?}, which its profiles disable; enable the profile or set required: false",
+                    dep.service
+                )
+            } else {
+                let hint = did_you_mean(&dep.service, known.iter().map(String::as_str))
+                    .map(|h| format!("did you mean {h:?}? "))
+                    .unwrap_or_default();
+                format!(
+                    "depends on undefined service {:?}; {hint}define it or remove the dependency",
+                    dep.service
+                )
+            };
+            if let Some(pos) = &pos {
+                r.diags
+                    .push(pos, format!("services.{}.depends_on", s.name), message);
+            }
+        }
+        s.depends_on = kept;
+    }
+}
+
+/// The services in dependency order; a cycle is an error at its first
+/// service.
+fn dependency_order(
+    project: &Project,
+    services: Vec<Service>,
+    service_pos: &BTreeMap<String, Node>,
+) -> Result<Vec<Service>, Vec<Diag>> {
+    let deps: BTreeMap<String, Vec<String>> = services
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.depends_on.iter().map(|d| d.service.clone()).collect(),
+            )
+        })
+        .collect();
+    let order = network::topological_order(&deps).map_err(|cycle| {
+        let first = cycle.first().cloned().unwrap_or_default();
+        let pos = service_pos
+            .get(&first)
+            .map(|n| n.pos.clone())
+            .unwrap_or_else(|| project.model.pos.clone());
+        vec![Diag::at(
+            &pos,
+            format!("services.{first}.depends_on"),
+            format!(
+                "depends_on cycle: {}; remove one of these dependencies",
+                cycle.join(" -> ")
+            ),
+        )]
+    })?;
+    let mut by_name: BTreeMap<String, Service> =
+        services.into_iter().map(|s| (s.name.clone(), s)).collect();
+    Ok(order.iter().filter_map(|n| by_name.remove(n)).collect())
+}
+
+/// One address per instance (`SERVICE-N`), keeping `existing_ips`.
+fn allocate_ips(
+    project: &Project,
+    ordered: &[Service],
+    existing_ips: &BTreeMap<String, Ipv4Addr>,
+) -> Result<BTreeMap<String, Ipv4Addr>, Vec<Diag>> {
+    let instance_names: Vec<String> = ordered
+        .iter()
+        .flat_map(|s| (0..s.replicas).map(move |i| format!("{}-{i}", s.name)))
+        .collect();
+    network::allocate_ips(&instance_names, existing_ips)
+        .map_err(|e| vec![Diag::at(&project.model.pos, "services", e)])
+}
+
+/// The host ports already published, with who publishes each.
+type Published = Vec<(Ipv4Addr, u16, String)>;
+
+/// Fills in every service's instances (address, MACs, forwarded ports) and
+/// returns the `/etc/hosts` entries; port clashes are errors.
+fn place_instances(
+    project: &Project,
+    ordered: &mut [Service],
+    ips: &BTreeMap<String, Ipv4Addr>,
+) -> Result<Vec<HostEntry>, Vec<Diag>> {
+    let mut diags = Diags::default();
+    let mut published: Published = Vec::new();
+    let mut hosts = Vec::new();
+    for s in ordered {
+        for index in 0..s.replicas {
+            let name = format!("{}-{index}", s.name);
+            let Some(ip) = ips.get(&name).copied() else {
+                continue;
+            };
+            let forwards = place_ports(project, s, index, &mut published, &mut diags);
+            let mut names = vec![name.clone()];
+            if index == 0 {
+                names.push(s.name.clone());
+            }
+            hosts.push(HostEntry {
+                ip: ip.to_string(),
+                names,
+            });
+            s.instances.push(Instance {
+                hostname: s
+                    .cloud_init
+                    .hostname
+                    .clone()
+                    .unwrap_or_else(|| name.clone()),
+                name,
+                index,
+                ip,
+                mac_internal: network::internal_mac(ip),
+                mac_user: network::user_mac(ip),
+                ports: forwards,
+            });
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags.list);
+    }
+    Ok(hosts)
+}
+
+/// The forwards of replica `index` of `s`: replica N publishes on the
+/// declared host port + N, and no two instances publish the same address.
+fn place_ports(
+    project: &Project,
+    s: &Service,
+    index: u32,
+    published: &mut Published,
+    diags: &mut Diags,
+) -> Vec<Forward> {
+    let ports_path = format!("services.{}.ports", s.name);
+    let ports_pos = ports_position(project, &s.name);
+    let mut forwards = Vec::new();
+    for port in &s.ports {
+        let host_port = port.host_port.and_then(|h| {
+            u16::try_from(u32::from(h) + index).map_err(|_| {
+                diags.push(
+                    &ports_pos,
+                    &ports_path,
+                    format!(
+                        "host port {h} + replica {index} exceeds 65535; lower the port or the replicas"
+                    ),
+                );
+            }).ok()
+        });
+        if let Some(h) = host_port {
+            let who = format!(
+                "service {} replica {index} (guest port {})",
+                s.name, port.guest_port
+            );
+            let clash = published.iter().find(|(ip0, h0, _)| {
+                *h0 == h
+                    && (*ip0 == port.host_ip
+                        || ip0.is_unspecified()
+                        || port.host_ip.is_unspecified())
+            });
+            match clash {
+                Some((_, _, other)) => diags.push(
+                    &ports_pos,
+                    &ports_path,
+                    format!(
+                        "{who} and {other} both publish {}:{h}; change one host port",
+                        port.host_ip
+                    ),
+                ),
+                None => published.push((port.host_ip, h, who)),
+            }
+        }
+        forwards.push(Forward {
+            host_ip: port.host_ip,
+            host_port,
+            guest_ip: port.guest_ip,
+            guest_port: port.guest_port,
+        });
+    }
+    forwards
+}
+
+/// Where a service's `ports:` starts (the project's start if it has none).
+fn ports_position(project: &Project, service: &str) -> Pos {
+    project
+        .model
+        .get("services")
+        .and_then(|all| all.get(service))
+        .and_then(|svc| svc.get("ports"))
+        .map(|n| n.pos.clone())
+        .unwrap_or_else(|| project.model.pos.clone())
+}
+
+fn valid_service_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+fn decode_volume(r: &mut Reader, name: String, node: &Node) -> Volume {
+    let path = child("volumes", &name);
+    let mut out = Volume {
+        name,
+        size_bytes: None,
+        metadata: BTreeMap::new(),
+    };
+    if node.is_null() {
+        return out;
+    }
+    let Some(entries) = r.mapping(node, &path, keys::TOP_VOLUME) else {
+        return out;
+    };
+    for (k, v) in entries {
+        let key = k.as_str().unwrap_or_default();
+        if key == "size" {
+            if let Some(text) = r.string(v, &child(&path, "size")) {
+                match parse_bytes(&text) {
+                    Some(bytes) => out.size_bytes = Some(bytes),
+                    None => r.error(
+                        v,
+                        &child(&path, "size"),
+                        format!("{text:?} is not a size; write e.g. 20G"),
+                    ),
+                }
+            }
+        } else if !key.starts_with("x-") {
+            out.metadata.insert(key.to_string(), v.to_json());
+        }
+    }
+    out
+}

@@ -1,0 +1,235 @@
+//! The typed, resolved manifest: what a compose project means for the VMs.
+//!
+//! `holos config --resolved` prints it; the runtime starts VMs
+//! from it. Everything here is derived deterministically from the compose
+//! files, the environment and the already-allocated IPs.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+/// Compose fields that holos accepts but does not act on, by key.
+pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub project: String,
+    pub directory: String,
+    pub network: NetworkPlan,
+    /// `/etc/hosts` lines every guest gets.
+    pub hosts: Vec<HostEntry>,
+    /// Services in start order (dependencies first, ties by name).
+    pub services: Vec<Service>,
+    pub volumes: Vec<Volume>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: Metadata,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NetworkPlan {
+    pub subnet: String,
+    pub multicast_group: Ipv4Addr,
+    pub multicast_port: u16,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HostEntry {
+    pub ip: String,
+    pub names: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Service {
+    pub name: String,
+    pub image: Image,
+    pub replicas: u32,
+    pub vm: Vm,
+    pub ports: Vec<Port>,
+    pub mounts: Vec<Mount>,
+    pub devices: Vec<PciDevice>,
+    pub depends_on: Vec<Dependency>,
+    pub labels: BTreeMap<String, String>,
+    /// Written to `/etc/environment`.
+    pub environment: BTreeMap<String, String>,
+    pub extra_hosts: Vec<HostEntry>,
+    pub cloud_init: CloudInit,
+    pub healthcheck: Option<Healthcheck>,
+    pub stop_grace_period_ms: u64,
+    /// Run over SSH before the VM is powered down.
+    pub pre_stop: Vec<Hook>,
+    pub profiles: Vec<String>,
+    pub instances: Vec<Instance>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: Metadata,
+    /// `x-holo: {protect: true}` (the service's, else the top-level
+    /// default): holo-vms leaves a VM changed or stopped by hand alone. Not
+    /// what the VM is built from, so neither serialized nor hashed.
+    #[serde(skip)]
+    pub protect: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Image {
+    /// As written (or taken from the Dockerfile's FROM).
+    pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub format: String,
+    pub os: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Vm {
+    pub vcpu: u32,
+    pub memory_mb: u64,
+    pub machine: String,
+    /// Unset means: `host` under KVM, `max` under TCG (the runtime decides).
+    pub cpu_model: Option<String>,
+    pub uefi: bool,
+    pub extra_args: Vec<String>,
+}
+
+/// One published TCP port as declared; host ports shift per replica.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Port {
+    pub host_ip: Ipv4Addr,
+    /// `None`: the runtime picks a free host port.
+    pub host_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_ip: Option<Ipv4Addr>,
+    pub guest_port: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_protocol: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MountKind {
+    Bind,
+    Volume,
+    /// A bare path (`- /app/node_modules`): it lives on the instance's root
+    /// overlay, survives stop/start and goes with `down`. `source` is empty.
+    Anonymous,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Mount {
+    pub kind: MountKind,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    pub target: String,
+    pub read_only: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PciDevice {
+    pub pci: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rom_file: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Dependency {
+    pub service: String,
+    pub condition: String,
+    pub restart: bool,
+    pub required: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CloudInit {
+    pub user: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fqdn: Option<String>,
+    pub packages: Vec<String>,
+    pub write_files: Vec<WriteFile>,
+    pub bootcmd: Vec<GuestCommand>,
+    /// Dockerfile provisioning, then command/entrypoint, then the explicit
+    /// runcmd, then post_start.
+    pub runcmd: Vec<GuestCommand>,
+}
+
+/// A cloud-init command: a shell string or an argv list.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum GuestCommand {
+    Shell(String),
+    Exec(Vec<String>),
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WriteFile {
+    pub path: String,
+    pub content: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub append: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub defer: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Healthcheck {
+    /// Exec form; a string test becomes `["sh", "-c", test]`.
+    pub test: Vec<String>,
+    pub interval_ms: u64,
+    pub timeout_ms: u64,
+    pub retries: u32,
+    pub start_period_ms: u64,
+    pub start_interval_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Hook {
+    pub command: GuestCommand,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub environment: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Instance {
+    /// `SERVICE-INDEX`.
+    pub name: String,
+    pub index: u32,
+    pub hostname: String,
+    pub ip: Ipv4Addr,
+    pub mac_internal: String,
+    pub mac_user: String,
+    pub ports: Vec<Forward>,
+}
+
+/// One host→guest forward of one instance.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Forward {
+    pub host_ip: Ipv4Addr,
+    pub host_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_ip: Option<Ipv4Addr>,
+    pub guest_port: u16,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Volume {
+    pub name: String,
+    pub size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: Metadata,
+}

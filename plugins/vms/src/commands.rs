@@ -1,0 +1,474 @@
+//! The runtime's `holos` commands: up, down, stop, start, ps, logs, exec
+//! and console. Each finds the project (from the compose file, or `-p`, or
+//! the `down PROJECT` argument), runs, and prints `holos: …` messages on
+//! stderr; errors exit 1.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use holos_compose::load::Options;
+use holos_runtime::host;
+use holos_runtime::images::cache::{self as image_cache, PullOptions};
+use holos_runtime::lifecycle::{self as project, UpRequest};
+use holos_runtime::ops::{doctor, inspect, volumes};
+use holos_runtime::settings::HostSettings;
+use holos_runtime::ssh;
+use holos_runtime::state::ProjectRecord;
+
+use crate::cli::{ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VolumesCommand};
+
+/// The byte Ctrl-] sends: it detaches the console.
+const DETACH: u8 = 0x1d;
+/// How long `exec` waits for sshd unless `-w` says otherwise.
+const EXEC_WAIT: Duration = Duration::from_secs(60);
+
+/// Runs a runtime command; `None` for the commands that are not runtime ones.
+pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
+    let result = match command {
+        HolosCommand::Up(args) => up(options, &args.services, args.no_wait, args.quiet),
+        HolosCommand::Down(args) => with_runtime(|rt| {
+            let project = match &args.project {
+                Some(name) => name.clone(),
+                None => project_name(options)?,
+            };
+            Ok(project::down(rt, &project)?)
+        }),
+        HolosCommand::Stop(args) => with_project(options, |rt, project| {
+            project::stop(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Start(args) => with_project(options, |rt, project| {
+            project::start(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
+        HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
+        HolosCommand::Exec(args) => return Some(exec(options, args)),
+        HolosCommand::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        HolosCommand::Inspect(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let view = inspect::view(&rt.layout, project::find_instance(&record, &args.instance)?);
+            print(&if args.json {
+                inspect::to_json(&view)
+            } else {
+                inspect::readable(&view)
+            })
+        }),
+        HolosCommand::Volumes(VolumesCommand::Ls(args)) => with_runtime(|rt| {
+            let list = volumes::list(&rt.layout, &project_name(options)?)?;
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                volumes::table(&list)
+            })
+        }),
+        HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
+            volumes::remove(&rt.layout, project, &args.name)
+        }),
+        HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
+        HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
+            with_runtime(|rt| images_command(rt, options, command))
+        }
+        _ => return None,
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("holos: {message}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
+fn images_command(
+    runtime: &HostSettings,
+    options: &Options,
+    command: &HolosCommand,
+) -> Result<(), String> {
+    let layout = &runtime.layout;
+    let mut stdout = std::io::stdout().lock();
+    match command {
+        HolosCommand::Images => {
+            // A closed stdout (holos images | head) is not an error.
+            let _ = stdout.write_all(image_cache::images_table(layout).as_bytes());
+        }
+        HolosCommand::Pull(args) => {
+            let pull_options = PullOptions::from_env()?;
+            let references = if args.images.is_empty() {
+                let (_, manifest) = resolve(options)?;
+                let mut references: Vec<String> = manifest
+                    .services
+                    .iter()
+                    .filter(|s| s.image.path.is_none())
+                    .map(|s| image_cache::lock_key(&s.image, Path::new(&manifest.directory)))
+                    .collect();
+                references.sort();
+                references.dedup();
+                if references.is_empty() {
+                    eprintln!(
+                        "holos: project {} uses no image alias; nothing to pull",
+                        manifest.project
+                    );
+                }
+                references
+            } else {
+                args.images.clone()
+            };
+            for reference in &references {
+                if holos_compose::images::is_image_path(reference) {
+                    return Err(format!(
+                        "{reference} is a local image file; holos pulls only the built-in aliases (`holos images` lists them)"
+                    ));
+                }
+                let image = image_cache::pull(layout, reference, &pull_options)?;
+                let _ = writeln!(stdout, "{}", image.path.display());
+            }
+        }
+        HolosCommand::Lock(_) => {
+            let (_, manifest) = resolve(options)?;
+            let written = image_cache::write_lock(layout, &manifest)?;
+            eprintln!("holos: wrote {}", written.display());
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Result<(), String> {
+    body(&HostSettings::from_env()?)
+}
+
+/// Runs a runtime operation on the project the command acts on.
+fn with_project(
+    options: &Options,
+    operation: impl FnOnce(&HostSettings, &str) -> Result<(), holos_runtime::error::Error>,
+) -> Result<(), String> {
+    with_runtime(|rt| Ok(operation(rt, &project_name(options)?)?))
+}
+
+/// Resolves the compose project, printing its errors the way `validate` does.
+pub(crate) fn resolve(
+    options: &Options,
+) -> Result<(holos_compose::load::Project, holos_compose::Manifest), String> {
+    holos_compose::resolve(options).map_err(|diags| describe(&diags))
+}
+
+fn describe(diags: &[holos_compose::Diag]) -> String {
+    let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    format!(
+        "the compose project has {} error{}:\n{}",
+        diags.len(),
+        if diags.len() == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
+}
+
+/// The project a command acts on: the compose project's name (its `name:`,
+/// else `-p`, else its directory), or `-p` alone when there is no compose
+/// file to read (a project can be stopped after its file is gone).
+fn project_name(options: &Options) -> Result<String, String> {
+    match resolve(options) {
+        Ok((_, manifest)) => Ok(manifest.project),
+        Err(_) if options.files.is_empty() && options.project_name.is_some() => {
+            Ok(options.project_name.clone().unwrap_or_default())
+        }
+        Err(message) => Err(message),
+    }
+}
+
+fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Result<(), String> {
+    let runtime = HostSettings::from_env()?;
+    let layout = &runtime.layout;
+    // Resolve once with the addresses the running instances already have.
+    let (project, first) = resolve(options)?;
+    let record = ProjectRecord::load(layout, &first.project)?;
+    let manifest = match &record {
+        Some(record) if !record.instances.is_empty() => {
+            holos_compose::resolve_with_allocations(options, &record.allocated_ips())
+                .map_err(|diags| describe(&diags))?
+                .1
+        }
+        _ => first,
+    };
+    for warning in &project.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if !quiet {
+        for note in holos_compose::load::notes::quiet_semantics(&project) {
+            eprintln!("{note}");
+        }
+    }
+    let request = UpRequest {
+        manifest: &manifest,
+        files: project
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect(),
+        services: services.to_vec(),
+        no_wait,
+        without_dependencies: false,
+    };
+    Ok(project::up(&runtime, &request)?)
+}
+
+fn load(runtime: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
+    let project = project_name(options)?;
+    ProjectRecord::load(&runtime.layout, &project)?
+        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+}
+
+fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), String> {
+    let project = project_name(options)?;
+    let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
+    let mut instances: Vec<_> = record.instances.values().collect();
+    instances.sort_by_key(|i| i.start_order);
+    let views: Vec<_> = instances
+        .iter()
+        .map(|i| inspect::view(&runtime.layout, i))
+        .collect();
+    if args.json {
+        return print(&inspect::to_json(&views));
+    }
+    let mut text = format!(
+        "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} IP\n",
+        "INSTANCE", "STATE", "HEALTH", "PID", "SSH", "PORTS"
+    );
+    for v in views {
+        let ports: Vec<String> = v
+            .ports
+            .iter()
+            .map(|p| format!("{}:{}->{}", p.host_ip, p.host_port, p.guest_port))
+            .collect();
+        text.push_str(&format!(
+            "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}\n",
+            v.instance,
+            v.state,
+            v.health.unwrap_or("-"),
+            v.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            format!("127.0.0.1:{}", v.ssh_port),
+            if ports.is_empty() {
+                "-".into()
+            } else {
+                ports.join(",")
+            },
+            v.ip
+        ));
+    }
+    print(&text)
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
+fn print(text: &str) -> Result<(), String> {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(())
+}
+
+fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
+    let record = load(runtime, options)?;
+    let mut chosen: Vec<_> = record
+        .instances
+        .values()
+        .filter(|i| {
+            args.target
+                .as_deref()
+                .is_none_or(|t| i.spec.name == t || i.spec.service == t)
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(format!(
+            "project {} has no service or instance {:?}",
+            record.project,
+            args.target.as_deref().unwrap_or_default()
+        ));
+    }
+    chosen.sort_by_key(|i| i.start_order);
+    let prefixed = chosen.len() > 1;
+    let mut offsets = vec![0u64; chosen.len()];
+    let mut stdout = std::io::stdout().lock();
+    loop {
+        for (index, instance) in chosen.iter().enumerate() {
+            let path = instance.spec.console_log();
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let mut bytes = Vec::new();
+            if std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offsets[index])).is_err()
+                || file.read_to_end(&mut bytes).is_err()
+            {
+                continue;
+            }
+            // Print whole lines only, so prefixes never split one.
+            let end = if args.follow {
+                bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)
+            } else {
+                bytes.len()
+            };
+            offsets[index] += end as u64;
+            let chunk = &bytes[..end];
+            let written = if prefixed {
+                chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
+                    stdout.write_all(format!("{} | ", instance.spec.name).as_bytes())?;
+                    stdout.write_all(line)
+                })
+            } else {
+                stdout.write_all(chunk)
+            };
+            // A closed stdout (logs | head) ends the command quietly.
+            if written.and_then(|_| stdout.flush()).is_err() {
+                return Ok(());
+            }
+        }
+        if !args.follow {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `holos exec`: replaces itself with `ssh`, so the exit status is the
+/// remote command's (255 when ssh itself fails).
+fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("holos: {message}");
+        ExitCode::from(255)
+    };
+    let runtime = match HostSettings::from_env() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e.into()),
+    };
+    let record = match load(&runtime, options) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let instance = match project::find_instance(&record, &args.instance) {
+        Ok(i) => i,
+        Err(e) => return fail(e.into()),
+    };
+    if host::running_pid(instance.pid, &instance.spec).is_none() {
+        return fail(format!(
+            "{} is not running; start it with holos start {}",
+            instance.spec.name, instance.spec.service
+        ));
+    }
+    if let Err(e) = ssh::wait_for_sshd(instance.spec.ssh_port, args.wait.unwrap_or(EXEC_WAIT)) {
+        return fail(format!("{}: {e}", instance.spec.name));
+    }
+    let mut argv: Vec<String> = Vec::new();
+    for arg in &args.command {
+        match arg.to_str() {
+            Some(text) => argv.push(text.to_string()),
+            None => {
+                return fail(format!(
+                    "argument {arg:?} is not UTF-8, which the remote shell command line cannot carry"
+                ));
+            }
+        }
+    }
+    let user = args
+        .user
+        .clone()
+        .unwrap_or_else(|| instance.spec.user.clone());
+    let key = runtime.layout.ssh_key(&record.project);
+    let tty = argv.is_empty() && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+    let mut command = std::process::Command::new("ssh");
+    command.args(ssh::ssh_args(&key, &instance.spec, &user, tty));
+    if !argv.is_empty() {
+        command.arg("--").arg(ssh::remote_command_line(&argv));
+    }
+    let err = command.exec();
+    fail(format!(
+        "cannot run ssh: {err}; holos exec needs openssh-client"
+    ))
+}
+
+/// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.
+fn console(runtime: &HostSettings, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
+    let record = load(runtime, options)?;
+    let instance = project::find_instance(&record, &args.instance)?;
+    let socket_path = instance.spec.serial_socket();
+    let socket = std::os::unix::net::UnixStream::connect(&socket_path).map_err(|e| {
+        format!(
+            "cannot attach to {} ({}): {e}; is it running? (holos ps)",
+            instance.spec.name,
+            socket_path.display()
+        )
+    })?;
+    eprintln!(
+        "holos: connected to {}'s console; Ctrl-] detaches",
+        instance.spec.name
+    );
+    let _raw = RawTerminal::enter();
+    let mut from_guest = socket
+        .try_clone()
+        .map_err(|e| format!("cannot use {}: {e}", socket_path.display()))?;
+    let printer = std::thread::spawn(move || {
+        let mut stdout = std::io::stdout();
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = from_guest.read(&mut buffer) {
+            if n == 0 || stdout.write_all(&buffer[..n]).is_err() {
+                break;
+            }
+            let _ = stdout.flush();
+        }
+    });
+    let mut to_guest = socket;
+    let mut stdin = std::io::stdin().lock();
+    let mut buffer = [0u8; 1024];
+    loop {
+        let n = match stdin.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let input = &buffer[..n];
+        let (keep, detach) = match input.iter().position(|b| *b == DETACH) {
+            Some(at) => (&input[..at], true),
+            None => (input, false),
+        };
+        if to_guest.write_all(keep).is_err() || detach {
+            break;
+        }
+        if printer.is_finished() {
+            break;
+        }
+    }
+    let _ = to_guest.shutdown(std::net::Shutdown::Both);
+    let _ = printer.join();
+    drop(_raw);
+    eprintln!("\r\nholos: detached from {}", instance.spec.name);
+    Ok(())
+}
+
+/// Raw mode on a terminal stdin, restored on drop; nothing when stdin is
+/// not a terminal.
+struct RawTerminal {
+    saved: Option<nix::sys::termios::Termios>,
+}
+
+impl RawTerminal {
+    fn enter() -> RawTerminal {
+        use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
+        let stdin = std::io::stdin();
+        let saved = tcgetattr(&stdin).ok();
+        if let Some(saved) = &saved {
+            let mut raw = saved.clone();
+            cfmakeraw(&mut raw);
+            let _ = tcsetattr(&stdin, SetArg::TCSANOW, &raw);
+        }
+        RawTerminal { saved }
+    }
+}
+
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        if let Some(saved) = &self.saved {
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                saved,
+            );
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The `holos` program: parses the command line (`cli`), runs `config`,
+//! `validate`, `version` and `completions` here, and the runtime commands,
+//! and `images`, `pull` and `lock`, in `commands`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use holos_compose::diag::Diag;
+use holos_compose::load::Options;
+use holos_compose::yaml::{Kind, Node, Pos};
+
+use crate::cli::{Cli, Format, HolosCommand};
+
+/// The environment as interpolation sees it. Never panics: a variable whose
+/// name is not UTF-8 cannot be named in a compose file and is left out; a
+/// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
+pub fn process_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| {
+            let key = key.into_string().ok()?;
+            Some((key, value.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// Runs `holos` with `args` (without the program name).
+pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let argv = std::iter::once(OsString::from("holos")).chain(args);
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version go to stdout with 0, usage errors to stderr with 2.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    if let Some(code) = run_without_project(&cli.command) {
+        return code;
+    }
+    let environment = process_environment();
+    let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let options = Options {
+        files: cli.files(),
+        project_name: cli.project_name.clone(),
+        profiles: cli.profiles.clone(),
+        working_dir,
+        environment,
+    };
+    if let Some(code) = crate::commands::run(&cli.command, &options) {
+        return code;
+    }
+    let mut stdout = std::io::stdout().lock();
+    match run_with_messages(&cli.command, &options) {
+        Ok((text, messages)) => {
+            let mut stderr = std::io::stderr().lock();
+            for message in &messages {
+                let _ = writeln!(stderr, "{message}");
+            }
+            // A closed stdout (holos config | head) is not an error worth reporting.
+            let _ = stdout.write_all(text.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(diags) => {
+            let mut stderr = std::io::stderr().lock();
+            for d in &diags {
+                let _ = writeln!(stderr, "{d}");
+            }
+            let _ = writeln!(
+                stderr,
+                "holos: {} error{} found",
+                diags.len(),
+                if diags.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The commands that load no compose file: `version` and `completions`.
+fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
+    match command {
+        HolosCommand::Version => {
+            println!("holos {}", env!("CARGO_PKG_VERSION"));
+            Some(ExitCode::SUCCESS)
+        }
+        HolosCommand::Completions { shell } => {
+            let mut script = Vec::new();
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cli, "holos", &mut script);
+            // A closed stdout is not worth a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            Some(ExitCode::SUCCESS)
+        }
+        _ => None,
+    }
+}
+
+/// Runs one command and returns what it prints on success.
+pub fn run(command: &HolosCommand, options: &Options) -> Result<String, Vec<Diag>> {
+    run_with_messages(command, options).map(|(text, _)| text)
+}
+
+/// Runs one command; on success also returns the lines for standard error:
+/// `warning: ...` for problems that do not stop the load, then (for
+/// `validate` without `--quiet`) the `>>` notes of
+/// [`holos_compose::load::notes::quiet_semantics`].
+pub fn run_with_messages(
+    command: &HolosCommand,
+    options: &Options,
+) -> Result<(String, Vec<String>), Vec<Diag>> {
+    let (project, manifest) = holos_compose::resolve(options)?;
+    let text = render(command, &project, &manifest)?;
+    let mut messages: Vec<String> = project
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect();
+    if let HolosCommand::Validate { quiet: false, .. } = command {
+        let notes = holos_compose::load::notes::quiet_semantics(&project);
+        messages.extend(notes.iter().map(ToString::to_string));
+    }
+    Ok((text, messages))
+}
+
+fn render(
+    command: &HolosCommand,
+    project: &holos_compose::load::Project,
+    manifest: &holos_compose::Manifest,
+) -> Result<String, Vec<Diag>> {
+    match command {
+        HolosCommand::Config {
+            resolved, format, ..
+        } => {
+            if *resolved {
+                let json = serde_json::to_value(manifest).map_err(|e| {
+                    vec![Diag::at(
+                        &project.model.pos,
+                        "",
+                        format!("cannot serialise the manifest: {e}"),
+                    )]
+                })?;
+                return Ok(match format {
+                    Format::Json => pretty_json(&json),
+                    Format::Yaml => json_to_node(&json).to_yaml_string(),
+                });
+            }
+            // Interpolation is done: escape `$` again so that the output
+            // reads back to the same values.
+            let mut model = project.model.clone();
+            escape_dollars(&mut model);
+            Ok(match format {
+                Format::Json => pretty_json(&model.to_json()),
+                Format::Yaml => model.to_yaml_string(),
+            })
+        }
+        // Validation printed nothing; the other commands print their own.
+        _ => Ok(String::new()),
+    }
+}
+
+fn pretty_json(json: &serde_json::Value) -> String {
+    let mut text = serde_json::to_string_pretty(json).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn escape_dollars(node: &mut Node) {
+    match &mut node.kind {
+        Kind::Scalar { text, .. } if text.contains('$') => *text = text.replace('$', "$$"),
+        Kind::Seq(items) => items.iter_mut().for_each(escape_dollars),
+        Kind::Map(entries) => entries.iter_mut().for_each(|(_, v)| escape_dollars(v)),
+        _ => {}
+    }
+}
+
+/// JSON to a YAML tree, for printing the manifest as YAML.
+pub fn json_to_node(value: &serde_json::Value) -> Node {
+    use serde_json::Value;
+    let pos = Pos::synthetic("manifest");
+    match value {
+        Value::Null => Node::new(Kind::Null, pos),
+        Value::Bool(b) => Node::plain(b.to_string(), pos),
+        Value::Number(n) => Node::plain(n.to_string(), pos),
+        Value::String(s) => Node::string(s.clone(), pos),
+        Value::Array(items) => Node::seq(items.iter().map(json_to_node).collect(), pos),
+        Value::Object(map) => Node::map(
+            map.iter()
+                .map(|(k, v)| (Node::string(k.clone(), pos.clone()), json_to_node(v)))
+                .collect(),
+            pos.clone(),
+        ),
+    }
+}
