@@ -4,7 +4,8 @@
 //! The loader keeps each table's line, renders every string property as a
 //! template (unless the table sets `template = false`), maps CCM aliases,
 //! takes out the common properties (`require`, `subscribe`, `if`, `unless`,
-//! `protect`, `alias`, `health_checks`; [`crate::common`] evaluates them),
+//! `protect`, `alias`, `health_checks`: parsed and aliases resolved here,
+//! evaluated by [`crate::common`]),
 //! rejects unknown properties with a "did you mean", and rejects
 //! duplicate entity ids naming both places. Errors read `ORIGIN:LINE: ...`
 //! with the origin path, not the temporary copy.
@@ -20,12 +21,13 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use serde::de::{self, DeserializeOwned, Visitor};
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 
-use crate::common::{self, Guard, HealthCheck};
+use crate::common::{self, Guard, HealthCheck, parse_duration};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::template::TemplateContext;
@@ -176,7 +178,7 @@ pub fn properties<R: Resource>() -> Vec<(String, Vec<&'static str>)> {
         ("common".to_string(), COMMON_PROPERTIES.to_vec()),
         (
             "health_checks".to_string(),
-            common::HEALTH_CHECK_PROPERTIES.to_vec(),
+            HEALTH_CHECK_PROPERTIES.to_vec(),
         ),
     ]
 }
@@ -209,7 +211,7 @@ pub fn load_reading<R: Resource>(
         warn_unread::<R>(env, &path);
     }
     let mut declared = loader.finish()?;
-    common::resolve_aliases(&mut declared)?;
+    resolve_aliases(&mut declared)?;
     Ok(declared)
 }
 
@@ -568,7 +570,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             Guard {
                 skipped: declared.skipped.clone(),
                 health_checks: declared.common.health_checks.clone(),
-                alias: (declared.common.alias.as_ref()).map(|alias| common::alias_id(&id, alias)),
+                alias: (declared.common.alias.as_ref()).map(|alias| alias_id(&id, alias)),
             },
         );
         self.ids.insert(id, declared.location.clone());
@@ -756,7 +758,7 @@ fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Resul
         common.alias = Some(alias.to_string());
     }
     if let Some(value) = table.remove("health_checks") {
-        common.health_checks = common::parse_health_checks(&value, at)?;
+        common.health_checks = parse_health_checks(&value, at)?;
     }
     if let Some(value) = table.remove("protect") {
         common.protect = Some(value.get_ref().as_bool().ok_or_else(|| {
@@ -1040,6 +1042,158 @@ fn not_utf8(origin: &Path, bytes: &[u8], err: &std::str::Utf8Error) -> String {
         "{}:{line}: byte 0x{byte:02X} at column {column} is not UTF-8; TOML resources must be UTF-8, so convert the file (for example with iconv -f latin1 -t utf-8)",
         origin.display()
     )
+}
+
+/// Reads `health_checks`: one table or a list of them, each with
+/// `command` and optional `tries`, `try_sleep` and `timeout`.
+/// The keys of one `health_checks` entry.
+pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
+
+fn parse_health_checks(
+    value: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<Vec<HealthCheck>> {
+    let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
+        DeValue::Array(array) => array.iter().collect(),
+        _ => vec![value],
+    };
+    items
+        .into_iter()
+        .map(|item| parse_health_check(item, at))
+        .collect()
+}
+
+fn parse_health_check(
+    item: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<HealthCheck> {
+    let place = at(item.span().start);
+    let DeValue::Table(table) = item.get_ref() else {
+        return Err(Error::new(format!(
+            "{place}: health_checks must be tables like {{ command = \"check_http -H localhost\", tries = 3 }}"
+        )));
+    };
+    let mut check = HealthCheck {
+        command: String::new(),
+        argv: Vec::new(),
+        tries: 1,
+        try_sleep: Duration::from_secs(1),
+        timeout: None,
+    };
+    for (key, value) in table.iter() {
+        let place = at(value.span().start);
+        let key = key.get_ref().as_ref();
+        let duration = || {
+            value
+                .get_ref()
+                .as_str()
+                .and_then(parse_duration)
+                .ok_or_else(|| {
+                    Error::new(format!(
+                        "{place}: health check {key} must be a duration like \"10s\", \"500ms\" or \"1m\""
+                    ))
+                })
+        };
+        match key {
+            "command" => {
+                let text = value.get_ref().as_str().ok_or_else(|| {
+                    Error::new(format!("{place}: health check command must be a string"))
+                })?;
+                check.argv = shell_words::split(text).map_err(|err| {
+                    Error::new(format!(
+                        "{place}: health check command {text:?}: {err}; balance the quotes (it runs without a shell)"
+                    ))
+                })?;
+                check.command = text.to_string();
+            }
+            "tries" => {
+                check.tries = value
+                    .get_ref()
+                    .as_integer()
+                    .and_then(|number| u32::from_str_radix(number.as_str(), number.radix()).ok())
+                    .filter(|tries| *tries >= 1)
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "{place}: health check tries must be a whole number of at least 1"
+                        ))
+                    })?;
+            }
+            "try_sleep" => check.try_sleep = duration()?,
+            "timeout" => check.timeout = Some(duration()?),
+            other => {
+                return Err(Error::new(format!(
+                    "{place}: unknown health check property {other}; use {}",
+                    HEALTH_CHECK_PROPERTIES.join(", ")
+                )));
+            }
+        }
+    }
+    if check.argv.is_empty() {
+        return Err(Error::new(format!(
+            "{place}: health check without a command; add command = \"...\""
+        )));
+    }
+    Ok(check)
+}
+
+/// Replaces references to an alias (`type:alias`) with the entity id, among
+/// one plugin's resources. An alias that is also an entity id, or that two
+/// resources declare, is an error naming both places.
+fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
+    let mut ids: HashMap<String, &Location> = HashMap::new();
+    for item in declared.iter() {
+        ids.insert(item.resource.entity_id(), &item.location);
+    }
+    let mut aliases: HashMap<String, (String, &Location)> = HashMap::new();
+    let mut errors = Vec::new();
+    for item in declared.iter() {
+        let Some(alias) = &item.common.alias else {
+            continue;
+        };
+        let id = item.resource.entity_id();
+        let alias_id = alias_id(&id, alias);
+        if let Some(other) = ids.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is the entity {alias_id} declared at {other}; choose another alias",
+                item.location
+            )));
+        } else if let Some((_, first)) = aliases.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is already declared at {first}; every alias must be unique",
+                item.location
+            )));
+        } else {
+            aliases.insert(alias_id, (id, &item.location));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors));
+    }
+    let targets: HashMap<String, String> = aliases
+        .into_iter()
+        .map(|(alias, (id, _))| (alias, id))
+        .collect();
+    for item in declared.iter_mut() {
+        for reference in item
+            .common
+            .require
+            .iter_mut()
+            .chain(item.common.subscribe.iter_mut())
+        {
+            if let Some(id) = targets.get(reference.as_str()) {
+                *reference = id.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `file:/etc/a` with alias `conf` gives `file:conf`.
+pub fn alias_id(entity_id: &str, alias: &str) -> String {
+    let kind = entity_id
+        .split_once(':')
+        .map_or(entity_id, |(kind, _)| kind);
+    format!("{kind}:{alias}")
 }
 
 #[cfg(test)]
@@ -1540,5 +1694,11 @@ mod tests {
             };
             take_common(&mut table, &at).unwrap_or_else(|err| panic!("{key}: {}", err.message()));
         }
+    }
+
+    #[test]
+    fn alias_ids_take_the_entity_type() {
+        assert_eq!(alias_id("file:/etc/app.conf", "app-conf"), "file:app-conf");
+        assert_eq!(alias_id("exec:a b", "x"), "exec:x");
     }
 }
