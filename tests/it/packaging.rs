@@ -388,6 +388,115 @@ fn debian_arch_and_rpm_install_the_same_paths_as_plugins_list_says() {
     assert!(read("packaging/rpm/holo.spec").contains(&format!("\nVersion:        {version}\n")));
 }
 
+/// The release build every packaging runs (Debian rules, PKGBUILD, RPM
+/// spec, CI): the `cargo build --release` line of each.
+fn release_builds() -> Vec<(&'static str, String)> {
+    [
+        "packaging/debian/rules",
+        "packaging/arch/PKGBUILD",
+        "packaging/rpm/holo.spec",
+        ".ci/run",
+    ]
+    .into_iter()
+    .flat_map(|file| {
+        read(file)
+            .lines()
+            .map(str::trim)
+            .filter(|line| line.starts_with("cargo build --release"))
+            .map(|line| (file, line.to_string()))
+            .collect::<Vec<_>>()
+    })
+    .collect()
+}
+
+/// Test doubles still built by a production crate, waiting for a crate of
+/// their own.
+const NOT_YET_OWN_CRATES: &[&str] = &["fake-qemu-system-x86_64"];
+
+/// No production crate has a test-double binary: every binary of a
+/// published crate is one the Debian packages ship (the other packagings
+/// agree with Debian, checked above), and the crates that are not published
+/// (test doubles, benchmarks) are left out of every release build, so
+/// neither the packages nor `cargo install` carry them.
+#[test]
+fn production_crates_build_only_shipped_binaries() {
+    let output = run(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--offline",
+            ])
+            .current_dir(repo()),
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let shipped: BTreeSet<String> = debian_packages()
+        .iter()
+        .flat_map(|package| {
+            let install = read(&format!("packaging/debian/{package}.install"));
+            entries(&install)
+                .filter_map(|line| line.strip_prefix("target/release/"))
+                .filter_map(|rest| rest.split_whitespace().next())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let builds = release_builds();
+    assert_eq!(
+        builds.len(),
+        4,
+        "one release build per packaging and CI: {builds:?}"
+    );
+    let mut unpublished_with_binaries = 0;
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("package name");
+        let binaries: Vec<&str> = package["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .filter(|target| {
+                target["kind"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|k| k == "bin"))
+            })
+            .map(|target| target["name"].as_str().expect("target name"))
+            .collect();
+        // `publish = false` reads as an empty list of registries.
+        let published = package["publish"]
+            .as_array()
+            .is_none_or(|registries| !registries.is_empty());
+        if published {
+            for binary in binaries.iter().filter(|b| !NOT_YET_OWN_CRATES.contains(b)) {
+                assert!(
+                    shipped.contains(*binary),
+                    "crate {name} builds the binary {binary}, which no package ships: \
+                     a test double or tool goes into a crate of its own with `publish = false`"
+                );
+            }
+        } else if !binaries.is_empty() {
+            unpublished_with_binaries += 1;
+            for (file, build) in &builds {
+                assert!(
+                    build
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .windows(2)
+                        .any(|w| w == ["--exclude", name]),
+                    "{file}: the release build must leave out the unpublished crate {name} \
+                     (--exclude {name}): {build}"
+                );
+            }
+        }
+    }
+    assert!(
+        unpublished_with_binaries >= 2,
+        "the test doubles and the benchmarks are crates of their own"
+    );
+}
+
 // ---- the real Debian test ------------------------------------------------
 
 fn run(command: &mut Command) -> Output {

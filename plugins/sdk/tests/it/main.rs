@@ -1,8 +1,5 @@
 //! The crate's integration tests, one binary: one module per area.
 
-mod containment;
-mod demo;
-mod escapes;
 mod probe;
 mod resources_no_panic;
 mod state_long_ids;
