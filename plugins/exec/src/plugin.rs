@@ -19,9 +19,7 @@ impl Plugin for ExecPlugin {
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ExecSpec>>> {
-        let mut found = Vec::new();
-        let mut errors = Vec::new();
-        for declared in resources::load::<ExecResource>(env)? {
+        resources::scan_each(resources::load::<ExecResource>(env)?, |declared| {
             let location = &declared.location;
             let spec = match declared
                 .resource
@@ -32,11 +30,10 @@ impl Plugin for ExecPlugin {
                     ..spec
                 },
                 Err(problem) => {
-                    errors.push(Error::new(format!(
+                    return Ok(Err(Error::new(format!(
                         "{location}: exec {:?}: {problem}",
                         declared.resource.name
-                    )));
-                    continue;
+                    ))));
                 }
             };
             // Entity id, SOURCE and REQUIRES/SUBSCRIBES come from the SDK.
@@ -49,12 +46,8 @@ impl Plugin for ExecPlugin {
                 entity = entity.info("provider", spec.provider.as_str());
             }
             entity = entity.info("reason", apply::scan_reason(env, &spec));
-            found.push(entity);
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
-        Ok(found)
+            Ok(Ok(entity))
+        })
     }
 
     fn apply(&self, env: &Env, entity: &EntityCtx<ExecSpec>, mode: Mode) -> Result<Outcome> {

@@ -21,17 +21,13 @@ impl Plugin for FilePlugin {
     type Spec = FileSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        let mut properties = resources::properties::<FileResource>();
-        let ensure = resources::enum_variants::<model::Ensure>().unwrap_or_default();
-        properties.push(("file.ensure".to_string(), ensure.to_vec()));
-        properties
+        resources::properties_with_ensure::<FileResource, model::Ensure>()
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
-        let mut found = Vec::new();
-        let mut errors = Vec::new();
         let fs = RootFs::of(env)?;
-        for mut declared in resources::load_reading::<FileResource>(env, names_as_source)? {
+        let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
+        let mut found = resources::scan_each(declared, |mut declared| {
             let id = resources::Resource::entity_id(&declared.resource);
             let resource = std::mem::take(&mut declared.resource);
             let location = &declared.location;
@@ -45,8 +41,7 @@ impl Plugin for FilePlugin {
                 Ok(spec) => spec,
                 Err(invalid) => {
                     let place = declared.location_of(invalid.property);
-                    errors.push(Error::new(format!("{place}: {invalid}")));
-                    continue;
+                    return Ok(Err(Error::new(format!("{place}: {invalid}"))));
                 }
             };
             let mut entity = Scanned::new(id, spec.clone())
@@ -81,11 +76,8 @@ impl Plugin for FilePlugin {
             for subscribed in &declared.common.subscribe {
                 entity = entity.subscribes(subscribed);
             }
-            found.push(entity);
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
+            Ok(Ok(entity))
+        })?;
         holo_plugin::state::add_orphans(env, &mut found)?;
         for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
             describe_scrub(env, orphan)?;

@@ -182,26 +182,23 @@ impl Plugin for PackagePlugin {
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
         let declared = resources::load::<PackageTable>(env)?;
         let mut hints: Option<ProviderHints> = None;
-        let mut errors = Vec::new();
-        let mut specs = Vec::new();
-        for item in declared {
+        let specs = resources::scan_each(declared, |item| {
             if item.resource.provider.is_none() && hints.is_none() {
                 hints = Some(provider_hints(env)?);
             }
             let mut table = item.resource.clone();
             table.protect = item.common.protect;
-            match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
-                Ok(spec) => specs.push((item, spec)),
-                Err((property, message)) => errors.push(Error::new(format!(
-                    "{}: package {:?}: {message}",
-                    item.location_of(property),
-                    item.resource.name
-                ))),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
+            Ok(
+                match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
+                    Ok(spec) => Ok((item, spec)),
+                    Err((property, message)) => Err(Error::new(format!(
+                        "{}: package {:?}: {message}",
+                        item.location_of(property),
+                        item.resource.name
+                    ))),
+                },
+            )
+        })?;
 
         let declared_ids: Vec<String> = specs
             .iter()

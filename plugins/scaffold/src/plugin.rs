@@ -212,17 +212,13 @@ impl Plugin for ScaffoldPlugin {
     type Spec = ScaffoldSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        let mut properties = resources::properties::<ScaffoldTable>();
-        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
-        properties.push(("scaffold.ensure".to_string(), ensure.to_vec()));
-        properties
+        resources::properties_with_ensure::<ScaffoldTable, resources::Ensure>()
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {
-        let mut found = Vec::new();
-        let mut errors = Vec::new();
         let mut context = None;
-        for declared in resources::load_reading::<ScaffoldTable>(env, is_template_tree)? {
+        let declared = resources::load_reading::<ScaffoldTable>(env, is_template_tree)?;
+        let mut found = resources::scan_each(declared, |declared| {
             let location = &declared.location;
             let test_root = env.test_mode.then_some(env.root.as_path());
             let validated = declared
@@ -235,24 +231,24 @@ impl Plugin for ScaffoldPlugin {
                     ..spec
                 },
                 Err(message) => {
-                    errors.push(Error::new(format!(
+                    return Ok(Err(Error::new(format!(
                         "{location}: scaffold {:?}: {message}",
                         declared.resource.name
-                    )));
-                    continue;
+                    ))));
                 }
             };
-            if context.is_none() {
-                context = Some(template_context(env)?);
-            }
-            let Some(context) = &context else { continue };
+            let context = match &context {
+                Some(context) => context,
+                None => context.insert(template_context(env)?),
+            };
             let id = declared.resource.entity_id();
             let record = read_record(env, &id, &spec)?;
             let rendering = match render(env, context, &spec, &record) {
                 Ok(rendering) => rendering,
                 Err(err) => {
-                    errors.push(err.context(format!("{location}: scaffold {:?}", spec.name)));
-                    continue;
+                    return Ok(Err(
+                        err.context(format!("{location}: scaffold {:?}", spec.name))
+                    ));
                 }
             };
             let lists = &rendering.lists;
@@ -273,11 +269,8 @@ impl Plugin for ScaffoldPlugin {
             if spec.purge {
                 entity = entity.info("purge", "true");
             }
-            found.push(entity);
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
+            Ok(Ok(entity))
+        })?;
         state::add_orphans(env, &mut found)?;
         Ok(found)
     }

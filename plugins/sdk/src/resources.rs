@@ -183,6 +183,40 @@ pub fn properties<R: Resource>() -> Vec<(String, Vec<&'static str>)> {
     ]
 }
 
+/// [`properties`] and the section `KIND.ensure` with the values `ensure`
+/// accepts (the variants of `E`), for a kind whose `ensure` is an enum.
+pub fn properties_with_ensure<R: Resource, E: DeserializeOwned>() -> Vec<(String, Vec<&'static str>)>
+{
+    let mut properties = properties::<R>();
+    let ensure = enum_variants::<E>().unwrap_or_default();
+    properties.push((format!("{}.ensure", R::KIND), ensure.to_vec()));
+    properties
+}
+
+/// Scans the declared resources one by one with `scan_one`, which gives an
+/// entry's result, or that entry's error as `Ok(Err(..))`: the scan goes on,
+/// and every entry's error is reported together, one per line, so that one
+/// run shows all the bad entries. An `Err` of `scan_one` itself (reading
+/// the machine failed, not the entry) ends the scan at once.
+pub fn scan_each<T, S>(
+    declared: impl IntoIterator<Item = T>,
+    mut scan_one: impl FnMut(T) -> Result<Result<S>>,
+) -> Result<Vec<S>> {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for item in declared {
+        match scan_one(item)? {
+            Ok(scanned) => found.push(scanned),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(Error::many(errors))
+    }
+}
+
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
 /// directory. All errors are collected and reported together. Every other
 /// file in the resource directory gets a `>>` warning: the plugin reads
@@ -1694,6 +1728,43 @@ mod tests {
             };
             take_common(&mut table, &at).unwrap_or_else(|err| panic!("{key}: {}", err.message()));
         }
+    }
+
+    #[test]
+    fn properties_with_ensure_add_the_ensure_values_of_the_kind() {
+        let mut expected = properties::<Demo>();
+        expected.push(("demo.ensure".to_string(), vec!["present", "absent"]));
+        assert_eq!(properties_with_ensure::<Demo, Ensure>(), expected);
+    }
+
+    #[test]
+    fn scan_each_reports_every_bad_entry_together() {
+        let scanned = scan_each(1..=5, |n| {
+            Ok(if n % 2 == 0 {
+                Err(Error::new(format!("entry {n} is even")))
+            } else {
+                Ok(n * 10)
+            })
+        });
+        assert_eq!(
+            scanned.map_err(|err| err.message().to_string()),
+            Err("entry 2 is even\nentry 4 is even".to_string())
+        );
+        assert_eq!(scan_each(1..=2, |n| Ok(Ok(n))), Ok(vec![1, 2]));
+    }
+
+    #[test]
+    fn scan_each_stops_at_a_failure_of_its_own() {
+        let mut seen = Vec::new();
+        let scanned: Result<Vec<u32>> = scan_each(1..=5, |n| {
+            seen.push(n);
+            if n == 3 {
+                return Err(Error::new("cannot read the machine"));
+            }
+            Ok(Err(Error::new(format!("entry {n}"))))
+        });
+        assert_eq!(scanned, Err(Error::new("cannot read the machine")));
+        assert_eq!(seen, [1, 2, 3]);
     }
 
     #[test]
