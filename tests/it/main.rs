@@ -1,5 +1,9 @@
 //! The crate's integration tests, one binary: one module per area.
 
+// Test code: a failed step fails the test, so the helpers may unwrap as
+// well as the #[test] functions (clippy.toml allows those).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod completions;
 mod crash_safety;
 mod crash_safety_plugins;
@@ -18,6 +22,7 @@ mod fixture_readmes;
 mod fixtures;
 mod fleet;
 mod holo3_suite;
+mod lints;
 mod man_pages;
 mod noop_state_dirs;
 mod packaging;

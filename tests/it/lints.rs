@@ -1,0 +1,69 @@
+//! Nothing panics, mechanically: the workspace denies `unwrap` and warns on
+//! `expect` outside tests, and every crate takes the workspace's lints.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Crates that take the workspace's lints later, when they are split up.
+const LINTS_PENDING_UNDER: &str = "plugins/vms/";
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_workspace_denies_unwrap_and_every_crate_takes_its_lints() {
+    let root = std::fs::read_to_string(repo().join("Cargo.toml")).expect("read Cargo.toml");
+    let lints = root
+        .split("[workspace.lints.clippy]\n")
+        .nth(1)
+        .expect("Cargo.toml has [workspace.lints.clippy]");
+    let set = |line: &str| {
+        lints
+            .lines()
+            .take_while(|l| !l.starts_with('['))
+            .any(|l| l == line)
+    };
+    assert!(set("unwrap_used = \"deny\""), "{lints}");
+    assert!(set("expect_used = \"warn\""), "{lints}");
+    let clippy = std::fs::read_to_string(repo().join("clippy.toml")).expect("read clippy.toml");
+    assert!(clippy.contains("allow-unwrap-in-tests = true"), "{clippy}");
+    assert!(clippy.contains("allow-expect-in-tests = true"), "{clippy}");
+
+    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(repo())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let mut checked = 0;
+    for package in metadata["packages"].as_array().expect("packages") {
+        let manifest = Path::new(package["manifest_path"].as_str().expect("manifest_path"));
+        let relative = manifest
+            .strip_prefix(repo())
+            .expect("a member of this workspace");
+        if relative.starts_with(LINTS_PENDING_UNDER) {
+            continue;
+        }
+        let text = std::fs::read_to_string(manifest).expect("read the manifest");
+        assert!(
+            text.contains("\n[lints]\nworkspace = true\n"),
+            "{}: add `[lints]` with `workspace = true`",
+            relative.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 12, "{checked} crates checked");
+}
