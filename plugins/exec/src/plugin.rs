@@ -5,7 +5,8 @@ use holo_plugin::resources;
 use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
 
 use crate::apply::{self, Decision, Run};
-use crate::model::{ExecResource, ExecSpec, Provider};
+use crate::model::{ExecResource, ExecSpec};
+use crate::provider::Provider;
 
 /// The plugin.
 pub struct ExecPlugin;
