@@ -27,6 +27,7 @@ mod man_pages;
 mod noop_state_dirs;
 mod packaging;
 mod parsers_no_panic;
+mod plugin_shape;
 mod quickstart_demo;
 mod readme_quickstart;
 mod root;

@@ -16,13 +16,6 @@ use crate::in_root;
 use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
 use crate::provider::http;
 
-impl Resource for ArchiveTable {
-    const KIND: &'static str = "archive";
-    fn entity_id(&self) -> String {
-        format!("archive:{}", self.name)
-    }
-}
-
 /// `$HOLO_STATE_DIR/archive:PATH.toml`: what apply left (no credentials).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {

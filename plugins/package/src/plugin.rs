@@ -23,13 +23,6 @@ pub const LISTS_MAX_AGE_VARIABLE: &str = "HOLO_PACKAGE_LISTS_MAX_AGE";
 /// The marker in `$HOLO_CACHE_DIR` that the lists were checked in this run.
 const LISTS_MARKER: &str = "package-lists-checked";
 
-impl Resource for PackageTable {
-    const KIND: &'static str = "package";
-    fn entity_id(&self) -> String {
-        format!("package:{}", self.name)
-    }
-}
-
 /// The package as scan saw it; `None` when it was not installed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observed {

@@ -20,13 +20,6 @@ use crate::apply::{self, Observed};
 use crate::model::{Ensure, ScaffoldSpec, ScaffoldTable, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
-impl Resource for ScaffoldTable {
-    const KIND: &'static str = "scaffold";
-    fn entity_id(&self) -> String {
-        format!("scaffold:{}", self.name)
-    }
-}
-
 /// `$HOLO_STATE_DIR/scaffold:DIR.toml`: the managed files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
