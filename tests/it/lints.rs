@@ -2,14 +2,11 @@
 //! `expect` outside tests, and every crate takes the workspace's lints.
 
 use std::path::Path;
-use std::process::Command;
+
+use crate::workspace::{self, repo};
 
 /// Crates that take the workspace's lints later, when they are split up.
 const LINTS_PENDING_UNDER: &str = "plugins/vms/";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn the_workspace_denies_unwrap_and_every_crate_takes_its_lints() {
@@ -30,24 +27,7 @@ fn the_workspace_denies_unwrap_and_every_crate_takes_its_lints() {
     assert!(clippy.contains("allow-unwrap-in-tests = true"), "{clippy}");
     assert!(clippy.contains("allow-expect-in-tests = true"), "{clippy}");
 
-    let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(repo())
-        .output()
-        .expect("run cargo metadata");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let metadata = workspace::metadata();
     let mut checked = 0;
     for package in metadata["packages"].as_array().expect("packages") {
         let manifest = Path::new(package["manifest_path"].as_str().expect("manifest_path"));

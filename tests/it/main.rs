@@ -33,3 +33,4 @@ mod readme_quickstart;
 mod root;
 mod run_report;
 mod staged_commit;
+mod workspace;

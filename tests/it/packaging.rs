@@ -420,19 +420,7 @@ const NOT_YET_OWN_CRATES: &[&str] = &["fake-qemu-system-x86_64"];
 /// neither the packages nor `cargo install` carry them.
 #[test]
 fn production_crates_build_only_shipped_binaries() {
-    let output = run(
-        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args([
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--offline",
-            ])
-            .current_dir(repo()),
-    );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let metadata = crate::workspace::metadata();
     let shipped: BTreeSet<String> = debian_packages()
         .iter()
         .flat_map(|package| {
