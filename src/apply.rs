@@ -4,7 +4,7 @@
 
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::run_dir::Runtime;
+use crate::run_dir::RunDir;
 use crate::scan::Entity;
 use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
@@ -55,7 +55,7 @@ pub enum Outcome {
 /// Everything an apply run needs to see.
 pub struct Context<'a> {
     pub plugins: &'a [Plugin],
-    pub runtime: &'a Runtime,
+    pub run_dir: &'a RunDir,
     pub entities: &'a [Entity],
 }
 
@@ -297,7 +297,7 @@ impl<'e> EntityView<'e> {
     fn prologue(&mut self, out: &mut Output) {
         if !self.prologue_done {
             self.prologue_done = true;
-            crate::report::print_report(out, self.entity, true);
+            crate::entity_report::print_report(out, self.entity, true);
         }
     }
 
@@ -390,7 +390,7 @@ impl<'e> EntityView<'e> {
         }
         if show_diff {
             let plugin = &ctx.plugins[self.entity.plugin];
-            match render_entity_diff(ctx.runtime, plugin, self.entity, out) {
+            match render_entity_diff(ctx.run_dir, plugin, self.entity, out) {
                 Ok(diff) => {
                     let diff = indent(&diff);
                     self.prologue(out);
@@ -650,7 +650,7 @@ impl BatchRun<'_> {
 /// Runs `diff ENTITY` and renders the two paths it names. `Ok(empty)` when
 /// the plugin has no diff for the entity.
 pub fn render_entity_diff(
-    runtime: &Runtime,
+    run_dir: &RunDir,
     plugin: &Plugin,
     entity: &Entity,
     out: &mut Output,
@@ -688,8 +688,8 @@ pub fn render_entity_diff(
             crate::diff::render_file_diff_with_header(
                 from,
                 to,
-                &runtime.translate(&from.to_string_lossy()),
-                &runtime.translate(&to.to_string_lossy()),
+                &run_dir.translate(&from.to_string_lossy()),
+                &run_dir.translate(&to.to_string_lossy()),
                 attributes,
             )
             .map_err(|e| e.to_string())?,

@@ -6,10 +6,10 @@ use crate::apply::{self, Mode};
 use crate::loading::{self, EXIT_FATAL};
 use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
-use crate::run_dir::Runtime;
+use crate::run_dir::RunDir;
 use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
-use crate::{order, report};
+use crate::{entity_report, order};
 use std::collections::{BTreeSet, HashMap};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -254,21 +254,21 @@ fn run(
         out.error(Stream::Err, &message);
         return EXIT_FATAL;
     }
-    let mut runtime = match Runtime::create(&root) {
-        Ok(runtime) => runtime,
+    let mut run_dir = match RunDir::create(&root) {
+        Ok(run_dir) => run_dir,
         Err(message) => {
             out.error(Stream::Err, &message);
             return EXIT_FATAL;
         }
     };
-    let mut loaded = match loading::load_plugins(&runtime, out) {
+    let mut loaded = match loading::load_plugins(&run_dir, out) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
     if let Some(code) = crate::interrupt::exit_code() {
         return code;
     }
-    if let Err(code) = loading::prepare_resources(&mut runtime, &mut loaded, options.noop, out) {
+    if let Err(code) = loading::prepare_resources(&mut run_dir, &mut loaded, options.noop, out) {
         return code;
     }
     if let Some(code) = crate::interrupt::exit_code() {
@@ -276,7 +276,7 @@ fn run(
     }
     let missing_plugins = loaded.missing_plugins;
     let plugins = loaded.plugins;
-    let entities = match scan_all(&runtime, &plugins, out) {
+    let entities = match scan_all(&run_dir, &plugins, out) {
         Ok(entities) => entities,
         Err(code) => return code,
     };
@@ -292,11 +292,11 @@ fn run(
         Command::Scan => {
             for entity in &entities {
                 if options.porcelain {
-                    report::print_porcelain(out, entity);
+                    entity_report::print_porcelain(out, entity);
                 } else if options.short {
                     out.raw(Stream::Out, format!("{}\n", entity.id).as_bytes());
                 } else {
-                    report::print_report(out, entity, false);
+                    entity_report::print_report(out, entity, false);
                 }
             }
             0
@@ -311,20 +311,20 @@ fn run(
             }
             0
         }
-        Command::Diff => diff_all(&runtime, &plugins, &entities, out),
+        Command::Diff => diff_all(&run_dir, &plugins, &entities, out),
         Command::Apply => {
             let mode = options.mode();
             let lock = if mode == Mode::Noop {
                 None
             } else {
-                match crate::lock::acquire(&runtime.root, out) {
+                match crate::lock::acquire(&run_dir.root, out) {
                     Ok(lock) => Some(lock),
                     Err(code) => return code,
                 }
             };
             let ctx = apply::Context {
                 plugins: &plugins,
-                runtime: &runtime,
+                run_dir: &run_dir,
                 entities: &entities,
             };
             let applied = apply::run(&ctx, out, mode);
@@ -379,7 +379,7 @@ fn utf8_env(name: &str) -> Result<Option<String>, String> {
 const MAX_SCAN_REPORT: usize = 256 << 20;
 
 /// Scans every plugin before anything is applied.
-fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
+fn scan_all(run_dir: &RunDir, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
     let mut all = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
     for (index, plugin) in plugins.iter().enumerate() {
@@ -419,7 +419,7 @@ fn scan_all(runtime: &Runtime, plugins: &[Plugin], out: &mut Output) -> Result<V
             warn_about_non_utf8_ids(out, &plugin.id, &stdout);
         }
         let text = String::from_utf8_lossy(&stdout);
-        let translate = |path: &str| runtime.translate(path);
+        let translate = |path: &str| run_dir.translate(path);
         let mut entities = match scan::parse_report(
             index,
             &plugin.id,
@@ -629,11 +629,11 @@ fn nearest_ids(selector: &str, ids: &[String]) -> Vec<String> {
     near
 }
 
-fn diff_all(runtime: &Runtime, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
+fn diff_all(run_dir: &RunDir, plugins: &[Plugin], entities: &[Entity], out: &mut Output) -> i32 {
     let mut code = 0;
     for entity in entities {
         let plugin = &plugins[entity.plugin];
-        match apply::render_entity_diff(runtime, plugin, entity, out) {
+        match apply::render_entity_diff(run_dir, plugin, entity, out) {
             Ok(diff) => out.raw(Stream::Out, &diff),
             Err(message) => {
                 out.error(

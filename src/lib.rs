@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod cli;
 pub mod diff;
+pub mod entity_report;
 pub mod holorc;
 pub mod in_root;
 pub mod interrupt;
@@ -16,7 +17,6 @@ pub mod order;
 pub mod output;
 pub mod paths;
 pub mod plugin;
-pub mod report;
 pub mod run_dir;
 pub mod run_report;
 pub mod scan;

@@ -5,15 +5,15 @@ use crate::holorc;
 use crate::output::{Output, Stream};
 use crate::paths;
 use crate::plugin::{Plugin, PluginDirs};
-use crate::run_dir::Runtime;
+use crate::run_dir::RunDir;
 
 /// Exit code for holorc, plugin, scan, selector and lock errors (as Holo 3).
 pub const EXIT_FATAL: i32 = 255;
 
 /// Reads holorc and loads every plugin. Errors are printed; the caller exits
 /// with the returned code.
-pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins, i32> {
-    let root = &runtime.root;
+pub fn load_plugins(run_dir: &RunDir, out: &mut Output) -> Result<LoadedPlugins, i32> {
+    let root = &run_dir.root;
     let holorc = holorc::read(root);
     let mut plugins = Vec::new();
     let mut dirs_to_create = Vec::new();
@@ -37,7 +37,7 @@ pub fn load_plugins(runtime: &Runtime, out: &mut Output) -> Result<LoadedPlugins
             paths::normalize(&paths::join(root, &format!("usr/share/holo/{}", decl.id)));
         let dirs = PluginDirs {
             root: paths::normalize(root),
-            cache: paths::normalize(&paths::join(&runtime.cache, &decl.id)),
+            cache: paths::normalize(&paths::join(&run_dir.cache, &decl.id)),
             // Holo 3 runs `info` with the static directory; the resource
             // directory is settled in `prepare_resources`.
             resource: static_dir.clone(),
@@ -95,14 +95,14 @@ pub struct LoadedPlugins {
 /// dry run leaves the root as it was. Plugins without it get theirs, since
 /// holo cannot tell what their scan needs.
 pub fn prepare_resources(
-    runtime: &mut Runtime,
+    run_dir: &mut RunDir,
     loaded: &mut LoadedPlugins,
     noop: bool,
     out: &mut Output,
 ) -> Result<(), i32> {
     let mut missing = false;
     for plugin in &loaded.plugins {
-        let dir = paths::join(&runtime.root, &format!("usr/share/holo/{}", plugin.id));
+        let dir = paths::join(&run_dir.root, &format!("usr/share/holo/{}", plugin.id));
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
@@ -128,7 +128,7 @@ pub fn prepare_resources(
         .filter(|(plugin, _)| !(noop && plugin.has_extension(holo_protocol::extension::NOOP)))
         .map(|(_, dir)| dir);
     for dir in loaded.dirs_to_create.iter().chain(state_dirs) {
-        if let Err(e) = crate::in_root::create_dir_all(&runtime.root, dir) {
+        if let Err(e) = crate::in_root::create_dir_all(&run_dir.root, dir) {
             out.error(
                 Stream::Err,
                 &format!("mkdir {dir}: {}", paths::errno_text(&e)),
@@ -136,24 +136,24 @@ pub fn prepare_resources(
             return Err(EXIT_FATAL);
         }
     }
-    if let Err(message) = runtime.run_generators(out) {
+    if let Err(message) = run_dir.run_generators(out) {
         out.error(Stream::Err, &message);
         out.end_paragraph(Stream::Err);
         return Err(1);
     }
     for plugin in &mut loaded.plugins {
         if plugin.has_extension(holo_protocol::extension::INPLACE)
-            && !runtime.generated_for(&plugin.id)
+            && !run_dir.generated_for(&plugin.id)
         {
             continue;
         }
-        if let Err(message) = runtime.add_static_resources(&plugin.id) {
+        if let Err(message) = run_dir.add_static_resources(&plugin.id) {
             // Holo 3 exits 1 here, as for a failing generator.
             out.error(Stream::Err, &message);
             out.end_paragraph(Stream::Err);
             return Err(1);
         }
-        let virtual_dir = paths::join(&runtime.virtual_root, &plugin.id);
+        let virtual_dir = paths::join(&run_dir.virtual_root, &plugin.id);
         plugin.set_resource_dir(&paths::normalize(&virtual_dir));
     }
     Ok(())

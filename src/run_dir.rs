@@ -11,7 +11,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 
 /// The run's cache directory `${TMPDIR:-/tmp}/holo.DIGITS`.
-pub struct Runtime {
+pub struct RunDir {
     pub root: String,
     pub cache: String,
     pub virtual_root: String,
@@ -21,8 +21,8 @@ pub struct Runtime {
     generator_for: HashMap<String, String>,
 }
 
-impl Runtime {
-    pub fn create(root: &str) -> Result<Runtime, String> {
+impl RunDir {
+    pub fn create(root: &str) -> Result<RunDir, String> {
         let tmp = std::env::var("TMPDIR")
             .ok()
             .filter(|t| !t.is_empty())
@@ -34,7 +34,7 @@ impl Runtime {
         let abs_virtual_root = std::fs::canonicalize(&virtual_root)
             .map(|p| paths::display(&p))
             .unwrap_or_else(|_| virtual_root.clone());
-        Ok(Runtime {
+        Ok(RunDir {
             root: root.to_string(),
             cache,
             virtual_root,
@@ -185,7 +185,7 @@ impl Runtime {
     }
 }
 
-impl Drop for Runtime {
+impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.cache);
     }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 pub fn run(sizes: &[usize]) -> Result<(), String> {
-    let bin = release_binaries(&["holo", "holo-plugin"])?;
+    let bin = release_binaries(&["holo", "holo-demo"])?;
     println!("# driver benchmark (release build, holo-demo plugin)");
     for &n in sizes {
         let root = root_with_plugins(&bin, &["demo"])?;

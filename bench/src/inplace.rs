@@ -18,7 +18,7 @@ const COPIED_PLUGIN: &str = "#!/bin/sh\n\
     case \"$1\" in info) echo MIN_API_VERSION=3; echo MAX_API_VERSION=3 ;; esac\n";
 
 pub fn run() -> Result<(), String> {
-    let bin = release_binaries(&["holo", "holo-plugin"])?;
+    let bin = release_binaries(&["holo", "holo-demo"])?;
     println!("# inplace benchmark (release build, holo-demo plugin, median of {ROUNDS})");
     let root = root_with_plugins(&bin, &["demo"])?;
     let root = root.path();

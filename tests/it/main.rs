@@ -1,5 +1,9 @@
 //! The crate's integration tests, one binary: one module per area.
 
+// Test code: a failed step fails the test, so the helpers may unwrap as
+// well as the #[test] functions (clippy.toml allows those).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod completions;
 mod crash_safety;
 mod crash_safety_plugins;
@@ -19,12 +23,15 @@ mod fixture_readmes;
 mod fixtures;
 mod fleet;
 mod holo3_suite;
+mod lints;
 mod man_pages;
 mod noop_state_dirs;
 mod packaging;
 mod parsers_no_panic;
+mod plugin_shape;
 mod quickstart_demo;
 mod readme_quickstart;
 mod root;
 mod run_report;
 mod staged_commit;
+mod workspace;

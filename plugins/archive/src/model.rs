@@ -14,6 +14,7 @@ use std::time::Duration;
 use holo_plugin::download::{
     check_userinfo, has_userinfo, is_sensitive_header, redact_url, url_sha256,
 };
+use holo_plugin::resources::Resource;
 use serde::{Deserialize, Serialize};
 
 /// The `ensure` property (`present` or `absent`), shared with other kinds.
@@ -90,6 +91,13 @@ pub struct ArchiveTable {
     pub max_extract_size: Option<String>,
     /// Most entries (files, directories, links) extracted.
     pub max_extract_entries: Option<u64>,
+}
+
+impl Resource for ArchiveTable {
+    const KIND: &'static str = "archive";
+    fn entity_id(&self) -> String {
+        format!("archive:{}", self.name)
+    }
 }
 
 /// The validated desired state of one archive: what scan hands to apply.

@@ -16,13 +16,6 @@ use crate::in_root;
 use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
 use crate::provider::http;
 
-impl Resource for ArchiveTable {
-    const KIND: &'static str = "archive";
-    fn entity_id(&self) -> String {
-        format!("archive:{}", self.name)
-    }
-}
-
 /// `$HOLO_STATE_DIR/archive:PATH.toml`: what apply left (no credentials).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
@@ -57,27 +50,22 @@ impl Plugin for ArchivePlugin {
     type Spec = ArchiveSpec;
 
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        let mut properties = resources::properties::<ArchiveTable>();
-        let ensure = resources::enum_variants::<resources::Ensure>().unwrap_or_default();
-        properties.push(("archive.ensure".to_string(), ensure.to_vec()));
-        properties
+        resources::properties_with_ensure::<ArchiveTable, resources::Ensure>()
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
-        let mut found = Vec::new();
-        let mut errors = Vec::new();
-        for declared in resources::load::<ArchiveTable>(env)? {
+        let declared = resources::load::<ArchiveTable>(env)?;
+        let mut found = resources::scan_each(declared, |declared| {
             let spec = match declared.resource.validate() {
                 Ok(spec) => ArchiveSpec {
                     protect: declared.common.protect.unwrap_or(false),
                     ..spec
                 },
                 Err(message) => {
-                    errors.push(Error::new(format!(
+                    return Ok(Err(Error::new(format!(
                         "{}: archive {:?}: {message}",
                         declared.location, declared.resource.name
-                    )));
-                    continue;
+                    ))));
                 }
             };
             let mut entity = declared
@@ -104,11 +92,8 @@ impl Plugin for ArchivePlugin {
                     entity = entity.info(key, value);
                 }
             }
-            found.push(entity);
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
+            Ok(Ok(entity))
+        })?;
         state::add_orphans(env, &mut found)?;
         for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
             orphan.action = Some(holo_plugin::Action {

@@ -8,7 +8,7 @@ use holo_plugin::common::parse_duration;
 use holo_plugin::resources::Resource;
 use serde::{Deserialize, Serialize};
 
-use crate::provider;
+use crate::provider::{self, Provider};
 
 /// One `[[exec]]` table as written (`subscribe`, `require`, `if`, `unless`,
 /// `alias` and `health_checks` are the SDK's common properties).
@@ -54,25 +54,6 @@ impl Resource for ExecResource {
     const ALIASES: &'static [(&'static str, &'static str)] = &[("refreshonly", "refresh_only")];
     fn entity_id(&self) -> String {
         format!("exec:{}", self.name)
-    }
-}
-
-/// How the command string is run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    /// Split with shell-words, run without a shell (the default).
-    Posix,
-    /// `/bin/sh -c COMMAND`.
-    Shell,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Posix => "posix",
-            Provider::Shell => "shell",
-        }
     }
 }
 

@@ -640,3 +640,364 @@ fn write_record(
     };
     state::write(env, id, &record)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_in(root: &Path) -> Env {
+        let root = root.to_path_buf();
+        Env::from_lookup("file", |key| match key {
+            "HOLO_ROOT_DIR" => Some(root.clone().into()),
+            "HOLO_CACHE_DIR" => Some(root.join("cache").into()),
+            "HOLO_STATE_DIR" => Some(root.join("state").into()),
+            _ => None,
+        })
+        .expect("env")
+    }
+
+    fn spec(path: &str, ensure: Ensure) -> FileSpec {
+        FileSpec {
+            path: path.to_string(),
+            ensure,
+            content: Content::Unmanaged,
+            owner: None,
+            group: None,
+            mode: None,
+            target: None,
+            force: false,
+            protect: false,
+            found_in: "res.toml:1".to_string(),
+        }
+    }
+
+    fn with_content(path: &str, text: &str) -> FileSpec {
+        FileSpec {
+            content: Content::Inline(text.to_string()),
+            ..spec(path, Ensure::Present)
+        }
+    }
+
+    fn observed(kind: Kind, mode: u32) -> Observed {
+        Observed {
+            kind,
+            checksum: None,
+            uid: 0,
+            gid: 0,
+            mode,
+            target: None,
+        }
+    }
+
+    fn wanted_mode(ensure: Ensure, mode: u32) -> Wanted {
+        Wanted {
+            ensure,
+            checksum: None,
+            uid: None,
+            gid: None,
+            mode: Some(mode),
+            target: None,
+        }
+    }
+
+    fn conflict(ensure: Ensure, kind: Kind, force: bool, managed: bool) -> Result<()> {
+        let spec = FileSpec {
+            force,
+            ..spec("/etc/x", ensure)
+        };
+        check_type_conflict(
+            &spec,
+            Path::new("/r/etc/x"),
+            &observed(kind, 0o644),
+            managed,
+        )
+    }
+
+    #[test]
+    fn nothing_in_the_way_is_no_conflict() {
+        assert!(conflict(Ensure::Present, Kind::Absent, false, false).is_ok());
+        assert!(conflict(Ensure::Present, Kind::File, false, false).is_ok());
+    }
+
+    #[test]
+    fn a_file_where_a_link_goes_needs_force() {
+        let err = conflict(Ensure::Link, Kind::File, false, false).expect_err("conflict");
+        assert!(err.message().contains("set force = true"), "{err}");
+        assert!(err.message().contains("res.toml:1"), "{err}");
+        assert!(conflict(Ensure::Link, Kind::File, true, false).is_ok());
+    }
+
+    #[test]
+    fn a_file_that_replaced_a_managed_link_is_an_edit_not_a_conflict() {
+        assert!(conflict(Ensure::Link, Kind::File, false, true).is_ok());
+    }
+
+    #[test]
+    fn a_directory_or_link_is_not_replaced_by_a_file() {
+        let err = conflict(Ensure::Present, Kind::Directory, true, true).expect_err("dir");
+        assert!(
+            err.message().contains(
+                "is a directory, not a regular file; remove it by hand or declare ensure = \"directory\""
+            ),
+            "{err}"
+        );
+        let err = conflict(Ensure::Present, Kind::Link, true, true).expect_err("link");
+        assert!(err.message().contains("declare ensure = \"link\""), "{err}");
+    }
+
+    #[test]
+    fn only_a_directory_is_kept_for_a_directory() {
+        let err = conflict(Ensure::Directory, Kind::Other, true, true).expect_err("special");
+        assert!(
+            err.message().contains("is a special file, not a directory"),
+            "{err}"
+        );
+        assert!(conflict(Ensure::Directory, Kind::Directory, false, false).is_ok());
+    }
+
+    #[test]
+    fn a_link_replaces_only_a_link() {
+        let err = conflict(Ensure::Link, Kind::Directory, true, true).expect_err("dir");
+        assert!(
+            err.message().contains("which a link does not replace"),
+            "{err}"
+        );
+        assert!(conflict(Ensure::Link, Kind::Link, false, false).is_ok());
+    }
+
+    #[test]
+    fn removing_tolerates_any_type() {
+        assert!(conflict(Ensure::Absent, Kind::Directory, false, false).is_ok());
+        assert!(conflict(Ensure::Absent, Kind::Other, false, false).is_ok());
+    }
+
+    #[test]
+    fn creating_or_removing_lists_no_changes() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let present = spec("/etc/x", Ensure::Present);
+        let wanted = wanted_mode(Ensure::Present, 0o644);
+        assert!(changes(&env, &present, &wanted, &observed(Kind::Absent, 0)).is_empty());
+        let absent = spec("/etc/x", Ensure::Absent);
+        assert!(changes(&env, &absent, &wanted, &observed(Kind::File, 0o600)).is_empty());
+    }
+
+    #[test]
+    fn replacing_a_type_lists_ensure() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let directory = spec("/etc/x", Ensure::Directory);
+        let wanted = wanted_mode(Ensure::Directory, 0o755);
+        assert_eq!(
+            changes(&env, &directory, &wanted, &observed(Kind::File, 0o644)),
+            vec![Change {
+                property: "ensure",
+                old: "present".to_string(),
+                new: "directory".to_string(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_mode_change_shows_both_modes() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let present = spec("/etc/x", Ensure::Present);
+        let wanted = wanted_mode(Ensure::Present, 0o644);
+        let listed = changes(&env, &present, &wanted, &observed(Kind::File, 0o600));
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].to_string(), "mode 0600 to 0644");
+        assert_eq!(listed[0].done(), "mode changed 0600 to 0644");
+    }
+
+    #[test]
+    fn header_lines_carry_git_mode_bits_desired_first() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let present = spec("/etc/x", Ensure::Present);
+        let wanted = wanted_mode(Ensure::Present, 0o644);
+        assert_eq!(
+            header_lines(&env, &present, &wanted, &observed(Kind::File, 0o600)),
+            vec!["old mode 100644".to_string(), "new mode 100600".to_string()]
+        );
+        // Of different types: no attribute lines.
+        let directory = spec("/etc/x", Ensure::Directory);
+        let wanted = wanted_mode(Ensure::Directory, 0o755);
+        assert!(header_lines(&env, &directory, &wanted, &observed(Kind::File, 0o600)).is_empty());
+        assert!(header_lines(&env, &directory, &wanted, &observed(Kind::Absent, 0)).is_empty());
+    }
+
+    #[test]
+    fn a_named_owner_is_shown_by_the_name_the_resource_gives() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let declared = Principal::Name("web".to_string());
+        assert_eq!(user_shown(&env, 33, Some(&declared)), "web");
+        assert_eq!(group_shown(&env, 33, Some(&declared)), "web");
+        // No passwd/group in the root: the id.
+        assert_eq!(user_shown(&env, 4242, None), "4242");
+        assert_eq!(group_shown(&env, 4242, None), "4242");
+    }
+
+    #[test]
+    fn originals_are_kept_below_the_state_dir() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        assert_eq!(
+            base_path(&env, "/etc/app.conf"),
+            root.path().join("state/base/etc/app.conf")
+        );
+    }
+
+    fn read_record(env: &Env, id: &str) -> Option<Record> {
+        state::read(env, id).expect("record")
+    }
+
+    #[test]
+    fn a_path_already_as_wanted_is_adopted_with_a_record() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        std::fs::create_dir_all(root.path().join("etc")).expect("mkdir");
+        let path = root.path().join("etc/x");
+        std::fs::write(&path, "hello\n").expect("write");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+            .expect("chmod");
+        let spec = with_content("/etc/x", "hello\n");
+        let outcome = apply(&env, "file:/etc/x", &spec, Mode::Apply).expect("apply");
+        assert_eq!(outcome, Outcome::NotChanged);
+        let record = read_record(&env, "file:/etc/x").expect("adopted");
+        assert_eq!(record.original.kind, OriginalKind::File);
+        assert_eq!(
+            record.checksum.as_deref(),
+            Some(posix::checksum_bytes(b"hello\n").as_str())
+        );
+    }
+
+    #[test]
+    fn noop_changes_nothing_and_writes_no_record() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let spec = with_content("/etc/x", "hello\n");
+        let outcome = apply(&env, "file:/etc/x", &spec, Mode::Noop).expect("noop");
+        assert_eq!(outcome, Outcome::Changed);
+        assert!(!root.path().join("etc/x").exists());
+        assert!(read_record(&env, "file:/etc/x").is_none());
+    }
+
+    #[test]
+    fn apply_creates_the_file_and_records_what_it_left() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        std::fs::create_dir_all(root.path().join("etc")).expect("mkdir");
+        let spec = FileSpec {
+            mode: Some(0o600),
+            ..with_content("/etc/x", "hello\n")
+        };
+        let outcome = apply(&env, "file:/etc/x", &spec, Mode::Apply).expect("apply");
+        assert_eq!(outcome, Outcome::Changed);
+        holo_plugin::atomic::commit_staged();
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("etc/x")).expect("read"),
+            "hello\n"
+        );
+        let record = read_record(&env, "file:/etc/x").expect("record");
+        assert_eq!(record.original.kind, OriginalKind::None);
+        assert_eq!(record.mode.as_deref(), Some("0600"));
+    }
+
+    #[test]
+    fn a_protected_file_edited_by_hand_requires_force() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        std::fs::create_dir_all(root.path().join("etc")).expect("mkdir");
+        let spec = FileSpec {
+            protect: true,
+            ..with_content("/etc/x", "hello\n")
+        };
+        apply(&env, "file:/etc/x", &spec, Mode::Apply).expect("first apply");
+        holo_plugin::atomic::commit_staged();
+        std::fs::write(root.path().join("etc/x"), "edited\n").expect("edit");
+        let changed = FileSpec {
+            content: Content::Inline("new\n".to_string()),
+            ..spec.clone()
+        };
+        let outcome = apply(&env, "file:/etc/x", &changed, Mode::Apply).expect("apply");
+        assert_eq!(outcome, Outcome::RequiresForceOverwrite);
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("etc/x")).expect("read"),
+            "edited\n"
+        );
+    }
+
+    #[test]
+    fn scrubbing_an_entity_without_a_record_changes_nothing() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let outcome = scrub(&env, "file:/etc/x", "/etc/x", Mode::Apply).expect("scrub");
+        assert_eq!(outcome, Outcome::NotChanged);
+    }
+
+    #[test]
+    fn scrubbing_a_created_file_removes_it_and_its_record() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        std::fs::create_dir_all(root.path().join("etc")).expect("mkdir");
+        let spec = with_content("/etc/x", "hello\n");
+        apply(&env, "file:/etc/x", &spec, Mode::Apply).expect("apply");
+        holo_plugin::atomic::commit_staged();
+        let outcome = scrub(&env, "file:/etc/x", "/etc/x", Mode::Apply).expect("scrub");
+        assert_eq!(outcome, Outcome::Changed);
+        assert!(!root.path().join("etc/x").exists());
+        assert!(read_record(&env, "file:/etc/x").is_none());
+    }
+
+    #[test]
+    fn diff_of_an_orphan_without_an_original_is_against_dev_null() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let diff = diff(&env, "file:/etc/x", None, "/etc/x")
+            .expect("diff")
+            .expect("some");
+        assert_eq!(diff.desired, PathBuf::from("/dev/null"));
+        assert_eq!(diff.current, root.path().join("etc/x"));
+    }
+
+    #[test]
+    fn diff_shows_nothing_for_a_directory_to_remove_or_as_wanted() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        std::fs::create_dir_all(root.path().join("srv/d")).expect("mkdir");
+        let absent = spec("/srv/d", Ensure::Absent);
+        assert!(
+            diff(&env, "file:/srv/d", Some(&absent), "/srv/d")
+                .expect("diff")
+                .is_none()
+        );
+        std::fs::set_permissions(
+            root.path().join("srv/d"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        )
+        .expect("chmod");
+        let directory = spec("/srv/d", Ensure::Directory);
+        assert!(
+            diff(&env, "file:/srv/d", Some(&directory), "/srv/d")
+                .expect("diff")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn diff_of_a_file_writes_the_desired_content_to_the_cache() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let env = env_in(root.path());
+        let spec = with_content("/etc/x", "hello\n");
+        let diff = diff(&env, "file:/etc/x", Some(&spec), "/etc/x")
+            .expect("diff")
+            .expect("some");
+        assert_eq!(diff.desired, root.path().join("cache/desired/etc/x"));
+        assert_eq!(
+            std::fs::read_to_string(&diff.desired).expect("read"),
+            "hello\n"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use holo_plugin::resources::Resource;
 use serde::{Deserialize, Serialize};
 
 use crate::version::{deb, rpm};
@@ -88,6 +89,13 @@ pub struct PackageTable {
     /// Filled from the common `protect` property, which the SDK takes out.
     #[serde(skip)]
     pub protect: Option<bool>,
+}
+
+impl Resource for PackageTable {
+    const KIND: &'static str = "package";
+    fn entity_id(&self) -> String {
+        format!("package:{}", self.name)
+    }
 }
 
 /// The validated desired state of one package: what scan hands to apply.

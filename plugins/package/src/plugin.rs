@@ -23,13 +23,6 @@ pub const LISTS_MAX_AGE_VARIABLE: &str = "HOLO_PACKAGE_LISTS_MAX_AGE";
 /// The marker in `$HOLO_CACHE_DIR` that the lists were checked in this run.
 const LISTS_MARKER: &str = "package-lists-checked";
 
-impl Resource for PackageTable {
-    const KIND: &'static str = "package";
-    fn entity_id(&self) -> String {
-        format!("package:{}", self.name)
-    }
-}
-
 /// The package as scan saw it; `None` when it was not installed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observed {
@@ -182,26 +175,23 @@ impl Plugin for PackagePlugin {
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
         let declared = resources::load::<PackageTable>(env)?;
         let mut hints: Option<ProviderHints> = None;
-        let mut errors = Vec::new();
-        let mut specs = Vec::new();
-        for item in declared {
+        let specs = resources::scan_each(declared, |item| {
             if item.resource.provider.is_none() && hints.is_none() {
                 hints = Some(provider_hints(env)?);
             }
             let mut table = item.resource.clone();
             table.protect = item.common.protect;
-            match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
-                Ok(spec) => specs.push((item, spec)),
-                Err((property, message)) => errors.push(Error::new(format!(
-                    "{}: package {:?}: {message}",
-                    item.location_of(property),
-                    item.resource.name
-                ))),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(Error::many(errors));
-        }
+            Ok(
+                match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
+                    Ok(spec) => Ok((item, spec)),
+                    Err((property, message)) => Err(Error::new(format!(
+                        "{}: package {:?}: {message}",
+                        item.location_of(property),
+                        item.resource.name
+                    ))),
+                },
+            )
+        })?;
 
         let declared_ids: Vec<String> = specs
             .iter()

@@ -10,6 +10,7 @@
 //! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
 
 pub mod apply;
+pub mod converge;
 pub mod model;
 pub mod plugin;
 pub mod render;

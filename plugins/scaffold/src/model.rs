@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use holo_plugin::resources::Resource;
 use serde::{Deserialize, Serialize};
 
 /// The `ensure` property (`present` or `absent`), shared with other kinds.
@@ -28,6 +29,13 @@ pub struct ScaffoldTable {
     #[serde(default)]
     pub data: toml::Table,
     pub engine: Option<String>,
+}
+
+impl Resource for ScaffoldTable {
+    const KIND: &'static str = "scaffold";
+    fn entity_id(&self) -> String {
+        format!("scaffold:{}", self.name)
+    }
 }
 
 /// One `post` entry: files whose base name matches `glob` get `command`.

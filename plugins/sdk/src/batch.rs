@@ -43,7 +43,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use crate::atomic;
 use crate::cache;
-use crate::dispatch::{EntityResult, apply_entity, ensure_cache, fail, print_error};
+use crate::entity::{EntityResult, apply_entity, ensure_cache, fail, print_error};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Mode, Plugin};

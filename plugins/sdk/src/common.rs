@@ -1,7 +1,7 @@
 //! The common properties that act around a plugin's own work, for every kind:
 //! `if`/`unless` conditions, `health_checks` in CCM's Nagios style, and
-//! `alias`. The resource loader parses them (see [`crate::resources`]); this
-//! module evaluates them.
+//! `alias`. The resource loader parses them and resolves aliases (see
+//! [`crate::resources`]); this module evaluates them at scan and apply.
 //!
 //! - A resource whose condition leaves it unmanaged is still reported by
 //!   scan, with `skipped: condition …`, and apply (or noop) writes
@@ -25,14 +25,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use toml::Spanned;
-use toml::de::DeValue;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Mode, Outcome, Scanned};
 use crate::process::{Command, Status};
-use crate::resources::{Declared, Location, Resource};
 
 const GUARDS_FILE: &str = "holo-plugin-guards.json";
 
@@ -237,98 +234,6 @@ impl HealthCheck {
     }
 }
 
-/// Reads `health_checks`: one table or a list of them, each with
-/// `command` and optional `tries`, `try_sleep` and `timeout`.
-/// The keys of one `health_checks` entry.
-pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
-
-pub(crate) fn parse_health_checks(
-    value: &Spanned<DeValue<'_>>,
-    at: &dyn Fn(usize) -> Location,
-) -> Result<Vec<HealthCheck>> {
-    let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
-        DeValue::Array(array) => array.iter().collect(),
-        _ => vec![value],
-    };
-    items
-        .into_iter()
-        .map(|item| parse_health_check(item, at))
-        .collect()
-}
-
-fn parse_health_check(
-    item: &Spanned<DeValue<'_>>,
-    at: &dyn Fn(usize) -> Location,
-) -> Result<HealthCheck> {
-    let place = at(item.span().start);
-    let DeValue::Table(table) = item.get_ref() else {
-        return Err(Error::new(format!(
-            "{place}: health_checks must be tables like {{ command = \"check_http -H localhost\", tries = 3 }}"
-        )));
-    };
-    let mut check = HealthCheck {
-        command: String::new(),
-        argv: Vec::new(),
-        tries: 1,
-        try_sleep: Duration::from_secs(1),
-        timeout: None,
-    };
-    for (key, value) in table.iter() {
-        let place = at(value.span().start);
-        let key = key.get_ref().as_ref();
-        let duration = || {
-            value
-                .get_ref()
-                .as_str()
-                .and_then(parse_duration)
-                .ok_or_else(|| {
-                    Error::new(format!(
-                        "{place}: health check {key} must be a duration like \"10s\", \"500ms\" or \"1m\""
-                    ))
-                })
-        };
-        match key {
-            "command" => {
-                let text = value.get_ref().as_str().ok_or_else(|| {
-                    Error::new(format!("{place}: health check command must be a string"))
-                })?;
-                check.argv = shell_words::split(text).map_err(|err| {
-                    Error::new(format!(
-                        "{place}: health check command {text:?}: {err}; balance the quotes (it runs without a shell)"
-                    ))
-                })?;
-                check.command = text.to_string();
-            }
-            "tries" => {
-                check.tries = value
-                    .get_ref()
-                    .as_integer()
-                    .and_then(|number| u32::from_str_radix(number.as_str(), number.radix()).ok())
-                    .filter(|tries| *tries >= 1)
-                    .ok_or_else(|| {
-                        Error::new(format!(
-                            "{place}: health check tries must be a whole number of at least 1"
-                        ))
-                    })?;
-            }
-            "try_sleep" => check.try_sleep = duration()?,
-            "timeout" => check.timeout = Some(duration()?),
-            other => {
-                return Err(Error::new(format!(
-                    "{place}: unknown health check property {other}; use {}",
-                    HEALTH_CHECK_PROPERTIES.join(", ")
-                )));
-            }
-        }
-    }
-    if check.argv.is_empty() {
-        return Err(Error::new(format!(
-            "{place}: health check without a command; add command = \"...\""
-        )));
-    }
-    Ok(check)
-}
-
 /// The guards of the resources loaded in this process, by entity id.
 static LOADED: Mutex<BTreeMap<String, Guard>> = Mutex::new(BTreeMap::new());
 
@@ -444,66 +349,6 @@ pub(crate) fn guarded_apply(
         }
     }
     Ok(outcome)
-}
-
-/// Replaces references to an alias (`type:alias`) with the entity id, among
-/// one plugin's resources. An alias that is also an entity id, or that two
-/// resources declare, is an error naming both places.
-pub(crate) fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
-    let mut ids: HashMap<String, &Location> = HashMap::new();
-    for item in declared.iter() {
-        ids.insert(item.resource.entity_id(), &item.location);
-    }
-    let mut aliases: HashMap<String, (String, &Location)> = HashMap::new();
-    let mut errors = Vec::new();
-    for item in declared.iter() {
-        let Some(alias) = &item.common.alias else {
-            continue;
-        };
-        let id = item.resource.entity_id();
-        let alias_id = alias_id(&id, alias);
-        if let Some(other) = ids.get(&alias_id) {
-            errors.push(Error::new(format!(
-                "{}: alias {alias:?} is the entity {alias_id} declared at {other}; choose another alias",
-                item.location
-            )));
-        } else if let Some((_, first)) = aliases.get(&alias_id) {
-            errors.push(Error::new(format!(
-                "{}: alias {alias:?} is already declared at {first}; every alias must be unique",
-                item.location
-            )));
-        } else {
-            aliases.insert(alias_id, (id, &item.location));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(Error::many(errors));
-    }
-    let targets: HashMap<String, String> = aliases
-        .into_iter()
-        .map(|(alias, (id, _))| (alias, id))
-        .collect();
-    for item in declared.iter_mut() {
-        for reference in item
-            .common
-            .require
-            .iter_mut()
-            .chain(item.common.subscribe.iter_mut())
-        {
-            if let Some(id) = targets.get(reference.as_str()) {
-                *reference = id.clone();
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `file:/etc/a` with alias `conf` gives `file:conf`.
-pub fn alias_id(entity_id: &str, alias: &str) -> String {
-    let kind = entity_id
-        .split_once(':')
-        .map_or(entity_id, |(kind, _)| kind);
-    format!("{kind}:{alias}")
 }
 
 #[cfg(test)]
@@ -628,11 +473,5 @@ mod tests {
             err.message().contains("UNKNOWN (timed out after 200ms)"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn alias_ids_take_the_entity_type() {
-        assert_eq!(alias_id("file:/etc/app.conf", "app-conf"), "file:app-conf");
-        assert_eq!(alias_id("exec:a b", "x"), "exec:x");
     }
 }

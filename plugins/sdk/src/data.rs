@@ -31,8 +31,8 @@ use std::path::Path;
 use toml::de::{DeTable, DeValue};
 use toml::{Table, Value};
 
-use crate::facts::{Error, line_at, parse_toml, read_optional};
-use crate::template::{TemplateContext, TemplateError};
+use crate::facts::{self, Error, Facts, line_at, parse_toml, read_optional};
+use crate::template::{LoadError, TemplateContext, TemplateError};
 
 /// Where the data lives, relative to the root.
 pub const DATA_FILE: &str = "etc/holo/data.toml";
@@ -59,6 +59,25 @@ impl Merge {
             "deep_concat" => Some(Merge::DeepConcat),
             _ => None,
         }
+    }
+}
+
+impl TemplateContext {
+    /// Gathers the facts, resolves `$ROOT/etc/holo/data.toml` against them,
+    /// and takes the process environment as `env`.
+    pub fn load(root: &Path, test_mode: bool) -> Result<TemplateContext, LoadError> {
+        let facts = Facts::gather(root, test_mode)?;
+        let env_vars = std::env::vars_os()
+            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+            .collect();
+        let mut context = TemplateContext::new(facts, Table::new(), env_vars);
+        if test_mode {
+            context.set_facts_file(root.join(facts::FACTS_FILE));
+        }
+        // Hierarchy levels and data values are rendered with facts and env only.
+        let resolved = resolve(root, &context)?;
+        context.set_data(resolved);
+        Ok(context)
     }
 }
 

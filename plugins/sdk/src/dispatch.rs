@@ -6,8 +6,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::batch;
-use crate::cache;
 use crate::common;
+use crate::entity::{apply_entity, entity_from_cache, fail, scan_and_cache};
 use crate::env::{API_VERSION, Env};
 use crate::error::{Error, Result};
 use crate::plugin::{EntityCtx, Extension, Mode, Plugin};
@@ -30,24 +30,6 @@ pub fn run<P: Plugin>(plugin: P) -> ExitCode {
         }
     }
     run_with_args(&plugin, &args)
-}
-
-/// Prints every line of `err` as `!! line` on stderr and returns exit code 1.
-pub fn fail(err: &Error) -> ExitCode {
-    print_error(err);
-    ExitCode::from(1)
-}
-
-pub(crate) fn print_error(err: &Error) {
-    let mut text = String::new();
-    for line in err.message().lines() {
-        text.push_str("!! ");
-        text.push_str(line);
-        text.push('\n');
-    }
-    // Flush stdout first so that the order of the two streams is kept.
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 fn declares<P: Plugin>(extension: Extension) -> bool {
@@ -213,61 +195,6 @@ fn scan<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
         &entities,
         env.has_extension("order"),
     )
-}
-
-/// Makes sure the scan cache exists; a plugin run by hand scans first.
-pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
-    if cache::exists(env) {
-        return Ok(());
-    }
-    scan_and_cache(plugin, env).map(drop)
-}
-
-/// Scans, adds what the common properties show, and caches the result.
-fn scan_and_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<Vec<crate::Scanned<P::Spec>>> {
-    let mut entities = plugin.scan(env)?;
-    cache::store(env, &entities)?;
-    common::store(env, &mut entities)?;
-    Ok(entities)
-}
-
-fn entity_from_cache<P: Plugin>(
-    plugin: &P,
-    env: &Env,
-    id: &str,
-    refresh: bool,
-) -> Result<EntityCtx<P::Spec>> {
-    ensure_cache(plugin, env)?;
-    cache::lookup(env, id, refresh)
-}
-
-/// What one entity's apply gave: the exit code and the FD 3 message.
-pub(crate) struct EntityResult {
-    pub(crate) exit: u8,
-    pub(crate) fd3: Option<&'static str>,
-}
-
-/// Applies one entity, printing an error as `!! msg`. Shared by the
-/// per-process operations and the batch, so both give the same bytes.
-pub(crate) fn apply_entity<P: Plugin>(
-    plugin: &P,
-    env: &Env,
-    entity: Result<EntityCtx<P::Spec>>,
-    mode: Mode,
-) -> EntityResult {
-    let guarded = |entity: EntityCtx<P::Spec>| {
-        common::guarded_apply(env, &entity.id, mode, || plugin.apply(env, &entity, mode))
-    };
-    match entity.and_then(guarded) {
-        Ok(outcome) => EntityResult {
-            exit: 0,
-            fd3: outcome.fd3_message(),
-        },
-        Err(err) => {
-            print_error(&err);
-            EntityResult { exit: 1, fd3: None }
-        }
-    }
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`holo-file scan |

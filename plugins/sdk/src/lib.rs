@@ -91,6 +91,7 @@ pub mod data;
 mod dispatch;
 #[cfg(feature = "download")]
 pub mod download;
+mod entity;
 pub mod env;
 pub mod error;
 pub mod facts;
@@ -103,7 +104,8 @@ pub mod root_fs;
 pub mod state;
 pub mod template;
 
-pub use dispatch::{fail, run};
+pub use dispatch::run;
+pub use entity::fail;
 pub use env::Env;
 pub use error::{Error, Result};
 pub use plugin::{Action, Diff, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned};

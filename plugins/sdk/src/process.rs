@@ -713,13 +713,15 @@ fn wait_for_events(
             .unwrap_or(PollTimeout::MAX),
         None => PollTimeout::NONE,
     };
-    let open: Vec<usize> = (0..pipes.len())
-        .filter(|&i| pipes[i].fd.is_some())
-        .collect();
-    let mut fds: Vec<PollFd> = open
+    // Only the pipes still open are polled.
+    let (open, mut fds): (Vec<usize>, Vec<PollFd>) = pipes
         .iter()
-        .map(|&i| PollFd::new(borrow(pipes[i].fd.as_ref()), PollFlags::POLLIN))
-        .collect();
+        .enumerate()
+        .filter_map(|(i, pipe)| {
+            let fd = pipe.fd.as_ref()?;
+            Some((i, PollFd::new(fd.as_fd(), PollFlags::POLLIN)))
+        })
+        .unzip();
     if let Some(pidfd) = &exited.0 {
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
     }
@@ -742,10 +744,6 @@ fn wait_for_events(
             let _ = pipes[index].read_some(on_line);
         }
     }
-}
-
-fn borrow(file: Option<&File>) -> BorrowedFd<'_> {
-    file.expect("only open pipes are polled").as_fd()
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! The loader keeps each table's line, renders every string property as a
 //! template (unless the table sets `template = false`), maps CCM aliases,
 //! takes out the common properties (`require`, `subscribe`, `if`, `unless`,
-//! `protect`, `alias`, `health_checks`; [`crate::common`] evaluates them),
+//! `protect`, `alias`, `health_checks`: parsed and aliases resolved here,
+//! evaluated by [`crate::common`]),
 //! rejects unknown properties with a "did you mean", and rejects
 //! duplicate entity ids naming both places. Errors read `ORIGIN:LINE: ...`
 //! with the origin path, not the temporary copy.
@@ -20,12 +21,13 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use serde::de::{self, DeserializeOwned, Visitor};
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 
-use crate::common::{self, Guard, HealthCheck};
+use crate::common::{self, Guard, HealthCheck, parse_duration};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::template::TemplateContext;
@@ -176,9 +178,43 @@ pub fn properties<R: Resource>() -> Vec<(String, Vec<&'static str>)> {
         ("common".to_string(), COMMON_PROPERTIES.to_vec()),
         (
             "health_checks".to_string(),
-            common::HEALTH_CHECK_PROPERTIES.to_vec(),
+            HEALTH_CHECK_PROPERTIES.to_vec(),
         ),
     ]
+}
+
+/// [`properties`] and the section `KIND.ensure` with the values `ensure`
+/// accepts (the variants of `E`), for a kind whose `ensure` is an enum.
+pub fn properties_with_ensure<R: Resource, E: DeserializeOwned>() -> Vec<(String, Vec<&'static str>)>
+{
+    let mut properties = properties::<R>();
+    let ensure = enum_variants::<E>().unwrap_or_default();
+    properties.push((format!("{}.ensure", R::KIND), ensure.to_vec()));
+    properties
+}
+
+/// Scans the declared resources one by one with `scan_one`, which gives an
+/// entry's result, or that entry's error as `Ok(Err(..))`: the scan goes on,
+/// and every entry's error is reported together, one per line, so that one
+/// run shows all the bad entries. An `Err` of `scan_one` itself (reading
+/// the machine failed, not the entry) ends the scan at once.
+pub fn scan_each<T, S>(
+    declared: impl IntoIterator<Item = T>,
+    mut scan_one: impl FnMut(T) -> Result<Result<S>>,
+) -> Result<Vec<S>> {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for item in declared {
+        match scan_one(item)? {
+            Ok(scanned) => found.push(scanned),
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(found)
+    } else {
+        Err(Error::many(errors))
+    }
 }
 
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
@@ -209,7 +245,7 @@ pub fn load_reading<R: Resource>(
         warn_unread::<R>(env, &path);
     }
     let mut declared = loader.finish()?;
-    common::resolve_aliases(&mut declared)?;
+    resolve_aliases(&mut declared)?;
     Ok(declared)
 }
 
@@ -568,7 +604,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             Guard {
                 skipped: declared.skipped.clone(),
                 health_checks: declared.common.health_checks.clone(),
-                alias: (declared.common.alias.as_ref()).map(|alias| common::alias_id(&id, alias)),
+                alias: (declared.common.alias.as_ref()).map(|alias| alias_id(&id, alias)),
             },
         );
         self.ids.insert(id, declared.location.clone());
@@ -756,7 +792,7 @@ fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Resul
         common.alias = Some(alias.to_string());
     }
     if let Some(value) = table.remove("health_checks") {
-        common.health_checks = common::parse_health_checks(&value, at)?;
+        common.health_checks = parse_health_checks(&value, at)?;
     }
     if let Some(value) = table.remove("protect") {
         common.protect = Some(value.get_ref().as_bool().ok_or_else(|| {
@@ -1040,6 +1076,158 @@ fn not_utf8(origin: &Path, bytes: &[u8], err: &std::str::Utf8Error) -> String {
         "{}:{line}: byte 0x{byte:02X} at column {column} is not UTF-8; TOML resources must be UTF-8, so convert the file (for example with iconv -f latin1 -t utf-8)",
         origin.display()
     )
+}
+
+/// Reads `health_checks`: one table or a list of them, each with
+/// `command` and optional `tries`, `try_sleep` and `timeout`.
+/// The keys of one `health_checks` entry.
+pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
+
+fn parse_health_checks(
+    value: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<Vec<HealthCheck>> {
+    let items: Vec<&Spanned<DeValue<'_>>> = match value.get_ref() {
+        DeValue::Array(array) => array.iter().collect(),
+        _ => vec![value],
+    };
+    items
+        .into_iter()
+        .map(|item| parse_health_check(item, at))
+        .collect()
+}
+
+fn parse_health_check(
+    item: &Spanned<DeValue<'_>>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<HealthCheck> {
+    let place = at(item.span().start);
+    let DeValue::Table(table) = item.get_ref() else {
+        return Err(Error::new(format!(
+            "{place}: health_checks must be tables like {{ command = \"check_http -H localhost\", tries = 3 }}"
+        )));
+    };
+    let mut check = HealthCheck {
+        command: String::new(),
+        argv: Vec::new(),
+        tries: 1,
+        try_sleep: Duration::from_secs(1),
+        timeout: None,
+    };
+    for (key, value) in table.iter() {
+        let place = at(value.span().start);
+        let key = key.get_ref().as_ref();
+        let duration = || {
+            value
+                .get_ref()
+                .as_str()
+                .and_then(parse_duration)
+                .ok_or_else(|| {
+                    Error::new(format!(
+                        "{place}: health check {key} must be a duration like \"10s\", \"500ms\" or \"1m\""
+                    ))
+                })
+        };
+        match key {
+            "command" => {
+                let text = value.get_ref().as_str().ok_or_else(|| {
+                    Error::new(format!("{place}: health check command must be a string"))
+                })?;
+                check.argv = shell_words::split(text).map_err(|err| {
+                    Error::new(format!(
+                        "{place}: health check command {text:?}: {err}; balance the quotes (it runs without a shell)"
+                    ))
+                })?;
+                check.command = text.to_string();
+            }
+            "tries" => {
+                check.tries = value
+                    .get_ref()
+                    .as_integer()
+                    .and_then(|number| u32::from_str_radix(number.as_str(), number.radix()).ok())
+                    .filter(|tries| *tries >= 1)
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "{place}: health check tries must be a whole number of at least 1"
+                        ))
+                    })?;
+            }
+            "try_sleep" => check.try_sleep = duration()?,
+            "timeout" => check.timeout = Some(duration()?),
+            other => {
+                return Err(Error::new(format!(
+                    "{place}: unknown health check property {other}; use {}",
+                    HEALTH_CHECK_PROPERTIES.join(", ")
+                )));
+            }
+        }
+    }
+    if check.argv.is_empty() {
+        return Err(Error::new(format!(
+            "{place}: health check without a command; add command = \"...\""
+        )));
+    }
+    Ok(check)
+}
+
+/// Replaces references to an alias (`type:alias`) with the entity id, among
+/// one plugin's resources. An alias that is also an entity id, or that two
+/// resources declare, is an error naming both places.
+fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
+    let mut ids: HashMap<String, &Location> = HashMap::new();
+    for item in declared.iter() {
+        ids.insert(item.resource.entity_id(), &item.location);
+    }
+    let mut aliases: HashMap<String, (String, &Location)> = HashMap::new();
+    let mut errors = Vec::new();
+    for item in declared.iter() {
+        let Some(alias) = &item.common.alias else {
+            continue;
+        };
+        let id = item.resource.entity_id();
+        let alias_id = alias_id(&id, alias);
+        if let Some(other) = ids.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is the entity {alias_id} declared at {other}; choose another alias",
+                item.location
+            )));
+        } else if let Some((_, first)) = aliases.get(&alias_id) {
+            errors.push(Error::new(format!(
+                "{}: alias {alias:?} is already declared at {first}; every alias must be unique",
+                item.location
+            )));
+        } else {
+            aliases.insert(alias_id, (id, &item.location));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors));
+    }
+    let targets: HashMap<String, String> = aliases
+        .into_iter()
+        .map(|(alias, (id, _))| (alias, id))
+        .collect();
+    for item in declared.iter_mut() {
+        for reference in item
+            .common
+            .require
+            .iter_mut()
+            .chain(item.common.subscribe.iter_mut())
+        {
+            if let Some(id) = targets.get(reference.as_str()) {
+                *reference = id.clone();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `file:/etc/a` with alias `conf` gives `file:conf`.
+pub fn alias_id(entity_id: &str, alias: &str) -> String {
+    let kind = entity_id
+        .split_once(':')
+        .map_or(entity_id, |(kind, _)| kind);
+    format!("{kind}:{alias}")
 }
 
 #[cfg(test)]
@@ -1540,5 +1728,48 @@ mod tests {
             };
             take_common(&mut table, &at).unwrap_or_else(|err| panic!("{key}: {}", err.message()));
         }
+    }
+
+    #[test]
+    fn properties_with_ensure_add_the_ensure_values_of_the_kind() {
+        let mut expected = properties::<Demo>();
+        expected.push(("demo.ensure".to_string(), vec!["present", "absent"]));
+        assert_eq!(properties_with_ensure::<Demo, Ensure>(), expected);
+    }
+
+    #[test]
+    fn scan_each_reports_every_bad_entry_together() {
+        let scanned = scan_each(1..=5, |n| {
+            Ok(if n % 2 == 0 {
+                Err(Error::new(format!("entry {n} is even")))
+            } else {
+                Ok(n * 10)
+            })
+        });
+        assert_eq!(
+            scanned.map_err(|err| err.message().to_string()),
+            Err("entry 2 is even\nentry 4 is even".to_string())
+        );
+        assert_eq!(scan_each(1..=2, |n| Ok(Ok(n))), Ok(vec![1, 2]));
+    }
+
+    #[test]
+    fn scan_each_stops_at_a_failure_of_its_own() {
+        let mut seen = Vec::new();
+        let scanned: Result<Vec<u32>> = scan_each(1..=5, |n| {
+            seen.push(n);
+            if n == 3 {
+                return Err(Error::new("cannot read the machine"));
+            }
+            Ok(Err(Error::new(format!("entry {n}"))))
+        });
+        assert_eq!(scanned, Err(Error::new("cannot read the machine")));
+        assert_eq!(seen, [1, 2, 3]);
+    }
+
+    #[test]
+    fn alias_ids_take_the_entity_type() {
+        assert_eq!(alias_id("file:/etc/app.conf", "app-conf"), "file:app-conf");
+        assert_eq!(alias_id("exec:a b", "x"), "exec:x");
     }
 }

@@ -28,7 +28,6 @@ use minijinja::value::Value as JinjaValue;
 use minijinja::{AutoEscape, Environment, ErrorKind, State, TemplateSource, UndefinedBehavior};
 use toml::{Table, Value};
 
-use crate::data;
 use crate::facts::{self, Facts};
 
 /// A template failed to render. The resource loader prefixes `FILE:LINE`;
@@ -116,22 +115,8 @@ impl fmt::Debug for TemplateContext {
 }
 
 impl TemplateContext {
-    /// Gathers the facts, resolves `$ROOT/etc/holo/data.toml` against them,
-    /// and takes the process environment as `env`.
-    pub fn load(root: &Path, test_mode: bool) -> Result<TemplateContext, LoadError> {
-        let facts = Facts::gather(root, test_mode)?;
-        let env_vars = std::env::vars_os()
-            .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
-            .collect();
-        let mut context = TemplateContext::new(facts, Table::new(), env_vars);
-        if test_mode {
-            context.facts_file = Some(root.join(facts::FACTS_FILE));
-        }
-        // Hierarchy levels and data values are rendered with facts and env only.
-        let resolved = data::resolve(root, &context)?;
-        context.set_data(resolved);
-        Ok(context)
-    }
+    // `TemplateContext::load` is in `data.rs`, beside the data it resolves,
+    // so that templates do not depend on the data loader.
 
     /// A context from given parts (tests, and plugins with their own sources).
     pub fn new(facts: Facts, data: Table, env_vars: BTreeMap<String, String>) -> TemplateContext {
@@ -189,7 +174,12 @@ impl TemplateContext {
             .is_some_and(|files| files.read.lock().is_ok_and(|read| read.contains(path)))
     }
 
-    fn set_data(&mut self, data: Table) {
+    /// In test mode: where machine-only facts must be set.
+    pub(crate) fn set_facts_file(&mut self, path: PathBuf) {
+        self.facts_file = Some(path);
+    }
+
+    pub(crate) fn set_data(&mut self, data: Table) {
         // Cannot fail: the default delimiters are valid.
         if let Ok(engine) = self.engine_over(&data, None) {
             self.engine = engine;

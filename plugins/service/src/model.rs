@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use holo_plugin::resources::Resource;
 use serde::{Deserialize, Deserializer, Serialize, de};
 
 /// The `ensure` property: the running state.
@@ -59,6 +60,13 @@ pub struct ServiceTable {
     /// Unset leaves the boot configuration alone.
     #[serde(default)]
     pub enable: Option<bool>,
+}
+
+impl Resource for ServiceTable {
+    const KIND: &'static str = "service";
+    fn entity_id(&self) -> String {
+        format!("service:{}", self.name)
+    }
 }
 
 /// The validated desired state of one service: what scan hands to apply.

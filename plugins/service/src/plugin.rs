@@ -13,13 +13,6 @@ use crate::apply::{self, Observed, Protection, Recorded};
 use crate::model::{ServiceSpec, ServiceTable, unit_name};
 use crate::provider::{self, Status};
 
-impl Resource for ServiceTable {
-    const KIND: &'static str = "service";
-    fn entity_id(&self) -> String {
-        format!("service:{}", self.name)
-    }
-}
-
 /// `$HOLO_STATE_DIR/service:NAME.toml`: the state apply left the service in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {

@@ -8,6 +8,10 @@
 //! --bench up` (needs qemu-img). The fake is its own crate, so this bench
 //! finds it in the release directory rather than building it.
 
+// Test code: a failed step fails the test, so the helpers may unwrap as
+// well as the #[test] functions (clippy.toml allows those).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

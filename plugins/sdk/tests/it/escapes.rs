@@ -1,6 +1,7 @@
 //! A test root whose symlinks try to lead outside it, shared by the
-//! containment tests of the SDK and of every plugin that writes files
-//! (included with `#[path]`, since they live in different crates).
+//! containment tests of the SDK (in holo-demo) and of every plugin that
+//! writes files (included with `#[path]`, since they live in different
+//! crates).
 
 use std::fs;
 use std::os::unix::fs::symlink;

@@ -231,20 +231,20 @@ enum Role {
 
 /// Splits a QEMU option string at single commas; `,,` is a literal comma.
 fn split_options(text: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
+    let mut parts = Vec::new();
+    let mut part = String::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == ',' {
-            if chars.peek() == Some(&',') {
-                chars.next();
-                parts.last_mut().expect("never empty").push(',');
-            } else {
-                parts.push(String::new());
-            }
+        if c == ',' && chars.peek() == Some(&',') {
+            chars.next();
+            part.push(',');
+        } else if c == ',' {
+            parts.push(std::mem::take(&mut part));
         } else {
-            parts.last_mut().expect("never empty").push(c);
+            part.push(c);
         }
     }
+    parts.push(part);
     parts
 }
 

@@ -2,4 +2,8 @@
 //! tests that run `holos` (against a fake or a real QEMU) live with
 //! holo-vms.
 
+// Test code: a failed step fails the test, so the helpers may unwrap as
+// well as the #[test] functions (clippy.toml allows those).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod runtime_builders;

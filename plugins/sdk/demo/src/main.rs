@@ -1,8 +1,10 @@
-//! holo-demo: a trivial plugin on the SDK, used by the driver's tests and
-//! benchmark. `[[demo]]` tables with `name` and `value` (and optionally
-//! `announce`, printed through a child `echo` when the entity changes) make
-//! apply write `$ROOT/var/lib/holo-demo/NAME` containing `value`. A refresh
-//! (a subscribed entity changed) is announced on stdout.
+//! holo-demo: a trivial plugin on the SDK, used by the driver's and the
+//! SDK's tests and the benchmarks; a crate of its own
+//! (`publish = false`), never packaged. `[[demo]]` tables with `name` and
+//! `value` (and optionally `announce`, printed through a child `echo` when
+//! the entity changes) make apply write `$ROOT/var/lib/holo-demo/NAME`
+//! containing `value`. A refresh (a subscribed entity changed) is announced
+//! on stdout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

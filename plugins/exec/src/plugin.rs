@@ -1,0 +1,101 @@
+//! The plugin on the SDK: scan (validation and the reason a command would
+//! run) and apply (the decision table, the checks, then the run).
+
+use holo_plugin::resources;
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
+
+use crate::apply::{self, Decision, Run};
+use crate::model::{ExecResource, ExecSpec};
+use crate::provider::Provider;
+
+/// The plugin.
+pub struct ExecPlugin;
+
+impl Plugin for ExecPlugin {
+    const ID: &'static str = "exec";
+    type Spec = ExecSpec;
+
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties::<ExecResource>()
+    }
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<ExecSpec>>> {
+        resources::scan_each(resources::load::<ExecResource>(env)?, |declared| {
+            let location = &declared.location;
+            let spec = match declared
+                .resource
+                .validate(!declared.common.subscribe.is_empty())
+            {
+                Ok(spec) => ExecSpec {
+                    subscribe: declared.common.subscribe.clone(),
+                    ..spec
+                },
+                Err(problem) => {
+                    return Ok(Err(Error::new(format!(
+                        "{location}: exec {:?}: {problem}",
+                        declared.resource.name
+                    ))));
+                }
+            };
+            // Entity id, SOURCE and REQUIRES/SUBSCRIBES come from the SDK.
+            let mut entity = declared
+                .scanned(spec.clone())
+                .action("Executing", None)
+                .info("found in", location.to_string())
+                .info("command", spec.command.clone());
+            if spec.provider != Provider::Posix {
+                entity = entity.info("provider", spec.provider.as_str());
+            }
+            entity = entity.info("reason", apply::scan_reason(env, &spec));
+            Ok(Ok(entity))
+        })
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<ExecSpec>, mode: Mode) -> Result<Outcome> {
+        // Commands keep no state, so there is never an orphan to scrub.
+        let Some(spec) = &entity.spec else {
+            return Ok(Outcome::NotChanged);
+        };
+        let creates_exists = apply::creates_exists(env, spec);
+        let run = match apply::decide(entity.refresh, creates_exists, spec.refresh_only) {
+            Decision::Skip(_) => return Ok(Outcome::NotChanged),
+            Decision::Run(run) => run,
+        };
+        let check = |text: &Option<String>| -> Result<Option<bool>> {
+            text.as_deref()
+                .map(|text| apply::check_succeeds(env, spec, text))
+                .transpose()
+        };
+        let skip = apply::check_commands(|| check(&spec.onlyif), || check(&spec.unless_command))?;
+        if skip.is_some() {
+            return Ok(Outcome::NotChanged);
+        }
+        if mode == Mode::Noop {
+            match run {
+                Run::Refresh => println!("Would have executed via subscribe"),
+                Run::Apply => println!("Would have executed"),
+            }
+            return Ok(Outcome::Changed);
+        }
+        if run == Run::Refresh {
+            println!("{}", apply::refresh_reason(spec));
+        }
+        let result = apply::execute(env, spec, run == Run::Refresh);
+        if let Err(err) = result {
+            if !apply::run_succeeded(
+                false,
+                spec.creates.is_some(),
+                apply::creates_exists(env, spec),
+            ) {
+                return Err(err);
+            }
+            // CCM's rule: the creates file is the desired state.
+            println!(
+                "{}; creates {} exists, so the run counts as successful",
+                err.message().lines().next().unwrap_or_default(),
+                spec.creates.as_deref().unwrap_or_default()
+            );
+        }
+        Ok(Outcome::Changed)
+    }
+}

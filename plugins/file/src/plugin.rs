@@ -1,0 +1,212 @@
+//! The plugin on the SDK: scan (validation, what each entity would do),
+//! apply through [`crate::converge`], diff, and the scrub of orphans.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use holo_plugin::resources;
+use holo_plugin::root_fs::RootFs;
+use holo_plugin::template::TemplateContext;
+use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
+
+use crate::model::{self, Content, FileResource, FileSpec, format_mode};
+use crate::{converge, provider, state};
+
+/// The plugin, handed to [`holo_plugin::run`] by `main`.
+pub struct FilePlugin;
+
+impl Plugin for FilePlugin {
+    const ID: &'static str = "file";
+    const STAGES_WRITES: bool = true;
+    type Spec = FileSpec;
+
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        resources::properties_with_ensure::<FileResource, model::Ensure>()
+    }
+
+    fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
+        let fs = RootFs::of(env)?;
+        let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
+        let mut found = resources::scan_each(declared, |mut declared| {
+            let id = resources::Resource::entity_id(&declared.resource);
+            let resource = std::mem::take(&mut declared.resource);
+            let location = &declared.location;
+            let spec = match resource.validate(
+                location,
+                declared.common.protect,
+                &fs,
+                &env.resource_dir,
+                |path| env.root_join(path),
+            ) {
+                Ok(spec) => spec,
+                Err(invalid) => {
+                    let place = declared.location_of(invalid.property);
+                    return Ok(Err(Error::new(format!("{place}: {invalid}"))));
+                }
+            };
+            let mut entity = Scanned::new(id, spec.clone())
+                .source(&location.path)
+                .info("found in", location.to_string())
+                .info("ensure", spec.ensure.as_str());
+            if let Some(owner) = &spec.owner {
+                entity = entity.info("owner", owner.to_string());
+            }
+            if let Some(group) = &spec.group {
+                entity = entity.info("group", group.to_string());
+            }
+            if let Some(mode) = spec.mode {
+                entity = entity.info("mode", format_mode(mode));
+            }
+            if let Some(target) = &spec.target {
+                entity = entity.info("target", describe_target(env, &fs, &spec.path, target));
+            }
+            match &spec.content {
+                Content::Inline(text) => {
+                    entity =
+                        entity.info("content", provider::posix::checksum_bytes(text.as_bytes()));
+                }
+                Content::Source { shown, .. } => {
+                    entity = entity.info("source", shown.display().to_string());
+                }
+                Content::Unmanaged => {}
+            }
+            for required in &declared.common.require {
+                entity = entity.requires(required);
+            }
+            for subscribed in &declared.common.subscribe {
+                entity = entity.subscribes(subscribed);
+            }
+            Ok(Ok(entity))
+        })?;
+        holo_plugin::state::add_orphans(env, &mut found)?;
+        for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
+            describe_scrub(env, orphan)?;
+        }
+        Ok(found)
+    }
+
+    fn apply(&self, env: &Env, entity: &EntityCtx<FileSpec>, mode: Mode) -> Result<Outcome> {
+        match &entity.spec {
+            Some(spec) => converge::apply(env, &entity.id, spec, mode),
+            None => converge::scrub(env, &entity.id, path_of(&entity.id)?, mode),
+        }
+    }
+
+    fn diff_with_header(&self, env: &Env, entity: &EntityCtx<FileSpec>) -> Result<Option<Diff>> {
+        let path = match &entity.spec {
+            Some(spec) => spec.path.as_str(),
+            None => path_of(&entity.id)?,
+        };
+        converge::diff(env, &entity.id, entity.spec.as_ref(), path)
+    }
+
+    fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+        let print: fn(&TemplateContext) -> String = match name {
+            "facts" => |context| context.facts().to_toml(),
+            "data" => TemplateContext::data_toml,
+            _ => return None,
+        };
+        if !args.is_empty() {
+            return Some(Err(Error::new(format!(
+                "usage: holo-file {name} (no arguments); it prints the {name} that templates see as TOML"
+            ))));
+        }
+        Some(
+            TemplateContext::load(&env.root, env.test_mode)
+                .map_err(|err| Error::new(err.to_string()))
+                .map(|context| {
+                    print!("{}", print(&context));
+                    ExitCode::SUCCESS
+                }),
+        )
+    }
+}
+
+/// Whether a resource reads `path` (below the resource directory) as its
+/// relative `source`; every other file there gets a `>>` warning.
+fn names_as_source(path: &Path, declared: &[resources::Declared<FileResource>]) -> bool {
+    let path = resources::lexically_normal(path);
+    declared.iter().any(|declared| {
+        let (Some(source), Some(dir)) =
+            (&declared.resource.source, declared.location.path.parent())
+        else {
+            return false;
+        };
+        !Path::new(source).is_absolute() && resources::lexically_normal(&dir.join(source)) == path
+    })
+}
+
+/// A link's target for the scan report; a dangling one (nothing there now)
+/// is allowed, and said so, since a later entity may create it.
+fn describe_target(env: &Env, fs: &RootFs, link: &str, target: &str) -> String {
+    let dir = Path::new(link).parent().unwrap_or(Path::new("/"));
+    let resolved = env.root_join(dir.join(target));
+    if fs.metadata(&resolved).is_ok() {
+        target.to_string()
+    } else {
+        format!("{target} (dangling: nothing is there now; the link is made anyway)")
+    }
+}
+
+/// Adds what scrubbing will do to an orphan's scan lines.
+fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
+    let path = path_of(&orphan.id)?;
+    let base = converge::base_path(env, path);
+    let line = if RootFs::of(env)?.is_file(&base) {
+        Some(("restore", base.display().to_string()))
+    } else {
+        match holo_plugin::state::read::<state::Record>(env, &orphan.id)? {
+            Some(record) if record.original.kind == state::OriginalKind::None => {
+                Some(("delete", env.root_join(path).display().to_string()))
+            }
+            Some(record) if record.original.kind == state::OriginalKind::Link => Some((
+                "restore",
+                format!(
+                    "link to {}",
+                    record.original.target.as_deref().unwrap_or_default()
+                ),
+            )),
+            _ => None,
+        }
+    };
+    if let Some((key, value)) = line {
+        orphan.info.push((key.to_string(), value));
+    }
+    Ok(())
+}
+
+/// `file:/etc/motd` → `/etc/motd`, for entities known only from their record.
+fn path_of(id: &str) -> Result<&str> {
+    id.strip_prefix("file:")
+        .filter(|path| model::validate_path(path).is_ok())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "{id}: not a file entity id; remove its record from the state directory"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ensure;
+
+    #[test]
+    fn orphan_ids_map_back_to_paths() {
+        assert_eq!(path_of("file:/etc/motd").ok(), Some("/etc/motd"));
+        assert!(path_of("file:etc").is_err());
+        assert!(path_of("package:x").is_err());
+    }
+
+    #[test]
+    fn ensure_names_match_the_resource_spelling() {
+        for ensure in [
+            Ensure::Present,
+            Ensure::Absent,
+            Ensure::Directory,
+            Ensure::Link,
+        ] {
+            assert_eq!(Ensure::parse(ensure.as_str()), Ok(ensure));
+        }
+    }
+}

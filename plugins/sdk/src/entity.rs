@@ -1,0 +1,88 @@
+//! One entity's way through the SDK: the scan cache it is read from, the
+//! guarded apply and how its error is printed. The per-process operations
+//! and the batch both go through here, so both give the same bytes.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cache;
+use crate::common;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::plugin::{EntityCtx, Mode, Plugin};
+
+/// Prints every line of `err` as `!! line` on stderr and returns exit code 1.
+pub fn fail(err: &Error) -> ExitCode {
+    print_error(err);
+    ExitCode::from(1)
+}
+
+pub(crate) fn print_error(err: &Error) {
+    let mut text = String::new();
+    for line in err.message().lines() {
+        text.push_str("!! ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    // Flush stdout first so that the order of the two streams is kept.
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// Makes sure the scan cache exists; a plugin run by hand scans first.
+pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
+    if cache::exists(env) {
+        return Ok(());
+    }
+    scan_and_cache(plugin, env).map(drop)
+}
+
+/// Scans, adds what the common properties show, and caches the result.
+pub(crate) fn scan_and_cache<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+) -> Result<Vec<crate::Scanned<P::Spec>>> {
+    let mut entities = plugin.scan(env)?;
+    cache::store(env, &entities)?;
+    common::store(env, &mut entities)?;
+    Ok(entities)
+}
+
+pub(crate) fn entity_from_cache<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    id: &str,
+    refresh: bool,
+) -> Result<EntityCtx<P::Spec>> {
+    ensure_cache(plugin, env)?;
+    cache::lookup(env, id, refresh)
+}
+
+/// What one entity's apply gave: the exit code and the FD 3 message.
+pub(crate) struct EntityResult {
+    pub(crate) exit: u8,
+    pub(crate) fd3: Option<&'static str>,
+}
+
+/// Applies one entity, printing an error as `!! msg`. Shared by the
+/// per-process operations and the batch, so both give the same bytes.
+pub(crate) fn apply_entity<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    entity: Result<EntityCtx<P::Spec>>,
+    mode: Mode,
+) -> EntityResult {
+    let guarded = |entity: EntityCtx<P::Spec>| {
+        common::guarded_apply(env, &entity.id, mode, || plugin.apply(env, &entity, mode))
+    };
+    match entity.and_then(guarded) {
+        Ok(outcome) => EntityResult {
+            exit: 0,
+            fd3: outcome.fd3_message(),
+        },
+        Err(err) => {
+            print_error(&err);
+            EntityResult { exit: 1, fd3: None }
+        }
+    }
+}
