@@ -80,9 +80,22 @@ pub struct Finished {
     pub status: Status,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// Whether stdout is only the last part of what the command printed.
+    pub stdout_cut: bool,
 }
 
 impl Finished {
+    /// Stdout for a parser, which must never see a tail as if it were the
+    /// whole (a first line cut in two, records missing).
+    pub fn whole_stdout(&self, command: &str) -> Result<&[u8]> {
+        if self.stdout_cut {
+            return Err(Error::new(format!(
+                "{command} printed more on stdout than is kept to be read (only its end was); run it by hand to see why"
+            )));
+        }
+        Ok(&self.stdout)
+    }
+
     /// True for exit code 0.
     pub fn success(&self) -> bool {
         self.status.success()
@@ -297,6 +310,7 @@ impl Command {
         let [out, err] = pipes;
         Ok(Finished {
             status,
+            stdout_cut: out.captured.cut,
             stdout: out.captured.into_vec(),
             stderr: err.captured.into_vec(),
         })
@@ -574,10 +588,13 @@ impl ExitWatch {
 struct Tail {
     bytes: Vec<u8>,
     limit: usize,
+    /// Bytes were dropped from the front.
+    cut: bool,
 }
 
 impl Tail {
     fn push(&mut self, data: &[u8]) {
+        self.cut |= self.bytes.len() + data.len() > self.limit;
         if data.len() >= self.limit {
             self.bytes.clear();
             self.bytes
@@ -616,6 +633,7 @@ impl Pipe {
             captured: Tail {
                 bytes: Vec::new(),
                 limit: keep,
+                cut: false,
             },
             partial: Vec::new(),
         }
@@ -853,13 +871,25 @@ mod tests {
             .run()
             .expect("runs");
         assert_eq!(done.stdout, b"99999\n100000\n");
+        assert!(done.stdout_cut);
+        assert!(done.whole_stdout("seq").is_err());
+        let whole = Command::shell("seq 1 2")
+            .keep_output(13)
+            .run()
+            .expect("runs");
+        assert!(!whole.stdout_cut);
+        assert_eq!(whole.whole_stdout("seq").expect("whole"), b"1\n2\n");
         let mut tail = Tail {
             bytes: Vec::new(),
             limit: 4,
+            cut: false,
         };
-        for piece in [&b"ab"[..], b"cdef", b"g", b"hijklmnop", b"q"] {
+        tail.push(b"ab");
+        assert!(!tail.cut);
+        for piece in [&b"cdef"[..], b"g", b"hijklmnop", b"q"] {
             tail.push(piece);
         }
+        assert!(tail.cut);
         assert_eq!(tail.into_vec(), b"nopq");
     }
 

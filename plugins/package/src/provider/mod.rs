@@ -136,7 +136,7 @@ impl Executor for SystemExecutor {
                 Status::Exited(code) => code,
                 _ => -1,
             },
-            stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+            stdout: String::from_utf8_lossy(finished.whole_stdout(&argv.join(" "))?).into_owned(),
             stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
         })
     }
