@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::error::Error;
+
 pub struct Qmp {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
@@ -19,36 +21,43 @@ pub struct Qmp {
 
 impl Qmp {
     /// Connects and completes the handshake; every read waits at most `timeout`.
-    pub fn connect(socket: &Path, timeout: Duration) -> Result<Qmp, String> {
-        let stream = UnixStream::connect(socket)
-            .map_err(|e| format!("cannot connect to QMP at {}: {e}", socket.display()))?;
+    pub fn connect(socket: &Path, timeout: Duration) -> Result<Qmp, Error> {
+        let stream = UnixStream::connect(socket).map_err(|e| {
+            Error::Instance(format!(
+                "cannot connect to QMP at {}: {e}",
+                socket.display()
+            ))
+        })?;
         let _ = stream.set_read_timeout(Some(timeout));
         let _ = stream.set_write_timeout(Some(timeout));
-        let writer = stream
-            .try_clone()
-            .map_err(|e| format!("cannot use the QMP socket {}: {e}", socket.display()))?;
+        let writer = stream.try_clone().map_err(|e| {
+            Error::Instance(format!(
+                "cannot use the QMP socket {}: {e}",
+                socket.display()
+            ))
+        })?;
         let mut qmp = Qmp {
             reader: BufReader::new(stream),
             writer,
         };
         let greeting = qmp.read_message()?;
         if greeting.get("QMP").is_none() {
-            return Err(format!(
+            return Err(Error::Instance(format!(
                 "{} did not greet as QMP does: {greeting}",
                 socket.display()
-            ));
+            )));
         }
         qmp.execute("qmp_capabilities")?;
         Ok(qmp)
     }
 
     /// Runs `command` and returns its `return` value.
-    pub fn execute(&mut self, command: &str) -> Result<Value, String> {
+    pub fn execute(&mut self, command: &str) -> Result<Value, Error> {
         let mut line = json!({ "execute": command }).to_string();
         line.push_str("\r\n");
         self.writer
             .write_all(line.as_bytes())
-            .map_err(|e| format!("cannot send {command} over QMP: {e}"))?;
+            .map_err(|e| Error::Instance(format!("cannot send {command} over QMP: {e}")))?;
         loop {
             let message = self.read_message()?;
             if message.get("event").is_some() {
@@ -62,18 +71,24 @@ impl Qmp {
                     .get("desc")
                     .and_then(Value::as_str)
                     .unwrap_or("no description");
-                return Err(format!("QEMU refused {command}: {desc}"));
+                return Err(Error::Instance(format!("QEMU refused {command}: {desc}")));
             }
         }
     }
 
-    fn read_message(&mut self) -> Result<Value, String> {
+    fn read_message(&mut self) -> Result<Value, Error> {
         let mut line = String::new();
         match self.reader.read_line(&mut line) {
-            Ok(0) => Err("QEMU closed the QMP connection".to_string()),
-            Ok(_) => serde_json::from_str(line.trim())
-                .map_err(|e| format!("QEMU sent a line that is not QMP ({e}): {}", line.trim())),
-            Err(e) => Err(format!("no answer over QMP: {e}")),
+            Ok(0) => Err(Error::Instance(
+                "QEMU closed the QMP connection".to_string(),
+            )),
+            Ok(_) => serde_json::from_str(line.trim()).map_err(|e| {
+                Error::Instance(format!(
+                    "QEMU sent a line that is not QMP ({e}): {}",
+                    line.trim()
+                ))
+            }),
+            Err(e) => Err(Error::Instance(format!("no answer over QMP: {e}"))),
         }
     }
 }
@@ -125,7 +140,8 @@ mod tests {
         assert_eq!(qmp.execute("system_powerdown").unwrap(), json!({}));
         let err = qmp.execute("bogus").unwrap_err();
         assert!(
-            err.contains("The command bogus has not been found"),
+            err.message()
+                .contains("The command bogus has not been found"),
             "{err}"
         );
         drop(qmp);

@@ -541,7 +541,7 @@ pub fn find_checksum(
     name: &str,
     algorithm: Algorithm,
     per_image: bool,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let is_hex =
         |s: &str| s.len() == algorithm.hex_len() && s.bytes().all(|b| b.is_ascii_hexdigit());
     let mut entries: Vec<(Option<&str>, String)> = Vec::new();
@@ -584,11 +584,11 @@ pub fn find_checksum(
     if per_image && distinct.len() == 1 {
         return Ok(distinct[0].clone());
     }
-    Err(format!(
+    Err(Error::Image(format!(
         "no {} checksum for {name} in it ({} usable lines); the distribution may have renamed the image, so check images.toml",
         algorithm.name(),
         entries.len()
-    ))
+    )))
 }
 
 /// `holos images`: one line per alias and tag; `*` marks the default tag,
@@ -662,7 +662,10 @@ mod tests {
         );
         // The wrong digest length or kind is not a match.
         let err = find_checksum(&gnu, "disk.img", Algorithm::Sha512, false).unwrap_err();
-        assert!(err.contains("no sha512 checksum for disk.img"), "{err}");
+        assert!(
+            err.message().contains("no sha512 checksum for disk.img"),
+            "{err}"
+        );
         assert!(
             find_checksum(
                 &format!("MD5 (disk.img) = {A}\n"),
