@@ -318,7 +318,10 @@ fn run(
                 None
             } else {
                 match crate::lock::acquire(&run_dir.root, out) {
-                    Ok(lock) => Some(lock),
+                    Ok(lock) => {
+                        crate::plugin::share_run_lock(Some(lock.raw_fd()));
+                        Some(lock)
+                    }
                     Err(code) => return code,
                 }
             };
@@ -353,6 +356,7 @@ fn run(
             // lock goes last, when nothing this run started is alive.
             let code = reporting.write(out, code, results);
             if let Some(lock) = lock {
+                crate::plugin::share_run_lock(None);
                 crate::lock::release(lock, out);
             }
             code

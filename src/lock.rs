@@ -32,7 +32,6 @@ use nix::fcntl::Flock;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How often a run retries the exclusive create after removing a stale
@@ -46,19 +45,18 @@ const DEFAULT_STALE_WAIT: Duration = Duration::from_secs(60);
 /// How often a waiting takeover looks again.
 const STALE_POLL: Duration = Duration::from_millis(100);
 
-/// The held lock's descriptor, for plugins that inherit it; -1 when none.
-static HELD_FD: AtomicI32 = AtomicI32::new(-1);
-
 /// The lock of a run: its path and the open file with the shared `flock`.
 pub struct RunLock {
     pub path: String,
     file: Flock<std::fs::File>,
 }
 
-/// The descriptor of the lock this run holds, which plugins declaring
-/// `run-lock` inherit as [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD).
-pub fn held_fd() -> Option<RawFd> {
-    Some(HELD_FD.load(Ordering::Relaxed)).filter(|fd| *fd >= 0)
+impl RunLock {
+    /// The descriptor that plugins declaring `run-lock` inherit as
+    /// [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD).
+    pub fn raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
 }
 
 /// Takes the lock, or prints Holo 3's message and returns the exit code.
@@ -78,7 +76,6 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<RunLock, i32> {
                     Ok(file) => file,
                     Err(error) => return Err(report_failure(out, &path, &error)),
                 };
-                HELD_FD.store(file.as_raw_fd(), Ordering::Relaxed);
                 return Ok(RunLock { path, file });
             }
             Err(error) => error,
@@ -139,7 +136,6 @@ pub fn release(lock: RunLock, out: &mut Output) {
             &format!("remove {path}: {}", paths::errno_text(&e)),
         );
     }
-    HELD_FD.store(-1, Ordering::Relaxed);
     drop(lock.file);
 }
 

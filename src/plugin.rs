@@ -30,6 +30,16 @@ pub struct Plugin {
     started: std::cell::Cell<std::time::Instant>,
 }
 
+/// The descriptor of the run's lock while `apply` holds it (-1 when not),
+/// which plugins declaring `run-lock` inherit.
+static SHARED_RUN_LOCK: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Passes the run's lock (its descriptor) to every plugin declaring
+/// `run-lock` that starts from now on; `None` stops it.
+pub fn share_run_lock(fd: Option<std::os::fd::RawFd>) {
+    SHARED_RUN_LOCK.store(fd.unwrap_or(-1), std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The most of `info`'s output that holo reads.
 const MAX_INFO: usize = 1 << 20;
 
@@ -291,9 +301,8 @@ impl Plugin {
             actions.add_dup2(write.as_raw_fd(), 3)?;
         }
         // Last: the lock's descriptor is above every other source.
-        if self.has_extension(holo_protocol::extension::RUN_LOCK)
-            && let Some(lock) = crate::lock::held_fd()
-        {
+        let lock = SHARED_RUN_LOCK.load(std::sync::atomic::Ordering::Relaxed);
+        if self.has_extension(holo_protocol::extension::RUN_LOCK) && lock >= 0 {
             actions.add_dup2(lock, holo_protocol::RUN_LOCK_FD)?;
         }
         // The driver handles SIGINT/SIGTERM/SIGHUP (reset by exec) and
