@@ -1,0 +1,58 @@
+//! Files that upstream holos accepts: its own fields passed verbatim, its
+//! image tags, Dockerfile heredocs, and what `validate` must refuse.
+
+use crate::common;
+use common::{Fixture, project};
+use holos_compose::manifest::GuestCommand;
+
+fn holos(f: &Fixture) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("holos").expect("holos binary");
+    cmd.current_dir(f.path()).env_clear();
+    cmd
+}
+
+fn stderr_of(out: &std::process::Output, f: &Fixture) -> String {
+    String::from_utf8_lossy(&out.stderr).replace(&f.path().display().to_string(), "DIR")
+}
+
+#[test]
+fn cloud_init_is_passed_verbatim_and_the_rest_interpolated() {
+    let f = project(
+        "services:\n  web:\n    image: ${IMAGE:-debian}\n    environment:\n      GREETING: hello $WHO\n    cloud_init:\n      runcmd:\n        - echo $HOME $dev\n        - [sh, -c, 'for i in $(seq 1 3); do echo $$i; done']\n      write_files:\n        - path: /etc/motd\n          content: \"${BANNER:?}\"\n",
+    )
+    .env("WHO", "world")
+    .env("HOME", "/root");
+    let manifest = f.manifest();
+    let web = &manifest.services[0];
+    assert_eq!(web.image.reference, "debian");
+    assert_eq!(web.environment["GREETING"], "hello world");
+    assert_eq!(
+        web.cloud_init.runcmd,
+        [
+            GuestCommand::Shell("echo $HOME $dev".into()),
+            GuestCommand::Exec(vec![
+                "sh".into(),
+                "-c".into(),
+                "for i in $(seq 1 3); do echo $$i; done".into()
+            ]),
+        ]
+    );
+    assert_eq!(web.cloud_init.write_files[0].content, "${BANNER:?}");
+    let out = holos(&f)
+        .args(["validate", "-q"])
+        .env("WHO", "world")
+        .output()
+        .expect("run holos");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out, &f));
+    assert_eq!(stderr_of(&out, &f), "");
+}
+
+#[test]
+fn a_key_named_cloud_init_elsewhere_is_still_interpolated() {
+    let f = project(
+        "services:\n  web:\n    image: debian\n    labels:\n      cloud_init: $WHO\nx-notes:\n  cloud_init: $WHO\n",
+    )
+    .env("WHO", "world");
+    assert_eq!(f.manifest().services[0].labels["cloud_init"], "world");
+    assert!(f.config().contains("cloud_init: world"), "{}", f.config());
+}
