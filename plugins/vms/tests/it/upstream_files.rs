@@ -56,3 +56,58 @@ fn a_key_named_cloud_init_elsewhere_is_still_interpolated() {
     assert_eq!(f.manifest().services[0].labels["cloud_init"], "world");
     assert!(f.config().contains("cloud_init: world"), "{}", f.config());
 }
+
+#[test]
+fn validate_refuses_a_local_image_file_that_does_not_exist() {
+    let f = project("services:\n  web:\n    image: ./disk.qcow2\n");
+    let out = holos(&f)
+        .args(["validate", "-q"])
+        .output()
+        .expect("run holos");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr_of(&out, &f),
+        "DIR/holos.yaml:3:12: services.web.image: the image file DIR/disk.qcow2 does not exist; build or copy the image there, or correct image:\nholos: 1 error found\n"
+    );
+    // `config` prints the model and checks no host files.
+    holos(&f).arg("config").assert().success();
+    std::fs::write(f.path().join("disk.qcow2"), b"").expect("write image");
+    holos(&f)
+        .args(["validate", "-q"])
+        .assert()
+        .success()
+        .stderr("");
+}
+
+#[test]
+fn a_project_without_services_is_refused() {
+    for (yaml, place) in [
+        ("services: {}\n", "1:11"),
+        ("services:\n  x-common: {image: alpine}\n", "2:3"),
+    ] {
+        let f = project(yaml);
+        let out = holos(&f)
+            .args(["validate", "-q"])
+            .output()
+            .expect("run holos");
+        assert_eq!(out.status.code(), Some(1), "{yaml}");
+        assert_eq!(
+            stderr_of(&out, &f),
+            format!(
+                "DIR/holos.yaml:{place}: services: defines no service; add one, such as services: {{web: {{image: debian:12}}}}\nholos: 1 error found\n"
+            ),
+            "{yaml}"
+        );
+    }
+}
+
+#[test]
+fn config_prints_cloud_init_as_written_and_reads_back_the_same() {
+    let yaml = "services:\n  web:\n    image: debian\n    environment:\n      PRICE: $$5\n    cloud_init:\n      runcmd:\n        - echo $HOME $$ $(date)\n";
+    let f = project(yaml);
+    let config = f.config();
+    assert!(config.contains("PRICE: $$5"), "{config}");
+    assert!(config.contains("- echo $HOME $$ $(date)"), "{config}");
+    let again = project(&config);
+    assert_eq!(again.manifest().services, f.manifest().services);
+}
