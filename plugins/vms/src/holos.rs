@@ -129,6 +129,8 @@ pub fn run_with_messages(
     if let HolosCommand::Validate { quiet: false, .. } = command {
         let notes = holos_compose::load::notes::quiet_semantics(&project);
         messages.extend(notes.iter().map(ToString::to_string));
+        let disabled = holos_compose::load::notes::disabled_by_profiles(&project);
+        messages.extend(disabled.iter().map(ToString::to_string));
     }
     Ok((text, messages))
 }

@@ -111,3 +111,51 @@ fn config_prints_cloud_init_as_written_and_reads_back_the_same() {
     let again = project(&config);
     assert_eq!(again.manifest().services, f.manifest().services);
 }
+
+#[test]
+fn profiles_gate_services_with_a_note_for_each_one_disabled() {
+    let f = project(
+        "services:\n  web:\n    image: alpine\n  debug:\n    image: alpine\n    profiles: [debug, dev]\n  tools:\n    image: alpine\n    profiles: [tools]\n",
+    );
+    let out = holos(&f).arg("validate").output().expect("run holos");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out, &f));
+    assert_eq!(
+        stderr_of(&out, &f),
+        ">> DIR/holos.yaml:4: services.debug: not started: none of its profiles (debug, dev) is enabled; enable one with --profile debug or COMPOSE_PROFILES=debug\n\
+         >> DIR/holos.yaml:7: services.tools: not started: none of its profiles (tools) is enabled; enable one with --profile tools or COMPOSE_PROFILES=tools\n"
+    );
+    let out = holos(&f)
+        .args(["--profile", "tools", "validate"])
+        .output()
+        .expect("run holos");
+    assert_eq!(
+        stderr_of(&out, &f),
+        ">> DIR/holos.yaml:4: services.debug: not started: none of its profiles (debug, dev) is enabled; enable one with --profile debug or COMPOSE_PROFILES=debug\n"
+    );
+    holos(&f)
+        .args(["validate", "--quiet"])
+        .assert()
+        .success()
+        .stderr("");
+}
+
+#[test]
+fn a_project_whose_services_are_all_disabled_by_profiles_fails() {
+    let f = project(
+        "services:\n  debug:\n    image: alpine\n    profiles: [debug]\n  tools:\n    image: alpine\n    profiles: [tools, ops]\n",
+    );
+    let out = holos(&f)
+        .args(["validate", "-q"])
+        .output()
+        .expect("run holos");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr_of(&out, &f),
+        "DIR/holos.yaml:2:3: services: every service is disabled by its profiles: debug (debug), tools (tools, ops); enable a profile with --profile NAME or COMPOSE_PROFILES=NAME, or remove profiles: from a service that should always start\nholos: 1 error found\n"
+    );
+    holos(&f)
+        .args(["validate", "-q"])
+        .env("COMPOSE_PROFILES", "ops")
+        .assert()
+        .success();
+}

@@ -169,8 +169,8 @@ fn decode_services(
     (services, service_pos)
 }
 
-/// A project must start something: `services: {}` is refused here, where
-/// `validate` sees it, rather than by `up`.
+/// A project must start something: `services: {}`, or services that are
+/// all disabled by profiles, are refused here, where `validate` sees it.
 fn check_some_service(r: &mut Reader, root: &Node, project: &Project) {
     let Some(node) = root.get("services").filter(|n| n.as_map().is_some()) else {
         return;
@@ -181,7 +181,24 @@ fn check_some_service(r: &mut Reader, root: &Node, project: &Project) {
             "services",
             "defines no service; add one, such as services: {web: {image: debian:12}}",
         );
+        return;
     }
+    let disabled: Vec<String> = project
+        .inactive
+        .iter()
+        .map(|(name, service)| {
+            let profiles = crate::load::profiles::profiles_of(service).join(", ");
+            format!("{} ({profiles})", name.as_str().unwrap_or_default())
+        })
+        .collect();
+    r.error(
+        node,
+        "services",
+        format!(
+            "every service is disabled by its profiles: {}; enable a profile with --profile NAME or COMPOSE_PROFILES=NAME, or remove profiles: from a service that should always start",
+            disabled.join(", ")
+        ),
+    );
 }
 
 /// Inactive services are still checked, as Compose does; their names.
