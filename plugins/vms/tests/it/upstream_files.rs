@@ -159,3 +159,60 @@ fn a_project_whose_services_are_all_disabled_by_profiles_fails() {
         .assert()
         .success();
 }
+
+#[test]
+fn version_tags_as_upstream_names_them() {
+    for (reference, alias, tag) in [
+        ("ubuntu:24.04", "ubuntu", "noble"),
+        ("ubuntu:22.04", "ubuntu", "jammy"),
+        ("ubuntu:26.04", "ubuntu", "resolute"),
+        ("debian:12", "debian", "bookworm"),
+        ("debian:13", "debian", "trixie"),
+        ("alpine:3.21", "alpine", "3.21"),
+        ("fedora:43", "fedora", "43"),
+        ("arch:latest", "arch", "latest"),
+    ] {
+        let f = project(&format!("services:\n  web:\n    image: {reference}\n"));
+        let image = f.manifest().services[0].image.clone();
+        assert_eq!(image.reference, reference);
+        assert_eq!(
+            (image.alias.as_deref(), image.tag.as_deref()),
+            (Some(alias), Some(tag)),
+            "{reference}"
+        );
+    }
+    let errors = project("services:\n  web:\n    image: debian:11\n").errors();
+    assert!(
+        errors.contains("image debian has no tag \"11\"; use one of bookworm, 12, trixie, 13"),
+        "{errors}"
+    );
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn a_version_tag_pulls_into_the_code_names_cache_entry() {
+    use crate::runtime_support::{self, ImageMirror, Qemu};
+    runtime_support::require_qemu_img();
+    let p = runtime_support::Project::new("services:\n  web:\n    image: debian:12\n", Qemu::Fake);
+    let mirror = ImageMirror::start();
+    mirror.serve("debian", "bookworm", b"a debian cloud image");
+    let out = p
+        .holos(&["pull", "debian:12"])
+        .env("HOLOS_IMAGE_MIRROR", mirror.url())
+        .output()
+        .expect("run holos");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("holos: pulling debian:bookworm from"),
+        "{said}"
+    );
+    let cached: Vec<String> = std::fs::read_dir(p.state().join("images"))
+        .expect("image cache")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".qcow2"))
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(cached[0].starts_with("debian-bookworm-"), "{cached:?}");
+}
