@@ -216,3 +216,40 @@ fn a_version_tag_pulls_into_the_code_names_cache_entry() {
     assert_eq!(cached.len(), 1, "{cached:?}");
     assert!(cached[0].starts_with("debian-bookworm-"), "{cached:?}");
 }
+
+#[test]
+fn buildkit_heredocs_in_a_dockerfile_run_as_the_shell_would() {
+    let work = tempfile::tempdir().expect("temporary directory");
+    let dockerfile = format!(
+        "# syntax=docker/dockerfile:1\nFROM debian:12\nWORKDIR {}\nRUN <<EOF\nset -e\necho one > out\n\necho two >> out\nEOF\nRUN <<-'EOT'\n\techo \"$PWD\" > where\n\tEOT\nRUN cat > fed <<EOF\nfed through stdin\nEOF\nCOPY <<EOF /etc/app.conf\nport=80\nEOF\n",
+        work.path().display()
+    );
+    let f = Fixture::new(&[
+        ("holos.yaml", "services:\n  web:\n    build: .\n"),
+        ("Dockerfile", &dockerfile),
+    ]);
+    holos(&f)
+        .args(["validate", "-q"])
+        .assert()
+        .success()
+        .stderr("");
+    let web = f.manifest().services[0].clone();
+    assert_eq!(web.image.tag.as_deref(), Some("bookworm"));
+    assert_eq!(web.cloud_init.write_files[0].path, "/etc/app.conf");
+    assert_eq!(web.cloud_init.write_files[0].content, "port=80\n");
+    // The runcmd entries, run by a real shell as cloud-init runs them.
+    for command in &web.cloud_init.runcmd {
+        let GuestCommand::Shell(script) = command else {
+            panic!("a shell command: {command:?}")
+        };
+        let status = std::process::Command::new("sh")
+            .args(["-c", script])
+            .status()
+            .expect("run sh");
+        assert!(status.success(), "{script}");
+    }
+    let read = |name: &str| std::fs::read_to_string(work.path().join(name)).expect("written");
+    assert_eq!(read("out"), "one\ntwo\n");
+    assert_eq!(read("where"), format!("{}\n", work.path().display()));
+    assert_eq!(read("fed"), "fed through stdin\n");
+}
