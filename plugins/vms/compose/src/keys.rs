@@ -128,6 +128,7 @@ pub const VM: &[&str] = &[
 
 pub const CLOUD_INIT: &[&str] = &[
     "user",
+    "ssh_authorized_keys",
     "packages",
     "write_files",
     "bootcmd",

@@ -70,11 +70,18 @@ fn user_data(inputs: &SeedInputs) -> String {
         doc.insert("package_update".into(), json!(true));
         doc.insert("packages".into(), json!(cloud.packages));
     }
+    // The project's key first: holos reaches the guest with it.
+    let mut keys = vec![inputs.public_key.trim()];
+    for key in &cloud.ssh_authorized_keys {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
     let mut user = json!({
         "name": spec.user,
         "lock_passwd": true,
         "sudo": "ALL=(ALL) NOPASSWD:ALL",
-        "ssh_authorized_keys": [inputs.public_key.trim()],
+        "ssh_authorized_keys": keys,
     });
     if spec.user == "root" {
         doc.insert("disable_root".into(), json!(false));

@@ -253,3 +253,22 @@ fn buildkit_heredocs_in_a_dockerfile_run_as_the_shell_would() {
     assert_eq!(read("where"), format!("{}\n", work.path().display()));
     assert_eq!(read("fed"), "fed through stdin\n");
 }
+
+#[test]
+fn ssh_authorized_keys_must_be_key_lines() {
+    let f = project(
+        "services:\n  web:\n    image: debian\n    cloud_init:\n      ssh_authorized_keys: [\"ssh-ed25519 AAAA me@laptop\", just-a-word, [nested]]\n",
+    );
+    assert_eq!(
+        f.errors(),
+        "DIR/holos.yaml:5:59: services.web.cloud_init.ssh_authorized_keys[1]: must be one SSH public key line, such as \"ssh-ed25519 AAAAC3Nza... me@laptop\" (the content of ~/.ssh/id_ed25519.pub)\n\
+         DIR/holos.yaml:5:72: services.web.cloud_init.ssh_authorized_keys[2]: must be a string, found a list"
+    );
+    let f = project(
+        "services:\n  web:\n    image: debian\n    cloud_init:\n      ssh_authorized_keys: [\"ssh-ed25519 AAAA me@laptop\"]\n",
+    );
+    assert_eq!(
+        f.manifest().services[0].cloud_init.ssh_authorized_keys,
+        ["ssh-ed25519 AAAA me@laptop"]
+    );
+}

@@ -498,3 +498,19 @@ fn seed_iso_reads_back_with_label_and_files() {
         assert!(text.lines().any(|l| l == "TYPE=iso9660"), "{text}");
     }
 }
+
+#[test]
+fn extra_authorized_keys_sit_beside_the_project_key() {
+    let (docs, _) = documents(
+        "services:\n  web:\n    image: debian:12\n    cloud_init:\n      ssh_authorized_keys:\n        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKey me@laptop\n        - \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test\"\n        - ecdsa-sha2-nistp256 AAAAE2VjZHNh other\n",
+    );
+    let doc = yaml(&docs.user_data);
+    assert_eq!(
+        strings(&doc["users"][0]["ssh_authorized_keys"]),
+        [
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKey me@laptop",
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNh other",
+        ]
+    );
+}
