@@ -272,3 +272,66 @@ fn ssh_authorized_keys_must_be_key_lines() {
         ["ssh-ed25519 AAAA me@laptop"]
     );
 }
+
+#[test]
+fn host_port_zero_asks_for_an_ephemeral_port() {
+    let f = project(
+        "services:\n  web:\n    image: debian\n    ports: [\"0:80\", \"127.0.0.1:0:81\", {target: 82, published: \"0\"}, {target: 83, published: 0}]\n",
+    );
+    let ports = &f.manifest().services[0].instances[0].ports;
+    let got: Vec<(Option<u16>, u16)> = ports.iter().map(|p| (p.host_port, p.guest_port)).collect();
+    assert_eq!(got, [(None, 80), (None, 81), (None, 82), (None, 83)]);
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn an_ephemeral_port_is_picked_at_up_recorded_and_shown() {
+    use crate::runtime_support::{self, Qemu};
+    runtime_support::require_qemu_img();
+    let p = runtime_support::Project::new("", Qemu::Fake);
+    // A fixed port the test chose too, so that it can tell the two apart.
+    let fixed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    p.write(&format!(
+        "name: eph\nservices:\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n    ports: [\"0:80\", \"{fixed}:8\"]\n"
+    ));
+    p.ok(&["up", "--no-wait"]);
+    let ps = p.ps();
+    let ports = ps[0]["ports"].as_array().expect("ports").clone();
+    assert_eq!(ports.len(), 2, "{ports:?}");
+    assert_eq!(ports[0]["guest_port"], 80);
+    let picked = ports[0]["host_port"].as_u64().expect("a host port");
+    assert!(picked > 0 && picked != u64::from(fixed), "{ports:?}");
+    assert_eq!(ports[1]["host_port"], u64::from(fixed));
+    // QEMU forwards it, the state records it, ps and inspect show it.
+    let argv = p.recorded_argvs().concat().join(" ");
+    assert!(
+        argv.contains(&format!("hostfwd=tcp:127.0.0.1:{picked}-:80")),
+        "{argv}"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.state().join("projects/eph.json")).expect("the project record"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        record["instances"]["web-0"]["spec"]["forwards"][0]["host_port"], picked,
+        "{record}"
+    );
+    let table = String::from_utf8_lossy(&p.run(&["ps"]).stdout).into_owned();
+    assert!(
+        table.contains(&format!("127.0.0.1:{picked}->80")),
+        "{table}"
+    );
+    let inspect = String::from_utf8_lossy(&p.run(&["inspect", "web-0"]).stdout).into_owned();
+    assert!(
+        inspect.contains(&format!("127.0.0.1:{picked}->80/tcp")),
+        "{inspect}"
+    );
+    // The port stays the instance's across stop and start.
+    p.ok(&["stop"]);
+    p.ok(&["start"]);
+    assert_eq!(p.ps()[0]["state"], "running");
+    assert_eq!(p.ps()[0]["ports"][0]["host_port"], picked);
+}
