@@ -124,6 +124,7 @@ pub const VM: &[&str] = &[
     "cpu_model",
     "uefi",
     "extra_args",
+    "disk_size",
 ];
 
 pub const CLOUD_INIT: &[&str] = &[

@@ -335,3 +335,66 @@ fn an_ephemeral_port_is_picked_at_up_recorded_and_shown() {
     assert_eq!(p.ps()[0]["state"], "running");
     assert_eq!(p.ps()[0]["ports"][0]["host_port"], picked);
 }
+
+#[test]
+fn disk_size_is_a_size_of_at_least_64m() {
+    let f = project("services:\n  web:\n    image: debian\n    vm: {disk_size: 20g}\n");
+    assert_eq!(f.manifest().services[0].vm.disk_size_bytes, Some(20 << 30));
+    let f = project(
+        "services:\n  a:\n    image: debian\n    vm: {disk_size: lots}\n  b:\n    image: debian\n    vm: {disk_size: 1m}\n",
+    );
+    assert_eq!(
+        f.errors(),
+        "DIR/holos.yaml:4:21: services.a.vm.disk_size: \"lots\" is not a size; write e.g. 20g or 512m\n\
+         DIR/holos.yaml:7:21: services.b.vm.disk_size: \"1m\" is too small for a root disk; write at least 64m, e.g. 20g"
+    );
+}
+
+/// `qemu-img info`'s virtual size of `image`.
+fn virtual_size(image: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("qemu-img")
+        .args(["info", "--output=json", "-U"])
+        .arg(image)
+        .output()
+        .expect("run qemu-img");
+    assert!(out.status.success(), "{out:?}");
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    info["virtual-size"].as_u64().expect("virtual-size")
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn disk_size_grows_the_root_overlay_and_never_shrinks_the_image() {
+    use crate::runtime_support::{self, Qemu};
+    runtime_support::require_qemu_img();
+    let p = runtime_support::Project::new(
+        "name: disk\nservices:\n  big:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n    vm: {disk_size: 1g}\n  same:\n    image: ./base.qcow2\n    stop_grace_period: 0s\n",
+        Qemu::Fake,
+    );
+    p.ok(&["up", "--no-wait"]);
+    let instances = p.state().join("instances/disk");
+    assert_eq!(virtual_size(&instances.join("big-0/root.qcow2")), 1 << 30);
+    assert_eq!(virtual_size(&instances.join("same-0/root.qcow2")), 64 << 20);
+    p.ok(&["down"]);
+
+    // Smaller than the 64M base image: refused, naming the service.
+    p.write("name: disk\nservices:\n  small:\n    image: ./base.qcow2\n    vm: {disk_size: 64m}\n");
+    p.base_image(&p.path().join("base.qcow2"));
+    let bigger = std::process::Command::new("qemu-img")
+        .args(["resize", "-q"])
+        .arg(p.path().join("base.qcow2"))
+        .arg("100M")
+        .status()
+        .expect("run qemu-img");
+    assert!(bigger.success());
+    let out = p.run(&["up", "--no-wait"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(&format!(
+            "service small: vm.disk_size is 67108864 bytes, smaller than the image {} (104857600 bytes); raise it or remove it",
+            p.path().join("base.qcow2").display()
+        )),
+        "{said}"
+    );
+}

@@ -514,3 +514,20 @@ fn extra_authorized_keys_sit_beside_the_project_key() {
         ]
     );
 }
+
+#[test]
+fn a_disk_size_has_cloud_init_grow_the_root_file_system() {
+    let (docs, _) =
+        documents("services:\n  web:\n    image: debian:12\n    vm: {disk_size: 20g}\n");
+    let doc = yaml(&docs.user_data);
+    assert_eq!(doc["growpart"]["mode"].as_str(), Some("auto"));
+    assert_eq!(strings(&doc["growpart"]["devices"]), ["/"]);
+    assert_eq!(doc["resize_rootfs"].as_bool(), Some(true));
+    // Without one, the image's own cloud-init settings stay in charge.
+    let (docs, _) = documents("services:\n  web:\n    image: debian:12\n");
+    assert!(
+        !docs.user_data.contains("growpart") && !docs.user_data.contains("resize_rootfs"),
+        "{}",
+        docs.user_data
+    );
+}
