@@ -199,6 +199,9 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
         for note in holos_compose::load::notes::quiet_semantics(&project) {
             eprintln!("{note}");
         }
+        for note in holos_compose::load::notes::disabled_by_profiles(&project) {
+            eprintln!("{note}");
+        }
     }
     let request = UpRequest {
         manifest: &manifest,

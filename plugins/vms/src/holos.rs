@@ -114,6 +114,12 @@ pub fn run_with_messages(
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
     let (project, manifest) = holos_compose::resolve(options)?;
+    if let HolosCommand::Validate { .. } = command {
+        let missing = holos_compose::decode::missing_files(&project, &manifest);
+        if !missing.is_empty() {
+            return Err(missing);
+        }
+    }
     let text = render(command, &project, &manifest)?;
     let mut messages: Vec<String> = project
         .warnings
@@ -123,6 +129,8 @@ pub fn run_with_messages(
     if let HolosCommand::Validate { quiet: false, .. } = command {
         let notes = holos_compose::load::notes::quiet_semantics(&project);
         messages.extend(notes.iter().map(ToString::to_string));
+        let disabled = holos_compose::load::notes::disabled_by_profiles(&project);
+        messages.extend(disabled.iter().map(ToString::to_string));
     }
     Ok((text, messages))
 }
@@ -169,11 +177,34 @@ fn pretty_json(json: &serde_json::Value) -> String {
     text
 }
 
-fn escape_dollars(node: &mut Node) {
+/// Escapes `$` everywhere except in a service's `cloud_init`, which was
+/// never interpolated and so reads back as it is.
+fn escape_dollars(model: &mut Node) {
+    if let Some(Kind::Map(entries)) = model.get_mut("services").map(|s| &mut s.kind) {
+        for (_, service) in entries.iter_mut() {
+            if let Kind::Map(fields) = &mut service.kind {
+                fields
+                    .iter_mut()
+                    .filter(|(k, _)| k.as_str() != Some("cloud_init"))
+                    .for_each(|(_, v)| escape_all_dollars(v));
+            } else {
+                escape_all_dollars(service);
+            }
+        }
+    }
+    if let Kind::Map(entries) = &mut model.kind {
+        entries
+            .iter_mut()
+            .filter(|(k, _)| k.as_str() != Some("services"))
+            .for_each(|(_, v)| escape_all_dollars(v));
+    }
+}
+
+fn escape_all_dollars(node: &mut Node) {
     match &mut node.kind {
         Kind::Scalar { text, .. } if text.contains('$') => *text = text.replace('$', "$$"),
-        Kind::Seq(items) => items.iter_mut().for_each(escape_dollars),
-        Kind::Map(entries) => entries.iter_mut().for_each(|(_, v)| escape_dollars(v)),
+        Kind::Seq(items) => items.iter_mut().for_each(escape_all_dollars),
+        Kind::Map(entries) => entries.iter_mut().for_each(|(_, v)| escape_all_dollars(v)),
         _ => {}
     }
 }

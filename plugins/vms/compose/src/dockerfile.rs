@@ -26,12 +26,92 @@ pub struct DockerfileError {
     pub message: String,
 }
 
-/// Joins continuation lines; yields (first line number, instruction text).
-fn logical_lines(text: &str) -> Vec<(usize, String)> {
+/// One instruction: its first line number, its text with continuation
+/// lines joined, and the bodies of the BuildKit heredocs it opens.
+struct Logical {
+    line: usize,
+    text: String,
+    heredocs: Vec<Heredoc>,
+}
+
+/// `<<EOF`, `<<-EOF` (leading tabs stripped) or `<<'EOF'` / `<<"EOF"`
+/// (quoted: nothing in the body is expanded).
+#[derive(Debug, PartialEq)]
+struct Heredoc {
+    delimiter: String,
+    quoted: bool,
+    strip_tabs: bool,
+    /// The body lines, each ending in a newline.
+    body: String,
+}
+
+/// A delimiter is a word; `.` and `-` let `COPY <<app.conf /etc/` name
+/// the file.
+fn is_delimiter_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_.-".contains(c)
+}
+
+/// The heredocs an instruction line opens, in order, and the line without
+/// their markers. `<<<` is a shell here-string, not a heredoc.
+fn heredoc_markers(text: &str) -> (Vec<Heredoc>, String) {
+    let mut found = Vec::new();
+    let mut plain = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("<<") {
+        plain.push_str(&rest[..at]);
+        let marker = &rest[at..];
+        let mut after = &marker[2..];
+        if after.starts_with('<') {
+            let len = marker.len() - marker.trim_start_matches('<').len();
+            plain.push_str(&marker[..len]);
+            rest = &marker[len..];
+            continue;
+        }
+        let strip_tabs = after.starts_with('-');
+        if strip_tabs {
+            after = &after[1..];
+        }
+        after = after.trim_start_matches([' ', '\t']);
+        let (word, quoted, tail) = match after.chars().next() {
+            Some(q @ ('\'' | '"')) => match after[1..].find(q) {
+                Some(end) => (&after[1..=end], true, &after[end + 2..]),
+                None => ("", true, after),
+            },
+            _ => {
+                let len = after
+                    .find(|c: char| !is_delimiter_char(c))
+                    .unwrap_or(after.len());
+                (&after[..len], false, &after[len..])
+            }
+        };
+        let is_word = word.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && word.chars().all(is_delimiter_char);
+        if is_word {
+            found.push(Heredoc {
+                delimiter: word.to_string(),
+                quoted,
+                strip_tabs,
+                body: String::new(),
+            });
+            rest = tail;
+        } else {
+            plain.push_str("<<");
+            rest = &marker[2..];
+        }
+    }
+    plain.push_str(rest);
+    (found, plain)
+}
+
+/// Joins continuation lines and reads heredoc bodies; an unclosed heredoc
+/// is an error at its instruction.
+fn logical_lines(text: &str) -> (Vec<Logical>, Vec<DockerfileError>) {
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     let mut current = String::new();
     let mut start = 0;
-    for (i, raw) in text.lines().enumerate() {
+    let mut lines = text.lines().enumerate();
+    while let Some((i, raw)) = lines.next() {
         let trimmed = raw.trim();
         if current.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#')) {
             continue;
@@ -45,13 +125,142 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
         if let Some(body) = trimmed.strip_suffix('\\') {
             current.push_str(body);
             current.push(' ');
-        } else {
-            current.push_str(trimmed);
-            out.push((start, std::mem::take(&mut current)));
+            continue;
         }
+        current.push_str(trimmed);
+        let text = std::mem::take(&mut current);
+        let keyword = text.split_whitespace().next().unwrap_or_default();
+        let mut heredocs = if ["RUN", "COPY"].contains(&keyword.to_ascii_uppercase().as_str()) {
+            heredoc_markers(&text).0
+        } else {
+            Vec::new()
+        };
+        for heredoc in &mut heredocs {
+            let mut closed = false;
+            for (_, body_line) in lines.by_ref() {
+                let line = if heredoc.strip_tabs {
+                    body_line.trim_start_matches('\t')
+                } else {
+                    body_line
+                };
+                if line == heredoc.delimiter {
+                    closed = true;
+                    break;
+                }
+                heredoc.body.push_str(line);
+                heredoc.body.push('\n');
+            }
+            if !closed {
+                errors.push(DockerfileError {
+                    line: start,
+                    message: format!(
+                        "the heredoc <<{0} is never closed; end it with a line holding only {0}",
+                        heredoc.delimiter
+                    ),
+                });
+            }
+        }
+        out.push(Logical {
+            line: start,
+            text,
+            heredocs,
+        });
     }
     if !current.trim().is_empty() {
-        out.push((start, current));
+        out.push(Logical {
+            line: start,
+            text: current,
+            heredocs: Vec::new(),
+        });
+    }
+    (out, errors)
+}
+
+/// The instruction's arguments without its heredoc markers.
+fn without_markers(args: &str) -> String {
+    heredoc_markers(args).1.trim().to_string()
+}
+
+/// What a RUN with heredocs runs. Heredocs alone are the script (one with
+/// a `#!` line is run by its interpreter); with a command, the shell gets
+/// the command and the heredocs as written, and feeds them to it.
+fn heredoc_run(args: &str, heredocs: &[Heredoc]) -> String {
+    if !without_markers(args).is_empty() {
+        let mut script = args.to_string();
+        for heredoc in heredocs {
+            script.push('\n');
+            script.push_str(&heredoc.body);
+            script.push_str(&heredoc.delimiter);
+        }
+        return script;
+    }
+    heredocs
+        .iter()
+        .map(|heredoc| {
+            if heredoc.body.starts_with("#!") {
+                format!(
+                    "holos_script=$(mktemp) && cat > \"$holos_script\" <<'{0}'\n{1}{0}\nchmod +x \"$holos_script\" && \"$holos_script\"; holos_status=$?; rm -f \"$holos_script\"; [ $holos_status -eq 0 ]",
+                    unique_delimiter(&heredoc.body),
+                    heredoc.body
+                )
+            } else {
+                heredoc.body.trim_end_matches('\n').to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A heredoc delimiter that no line of `body` equals.
+fn unique_delimiter(body: &str) -> String {
+    let mut delimiter = String::from("HOLOS_SCRIPT");
+    while body.lines().any(|line| line == delimiter) {
+        delimiter.push('_');
+    }
+    delimiter
+}
+
+/// Expands `$NAME` and `${NAME}` in an unquoted COPY heredoc with the
+/// ENV values so far (unset ones are empty, as in BuildKit); `\$` is a
+/// literal dollar sign.
+fn expand_env(body: &str, environment: &[(String, String)]) -> String {
+    let value = |name: &str| {
+        environment
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'$') => {
+                out.push('$');
+                chars.next();
+            }
+            '$' if chars.peek() == Some(&'{') => {
+                chars.next();
+                let name: String = chars.by_ref().take_while(|c| *c != '}').collect();
+                out.push_str(&value(&name));
+            }
+            '$' if chars
+                .peek()
+                .is_some_and(|c| c.is_ascii_alphabetic() || *c == '_') =>
+            {
+                let mut name = String::new();
+                while let Some(&c) = chars.peek() {
+                    if !(c.is_ascii_alphanumeric() || c == '_') {
+                        break;
+                    }
+                    name.push(c);
+                    chars.next();
+                }
+                out.push_str(&value(&name));
+            }
+            _ => out.push(c),
+        }
     }
     out
 }
@@ -95,12 +304,17 @@ pub fn shell_quote(word: &str) -> String {
 /// relative to; they must stay inside it and be files.
 pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<DockerfileError>> {
     let mut out = Provisioning::default();
-    let mut errors = Vec::new();
     let mut workdir: Option<String> = None;
     let context_canonical = context
         .canonicalize()
         .unwrap_or_else(|_| context.to_path_buf());
-    for (line, instruction) in logical_lines(text) {
+    let (instructions, mut errors) = logical_lines(text);
+    for Logical {
+        line,
+        text: instruction,
+        heredocs,
+    } in instructions
+    {
         let (keyword, args) = match instruction.split_once(char::is_whitespace) {
             Some((k, a)) => (k.to_ascii_uppercase(), a.trim().to_string()),
             None => (instruction.to_ascii_uppercase(), String::new()),
@@ -126,6 +340,7 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
                     continue;
                 }
                 let command = match exec_form(&args) {
+                    _ if !heredocs.is_empty() => heredoc_run(&args, &heredocs),
                     Some(argv) => argv
                         .iter()
                         .map(|a| shell_quote(a))
@@ -164,6 +379,45 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
             }
             "ADD" => {
                 fail("unsupported Dockerfile instruction ADD: use COPY for local files".into())
+            }
+            "COPY" if !heredocs.is_empty() => {
+                let mut owner = None;
+                let mut words = Vec::new();
+                for word in without_markers(&args).split_whitespace() {
+                    if let Some(chown) = word.strip_prefix("--chown=") {
+                        owner = Some(chown.to_string());
+                    } else if word.starts_with("--") {
+                        fail(format!("COPY option {word} is not supported; only --chown"));
+                    } else {
+                        words.push(word.to_string());
+                    }
+                }
+                let [dest] = words.as_slice() else {
+                    fail("COPY <<EOF needs one destination and no other source, such as COPY <<EOF /etc/app.conf".into());
+                    continue;
+                };
+                let dest = match (&workdir, dest.starts_with('/')) {
+                    (Some(base), false) => format!("{}/{dest}", base.trim_end_matches('/')),
+                    _ => dest.clone(),
+                };
+                for heredoc in &heredocs {
+                    let body = if heredoc.quoted {
+                        heredoc.body.clone()
+                    } else {
+                        expand_env(&heredoc.body, &out.environment)
+                    };
+                    let path = if dest.ends_with('/') {
+                        format!("{dest}{}", heredoc.delimiter)
+                    } else {
+                        dest.clone()
+                    };
+                    out.write_files.push(WriteFile {
+                        path,
+                        content: body,
+                        owner: owner.clone(),
+                        ..WriteFile::default()
+                    });
+                }
             }
             "COPY" => {
                 let mut owner = None;
@@ -334,6 +588,99 @@ mod tests {
         assert_eq!(p.write_files[0].path, "/srv/conf/app.conf");
         assert_eq!(p.write_files[0].owner.as_deref(), Some("www:www"));
         assert_eq!(p.write_files[0].content, "bGlzdGVuIDgwCg==");
+    }
+
+    fn shell(p: &Provisioning) -> Vec<&str> {
+        p.runcmd
+            .iter()
+            .map(|c| match c {
+                GuestCommand::Shell(text) => text.as_str(),
+                GuestCommand::Exec(_) => "exec form",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn run_heredocs_are_scripts_or_fed_to_their_command() {
+        let dir = context();
+        let text = "FROM debian\nRUN <<EOF\napt-get update\n\n# a comment\napt-get install -y nginx\nEOF\nRUN <<-EOT\n\tset -e\n\t\techo tabs\n\tEOT\nRUN python3 <<'PY' > /out\nprint(\"$HOME\")\nPY\nRUN cat <<<here\nRUN cat > /f << \"END\"\nx\nEND\n";
+        let p = translate(text, dir.path()).unwrap();
+        assert_eq!(
+            shell(&p),
+            [
+                "apt-get update\n\n# a comment\napt-get install -y nginx",
+                "set -e\necho tabs",
+                "python3 <<'PY' > /out\nprint(\"$HOME\")\nPY",
+                "cat <<<here",
+                "cat > /f << \"END\"\nx\nEND",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_heredoc_with_a_shebang_runs_under_its_interpreter() {
+        let dir = context();
+        let text =
+            "RUN <<EOF\n#!/bin/sh -e\necho \"$0\" | grep -q /tmp/ && echo from-a-file\nEOF\n";
+        let p = translate(text, dir.path()).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", shell(&p)[0]])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "from-a-file\n");
+    }
+
+    #[test]
+    fn copy_heredocs_become_files() {
+        let dir = context();
+        let text = "ENV PORT=8080\nWORKDIR /srv\nCOPY <<EOF app.conf\nlisten $PORT ${PORT} \\$PORT $UNSET.\nEOF\nCOPY --chown=www <<'EOF' /etc/raw\nkeep $PORT\nEOF\nCOPY <<a.txt <<b.txt /var/www/\nA\na.txt\nB\nb.txt\n";
+        let p = translate(text, dir.path()).unwrap();
+        let files: Vec<(&str, &str, Option<&str>)> = p
+            .write_files
+            .iter()
+            .map(|f| (f.path.as_str(), f.content.as_str(), f.owner.as_deref()))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("/srv/app.conf", "listen 8080 8080 $PORT .\n", None),
+                ("/etc/raw", "keep $PORT\n", Some("www")),
+                ("/var/www/a.txt", "A\n", None),
+                ("/var/www/b.txt", "B\n", None),
+            ]
+        );
+        assert!(p.write_files.iter().all(|f| f.encoding.is_none()));
+    }
+
+    #[test]
+    fn odd_markers_are_left_to_the_shell() {
+        for text in [
+            "<<", "<<-", "<<'", "<<\"a", "<<'é'", "<<<<", "a <<- \t", "<<é", "<<''",
+        ] {
+            let (found, plain) = heredoc_markers(text);
+            assert!(found.is_empty(), "{text}");
+            assert_eq!(plain, text);
+        }
+    }
+
+    #[test]
+    fn an_unclosed_heredoc_names_its_instruction() {
+        let dir = context();
+        let errors = translate("FROM debian\nRUN <<EOF\necho hi\nEOF \n", dir.path()).unwrap_err();
+        assert_eq!(
+            errors,
+            [DockerfileError {
+                line: 2,
+                message: "the heredoc <<EOF is never closed; end it with a line holding only EOF"
+                    .into()
+            }]
+        );
+        let errors = translate("COPY <<EOF\nx\nEOF\n", dir.path()).unwrap_err();
+        assert!(
+            errors[0].message.contains("needs one destination"),
+            "{errors:?}"
+        );
     }
 
     #[test]

@@ -31,6 +31,10 @@ pub struct ImageAlias {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImageTag {
+    /// Other names of this tag, such as the version number of a release
+    /// named by its code name (`24.04` for `noble`).
+    #[serde(default)]
+    pub also: Vec<String>,
     pub url: String,
     pub format: String,
     pub checksum_url: String,
@@ -123,12 +127,18 @@ pub fn table_problems(table: &ImageTable) -> Vec<String> {
         if image.user.is_empty() || image.min_memory_mb == 0 {
             problems.push(format!("{alias}: user and min_memory_mb must be set"));
         }
+        let mut names = std::collections::BTreeSet::new();
         for (name, tag) in &image.tags {
             let what = format!("{alias}:{name}");
-            if !safe(name) {
-                problems.push(format!(
-                    "{what}: tag must be lower case letters, digits, . and -"
-                ));
+            for name in std::iter::once(name).chain(&tag.also) {
+                if !safe(name) {
+                    problems.push(format!(
+                        "{alias}:{name}: tag must be lower case letters, digits, . and -"
+                    ));
+                }
+                if !names.insert(name.as_str()) {
+                    problems.push(format!("{alias}:{name}: the tag is named twice"));
+                }
             }
             if !FORMATS.contains(&tag.format.as_str()) {
                 problems.push(format!(
@@ -208,8 +218,18 @@ pub fn resolve_alias(reference: &str) -> Result<(Image, &'static ImageAlias), St
         ));
     };
     let tag = tag.unwrap_or(&alias.default_tag);
-    let Some(tag_entry) = alias.tags.get(tag) else {
-        let tags: Vec<&str> = alias.tags.keys().map(String::as_str).collect();
+    let found = alias
+        .tags
+        .iter()
+        .find(|(name, entry)| *name == tag || entry.also.iter().any(|a| a == tag));
+    let Some((tag, tag_entry)) = found else {
+        let tags: Vec<&str> = alias
+            .tags
+            .iter()
+            .flat_map(|(name, entry)| {
+                std::iter::once(name.as_str()).chain(entry.also.iter().map(String::as_str))
+            })
+            .collect();
         return Err(format!(
             "image {name} has no tag {tag:?}; use one of {}",
             tags.join(", ")
@@ -263,6 +283,7 @@ user = "u"
 min_memory_mb = 512
 default_tag = "a"
 [image.tags.a]
+also = ["a"]
 url = "https://a.example/x.img"
 format = "qcow2"
 checksum_url = "https://b.example/SUMS"
@@ -281,6 +302,7 @@ checksum_type = "sha256"
             "checksum_type \"md5\"",
             "ubuntu:Noble: url and checksum_url must be https://",
             "ubuntu:a: the checksum must come from the image's host",
+            "ubuntu:a: the tag is named twice",
         ] {
             assert!(text.contains(expected), "{expected} not in:\n{text}");
         }

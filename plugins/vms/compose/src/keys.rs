@@ -124,10 +124,12 @@ pub const VM: &[&str] = &[
     "cpu_model",
     "uefi",
     "extra_args",
+    "disk_size",
 ];
 
 pub const CLOUD_INIT: &[&str] = &[
     "user",
+    "ssh_authorized_keys",
     "packages",
     "write_files",
     "bootcmd",

@@ -92,6 +92,9 @@ pub struct Vm {
     pub cpu_model: Option<String>,
     pub uefi: bool,
     pub extra_args: Vec<String>,
+    /// `disk_size`: the root overlay's virtual size; unset keeps the image's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_size_bytes: Option<u64>,
 }
 
 /// One published TCP port as declared; host ports shift per replica.
@@ -146,6 +149,9 @@ pub struct Dependency {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CloudInit {
     pub user: String,
+    /// Public keys the user gets beside the project's own key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_authorized_keys: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -66,15 +66,31 @@ fn user_data(inputs: &SeedInputs) -> String {
     // holos writes /etc/hosts itself, with every instance of the project.
     doc.insert("manage_etc_hosts".into(), json!(false));
     doc.insert("ssh_pwauth".into(), json!(false));
+    // A larger root disk: grow the root partition and file system into it
+    // (cloud-init's defaults on most images, said out loud here).
+    if spec.disk_size_bytes.is_some() {
+        doc.insert(
+            "growpart".into(),
+            json!({"mode": "auto", "devices": ["/"], "ignore_growroot_disabled": false}),
+        );
+        doc.insert("resize_rootfs".into(), json!(true));
+    }
     if !cloud.packages.is_empty() {
         doc.insert("package_update".into(), json!(true));
         doc.insert("packages".into(), json!(cloud.packages));
+    }
+    // The project's key first: holos reaches the guest with it.
+    let mut keys = vec![inputs.public_key.trim()];
+    for key in &cloud.ssh_authorized_keys {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
     }
     let mut user = json!({
         "name": spec.user,
         "lock_passwd": true,
         "sudo": "ALL=(ALL) NOPASSWD:ALL",
-        "ssh_authorized_keys": [inputs.public_key.trim()],
+        "ssh_authorized_keys": keys,
     });
     if spec.user == "root" {
         doc.insert("disable_root".into(), json!(false));

@@ -73,7 +73,11 @@ pub fn prepare(
             .image
             .canonicalize()
             .unwrap_or_else(|_| spec.image.clone());
-        qemu_img(&[
+        let size = match spec.disk_size_bytes {
+            Some(bytes) => Some(overlay_size(spec, &backing, bytes)?),
+            None => None,
+        };
+        let mut args: Vec<&std::ffi::OsStr> = vec![
             "create".as_ref(),
             "-q".as_ref(),
             "-f".as_ref(),
@@ -83,7 +87,11 @@ pub fn prepare(
             "-b".as_ref(),
             backing.as_os_str(),
             root.as_os_str(),
-        ])?;
+        ];
+        if let Some(size) = &size {
+            args.push(size.as_ref());
+        }
+        qemu_img(&args)?;
     }
     if let (Some(wanted), Some(files)) = (&spec.firmware, firmware)
         && !wanted.vars.exists()
@@ -104,6 +112,49 @@ pub fn prepare(
         &holo_plugin::atomic::WriteOptions::mode(0o600),
     )
     .map_err(|e| Error::Instance(e.to_string()))
+}
+
+/// The overlay size argument for `vm.disk_size`: never below the base
+/// image's virtual size, which would cut its file system short.
+fn overlay_size(spec: &InstanceSpec, backing: &Path, wanted: u64) -> Result<String, Error> {
+    let base = virtual_size(backing, &spec.image_format)?;
+    if wanted < base {
+        return Err(Error::Instance(format!(
+            "service {}: vm.disk_size is {wanted} bytes, smaller than the image {} ({base} bytes); raise it or remove it",
+            spec.service,
+            spec.image.display()
+        )));
+    }
+    Ok(wanted.to_string())
+}
+
+/// The virtual size of a disk image, from `qemu-img info`.
+fn virtual_size(image: &Path, format: &str) -> Result<u64, Error> {
+    let command = Command::new(QEMU_IMG)
+        .args(["info", "--output=json", "-f", format])
+        .arg(image)
+        .timeout(Duration::from_secs(60));
+    let finished = command.run().map_err(|e| {
+        Error::Instance(format!(
+            "{e}; holos needs qemu-img (Debian package qemu-utils)"
+        ))
+    })?;
+    if !finished.success() {
+        return Err(Error::Instance(format!(
+            "{} failed: {}",
+            command.command_line(),
+            finished.stderr_tail(5).trim()
+        )));
+    }
+    serde_json::from_slice::<serde_json::Value>(&finished.stdout)
+        .ok()
+        .and_then(|info| info["virtual-size"].as_u64())
+        .ok_or_else(|| {
+            Error::Instance(format!(
+                "{} printed no virtual-size",
+                command.command_line()
+            ))
+        })
 }
 
 /// Creates a named volume at `size` bytes unless it exists.

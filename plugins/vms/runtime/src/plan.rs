@@ -259,6 +259,7 @@ fn instance_spec(
         accel: inputs.accel,
         image,
         image_format,
+        disk_size_bytes: service.vm.disk_size_bytes,
         volumes,
         binds,
         devices: service.devices.clone(),

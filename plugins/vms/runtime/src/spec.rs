@@ -53,6 +53,10 @@ pub struct InstanceSpec {
     /// Format of `root.qcow2`'s backing image.
     pub image: PathBuf,
     pub image_format: String,
+    /// The root overlay's virtual size (`vm.disk_size`); unset keeps the
+    /// base image's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_size_bytes: Option<u64>,
     pub volumes: Vec<VolumeAttachment>,
     pub binds: Vec<BindShare>,
     pub devices: Vec<PciDevice>,

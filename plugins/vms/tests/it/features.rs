@@ -258,12 +258,12 @@ fn anchors_aliases_and_merge_keys() {
 
 #[test]
 fn project_name_sources_and_normalisation() {
-    let m = project("name: My_Project.1\nservices: {}\n").manifest();
+    let m = project("name: My_Project.1\nservices: {a: {image: alpine}}\n").manifest();
     assert_eq!(m.project, "my_project1");
-    let mut f = project("services: {}\n");
+    let mut f = project("services: {a: {image: alpine}}\n");
     f.project_name = Some("-CLI-Name".into());
     assert_eq!(f.manifest().project, "cli-name");
-    let f = project("services: {}\n");
+    let f = project("services: {a: {image: alpine}}\n");
     let dir_name = f
         .path()
         .file_name()

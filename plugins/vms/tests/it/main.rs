@@ -29,3 +29,4 @@ mod runtime_lifecycle;
 mod runtime_support;
 mod schema;
 mod up_moved_ssh_port;
+mod upstream_files;

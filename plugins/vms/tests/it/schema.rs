@@ -62,7 +62,7 @@ const GOOD: &[&str] = &[
     "name: x\nversion: \"3.9\"\nx-top: {any: thing}\nservices:\n  web:\n    image: ubuntu:noble\n    x-note: 1\n    replicas: 2\n    ports: [\"8080:80\", 9000, {target: 81, published: \"8100\"}]\n    environment: [A=1]\n    labels: {a: b}\n    healthcheck: {test: [CMD, \"true\"], interval: 2s}\n    vm: {vcpu: 2, memory_mb: 1024, uefi: true}\n    restart: always\n    cloud_init: {packages: [nginx], runcmd: [x, [ls]]}\n",
     "services:\n  db:\n    image: debian\n    volumes: [\"data:/d:ro\", {type: tmpfs, target: /t}]\n    depends_on: {x: {condition: service_healthy}}\n  x: {image: alpine, cpus: 0.5, mem_limit: 1.5G, stop_grace_period: 1m30s}\nvolumes:\n  data: {size: 20G}\n",
     "services:\n  a:\n    image: alpine\n    replicas: ${N:-1}\n    devices: [{pci: \"01:00.0\"}, /dev/kvm]\n    extra_hosts: {gw: 10.0.0.1}\n    post_start: [{command: [touch, /x]}]\n",
-    "services: {}\nnetworks: {front: {}}\nsecrets: {s: {file: ./s}}\n",
+    "services:\n  a: {image: alpine}\nnetworks: {front: {}}\nsecrets: {s: {file: ./s}}\n",
 ];
 
 const BAD: &[&str] = &[

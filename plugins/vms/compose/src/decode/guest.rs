@@ -47,6 +47,25 @@ pub fn decode_cloud_init(r: &mut Reader, node: Option<&Node>, path: &str) -> Clo
         .and_then(|n| r.string(n, &child(path, "user")))
         .unwrap_or_default();
     out.hostname = get("hostname").and_then(|n| r.string(n, &child(path, "hostname")));
+    if let Some(keys) = get("ssh_authorized_keys") {
+        let kpath = child(path, "ssh_authorized_keys");
+        for (i, key) in r.list(keys, &kpath).iter().enumerate() {
+            let ipath = item(&kpath, i);
+            let Some(text) = r.string(key, &ipath) else {
+                continue;
+            };
+            let text = text.trim();
+            if text.contains('\n') || text.split_whitespace().count() < 2 {
+                r.error(
+                    key,
+                    &ipath,
+                    "must be one SSH public key line, such as \"ssh-ed25519 AAAAC3Nza... me@laptop\" (the content of ~/.ssh/id_ed25519.pub)",
+                );
+                continue;
+            }
+            out.ssh_authorized_keys.push(text.to_string());
+        }
+    }
     out.packages = get("packages")
         .map(|n| r.strings(n, &child(path, "packages")))
         .unwrap_or_default();

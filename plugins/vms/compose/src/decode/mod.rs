@@ -12,6 +12,7 @@ pub mod storage;
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 use crate::diag::{Diag, Diags, Pos, did_you_mean};
 use crate::keys;
@@ -55,6 +56,9 @@ pub fn resolve(
     };
     let (mut services, service_pos) = decode_services(&mut r, root, &cx);
     let inactive = check_inactive_services(&mut r, project, &cx);
+    if service_pos.is_empty() {
+        check_some_service(&mut r, root, project);
+    }
     check_depends_on(&mut r, &mut services, &service_pos, &inactive);
     if !r.diags.is_empty() {
         return Err(r.diags.list);
@@ -135,7 +139,7 @@ fn decode_services(
 ) -> (Vec<Service>, BTreeMap<String, Node>) {
     let mut services: Vec<Service> = Vec::new();
     let mut service_pos: BTreeMap<String, Node> = BTreeMap::new();
-    // Required, as Compose has it; an empty mapping is a project of no VMs.
+    // Required, as Compose has it.
     match root.get("services") {
         None => r.error(root, "services", SERVICES_REQUIRED),
         Some(node) if node.is_null() => r.error(node, "services", SERVICES_REQUIRED),
@@ -163,6 +167,38 @@ fn decode_services(
         },
     }
     (services, service_pos)
+}
+
+/// A project must start something: `services: {}`, or services that are
+/// all disabled by profiles, are refused here, where `validate` sees it.
+fn check_some_service(r: &mut Reader, root: &Node, project: &Project) {
+    let Some(node) = root.get("services").filter(|n| n.as_map().is_some()) else {
+        return;
+    };
+    if project.inactive.is_empty() {
+        r.error(
+            node,
+            "services",
+            "defines no service; add one, such as services: {web: {image: debian:12}}",
+        );
+        return;
+    }
+    let disabled: Vec<String> = project
+        .inactive
+        .iter()
+        .map(|(name, service)| {
+            let profiles = crate::load::profiles::profiles_of(service).join(", ");
+            format!("{} ({profiles})", name.as_str().unwrap_or_default())
+        })
+        .collect();
+    r.error(
+        node,
+        "services",
+        format!(
+            "every service is disabled by its profiles: {}; enable a profile with --profile NAME or COMPOSE_PROFILES=NAME, or remove profiles: from a service that should always start",
+            disabled.join(", ")
+        ),
+    );
 }
 
 /// Inactive services are still checked, as Compose does; their names.
@@ -426,4 +462,37 @@ fn decode_volume(r: &mut Reader, name: String, node: &Node) -> Volume {
         }
     }
     out
+}
+
+/// What `up` would refuse about files on this host, so that `validate`
+/// refuses it first: a local image file that does not exist.
+pub fn missing_files(project: &Project, manifest: &Manifest) -> Vec<Diag> {
+    let mut diags = Vec::new();
+    for service in &manifest.services {
+        let Some(path) = &service.image.path else {
+            continue;
+        };
+        let full = Path::new(&manifest.directory).join(path);
+        if full.is_file() {
+            continue;
+        }
+        let node = project
+            .model
+            .get("services")
+            .and_then(|s| s.get(&service.name));
+        // The image comes from image:, else from the Dockerfile's FROM.
+        let (pos, key) = ["image", "build", "dockerfile"]
+            .into_iter()
+            .find_map(|key| Some((node?.get(key)?.pos.clone(), key)))
+            .unwrap_or_else(|| (project.model.pos.clone(), "image"));
+        diags.push(Diag::at(
+            &pos,
+            format!("services.{}.{key}", service.name),
+            format!(
+                "the image file {} does not exist; build or copy the image there, or correct image:",
+                full.display()
+            ),
+        ));
+    }
+    diags
 }

@@ -32,6 +32,12 @@ fn port_range(text: &str) -> Result<(u16, u16), String> {
     }
 }
 
+/// `0` (or `00`...): no fixed host port.
+fn is_zero(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty() && text.bytes().all(|b| b == b'0')
+}
+
 fn ipv4(text: &str) -> Result<Ipv4Addr, String> {
     let trimmed = text.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = trimmed.parse::<Ipv4Addr>() {
@@ -79,7 +85,11 @@ pub fn parse_short(spec: &str) -> Result<Vec<Port>, String> {
         _ => None,
     };
     let (g0, g1) = port_range(guest)?;
-    let host = host.filter(|h| !h.is_empty()).map(port_range).transpose()?;
+    // Host port 0, as in Docker, asks for an ephemeral one (picked at `up`).
+    let host = host
+        .filter(|h| !h.is_empty() && !is_zero(h))
+        .map(port_range)
+        .transpose()?;
     if let Some((h0, h1)) = host
         && h1 - h0 != g1 - g0
     {
@@ -136,11 +146,14 @@ fn parse_long(r: &mut Reader, node: &Node, path: &str) -> Vec<Port> {
         None => DEFAULT_HOST_IP,
     };
     let published = match node.get("published") {
-        Some(n) if !n.is_null() => match r
-            .string(n, &child(path, "published"))
-            .map(|t| port_range(&t))
-        {
-            Some(Ok(range)) => Some(range),
+        Some(n) if !n.is_null() => match r.string(n, &child(path, "published")).map(|t| {
+            if is_zero(&t) {
+                Ok(None)
+            } else {
+                port_range(&t).map(Some)
+            }
+        }) {
+            Some(Ok(range)) => range,
             Some(Err(e)) => {
                 r.error(n, &child(path, "published"), e);
                 return Vec::new();

@@ -12,6 +12,8 @@ const DEFAULT_MEMORY_MB: u64 = 512;
 pub const MIN_GUEST_MEMORY_MB: u64 = 64;
 /// The most virtual CPUs a service may ask for, by any field.
 pub const MAX_VCPU: u64 = 1024;
+/// The smallest `vm.disk_size`; `up` also refuses one below the image's.
+const MIN_DISK_SIZE: u64 = 64 << 20;
 
 pub fn decode_replicas(r: &mut Reader, node: &Node, path: &str) -> u32 {
     let mut found: Vec<(String, u32, &Node)> = Vec::new();
@@ -171,6 +173,34 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
     let extra_args = get("extra_args")
         .map(|n| r.strings(n, &child(&vpath, "extra_args")))
         .unwrap_or_default();
+    let disk_size_bytes = match get("disk_size") {
+        Some(n) => {
+            let dpath = child(&vpath, "disk_size");
+            let text = r.string(n, &dpath)?;
+            match parse_bytes(&text) {
+                Some(bytes) if bytes >= MIN_DISK_SIZE => Some(bytes),
+                Some(_) => {
+                    r.error(
+                        n,
+                        &dpath,
+                        format!(
+                            "{text:?} is too small for a root disk; write at least 64m, e.g. 20g"
+                        ),
+                    );
+                    return None;
+                }
+                None => {
+                    r.error(
+                        n,
+                        &dpath,
+                        format!("{text:?} is not a size; write e.g. 20g or 512m"),
+                    );
+                    return None;
+                }
+            }
+        }
+        None => None,
+    };
     Some(Vm {
         vcpu: vcpu?,
         memory_mb: memory_mb?,
@@ -178,5 +208,6 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
         cpu_model,
         uefi,
         extra_args,
+        disk_size_bytes,
     })
 }

@@ -2,7 +2,9 @@
 //!
 //! Supports `$VAR`, `${VAR}`, `${VAR:-default}`, `${VAR-default}`,
 //! `${VAR:?error}`, `${VAR?error}`, `${VAR:+alt}`, `${VAR+alt}` and `$$`.
-//! Only values are interpolated, never keys, as Compose does.
+//! Only values are interpolated, never keys, as Compose does. A service's
+//! `cloud_init` is holos's own field and goes to cloud-init verbatim, so
+//! its shell text keeps every `$`.
 
 use crate::diag::Diags;
 use crate::yaml::{Kind, Node};
@@ -18,8 +20,27 @@ impl<F: Fn(&str) -> Option<String>> Lookup for F {
     }
 }
 
+/// Where a node sits, so that a service's `cloud_init` can be told apart
+/// from a key of the same name deeper down.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Top,
+    Services,
+    Service,
+    Below,
+}
+
 /// Interpolates every scalar value below `node`, recording errors.
 pub fn interpolate_tree(node: &mut Node, env: &dyn Lookup, path: &str, diags: &mut Diags) {
+    let level = if path.is_empty() {
+        Level::Top
+    } else {
+        Level::Below
+    };
+    walk(node, env, path, level, diags);
+}
+
+fn walk(node: &mut Node, env: &dyn Lookup, path: &str, level: Level, diags: &mut Diags) {
     match &mut node.kind {
         Kind::Scalar { text, .. } => {
             if text.contains('$') {
@@ -39,18 +60,26 @@ pub fn interpolate_tree(node: &mut Node, env: &dyn Lookup, path: &str, diags: &m
         }
         Kind::Seq(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                interpolate_tree(item, env, &format!("{path}[{i}]"), diags);
+                walk(item, env, &format!("{path}[{i}]"), Level::Below, diags);
             }
         }
         Kind::Map(entries) => {
             for (k, v) in entries.iter_mut() {
                 let key = k.as_str().unwrap_or_default();
+                if key == "cloud_init" && level == Level::Service {
+                    continue;
+                }
+                let below = match (level, key) {
+                    (Level::Top, "services") => Level::Services,
+                    (Level::Services, _) => Level::Service,
+                    _ => Level::Below,
+                };
                 let child = if path.is_empty() {
                     key.to_string()
                 } else {
                     format!("{path}.{key}")
                 };
-                interpolate_tree(v, env, &child, diags);
+                walk(v, env, &child, below, diags);
             }
         }
         Kind::Null => {}

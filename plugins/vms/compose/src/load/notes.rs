@@ -142,3 +142,48 @@ fn names_host_ip(port: &Node) -> bool {
         _ => true,
     }
 }
+
+/// A service that profiles switched off: it is checked, never started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisabledService {
+    pub name: String,
+    pub pos: Pos,
+    pub profiles: Vec<String>,
+}
+
+impl fmt::Display for DisabledService {
+    /// `>> FILE:LINE: services.NAME: ...`, like the field notes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let first = self
+            .profiles
+            .first()
+            .map(String::as_str)
+            .unwrap_or_default();
+        write!(
+            f,
+            ">> {}:{}: services.{}: not started: none of its profiles ({}) is enabled; enable one with --profile {first} or COMPOSE_PROFILES={first}",
+            self.pos.file.display(),
+            self.pos.line,
+            self.name,
+            self.profiles.join(", "),
+        )
+    }
+}
+
+/// One note per service that profiles disabled, in file order.
+pub fn disabled_by_profiles(project: &Project) -> Vec<DisabledService> {
+    let mut out: Vec<DisabledService> = project
+        .inactive
+        .iter()
+        .map(|(name, service)| DisabledService {
+            name: name.as_str().unwrap_or_default().to_string(),
+            pos: name.pos.clone(),
+            profiles: super::profiles::profiles_of(service)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        })
+        .collect();
+    out.sort_by_key(|d| rank(project, &d.pos));
+    out
+}

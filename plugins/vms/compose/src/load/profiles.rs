@@ -21,6 +21,17 @@ pub fn enabled_profiles(cli: &[String], compose_profiles: Option<&str>) -> Vec<S
     out
 }
 
+/// The profiles a service (its YAML node) lists.
+pub fn profiles_of(service: &Node) -> Vec<&str> {
+    service
+        .get("profiles")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Node::as_str)
+        .collect()
+}
+
 /// Whether a service (its YAML node) is active.
 pub fn is_active(service: &Node, enabled: &[String]) -> bool {
     let Some(profiles) = service.get("profiles").and_then(Node::as_seq) else {

@@ -198,7 +198,9 @@ fn lock_image(layout: &Layout, alias: &str, tag: &str) -> Result<ProjectLock, Er
 }
 
 fn table_entry(alias: &str, tag: &str) -> Result<(&'static ImageAlias, &'static ImageTag), Error> {
-    let (_, entry) = images::resolve_alias(&format!("{alias}:{tag}")).map_err(Error::Image)?;
+    let (image, entry) = images::resolve_alias(&format!("{alias}:{tag}")).map_err(Error::Image)?;
+    // The table's own name of the tag, when `tag` is another name of it.
+    let tag = image.tag.as_deref().unwrap_or(tag);
     let tag_entry = entry
         .tags
         .get(tag)

@@ -498,3 +498,36 @@ fn seed_iso_reads_back_with_label_and_files() {
         assert!(text.lines().any(|l| l == "TYPE=iso9660"), "{text}");
     }
 }
+
+#[test]
+fn extra_authorized_keys_sit_beside_the_project_key() {
+    let (docs, _) = documents(
+        "services:\n  web:\n    image: debian:12\n    cloud_init:\n      ssh_authorized_keys:\n        - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKey me@laptop\n        - \"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test\"\n        - ecdsa-sha2-nistp256 AAAAE2VjZHNh other\n",
+    );
+    let doc = yaml(&docs.user_data);
+    assert_eq!(
+        strings(&doc["users"][0]["ssh_authorized_keys"]),
+        [
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test",
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOperatorKey me@laptop",
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNh other",
+        ]
+    );
+}
+
+#[test]
+fn a_disk_size_has_cloud_init_grow_the_root_file_system() {
+    let (docs, _) =
+        documents("services:\n  web:\n    image: debian:12\n    vm: {disk_size: 20g}\n");
+    let doc = yaml(&docs.user_data);
+    assert_eq!(doc["growpart"]["mode"].as_str(), Some("auto"));
+    assert_eq!(strings(&doc["growpart"]["devices"]), ["/"]);
+    assert_eq!(doc["resize_rootfs"].as_bool(), Some(true));
+    // Without one, the image's own cloud-init settings stay in charge.
+    let (docs, _) = documents("services:\n  web:\n    image: debian:12\n");
+    assert!(
+        !docs.user_data.contains("growpart") && !docs.user_data.contains("resize_rootfs"),
+        "{}",
+        docs.user_data
+    );
+}
