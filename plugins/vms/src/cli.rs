@@ -51,6 +51,7 @@ impl Cli {
             HolosCommand::Images
             | HolosCommand::Version
             | HolosCommand::Doctor
+            | HolosCommand::Devices(_)
             | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
@@ -115,6 +116,8 @@ pub enum HolosCommand {
     Volumes(VolumesCommand),
     /// Check what this host needs to run holos; exit 1 if up cannot work.
     Doctor,
+    /// List the host's PCI devices and whether each can be passed to a VM.
+    Devices(DevicesArgs),
     /// Print the version of holos.
     Version,
     /// Print the shell completion script (the packages install it).
@@ -270,6 +273,18 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos devices [--gpu] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DevicesArgs {
+    /// Only display controllers and the functions of their IOMMU groups,
+    /// with what to do for each that cannot be passed through yet.
+    #[arg(long)]
+    pub gpu: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `-w WAIT`: a Compose duration (a bare number is seconds).

@@ -13,7 +13,7 @@ use holos_compose::load::Options;
 use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::lifecycle::{self as project, UpRequest};
-use holos_runtime::ops::{doctor, inspect, volumes};
+use holos_runtime::ops::{devices, doctor, inspect, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
@@ -67,6 +67,17 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             volumes::remove(&rt.layout, project, &args.name)
         }),
         HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
+        HolosCommand::Devices(args) => with_runtime(|rt| {
+            let mut list = devices::list(&devices::sysfs(&rt.system_root))?;
+            if args.gpu {
+                list = devices::gpus(&list);
+            }
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                devices::table(&list, args.gpu)
+            })
+        }),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
         }

@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod config_roundtrip;
 mod crash_recovery;
+mod devices;
 mod dockerfile;
 mod doctor;
 mod e2e_debian;
