@@ -42,6 +42,7 @@ impl Cli {
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
             | HolosCommand::Pull(PullArgs { file_args, .. })
             | HolosCommand::Lock(LockArgs { file_args })
+            | HolosCommand::Verify(VerifyArgs { file_args, .. })
             | HolosCommand::Inspect(InspectArgs { file_args, .. })
             | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
             | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
@@ -93,6 +94,8 @@ pub enum HolosCommand {
     Pull(PullArgs),
     /// Pin the project's base images by SHA-256 in holos.images.lock.
     Lock(LockArgs),
+    /// Hash cached images again; compare with their records and holos.images.lock.
+    Verify(VerifyArgs),
     /// Create and start the project's VMs.
     Up(UpArgs),
     /// Stop and remove the project's VMs; named volumes survive.
@@ -156,6 +159,23 @@ pub struct PullArgs {
 pub struct LockArgs {
     #[command(flatten)]
     pub file_args: FileArgs,
+}
+
+/// `holos verify [IMAGE...|--all] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Every image in the cache, whatever project uses it.
+    #[arg(long, conflicts_with = "images")]
+    pub all: bool,
+    /// Print JSON instead of a report.
+    #[arg(long)]
+    pub json: bool,
+    /// Image aliases, `ALIAS` or `ALIAS:TAG`; the project's images when none
+    /// is named (then also against holos.images.lock).
+    #[arg(value_name = "IMAGE")]
+    pub images: Vec<String>,
 }
 
 /// `holos down [PROJECT]`.

@@ -12,13 +12,16 @@ use std::time::Duration;
 use holos_compose::load::Options;
 use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
+use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self as project, UpRequest};
 use holos_runtime::ops::{devices, doctor, inspect, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
 
-use crate::cli::{ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VolumesCommand};
+use crate::cli::{
+    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VerifyArgs, VolumesCommand,
+};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
@@ -78,6 +81,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 devices::table(&list, args.gpu)
             })
         }),
+        HolosCommand::Verify(args) => return Some(verify(options, args)),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
         }
@@ -145,6 +149,51 @@ fn images_command(
         _ => {}
     }
     Ok(())
+}
+
+/// `holos verify`: exits 1 when an image does not match.
+fn verify(options: &Options, args: &VerifyArgs) -> ExitCode {
+    let verdicts = with_runtime_value(|rt| {
+        Ok(if args.all {
+            image_verify::all(&rt.layout)
+        } else if !args.images.is_empty() {
+            image_verify::named(&rt.layout, &args.images)?
+        } else {
+            let (_, manifest) = resolve(options)?;
+            image_verify::project(&rt.layout, &manifest)?
+        })
+    });
+    let verdicts = match verdicts {
+        Ok(verdicts) => verdicts,
+        Err(message) => {
+            eprintln!("holos: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let _ = print(&if args.json {
+        inspect::to_json(&verdicts)
+    } else {
+        image_verify::report(&verdicts)
+    });
+    let failed = verdicts.iter().filter(|v| v.failed()).count();
+    if failed > 0 {
+        eprintln!(
+            "holos: {failed} of {} image check{} failed",
+            verdicts.len(),
+            if verdicts.len() == 1 { "" } else { "s" }
+        );
+        return ExitCode::FAILURE;
+    }
+    if verdicts.is_empty() {
+        eprintln!("holos: no cached image to verify");
+    }
+    ExitCode::SUCCESS
+}
+
+fn with_runtime_value<T>(
+    body: impl FnOnce(&HostSettings) -> Result<T, String>,
+) -> Result<T, String> {
+    body(&HostSettings::from_env()?)
 }
 
 fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Result<(), String> {

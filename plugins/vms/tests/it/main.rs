@@ -26,3 +26,4 @@ mod runtime_lifecycle;
 mod runtime_support;
 mod schema;
 mod up_moved_ssh_port;
+mod verify;
