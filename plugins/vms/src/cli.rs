@@ -51,7 +51,7 @@ impl Cli {
             HolosCommand::Logs(logs) => &logs.files,
             HolosCommand::Images
             | HolosCommand::Version
-            | HolosCommand::Doctor
+            | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
             | HolosCommand::Completions { .. } => &Vec::new(),
         };
@@ -118,7 +118,7 @@ pub enum HolosCommand {
     #[command(subcommand)]
     Volumes(VolumesCommand),
     /// Check what this host needs to run holos; exit 1 if up cannot work.
-    Doctor,
+    Doctor(DoctorArgs),
     /// List the host's PCI devices and whether each can be passed to a VM.
     Devices(DevicesArgs),
     /// Print the version of holos.
@@ -293,6 +293,14 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos doctor [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DoctorArgs {
+    /// Print JSON instead of a report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos devices [--gpu] [--json]`.

@@ -69,7 +69,9 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
             volumes::remove(&rt.layout, project, &args.name)
         }),
-        HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
+        HolosCommand::Doctor(args) => {
+            return Some(doctor::run(HostSettings::from_env(), args.json));
+        }
         HolosCommand::Devices(args) => with_runtime(|rt| {
             let mut list = devices::list(&devices::sysfs(&rt.system_root))?;
             if args.gpu {
