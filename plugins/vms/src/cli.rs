@@ -43,6 +43,8 @@ impl Cli {
             | HolosCommand::Pull(PullArgs { file_args, .. })
             | HolosCommand::Lock(LockArgs { file_args })
             | HolosCommand::Verify(VerifyArgs { file_args, .. })
+            | HolosCommand::Install(InstallArgs { file_args, .. })
+            | HolosCommand::Uninstall(UninstallArgs { file_args, .. })
             | HolosCommand::Inspect(InspectArgs { file_args, .. })
             | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
             | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
@@ -121,6 +123,10 @@ pub enum HolosCommand {
     Doctor(DoctorArgs),
     /// List the host's PCI devices and whether each can be passed to a VM.
     Devices(DevicesArgs),
+    /// Write a systemd unit that brings the project up at boot and stops it at shutdown.
+    Install(InstallArgs),
+    /// Disable and remove the project's systemd unit; the VMs keep running.
+    Uninstall(UninstallArgs),
     /// Print the version of holos.
     Version,
     /// Print the shell completion script (the packages install it).
@@ -293,6 +299,41 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos install [--system|--user] [--enable] [--dry-run]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// A system unit (/etc/systemd/system); the default for root.
+    #[arg(long, conflicts_with = "user")]
+    pub system: bool,
+    /// A user unit (~/.config/systemd/user); the default for other users.
+    #[arg(long)]
+    pub user: bool,
+    /// Also enable the unit (systemctl enable), so that it starts at boot.
+    #[arg(long)]
+    pub enable: bool,
+    /// Print the unit and what would be run; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `holos uninstall [--system|--user] [--dry-run]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The system unit; the default for root.
+    #[arg(long, conflicts_with = "user")]
+    pub system: bool,
+    /// The user unit; the default for other users.
+    #[arg(long)]
+    pub user: bool,
+    /// Say what would be run and removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `holos doctor [--json]`.

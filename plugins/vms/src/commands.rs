@@ -84,6 +84,8 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             })
         }),
         HolosCommand::Verify(args) => return Some(verify(options, args)),
+        HolosCommand::Install(args) => crate::install::install(options, args),
+        HolosCommand::Uninstall(args) => crate::install::uninstall(options, args),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
         }
@@ -230,7 +232,7 @@ fn describe(diags: &[holos_compose::Diag]) -> String {
 /// The project a command acts on: the compose project's name (its `name:`,
 /// else `-p`, else its directory), or `-p` alone when there is no compose
 /// file to read (a project can be stopped after its file is gone).
-fn project_name(options: &Options) -> Result<String, String> {
+pub(crate) fn project_name(options: &Options) -> Result<String, String> {
     match resolve(options) {
         Ok((_, manifest)) => Ok(manifest.project),
         Err(_) if options.files.is_empty() && options.project_name.is_some() => {
