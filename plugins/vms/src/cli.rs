@@ -55,6 +55,7 @@ impl Cli {
             | HolosCommand::Version
             | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
+            | HolosCommand::Import(_)
             | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
@@ -127,6 +128,8 @@ pub enum HolosCommand {
     Install(InstallArgs),
     /// Disable and remove the project's systemd unit; the VMs keep running.
     Uninstall(UninstallArgs),
+    /// Turn libvirt domains into a holos.yaml (from virsh dumpxml files or virsh).
+    Import(ImportArgs),
     /// Print the version of holos.
     Version,
     /// Print the shell completion script (the packages install it).
@@ -334,6 +337,28 @@ pub struct UninstallArgs {
     /// Say what would be run and removed; change nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `holos import --xml FILE... | --connect URI [DOMAIN...] [-o FILE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ImportArgs {
+    /// A domain's XML, as `virsh dumpxml` prints it; repeat for several.
+    #[arg(
+        long = "xml",
+        value_name = "FILE",
+        required_unless_present = "connect",
+        conflicts_with = "connect"
+    )]
+    pub xml: Vec<PathBuf>,
+    /// Read the domains from libvirt with `virsh -c URI dumpxml`.
+    #[arg(long, value_name = "URI")]
+    pub connect: Option<String>,
+    /// The domains to import with --connect; all of them when none is named.
+    #[arg(value_name = "DOMAIN", requires = "connect")]
+    pub domains: Vec<String>,
+    /// Write the compose file here instead of printing it.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `holos doctor [--json]`.

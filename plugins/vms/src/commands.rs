@@ -85,6 +85,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         }),
         HolosCommand::Verify(args) => return Some(verify(options, args)),
         HolosCommand::Install(args) => crate::install::install(options, args),
+        HolosCommand::Import(args) => crate::import::run(args),
         HolosCommand::Uninstall(args) => crate::install::uninstall(options, args),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))

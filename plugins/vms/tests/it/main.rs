@@ -13,6 +13,7 @@ mod features;
 mod golden;
 mod health;
 mod images;
+mod import;
 mod install;
 mod layers;
 mod notes;
