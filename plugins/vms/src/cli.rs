@@ -23,6 +23,9 @@ pub struct Cli {
     /// Enable a profile; repeat for several.
     #[arg(long = "profile", global = true)]
     pub profiles: Vec<String>,
+    /// The state directory (instances, volumes, images, keys); wins over HOLOS_STATE_DIR.
+    #[arg(long = "state-dir", global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: HolosCommand,
 }
@@ -52,7 +55,7 @@ impl Cli {
             }
             HolosCommand::Logs(logs) => &logs.files,
             HolosCommand::Images
-            | HolosCommand::Version
+            | HolosCommand::Version(_)
             | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
             | HolosCommand::Import(_)
@@ -131,7 +134,7 @@ pub enum HolosCommand {
     /// Turn libvirt domains into a holos.yaml (from virsh dumpxml files or virsh).
     Import(ImportArgs),
     /// Print the version of holos.
-    Version,
+    Version(VersionArgs),
     /// Print the shell completion script (the packages install it).
     #[command(hide = true)]
     Completions { shell: clap_complete::Shell },
@@ -229,6 +232,9 @@ pub struct LogsArgs {
     /// Keep printing what the console writes.
     #[arg(short = 'f', long)]
     pub follow: bool,
+    /// Start with the last N lines of each log (all by default).
+    #[arg(short = 'n', long = "tail", value_name = "N")]
+    pub tail: Option<usize>,
 }
 
 /// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.
@@ -359,6 +365,14 @@ pub struct ImportArgs {
     /// Write the compose file here instead of printing it.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `holos version [--short]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VersionArgs {
+    /// Print only the version number.
+    #[arg(long)]
+    pub short: bool,
 }
 
 /// `holos doctor [--json]`.

@@ -352,6 +352,8 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
     chosen.sort_by_key(|i| i.start_order);
     let prefixed = chosen.len() > 1;
     let mut offsets = vec![0u64; chosen.len()];
+    // Whether `--tail` has cut the start of each log yet.
+    let mut tailed = vec![false; chosen.len()];
     let mut stdout = std::io::stdout().lock();
     loop {
         for (index, instance) in chosen.iter().enumerate() {
@@ -365,6 +367,14 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
             {
                 continue;
             }
+            if let Some(lines) = args.tail
+                && !tailed[index]
+            {
+                let start = tail_start(&bytes, lines);
+                offsets[index] += start as u64;
+                bytes.drain(..start);
+            }
+            tailed[index] = true;
             // Print whole lines only, so prefixes never split one.
             let end = if args.follow {
                 bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)
@@ -391,6 +401,21 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Where the last `lines` lines of `bytes` start; a last line without its
+/// newline counts as a line.
+fn tail_start(bytes: &[u8], lines: usize) -> usize {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if lines == 0 {
+        return bytes.len();
+    }
+    body.iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(lines - 1)
+        .map_or(0, |(at, _)| at + 1)
 }
 
 /// `holos exec`: replaces itself with `ssh`, so the exit status is the
@@ -535,5 +560,21 @@ impl Drop for RawTerminal {
                 saved,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail_start;
+
+    #[test]
+    fn tail_start_keeps_the_last_lines() {
+        let log = b"a\nb\nc\n";
+        assert_eq!(&log[tail_start(log, 2)..], b"b\nc\n");
+        assert_eq!(&log[tail_start(log, 3)..], log);
+        assert_eq!(&log[tail_start(log, 9)..], log);
+        assert_eq!(&log[tail_start(log, 0)..], b"");
+        assert_eq!(&b"a\nb"[tail_start(b"a\nb", 1)..], b"b");
+        assert_eq!(tail_start(b"", 1), 0);
     }
 }

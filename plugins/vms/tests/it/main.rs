@@ -10,6 +10,7 @@ mod doctor;
 mod e2e_debian;
 mod errors;
 mod features;
+mod flags;
 mod golden;
 mod health;
 mod images;
