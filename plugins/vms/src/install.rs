@@ -2,9 +2,11 @@
 //! (`holos_runtime::ops::install` writes its text), placed in the system's
 //! or the user's unit directory and enabled with `systemctl`.
 //!
-//! In test mode (`HOLO_ROOT_DIR` set and not `/`) the system unit goes below
-//! the root and `systemctl --root=ROOT` enables it there, offline; nothing
-//! outside the root is written and no running systemd is asked.
+//! In test mode (`HOLO_ROOT_DIR` set and not `/`) units go below the root:
+//! `systemctl --root=ROOT` enables a system unit there, offline, and the
+//! `systemctl --user` calls, which cannot work below a root, are only
+//! reported. Nothing outside the root is written and no running systemd is
+//! asked.
 
 use std::path::{Path, PathBuf};
 
@@ -33,8 +35,11 @@ fn placement(
     scope: Scope,
     project: &str,
 ) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let dir = install::unit_dir(scope, &runtime.system_root, |key| std::env::var_os(key))?;
+    let mut dir = install::unit_dir(scope, &runtime.system_root, |key| std::env::var_os(key))?;
     let test_root = (runtime.system_root != Path::new("/")).then(|| runtime.system_root.clone());
+    if let (Some(root), Scope::User) = (&test_root, scope) {
+        dir = root.join(dir.strip_prefix("/").unwrap_or(&dir));
+    }
     Ok((dir.join(install::unit_name(project)), test_root))
 }
 
@@ -53,10 +58,23 @@ fn systemctl(scope: Scope, test_root: Option<&Path>, verb: &str, unit: &str) -> 
     ]
 }
 
-fn run_all(commands: &[Vec<String>], dry_run: bool) -> Result<(), String> {
+/// Runs each command; with `dry_run` only says what it would run.
+/// `test_root` set: a `systemctl --user` call is reported, not run.
+fn run_all(
+    commands: &[Vec<String>],
+    dry_run: bool,
+    test_root: Option<&Path>,
+) -> Result<(), String> {
     for argv in commands {
         if dry_run {
             eprintln!("holos: would run: {}", argv.join(" "));
+            continue;
+        }
+        if test_root.is_some() && argv.iter().any(|a| a == "--user") {
+            eprintln!(
+                "holos: test mode (HOLO_ROOT_DIR): not running {}",
+                argv.join(" ")
+            );
             continue;
         }
         let finished = Command::new(&argv[0])
@@ -120,7 +138,7 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
     }
     let enable = systemctl(scope, test_root.as_deref(), "enable", &unit);
     if args.enable {
-        run_all(&enable, args.dry_run)?;
+        run_all(&enable, args.dry_run, test_root.as_deref())?;
         if !args.dry_run {
             eprintln!(
                 "holos: enabled {unit}: project {} comes up at boot",
@@ -164,7 +182,7 @@ pub fn uninstall(options: &Options, args: &UninstallArgs) -> Result<(), String> 
     if commands.len() > 1 {
         commands.remove(0); // daemon-reload comes after the removal
     }
-    run_all(&commands, args.dry_run)?;
+    run_all(&commands, args.dry_run, test_root.as_deref())?;
     if args.dry_run {
         eprintln!("holos: would remove {}", path.display());
         return Ok(());
@@ -175,7 +193,7 @@ pub fn uninstall(options: &Options, args: &UninstallArgs) -> Result<(), String> 
         let mut reload = vec!["systemctl".to_string()];
         reload.extend(scope.systemctl_flag().map(String::from));
         reload.push("daemon-reload".into());
-        run_all(&[reload], false)?;
+        run_all(&[reload], false, test_root.as_deref())?;
     }
     Ok(())
 }

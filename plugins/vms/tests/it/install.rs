@@ -221,16 +221,29 @@ fn a_user_unit_goes_to_the_users_config_and_is_wanted_by_default_target() {
     let (stdout, stderr) = ok(s.holos("plain", &["install", "--user", "--dry-run", "--enable"]));
     assert!(stdout.contains("\nWantedBy=default.target\n"), "{stdout}");
     assert!(!stdout.contains("network-online"), "{stdout}");
+    // In test mode the user's unit directory is below the root too.
     let home = s.dir.path().join("home");
+    let user_dir = s
+        .root()
+        .join(home.strip_prefix("/").unwrap())
+        .join(".config/systemd/user");
+    let unit = user_dir.join("holos-my\\x2dapp.service");
     assert!(
-        stderr.contains(&format!(
-            "would write {}/.config/systemd/user/holos-my\\x2dapp.service",
-            home.display()
-        )) && stderr.contains("would run: systemctl --user enable")
+        stderr.contains(&format!("would write {}", unit.display()))
+            && stderr.contains("would run: systemctl --user enable")
             && stderr.contains("loginctl enable-linger"),
         "{stderr}"
     );
-    assert!(!home.exists());
+    assert!(!s.root().exists() && !home.exists());
+    let (_, stderr) = ok(s.holos("plain", &["install", "--user", "--enable"]));
+    assert!(unit.is_file());
+    assert!(
+        stderr.contains("test mode (HOLO_ROOT_DIR): not running systemctl --user enable"),
+        "{stderr}"
+    );
+    assert!(!home.exists(), "nothing outside the root");
+    ok(s.holos("plain", &["uninstall", "--user"]));
+    assert!(!unit.exists());
     let out = s.holos("plain", &["install", "--user", "--system"]);
     assert_eq!(out.status.code(), Some(2));
 }
