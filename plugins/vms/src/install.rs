@@ -102,6 +102,10 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
     }
     let holos = std::env::current_exe()
         .map_err(|e| format!("cannot tell where this holos program is: {e}"))?;
+    // The binary may be installed as holo-vms with holos a link to it: the
+    // path it runs from then needs the `holos` subcommand.
+    let holos_subcommand =
+        (!crate::entry::invoked_as_holos(holos.as_os_str())).then(|| "holos".to_string());
     let files = project
         .files
         .iter()
@@ -110,6 +114,7 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
     let request = UnitRequest {
         project: manifest.project.clone(),
         holos,
+        holos_subcommand,
         files,
         profiles: options.profiles.clone(),
         directory: options.working_dir.join(&project.directory),

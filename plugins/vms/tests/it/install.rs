@@ -202,6 +202,29 @@ fn a_program_path_systemd_refuses_is_refused_before_writing() {
 }
 
 #[test]
+fn a_unit_from_the_holo_vms_binary_runs_its_holos_subcommand() {
+    let s = Setup::new("plain", "bin");
+    let plugin = s.dir.path().join("bin/holo-vms");
+    std::fs::rename(&s.bin, &plugin).unwrap();
+    let out = Command::new(&plugin)
+        .args(["holos", "install", "--system", "--dry-run"])
+        .current_dir(s.project("plain"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOLO_ROOT_DIR", s.root())
+        .output()
+        .unwrap();
+    let (stdout, _) = ok(out);
+    assert!(
+        stdout.contains(&format!(
+            "\nExecStart=\"{}\" \"holos\" \"-p\" \"my-app\" ",
+            plugin.display()
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_newline_in_the_project_path_is_refused_and_nothing_is_written() {
     let name = "a\nExecStartPre=touch %h-owned";
     let s = Setup::new(name, "bin");

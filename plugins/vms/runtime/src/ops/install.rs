@@ -45,6 +45,9 @@ pub struct UnitRequest {
     pub project: String,
     /// The `holos` program the unit runs.
     pub holos: PathBuf,
+    /// Words between the program and its options: `holos` when the program
+    /// is the same binary under another name (`holo-vms holos …`).
+    pub holos_subcommand: Option<String>,
     /// The compose files, absolute.
     pub files: Vec<PathBuf>,
     pub profiles: Vec<String>,
@@ -170,6 +173,7 @@ pub fn exec_program(path: &Path) -> Result<String, Error> {
 /// The `holos` command line of the unit, before the command itself.
 fn holos_prefix(request: &UnitRequest) -> Result<String, Error> {
     let mut words = vec![exec_program(&request.holos)?];
+    words.extend(request.holos_subcommand.as_deref().map(exec_word));
     words.push(exec_word("-p"));
     words.push(exec_word(&request.project));
     for file in &request.files {
