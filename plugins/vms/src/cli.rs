@@ -23,6 +23,9 @@ pub struct Cli {
     /// Enable a profile; repeat for several.
     #[arg(long = "profile", global = true)]
     pub profiles: Vec<String>,
+    /// The state directory (instances, volumes, images, keys); wins over HOLOS_STATE_DIR.
+    #[arg(long = "state-dir", global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: HolosCommand,
 }
@@ -42,6 +45,9 @@ impl Cli {
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
             | HolosCommand::Pull(PullArgs { file_args, .. })
             | HolosCommand::Lock(LockArgs { file_args })
+            | HolosCommand::Verify(VerifyArgs { file_args, .. })
+            | HolosCommand::Install(InstallArgs { file_args, .. })
+            | HolosCommand::Uninstall(UninstallArgs { file_args, .. })
             | HolosCommand::Inspect(InspectArgs { file_args, .. })
             | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
             | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
@@ -49,8 +55,10 @@ impl Cli {
             }
             HolosCommand::Logs(logs) => &logs.files,
             HolosCommand::Images
-            | HolosCommand::Version
-            | HolosCommand::Doctor
+            | HolosCommand::Version(_)
+            | HolosCommand::Doctor(_)
+            | HolosCommand::Devices(_)
+            | HolosCommand::Import(_)
             | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
@@ -92,6 +100,8 @@ pub enum HolosCommand {
     Pull(PullArgs),
     /// Pin the project's base images by SHA-256 in holos.images.lock.
     Lock(LockArgs),
+    /// Hash cached images again; compare with their records and holos.images.lock.
+    Verify(VerifyArgs),
     /// Create and start the project's VMs.
     Up(UpArgs),
     /// Stop and remove the project's VMs; named volumes survive.
@@ -114,9 +124,17 @@ pub enum HolosCommand {
     #[command(subcommand)]
     Volumes(VolumesCommand),
     /// Check what this host needs to run holos; exit 1 if up cannot work.
-    Doctor,
+    Doctor(DoctorArgs),
+    /// List the host's PCI devices and whether each can be passed to a VM.
+    Devices(DevicesArgs),
+    /// Write a systemd unit that brings the project up at boot and stops it at shutdown.
+    Install(InstallArgs),
+    /// Disable and remove the project's systemd unit; the VMs keep running.
+    Uninstall(UninstallArgs),
+    /// Turn libvirt domains into a holos.yaml (from virsh dumpxml files or virsh).
+    Import(ImportArgs),
     /// Print the version of holos.
-    Version,
+    Version(VersionArgs),
     /// Print the shell completion script (the packages install it).
     #[command(hide = true)]
     Completions { shell: clap_complete::Shell },
@@ -153,6 +171,23 @@ pub struct PullArgs {
 pub struct LockArgs {
     #[command(flatten)]
     pub file_args: FileArgs,
+}
+
+/// `holos verify [IMAGE...|--all] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Every image in the cache, whatever project uses it.
+    #[arg(long, conflicts_with = "images")]
+    pub all: bool,
+    /// Print JSON instead of a report.
+    #[arg(long)]
+    pub json: bool,
+    /// Image aliases, `ALIAS` or `ALIAS:TAG`; the project's images when none
+    /// is named (then also against holos.images.lock).
+    #[arg(value_name = "IMAGE")]
+    pub images: Vec<String>,
 }
 
 /// `holos down [PROJECT]`.
@@ -197,6 +232,9 @@ pub struct LogsArgs {
     /// Keep printing what the console writes.
     #[arg(short = 'f', long)]
     pub follow: bool,
+    /// Start with the last N lines of each log (all by default).
+    #[arg(short = 'n', long = "tail", value_name = "N")]
+    pub tail: Option<usize>,
 }
 
 /// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.
@@ -270,6 +308,91 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos install [--system|--user] [--enable] [--dry-run]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// A system unit (/etc/systemd/system); the default for root.
+    #[arg(long, conflicts_with = "user")]
+    pub system: bool,
+    /// A user unit (~/.config/systemd/user); the default for other users.
+    #[arg(long)]
+    pub user: bool,
+    /// Also enable the unit (systemctl enable), so that it starts at boot.
+    #[arg(long)]
+    pub enable: bool,
+    /// Print the unit and what would be run; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `holos uninstall [--system|--user] [--dry-run]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The system unit; the default for root.
+    #[arg(long, conflicts_with = "user")]
+    pub system: bool,
+    /// The user unit; the default for other users.
+    #[arg(long)]
+    pub user: bool,
+    /// Say what would be run and removed; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `holos import --xml FILE... | --connect URI [DOMAIN...] [-o FILE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ImportArgs {
+    /// A domain's XML, as `virsh dumpxml` prints it; repeat for several.
+    #[arg(
+        long = "xml",
+        value_name = "FILE",
+        required_unless_present = "connect",
+        conflicts_with = "connect"
+    )]
+    pub xml: Vec<PathBuf>,
+    /// Read the domains from libvirt with `virsh -c URI dumpxml`.
+    #[arg(long, value_name = "URI")]
+    pub connect: Option<String>,
+    /// The domains to import with --connect; all of them when none is named.
+    #[arg(value_name = "DOMAIN", requires = "connect")]
+    pub domains: Vec<String>,
+    /// Write the compose file here instead of printing it.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `holos version [--short]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VersionArgs {
+    /// Print only the version number.
+    #[arg(long)]
+    pub short: bool,
+}
+
+/// `holos doctor [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DoctorArgs {
+    /// Print JSON instead of a report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holos devices [--gpu] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct DevicesArgs {
+    /// Only display controllers and the functions of their IOMMU groups,
+    /// with what to do for each that cannot be passed through yet.
+    #[arg(long)]
+    pub gpu: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `-w WAIT`: a Compose duration (a bare number is seconds).

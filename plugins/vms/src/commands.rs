@@ -12,13 +12,16 @@ use std::time::Duration;
 use holos_compose::load::Options;
 use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
+use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self as project, UpRequest};
-use holos_runtime::ops::{doctor, inspect, volumes};
+use holos_runtime::ops::{devices, doctor, inspect, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
 
-use crate::cli::{ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VolumesCommand};
+use crate::cli::{
+    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VerifyArgs, VolumesCommand,
+};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
@@ -66,7 +69,24 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
             volumes::remove(&rt.layout, project, &args.name)
         }),
-        HolosCommand::Doctor => return Some(doctor::run(HostSettings::from_env())),
+        HolosCommand::Doctor(args) => {
+            return Some(doctor::run(HostSettings::from_env(), args.json));
+        }
+        HolosCommand::Devices(args) => with_runtime(|rt| {
+            let mut list = devices::list(&devices::sysfs(&rt.system_root))?;
+            if args.gpu {
+                list = devices::gpus(&list);
+            }
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                devices::table(&list, args.gpu)
+            })
+        }),
+        HolosCommand::Verify(args) => return Some(verify(options, args)),
+        HolosCommand::Install(args) => crate::install::install(options, args),
+        HolosCommand::Import(args) => crate::import::run(args),
+        HolosCommand::Uninstall(args) => crate::install::uninstall(options, args),
         HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
         }
@@ -136,6 +156,51 @@ fn images_command(
     Ok(())
 }
 
+/// `holos verify`: exits 1 when an image does not match.
+fn verify(options: &Options, args: &VerifyArgs) -> ExitCode {
+    let verdicts = with_runtime_value(|rt| {
+        Ok(if args.all {
+            image_verify::all(&rt.layout)
+        } else if !args.images.is_empty() {
+            image_verify::named(&rt.layout, &args.images)?
+        } else {
+            let (_, manifest) = resolve(options)?;
+            image_verify::project(&rt.layout, &manifest)?
+        })
+    });
+    let verdicts = match verdicts {
+        Ok(verdicts) => verdicts,
+        Err(message) => {
+            eprintln!("holos: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let _ = print(&if args.json {
+        inspect::to_json(&verdicts)
+    } else {
+        image_verify::report(&verdicts)
+    });
+    let failed = verdicts.iter().filter(|v| v.failed()).count();
+    if failed > 0 {
+        eprintln!(
+            "holos: {failed} of {} image check{} failed",
+            verdicts.len(),
+            if verdicts.len() == 1 { "" } else { "s" }
+        );
+        return ExitCode::FAILURE;
+    }
+    if verdicts.is_empty() {
+        eprintln!("holos: no cached image to verify");
+    }
+    ExitCode::SUCCESS
+}
+
+fn with_runtime_value<T>(
+    body: impl FnOnce(&HostSettings) -> Result<T, String>,
+) -> Result<T, String> {
+    body(&HostSettings::from_env()?)
+}
+
 fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Result<(), String> {
     body(&HostSettings::from_env()?)
 }
@@ -168,7 +233,7 @@ fn describe(diags: &[holos_compose::Diag]) -> String {
 /// The project a command acts on: the compose project's name (its `name:`,
 /// else `-p`, else its directory), or `-p` alone when there is no compose
 /// file to read (a project can be stopped after its file is gone).
-fn project_name(options: &Options) -> Result<String, String> {
+pub(crate) fn project_name(options: &Options) -> Result<String, String> {
     match resolve(options) {
         Ok((_, manifest)) => Ok(manifest.project),
         Err(_) if options.files.is_empty() && options.project_name.is_some() => {
@@ -290,6 +355,8 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
     chosen.sort_by_key(|i| i.start_order);
     let prefixed = chosen.len() > 1;
     let mut offsets = vec![0u64; chosen.len()];
+    // Whether `--tail` has cut the start of each log yet.
+    let mut tailed = vec![false; chosen.len()];
     let mut stdout = std::io::stdout().lock();
     loop {
         for (index, instance) in chosen.iter().enumerate() {
@@ -303,6 +370,14 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
             {
                 continue;
             }
+            if let Some(lines) = args.tail
+                && !tailed[index]
+            {
+                let start = tail_start(&bytes, lines);
+                offsets[index] += start as u64;
+                bytes.drain(..start);
+            }
+            tailed[index] = true;
             // Print whole lines only, so prefixes never split one.
             let end = if args.follow {
                 bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)
@@ -329,6 +404,21 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Where the last `lines` lines of `bytes` start; a last line without its
+/// newline counts as a line.
+fn tail_start(bytes: &[u8], lines: usize) -> usize {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if lines == 0 {
+        return bytes.len();
+    }
+    body.iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(lines - 1)
+        .map_or(0, |(at, _)| at + 1)
 }
 
 /// `holos exec`: replaces itself with `ssh`, so the exit status is the
@@ -473,5 +563,21 @@ impl Drop for RawTerminal {
                 saved,
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail_start;
+
+    #[test]
+    fn tail_start_keeps_the_last_lines() {
+        let log = b"a\nb\nc\n";
+        assert_eq!(&log[tail_start(log, 2)..], b"b\nc\n");
+        assert_eq!(&log[tail_start(log, 3)..], log);
+        assert_eq!(&log[tail_start(log, 9)..], log);
+        assert_eq!(&log[tail_start(log, 0)..], b"");
+        assert_eq!(&b"a\nb"[tail_start(b"a\nb", 1)..], b"b");
+        assert_eq!(tail_start(b"", 1), 0);
     }
 }

@@ -39,6 +39,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
         }
     };
+    if let Some(dir) = &cli.state_dir {
+        holos_runtime::state_dir::use_state_dir(dir);
+    }
     if let Some(code) = run_without_project(&cli.command) {
         return code;
     }
@@ -84,8 +87,12 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// The commands that load no compose file: `version` and `completions`.
 fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
     match command {
-        HolosCommand::Version => {
-            println!("holos {}", env!("CARGO_PKG_VERSION"));
+        HolosCommand::Version(args) => {
+            if args.short {
+                println!("{}", env!("CARGO_PKG_VERSION"));
+            } else {
+                println!("holos {}", env!("CARGO_PKG_VERSION"));
+            }
             Some(ExitCode::SUCCESS)
         }
         HolosCommand::Completions { shell } => {

@@ -1,7 +1,7 @@
 //! Where holos keeps its state: the root directory under which the runtime
 //! lays out `projects/`, `instances/`, `volumes/`, `ssh/` and `locks/`.
 //!
-//! The root is `$HOLOS_STATE_DIR`, else `/var/lib/holos` for root, else
+//! The root is `holos --state-dir`, else `$HOLOS_STATE_DIR`, else `/var/lib/holos` for root, else
 //! `~/.local/state/holos`. In plugin test mode (`HOLO_ROOT_DIR` set and not
 //! `/`) and without `HOLOS_STATE_DIR`, it is `$HOLO_ROOT_DIR/var/lib/holos`
 //! whoever runs it, so that fixtures do not depend on the user.
@@ -27,9 +27,22 @@ impl fmt::Display for StateDirError {
 
 impl std::error::Error for StateDirError {}
 
-/// The state root for this process: its environment and effective user.
+/// `--state-dir`, set once by the command line; it wins over the environment.
+static STATE_DIR_OPTION: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `dir` the state root of this process, as `HOLOS_STATE_DIR` would
+/// (`holos --state-dir`). Only the first call counts.
+pub fn use_state_dir(dir: &Path) {
+    let _ = STATE_DIR_OPTION.set(dir.to_path_buf());
+}
+
+/// The state root for this process: `--state-dir`, else its environment and
+/// effective user.
 pub fn state_root() -> Result<PathBuf, StateDirError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    if let Some(dir) = STATE_DIR_OPTION.get() {
+        return Ok(cwd.join(dir));
+    }
     state_root_from(
         |key| std::env::var_os(key),
         nix::unistd::geteuid().is_root(),

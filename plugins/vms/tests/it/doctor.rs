@@ -56,9 +56,14 @@ impl Host {
     }
 
     fn doctor(&self, path: &str, env: &[(&str, &str)]) -> (Output, String) {
+        self.doctor_with(&[], path, env)
+    }
+
+    fn doctor_with(&self, args: &[&str], path: &str, env: &[(&str, &str)]) -> (Output, String) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_holos"));
         command
             .arg("doctor")
+            .args(args)
             .env_clear()
             .env("PATH", path)
             .env("HOME", self.dir.path())
@@ -121,6 +126,45 @@ fn missing_tools_fail_and_name_the_debian_packages() {
     );
     // The check left no state directory behind.
     assert!(!host.dir.path().join("state").exists());
+}
+
+#[test]
+fn doctor_json_has_every_check_in_report_order_and_the_same_exit_status() {
+    let host = Host::new();
+    let (text_out, report) = host.doctor_on_own_path(&[]);
+    let (out, json) = host.doctor_with(&["--json"], &host.bin().display().to_string(), &[]);
+    assert_eq!(out.status.code(), text_out.status.code());
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["up_can_work"], false);
+    assert_eq!(value["failed"], 4);
+    let checks = value["checks"].as_array().unwrap();
+    // One object per line of the text report (without its summary line).
+    assert_eq!(checks.len(), report.lines().count() - 1, "{json}");
+    for check in checks {
+        let what = check["what"].as_str().unwrap();
+        let text = check["text"].as_str().unwrap();
+        let json_level = check["level"].as_str().unwrap();
+        assert!(line(&report, what).ends_with(text), "{what}: {json}");
+        assert_eq!(level_word(json_level), level(&report, what), "{what}");
+    }
+    let ssh = checks.iter().find(|c| c["what"] == "ssh").unwrap();
+    assert_eq!(ssh["level"], "fail");
+    assert!(
+        ssh["text"]
+            .as_str()
+            .unwrap()
+            .contains("install openssh-client")
+    );
+}
+
+fn level_word(json_level: &str) -> &'static str {
+    match json_level {
+        "ok" => "ok",
+        "warn" => "warn",
+        "fail" => "FAIL",
+        other => panic!("unknown level {other}"),
+    }
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Images: the verified image cache, `holos pull` and the base images `up`
-//! uses (`cache`), and `holos.images.lock` (`lock`).
+//! uses (`cache`), `holos.images.lock` (`lock`), and `holos verify`
+//! (`verify`).
 
 pub mod cache;
 pub mod lock;
+pub mod verify;

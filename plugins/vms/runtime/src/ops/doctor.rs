@@ -31,7 +31,8 @@ pub const FREE_FAIL_BYTES: u64 = 512 * 1024 * 1024;
 /// Below this much, an image download or a volume that fills up may not fit.
 pub const FREE_WARN_BYTES: u64 = 10 * 1024 * 1024 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
     Ok,
     Warn,
@@ -49,7 +50,7 @@ impl Level {
 }
 
 /// One line of the report.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize)]
 pub struct Check {
     pub level: Level,
     pub what: &'static str,
@@ -64,11 +65,43 @@ fn check(level: Level, what: &'static str, text: impl Into<String>) -> Check {
     }
 }
 
-/// Runs every check, prints the report on stdout, and exits 1 on a failure.
-pub fn run(runtime: Result<HostSettings, Error>) -> ExitCode {
+/// Runs every check, prints the report on stdout (as JSON with `json`),
+/// and exits 1 on a failure.
+pub fn run(runtime: Result<HostSettings, Error>, json: bool) -> ExitCode {
     let checks = checks(runtime);
+    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
+    let warned = checks.iter().filter(|c| c.level == Level::Warn).count();
+    let out = if json {
+        json_report(&checks, failed, warned)
+    } else {
+        text_report(&checks, failed, warned)
+    };
+    // A closed stdout (doctor | head) is not worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `{"up_can_work": …, "failed": N, "warnings": N, "checks": [{"level",
+/// "what", "text"}…]}`, the checks in the order of the text report.
+fn json_report(checks: &[Check], failed: usize, warned: usize) -> String {
+    let report = serde_json::json!({
+        "up_can_work": failed == 0,
+        "failed": failed,
+        "warnings": warned,
+        "checks": checks,
+    });
+    let mut text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn text_report(checks: &[Check], failed: usize, warned: usize) -> String {
     let mut out = String::new();
-    for c in &checks {
+    for c in checks {
         out.push_str(&format!(
             "{:<4}  {:<20} {}\n",
             c.level.label(),
@@ -76,8 +109,6 @@ pub fn run(runtime: Result<HostSettings, Error>) -> ExitCode {
             c.text
         ));
     }
-    let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
-    let warned = checks.iter().filter(|c| c.level == Level::Warn).count();
     if failed > 0 {
         out.push_str(&format!(
             "holos doctor: {failed} check{} failed: holos up cannot work on this host until {} fixed\n",
@@ -90,13 +121,7 @@ pub fn run(runtime: Result<HostSettings, Error>) -> ExitCode {
             if warned == 1 { "" } else { "s" }
         ));
     }
-    // A closed stdout (doctor | head) is not worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes());
-    if failed > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    out
 }
 
 /// Every check, in the order the report shows them.

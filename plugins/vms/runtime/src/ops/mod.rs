@@ -1,6 +1,8 @@
 //! Operating a project (`ps --json` and `inspect`, `volumes ls|rm`) and the
-//! host (`doctor`).
+//! host (`doctor`, `devices`, the systemd unit of `install`).
 
+pub mod devices;
 pub mod doctor;
 pub mod inspect;
+pub mod install;
 pub mod volumes;
