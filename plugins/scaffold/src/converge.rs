@@ -14,6 +14,7 @@ use holo_plugin::{Diff, Env, Error, Mode, Outcome, Result, state};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
+use crate::go_engine::GoEngine;
 use crate::model::{Ensure, ScaffoldSpec, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
@@ -71,7 +72,20 @@ pub(crate) fn render(
                 .tree_engine(&spec.data, delimiters)
                 .map_err(Error::new)?,
         ),
-        TemplateEngine::Jet => Box::new(jet_engine(context, spec)),
+        TemplateEngine::Jet => {
+            let (left, right) = spec
+                .delimiters
+                .clone()
+                .unwrap_or_else(|| ("[[".into(), "]]".into()));
+            Box::new(render::JetEngine::new(
+                template_vars(context, spec),
+                holo_jet::Delims::new(&left, &right),
+            ))
+        }
+        TemplateEngine::Go => Box::new(
+            GoEngine::new(template_vars(context, spec), spec.delimiters.clone())
+                .map_err(Error::new)?,
+        ),
     };
     let source = resolve_source(env, &spec.source).map_err(Error::new)?;
     let files =
@@ -93,9 +107,13 @@ pub(crate) fn render(
     })
 }
 
-/// Jet sees what minijinja sees: the facts, the data with the resource's
-/// own on top, and the environment; under CCM's names too.
-fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
+/// What Jet and Go templates see: what minijinja sees (the facts, the data
+/// with the resource's own on top, and the environment), under CCM's names
+/// too.
+fn template_vars(
+    context: &TemplateContext,
+    spec: &ScaffoldSpec,
+) -> serde_json::Map<String, serde_json::Value> {
     let to_json = |table: &toml::Table| toml_to_json(&toml::Value::Table(table.clone()));
     let mut data = context.data().clone();
     for (key, value) in &spec.data {
@@ -119,14 +137,10 @@ fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngi
             vars.insert(name.to_string(), value.clone());
         }
     }
-    let (left, right) = spec
-        .delimiters
-        .clone()
-        .unwrap_or_else(|| ("[[".into(), "]]".into()));
-    render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
+    vars
 }
 
-/// A TOML value as JSON for Jet; a date or time becomes its TOML text.
+/// A TOML value as JSON for Jet and Go; a date or time becomes its TOML text.
 fn toml_to_json(value: &toml::Value) -> serde_json::Value {
     match value {
         toml::Value::String(s) => s.clone().into(),

@@ -107,10 +107,9 @@ pub enum TemplateEngine {
     Jinja,
     /// Jet, CCM's default, through holo-jet.
     Jet,
+    /// Go's text/template, CCM's other engine, through gotmpl.
+    Go,
 }
-
-/// CCM's engines are Go templates and Jet; ours are minijinja and Jet.
-const ENGINE_HELP: &str = "holo renders scaffolds with minijinja (Jinja2 syntax: {{ data.port }}, {% if facts.os.id == \"debian\" %}...{% endif %}, {% for x in data.list %}...{% endfor %}); translate the templates, set engine = \"jinja\" or leave it out, and if the templates' text clashes with {{ }}, choose other delimiters with left_delimiter and right_delimiter (for example \"[[\" and \"]]\"; blocks then read [[% if x %]] and comments [[# ... #]])";
 
 impl ScaffoldTable {
     /// Validates the table; `declared_in` is the resource file, which a
@@ -147,12 +146,10 @@ impl ScaffoldTable {
         let engine = match self.engine.as_deref() {
             None | Some("jinja") => TemplateEngine::Jinja,
             Some("jet") => TemplateEngine::Jet,
-            Some(engine @ "go") => {
-                return Err(format!("engine {engine:?} is not supported: {ENGINE_HELP}"));
-            }
+            Some("go") => TemplateEngine::Go,
             Some(other) => {
                 return Err(format!(
-                    "unknown engine {other:?}: use \"jinja\" (the default) or \"jet\""
+                    "unknown engine {other:?}: use \"jinja\" (the default), \"jet\" or \"go\""
                 ));
             }
         };
@@ -260,22 +257,19 @@ mod tests {
     }
 
     #[test]
-    fn go_is_rejected_with_help() {
+    fn engines_are_jinja_jet_and_go() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
         table.engine = Some("go".into());
-        let err = table
+        let spec = table
             .validate(&dir.path().join("a.toml"), None)
-            .expect_err("go");
-        assert!(
-            err.contains("minijinja") && err.contains("left_delimiter"),
-            "{err}"
-        );
+            .expect("go");
+        assert_eq!((spec.engine, spec.delimiters), (TemplateEngine::Go, None));
         table.engine = Some("mustache".into());
         let err = table
             .validate(&dir.path().join("a.toml"), None)
             .expect_err("mustache");
-        assert!(err.contains("\"jet\""), "{err}");
+        assert!(err.contains("\"jet\"") && err.contains("\"go\""), "{err}");
         table.engine = Some("jinja".into());
         let spec = table
             .validate(&dir.path().join("a.toml"), None)

@@ -8,4 +8,5 @@ mod containment;
 mod converge;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
+mod go_engine;
 mod scaffold;
