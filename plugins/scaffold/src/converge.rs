@@ -87,7 +87,7 @@ pub(crate) fn render(
                 .map_err(Error::new)?,
         ),
     };
-    let source = resolve_source(env, &spec.source).map_err(Error::new)?;
+    let source = resolve_source(env, spec).map_err(Error::new)?;
     let files =
         render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
@@ -162,8 +162,16 @@ fn toml_to_json(value: &toml::Value) -> serde_json::Value {
 /// The template directory's real path: in test mode a source below the
 /// root is resolved inside it (symlinks as if the root were `/`), so that
 /// nothing outside the root is read. A source in the run's cache
-/// directory (copied resources) is taken as it is.
-pub(crate) fn resolve_source(env: &Env, source: &Path) -> std::result::Result<PathBuf, String> {
+/// directory (copied resources) is taken as it is. A URL source is
+/// fetched into the cache unless it is there.
+pub(crate) fn resolve_source(
+    env: &Env,
+    spec: &ScaffoldSpec,
+) -> std::result::Result<PathBuf, String> {
+    if let Some(url) = &spec.url {
+        return crate::provider::url::template_tree(env, url);
+    }
+    let source = spec.source.as_path();
     let missing = |err: &dyn std::fmt::Display| {
         format!(
             "source {} is not a directory ({err}); create it or fix the path",

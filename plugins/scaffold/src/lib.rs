@@ -9,6 +9,7 @@
 //! - [`apply`]: the decision table and noop messages as plain functions;
 //! - [`render`]: rendering the source tree and classifying the results;
 //! - [`go_engine`]: Go's text/template as a [`render::TreeEngine`];
+//! - [`provider::url`]: URL sources, downloaded and extracted into the cache;
 //! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
 
 pub mod apply;
@@ -16,6 +17,7 @@ pub mod converge;
 pub mod go_engine;
 pub mod model;
 pub mod plugin;
+pub mod provider;
 pub mod render;
 
 pub use plugin::ScaffoldPlugin;

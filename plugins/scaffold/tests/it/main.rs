@@ -9,4 +9,7 @@ mod converge;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
 mod go_engine;
+#[path = "../../../archive/tests/it/support/http.rs"]
+mod http;
 mod scaffold;
+mod url_source;
