@@ -236,12 +236,24 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 .map_err(|err| Error::io("create", &target, &err))?;
             let mut files = write_files(env, id, spec, &rendering, &record)?;
             let previous = record.by_rel();
+            let mut failures = Vec::new();
             for rel in &rendering.lists.purged {
-                if spec.purge {
-                    remove_file(&fs, &target.join(rel), &spec.name, rel)?;
-                    println!("Purged {}", Path::new(&spec.name).join(rel).display());
-                } else if let Some(kept) = previous.get(rel) {
-                    // Still the scaffold's to purge once purge is on.
+                let purged = spec.purge
+                    && match remove_file(&fs, &target.join(rel), &spec.name, rel) {
+                        Ok(()) => {
+                            println!("Purged {}", Path::new(&spec.name).join(rel).display());
+                            true
+                        }
+                        Err(failure) => {
+                            // As CCM: the others are purged all the same.
+                            eprintln!("!! {failure}");
+                            failures.push(failure);
+                            false
+                        }
+                    };
+                if let Some(kept) = previous.get(rel).filter(|_| !purged) {
+                    // Still the scaffold's to purge (once purge is on, or
+                    // on the next apply).
                     files.push(kept.clone());
                 }
             }
@@ -249,6 +261,10 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 target: spec.name.clone(),
                 files,
             };
+            if !failures.is_empty() {
+                state::write(env, id, &record)?;
+                return Err(removal_failed(&spec.name, &failures));
+            }
             let after = render(env, &context, spec, &record)?;
             verify(spec, &after)?;
             state::write(env, id, &record)?;
@@ -479,23 +495,46 @@ fn run_post(
     Ok(())
 }
 
-fn remove_file(fs: &RootFs, path: &Path, target: &str, rel: &Path) -> Result<()> {
+/// Removes one file (gone already is fine); the error names it and why.
+fn remove_file(
+    fs: &RootFs,
+    path: &Path,
+    target: &str,
+    rel: &Path,
+) -> std::result::Result<(), String> {
     match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Error::new(format!(
+        Err(err) => Err(format!(
             "cannot remove {}: {err}",
             Path::new(target).join(rel).display()
-        ))),
+        )),
     }
 }
 
+/// The error after removals that failed, each named (each was also
+/// printed when it happened).
+fn removal_failed(target: &str, failures: &[String]) -> Error {
+    Error::new(format!(
+        "{} of the files in {target} could not be removed (the others were): {}; fix the cause and apply again",
+        failures.len(),
+        failures.join("; ")
+    ))
+}
+
 /// Removes the managed files, then empty directories deepest first, then
-/// the target itself if it is empty.
+/// the target itself if it is empty. A file that cannot be removed is
+/// reported and the others are removed all the same, as CCM does; the
+/// error at the end names every failure.
 fn remove_managed(fs: &RootFs, target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> {
     let mut dirs = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
     for rel in managed {
-        remove_file(fs, &target.join(rel), name, rel)?;
+        if let Err(failure) = remove_file(fs, &target.join(rel), name, rel) {
+            eprintln!("!! {failure}");
+            failures.push(failure);
+            continue;
+        }
         println!("Removed {}", Path::new(name).join(rel).display());
         let mut parent = rel.parent();
         while let Some(dir) = parent.filter(|dir| !dir.as_os_str().is_empty()) {
@@ -510,7 +549,11 @@ fn remove_managed(fs: &RootFs, target: &Path, name: &str, managed: &[PathBuf]) -
         let _ = fs.remove_dir(&target.join(dir));
     }
     let _ = fs.remove_dir(target);
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(removal_failed(name, &failures))
+    }
 }
 
 /// A scaffold that is no longer declared: its managed files that are
