@@ -353,6 +353,50 @@ mod tests {
     }
 
     #[test]
+    fn a_url_source_needs_a_checksum_and_is_cached_by_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let declared_in = dir.path().join("a.toml");
+        let mut table = valid(dir.path());
+        table.source = Some("HTTPS://example.org/t/app.tar.gz?sig=1".into());
+        let err = table.validate(&declared_in, None).expect_err("no checksum");
+        assert!(err.contains("needs checksum"), "{err}");
+        table.checksum = Some("AB".repeat(32));
+        let spec = table.validate(&declared_in, None).expect("url");
+        let url = spec.url.expect("a URL source");
+        assert_eq!(
+            (url.sha256.as_str(), url.format),
+            ("ab".repeat(32).as_str(), Format::TarGz)
+        );
+        assert_eq!(spec.source, Path::new(URL_CACHE).join("ab".repeat(32)));
+        table.source = Some("https://example.org/app.zip".into());
+        let spec = table.validate(&declared_in, Some(Path::new("/r")));
+        assert_eq!(
+            spec.map(|spec| spec.url.map(|url| url.format)),
+            Ok(Some(Format::Zip))
+        );
+        table.checksum = Some("abc".into());
+        let err = table.validate(&declared_in, None).expect_err("short");
+        assert!(err.contains("not a SHA-256"), "{err}");
+        table.checksum = Some("ab".repeat(32));
+        table.source = Some("https://user:secret@example.org/app.zip".into());
+        let err = table.validate(&declared_in, None).expect_err("credentials");
+        assert!(
+            err.contains("credentials") && !err.contains("secret"),
+            "{err}"
+        );
+        table.source = Some("https://example.org/app/".into());
+        let err = table
+            .validate(&declared_in, None)
+            .expect_err("not an archive");
+        assert!(err.contains("is not an archive"), "{err}");
+        table.source = Some("templates".into());
+        let err = table
+            .validate(&declared_in, None)
+            .expect_err("checksum of a dir");
+        assert!(err.contains("URL source only"), "{err}");
+    }
+
+    #[test]
     fn jet_defaults_to_bracket_delimiters_as_ccm() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
