@@ -235,48 +235,7 @@ pub fn noop_message(plan: &Plan) -> Option<String> {
     (!sentences.is_empty()).then(|| sentences.join(". "))
 }
 
-/// The limits of one extraction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_bytes: u64,
-    pub max_entries: u64,
-}
-
-/// What a pass over the archive's headers counted, before anything is
-/// written. The pass stops once a limit or the free space is passed, so
-/// the counts are then lower bounds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Survey {
-    /// Bytes of file content.
-    pub bytes: u64,
-    /// The same, each file rounded up to whole blocks: what the disk needs.
-    pub disk_bytes: u64,
-    pub entries: u64,
-}
-
-/// Whether an archive may be extracted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Room {
-    Fits,
-    TooManyEntries,
-    TooLarge,
-    /// More than the target's file system has free.
-    NoSpace,
-}
-
-/// The limits first (they name what to raise), then the free space of the
-/// target's file system (`available` bytes).
-pub fn room(limits: &Limits, survey: &Survey, available: u64) -> Room {
-    if survey.entries > limits.max_entries {
-        Room::TooManyEntries
-    } else if survey.bytes > limits.max_bytes {
-        Room::TooLarge
-    } else if survey.disk_bytes > available {
-        Room::NoSpace
-    } else {
-        Room::Fits
-    }
-}
+pub use holo_plugin::extract::{Limits, Room, Survey, room};
 
 #[cfg(test)]
 mod tests {

@@ -6,12 +6,12 @@
 //! - [`model`]: properties and validation (credentials stay out of the spec);
 //! - [`apply`]: the state checks and the decision matrix as plain functions;
 //! - [`provider::http`]: status on disk and the download;
-//! - [`extract`]: staged extraction that refuses anything leaving `extract_parent`;
+//! - extraction: the SDK's `extract` (staged, refusing anything that leaves
+//!   `extract_parent`), shared with holo-scaffold;
 //! - [`in_root`]: real paths inside the root for the download and the extraction;
 //! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
 
 pub mod apply;
-pub mod extract;
 pub mod in_root;
 pub mod model;
 pub mod plugin;

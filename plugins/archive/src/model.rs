@@ -20,41 +20,7 @@ use serde::{Deserialize, Serialize};
 /// The `ensure` property (`present` or `absent`), shared with other kinds.
 pub use holo_plugin::resources::Ensure;
 
-/// The archive formats, from the file name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    /// `.tar.gz` or `.tgz`
-    TarGz,
-    /// `.tar`
-    Tar,
-    /// `.zip`
-    Zip,
-}
-
-impl Format {
-    /// The format a path or URL path ends in.
-    pub fn of(path: &str) -> Option<Format> {
-        let lower = path.to_ascii_lowercase();
-        if lower.ends_with(".tar.gz") || lower.ends_with(".tgz") {
-            Some(Format::TarGz)
-        } else if lower.ends_with(".tar") {
-            Some(Format::Tar)
-        } else if lower.ends_with(".zip") {
-            Some(Format::Zip)
-        } else {
-            None
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::TarGz => ".tar.gz",
-            Format::Tar => ".tar",
-            Format::Zip => ".zip",
-        }
-    }
-}
+pub use holo_plugin::extract::Format;
 
 /// The default limit on the total size of the extracted files: far above
 /// any software or data release, far below what fills a disk by surprise.

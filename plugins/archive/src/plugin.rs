@@ -11,10 +11,10 @@ use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned,
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Desired, Protection, Status};
-use crate::extract;
 use crate::in_root;
 use crate::model::{ArchiveSpec, ArchiveTable, Credentials, Ensure};
 use crate::provider::http;
+use holo_plugin::extract;
 
 /// `$HOLO_STATE_DIR/archive:PATH.toml`: what apply left (no credentials).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

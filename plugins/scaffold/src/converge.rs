@@ -14,6 +14,7 @@ use holo_plugin::{Diff, Env, Error, Mode, Outcome, Result, state};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Observed};
+use crate::go_engine::GoEngine;
 use crate::model::{Ensure, ScaffoldSpec, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
@@ -71,9 +72,22 @@ pub(crate) fn render(
                 .tree_engine(&spec.data, delimiters)
                 .map_err(Error::new)?,
         ),
-        TemplateEngine::Jet => Box::new(jet_engine(context, spec)),
+        TemplateEngine::Jet => {
+            let (left, right) = spec
+                .delimiters
+                .clone()
+                .unwrap_or_else(|| ("[[".into(), "]]".into()));
+            Box::new(render::JetEngine::new(
+                template_vars(context, spec),
+                holo_jet::Delims::new(&left, &right),
+            ))
+        }
+        TemplateEngine::Go => Box::new(
+            GoEngine::new(template_vars(context, spec), spec.delimiters.clone())
+                .map_err(Error::new)?,
+        ),
     };
-    let source = resolve_source(env, &spec.source).map_err(Error::new)?;
+    let source = resolve_source(env, spec).map_err(Error::new)?;
     let files =
         render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
@@ -93,9 +107,13 @@ pub(crate) fn render(
     })
 }
 
-/// Jet sees what minijinja sees: the facts, the data with the resource's
-/// own on top, and the environment; under CCM's names too.
-fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngine {
+/// What Jet and Go templates see: what minijinja sees (the facts, the data
+/// with the resource's own on top, and the environment), under CCM's names
+/// too.
+fn template_vars(
+    context: &TemplateContext,
+    spec: &ScaffoldSpec,
+) -> serde_json::Map<String, serde_json::Value> {
     let to_json = |table: &toml::Table| toml_to_json(&toml::Value::Table(table.clone()));
     let mut data = context.data().clone();
     for (key, value) in &spec.data {
@@ -119,14 +137,10 @@ fn jet_engine(context: &TemplateContext, spec: &ScaffoldSpec) -> render::JetEngi
             vars.insert(name.to_string(), value.clone());
         }
     }
-    let (left, right) = spec
-        .delimiters
-        .clone()
-        .unwrap_or_else(|| ("[[".into(), "]]".into()));
-    render::JetEngine::new(vars, holo_jet::Delims::new(&left, &right))
+    vars
 }
 
-/// A TOML value as JSON for Jet; a date or time becomes its TOML text.
+/// A TOML value as JSON for Jet and Go; a date or time becomes its TOML text.
 fn toml_to_json(value: &toml::Value) -> serde_json::Value {
     match value {
         toml::Value::String(s) => s.clone().into(),
@@ -148,8 +162,16 @@ fn toml_to_json(value: &toml::Value) -> serde_json::Value {
 /// The template directory's real path: in test mode a source below the
 /// root is resolved inside it (symlinks as if the root were `/`), so that
 /// nothing outside the root is read. A source in the run's cache
-/// directory (copied resources) is taken as it is.
-pub(crate) fn resolve_source(env: &Env, source: &Path) -> std::result::Result<PathBuf, String> {
+/// directory (copied resources) is taken as it is. A URL source is
+/// fetched into the cache unless it is there.
+pub(crate) fn resolve_source(
+    env: &Env,
+    spec: &ScaffoldSpec,
+) -> std::result::Result<PathBuf, String> {
+    if let Some(url) = &spec.url {
+        return crate::provider::url::template_tree(env, url);
+    }
+    let source = spec.source.as_path();
     let missing = |err: &dyn std::fmt::Display| {
         format!(
             "source {} is not a directory ({err}); create it or fix the path",
@@ -214,12 +236,24 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 .map_err(|err| Error::io("create", &target, &err))?;
             let mut files = write_files(env, id, spec, &rendering, &record)?;
             let previous = record.by_rel();
+            let mut failures = Vec::new();
             for rel in &rendering.lists.purged {
-                if spec.purge {
-                    remove_file(&fs, &target.join(rel), &spec.name, rel)?;
-                    println!("Purged {}", Path::new(&spec.name).join(rel).display());
-                } else if let Some(kept) = previous.get(rel) {
-                    // Still the scaffold's to purge once purge is on.
+                let purged = spec.purge
+                    && match remove_file(&fs, &target.join(rel), &spec.name, rel) {
+                        Ok(()) => {
+                            println!("Purged {}", Path::new(&spec.name).join(rel).display());
+                            true
+                        }
+                        Err(failure) => {
+                            // As CCM: the others are purged all the same.
+                            eprintln!("!! {failure}");
+                            failures.push(failure);
+                            false
+                        }
+                    };
+                if let Some(kept) = previous.get(rel).filter(|_| !purged) {
+                    // Still the scaffold's to purge (once purge is on, or
+                    // on the next apply).
                     files.push(kept.clone());
                 }
             }
@@ -227,6 +261,10 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 target: spec.name.clone(),
                 files,
             };
+            if !failures.is_empty() {
+                state::write(env, id, &record)?;
+                return Err(removal_failed(&spec.name, &failures));
+            }
             let after = render(env, &context, spec, &record)?;
             verify(spec, &after)?;
             state::write(env, id, &record)?;
@@ -457,23 +495,46 @@ fn run_post(
     Ok(())
 }
 
-fn remove_file(fs: &RootFs, path: &Path, target: &str, rel: &Path) -> Result<()> {
+/// Removes one file (gone already is fine); the error names it and why.
+fn remove_file(
+    fs: &RootFs,
+    path: &Path,
+    target: &str,
+    rel: &Path,
+) -> std::result::Result<(), String> {
     match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Error::new(format!(
+        Err(err) => Err(format!(
             "cannot remove {}: {err}",
             Path::new(target).join(rel).display()
-        ))),
+        )),
     }
 }
 
+/// The error after removals that failed, each named (each was also
+/// printed when it happened).
+fn removal_failed(target: &str, failures: &[String]) -> Error {
+    Error::new(format!(
+        "{} of the files in {target} could not be removed (the others were): {}; fix the cause and apply again",
+        failures.len(),
+        failures.join("; ")
+    ))
+}
+
 /// Removes the managed files, then empty directories deepest first, then
-/// the target itself if it is empty.
+/// the target itself if it is empty. A file that cannot be removed is
+/// reported and the others are removed all the same, as CCM does; the
+/// error at the end names every failure.
 fn remove_managed(fs: &RootFs, target: &Path, name: &str, managed: &[PathBuf]) -> Result<()> {
     let mut dirs = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
     for rel in managed {
-        remove_file(fs, &target.join(rel), name, rel)?;
+        if let Err(failure) = remove_file(fs, &target.join(rel), name, rel) {
+            eprintln!("!! {failure}");
+            failures.push(failure);
+            continue;
+        }
         println!("Removed {}", Path::new(name).join(rel).display());
         let mut parent = rel.parent();
         while let Some(dir) = parent.filter(|dir| !dir.as_os_str().is_empty()) {
@@ -488,7 +549,11 @@ fn remove_managed(fs: &RootFs, target: &Path, name: &str, managed: &[PathBuf]) -
         let _ = fs.remove_dir(&target.join(dir));
     }
     let _ = fs.remove_dir(target);
-    Ok(())
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(removal_failed(name, &failures))
+    }
 }
 
 /// A scaffold that is no longer declared: its managed files that are

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use holo_plugin::extract::Format;
 use holo_plugin::resources::Resource;
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +30,8 @@ pub struct ScaffoldTable {
     #[serde(default)]
     pub data: toml::Table,
     pub engine: Option<String>,
+    /// The SHA-256 of a URL source's archive.
+    pub checksum: Option<String>,
 }
 
 impl Resource for ScaffoldTable {
@@ -83,8 +86,12 @@ impl Post {
 pub struct ScaffoldSpec {
     /// The target directory, absolute.
     pub name: String,
-    /// The template directory, resolved against the declaring file.
+    /// The template directory, resolved against the declaring file; for a
+    /// URL source, its place in the cache.
     pub source: PathBuf,
+    /// A source given as a URL: an archive of the template tree.
+    #[serde(default)]
+    pub url: Option<UrlSource>,
     pub ensure: Ensure,
     pub skip_empty: bool,
     pub purge: bool,
@@ -99,6 +106,56 @@ pub struct ScaffoldSpec {
     pub protect: bool,
 }
 
+/// An `http(s)://` source: an archive of the template tree, verified
+/// against its SHA-256 and cached by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlSource {
+    pub url: String,
+    /// Lowercase hex.
+    pub sha256: String,
+    pub format: Format,
+}
+
+/// Where URL sources are kept, extracted, one directory per checksum.
+pub const URL_CACHE: &str = "/var/cache/holo/scaffold";
+
+/// Whether a `source` names a URL rather than a directory.
+fn is_url(source: &str) -> bool {
+    let lower = source.to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+fn url_source(url: &str, checksum: Option<&str>) -> Result<UrlSource, String> {
+    if holo_plugin::download::has_userinfo(url) {
+        return Err(format!(
+            "source {:?} holds credentials; scaffold sources are fetched without them: publish the archive where it can be read without a password",
+            holo_plugin::download::redact_url(url)
+        ));
+    }
+    let path = url.split(['?', '#']).next().unwrap_or(url);
+    let format = Format::of(path).ok_or_else(|| {
+        format!(
+            "source {url:?} is not an archive: a URL source is a .tar.gz, .tgz, .tar or .zip of the template tree"
+        )
+    })?;
+    let Some(checksum) = checksum else {
+        return Err(format!(
+            "source {url:?} is a URL, which needs checksum = \"SHA256\": the 64 hex digits that sha256sum prints for the archive (the download is verified against it, and cached by it)"
+        ));
+    };
+    let sha256 = checksum.trim().to_ascii_lowercase();
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "checksum {checksum:?} is not a SHA-256: write the 64 hex digits that sha256sum prints"
+        ));
+    }
+    Ok(UrlSource {
+        url: url.to_string(),
+        sha256,
+        format,
+    })
+}
+
 /// The template language of a scaffold's files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TemplateEngine {
@@ -107,10 +164,9 @@ pub enum TemplateEngine {
     Jinja,
     /// Jet, CCM's default, through holo-jet.
     Jet,
+    /// Go's text/template, CCM's other engine, through gotmpl.
+    Go,
 }
-
-/// CCM's engines are Go templates and Jet; ours are minijinja and Jet.
-const ENGINE_HELP: &str = "holo renders scaffolds with minijinja (Jinja2 syntax: {{ data.port }}, {% if facts.os.id == \"debian\" %}...{% endif %}, {% for x in data.list %}...{% endfor %}); translate the templates, set engine = \"jinja\" or leave it out, and if the templates' text clashes with {{ }}, choose other delimiters with left_delimiter and right_delimiter (for example \"[[\" and \"]]\"; blocks then read [[% if x %]] and comments [[# ... #]])";
 
 impl ScaffoldTable {
     /// Validates the table; `declared_in` is the resource file, which a
@@ -128,15 +184,29 @@ impl ScaffoldTable {
             .as_deref()
             .filter(|source| !source.is_empty())
             .ok_or("source is required: set source = \"DIRECTORY\" (relative to this file)")?;
-        if Path::new(source)
-            .components()
-            .any(|component| component == Component::ParentDir)
+        let url = if is_url(source) {
+            Some(url_source(source, self.checksum.as_deref())?)
+        } else if self.checksum.is_some() {
+            return Err(
+                "checksum is for a URL source only: remove it, or set source to the archive's http(s) URL"
+                    .to_string(),
+            );
+        } else {
+            None
+        };
+        if url.is_none()
+            && Path::new(source)
+                .components()
+                .any(|component| component == Component::ParentDir)
         {
             return Err(format!(
                 "source {source:?} contains \"..\": name a directory beside this file or below it, or an absolute path"
             ));
         }
         let resolved = match (Path::new(source).strip_prefix("/"), test_root) {
+            _ if url.is_some() => {
+                Path::new(URL_CACHE).join(url.as_ref().map_or("", |url| url.sha256.as_str()))
+            }
             (Ok(below_root), Some(root)) => root.join(below_root),
             (Ok(_), None) => PathBuf::from(source),
             (Err(_), _) => match declared_in.parent() {
@@ -147,12 +217,10 @@ impl ScaffoldTable {
         let engine = match self.engine.as_deref() {
             None | Some("jinja") => TemplateEngine::Jinja,
             Some("jet") => TemplateEngine::Jet,
-            Some(engine @ "go") => {
-                return Err(format!("engine {engine:?} is not supported: {ENGINE_HELP}"));
-            }
+            Some("go") => TemplateEngine::Go,
             Some(other) => {
                 return Err(format!(
-                    "unknown engine {other:?}: use \"jinja\" (the default) or \"jet\""
+                    "unknown engine {other:?}: use \"jinja\" (the default), \"jet\" or \"go\""
                 ));
             }
         };
@@ -195,6 +263,7 @@ impl ScaffoldTable {
         Ok(ScaffoldSpec {
             name: self.name.clone(),
             source: resolved,
+            url,
             ensure,
             skip_empty: self.skip_empty,
             purge: self.purge,
@@ -260,22 +329,19 @@ mod tests {
     }
 
     #[test]
-    fn go_is_rejected_with_help() {
+    fn engines_are_jinja_jet_and_go() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
         table.engine = Some("go".into());
-        let err = table
+        let spec = table
             .validate(&dir.path().join("a.toml"), None)
-            .expect_err("go");
-        assert!(
-            err.contains("minijinja") && err.contains("left_delimiter"),
-            "{err}"
-        );
+            .expect("go");
+        assert_eq!((spec.engine, spec.delimiters), (TemplateEngine::Go, None));
         table.engine = Some("mustache".into());
         let err = table
             .validate(&dir.path().join("a.toml"), None)
             .expect_err("mustache");
-        assert!(err.contains("\"jet\""), "{err}");
+        assert!(err.contains("\"jet\"") && err.contains("\"go\""), "{err}");
         table.engine = Some("jinja".into());
         let spec = table
             .validate(&dir.path().join("a.toml"), None)
@@ -284,6 +350,50 @@ mod tests {
             (spec.engine, spec.delimiters),
             (TemplateEngine::Jinja, None)
         );
+    }
+
+    #[test]
+    fn a_url_source_needs_a_checksum_and_is_cached_by_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let declared_in = dir.path().join("a.toml");
+        let mut table = valid(dir.path());
+        table.source = Some("HTTPS://example.org/t/app.tar.gz?sig=1".into());
+        let err = table.validate(&declared_in, None).expect_err("no checksum");
+        assert!(err.contains("needs checksum"), "{err}");
+        table.checksum = Some("AB".repeat(32));
+        let spec = table.validate(&declared_in, None).expect("url");
+        let url = spec.url.expect("a URL source");
+        assert_eq!(
+            (url.sha256.as_str(), url.format),
+            ("ab".repeat(32).as_str(), Format::TarGz)
+        );
+        assert_eq!(spec.source, Path::new(URL_CACHE).join("ab".repeat(32)));
+        table.source = Some("https://example.org/app.zip".into());
+        let spec = table.validate(&declared_in, Some(Path::new("/r")));
+        assert_eq!(
+            spec.map(|spec| spec.url.map(|url| url.format)),
+            Ok(Some(Format::Zip))
+        );
+        table.checksum = Some("abc".into());
+        let err = table.validate(&declared_in, None).expect_err("short");
+        assert!(err.contains("not a SHA-256"), "{err}");
+        table.checksum = Some("ab".repeat(32));
+        table.source = Some("https://user:secret@example.org/app.zip".into());
+        let err = table.validate(&declared_in, None).expect_err("credentials");
+        assert!(
+            err.contains("credentials") && !err.contains("secret"),
+            "{err}"
+        );
+        table.source = Some("https://example.org/app/".into());
+        let err = table
+            .validate(&declared_in, None)
+            .expect_err("not an archive");
+        assert!(err.contains("is not an archive"), "{err}");
+        table.source = Some("templates".into());
+        let err = table
+            .validate(&declared_in, None)
+            .expect_err("checksum of a dir");
+        assert!(err.contains("URL source only"), "{err}");
     }
 
     #[test]

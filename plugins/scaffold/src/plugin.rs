@@ -34,6 +34,15 @@ fn is_template_tree(path: &Path, declared: &[resources::Declared<ScaffoldTable>]
     })
 }
 
+/// The source as scan shows it: the URL (without credentials, which a
+/// URL source never has), or the directory where the admin put it.
+fn shown_source(env: &Env, spec: &ScaffoldSpec) -> String {
+    match &spec.url {
+        Some(url) => holo_plugin::download::redact_url(&url.url),
+        None => env.origin_of(&spec.source).display().to_string(),
+    }
+}
+
 impl Plugin for ScaffoldPlugin {
     const ID: &'static str = "scaffold";
     type Spec = ScaffoldSpec;
@@ -51,7 +60,7 @@ impl Plugin for ScaffoldPlugin {
             let validated = declared
                 .resource
                 .validate(&location.path, test_root)
-                .and_then(|spec| resolve_source(env, &spec.source).map(|_| spec));
+                .and_then(|spec| resolve_source(env, &spec).map(|_| spec));
             let spec = match validated {
                 Ok(spec) => ScaffoldSpec {
                     protect: declared.common.protect.unwrap_or(true),
@@ -82,7 +91,7 @@ impl Plugin for ScaffoldPlugin {
             let mut entity = declared
                 .scanned(spec.clone())
                 .info("found in", location.to_string())
-                .info("source", env.origin_of(&spec.source).display().to_string())
+                .info("source", shown_source(env, &spec))
                 .info("ensure", spec.ensure.as_str())
                 .info(
                     "files",

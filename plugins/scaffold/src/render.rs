@@ -142,6 +142,34 @@ pub struct TreeSource<'a> {
     dir: &'a Path,
 }
 
+impl TreeSource<'_> {
+    /// The text of the file `name` (relative to the tree's top), read
+    /// inside the tree.
+    pub fn read_text(&self, name: &str) -> Result<String, String> {
+        let bytes = self
+            .tree
+            .read(&self.dir.join(name))
+            .map_err(|err| err.to_string())?;
+        String::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_string())
+    }
+
+    /// The files below `_partials/`, relative to the tree's top.
+    pub fn partials(&self) -> Result<Vec<PathBuf>, String> {
+        let dir = self.dir.join(PARTIALS);
+        if !self.tree.is_dir(&dir) {
+            return Ok(Vec::new());
+        }
+        let mut files = Vec::new();
+        collect_files(self.tree, &dir, Path::new(PARTIALS), &mut files)?;
+        Ok(files)
+    }
+
+    /// The path of `name` below the tree, for messages.
+    pub fn shown(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+}
+
 /// A template language a scaffold renders with.
 pub trait TreeEngine {
     /// Renders `text`, the file name or content (`what`) of the template
@@ -213,7 +241,7 @@ impl JetEngine {
 
 /// `lookup("facts.os.id", default)`, as minijinja's: a dotted path into
 /// the variables, the default when it names nothing.
-fn jet_lookup(
+pub(crate) fn lookup_path(
     vars: &serde_json::Map<String, serde_json::Value>,
     args: &[serde_json::Value],
 ) -> Result<serde_json::Value, String> {
@@ -255,12 +283,7 @@ impl holo_jet::Loader for JetLoader<'_> {
         if name == self.name {
             return Ok(self.text.to_string());
         }
-        let bytes = self
-            .tree
-            .tree
-            .read(&self.tree.dir.join(name))
-            .map_err(|err| err.to_string())?;
-        String::from_utf8(bytes).map_err(|_| "the file is not UTF-8".to_string())
+        self.tree.read_text(name)
     }
 }
 
@@ -283,7 +306,7 @@ impl TreeEngine for JetEngine {
             .with_delims(self.delimiters.clone())
             .with_render_function("render");
         let vars = std::rc::Rc::clone(&self.vars);
-        engine.add_function("lookup", move |args| jet_lookup(&vars, args));
+        engine.add_function("lookup", move |args| lookup_path(&vars, args));
         engine
             .render(&name, &self.vars, &self.context)
             .map_err(|err| {

@@ -7,7 +7,8 @@
 //! mode ([`root_fs`]), atomic writes ([`atomic`]), owners ([`owners`]),
 //! state records ([`state`]), the process runner ([`process`]), command
 //! lines and mocks ([`command`]), common properties ([`common`]),
-//! facts, data and templates, and (feature `download`) HTTP(S) downloads.
+//! facts, data and templates, (feature `download`) HTTP(S) downloads and
+//! (feature `extract`) safe extraction of archives.
 //!
 //! A plugin implements [`Plugin`] for one typed resource and hands itself to
 //! [`run`]. The SDK runs `info`, `scan`, `apply`, `force-apply`, `diff`,
@@ -94,6 +95,8 @@ pub mod download;
 mod entity;
 pub mod env;
 pub mod error;
+#[cfg(feature = "extract")]
+pub mod extract;
 pub mod facts;
 pub mod owners;
 pub mod plugin;

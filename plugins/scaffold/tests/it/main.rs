@@ -8,4 +8,8 @@ mod containment;
 mod converge;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
+mod go_engine;
+#[path = "../../../archive/tests/it/support/http.rs"]
+mod http;
 mod scaffold;
+mod url_source;

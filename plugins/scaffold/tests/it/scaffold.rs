@@ -1,6 +1,7 @@
 //! holo-scaffold across several runs, which fixture cases cannot show: a
 //! file its `post` command rewrote stays stable, noop counts, and a
-//! scaffold whose resource is deleted is scrubbed (edited files stay).
+//! scaffold whose resource is deleted is scrubbed (edited files stay), and
+//! removal carries on past a file it cannot remove.
 
 use std::fs;
 use std::path::PathBuf;
@@ -47,8 +48,16 @@ impl Root {
         );
     }
 
-    /// Scan, then `OPERATION ENTITY`, with FD 3 captured.
+    /// Scan, then `OPERATION ENTITY`, with FD 3 captured; both must succeed.
     fn op(&self, operation: &str) -> Run {
+        let (run, success) = self.op_status(operation);
+        assert!(success, "{operation}: {}", run.stderr);
+        run
+    }
+
+    /// Scan (which must succeed), then `OPERATION ENTITY`, and whether
+    /// that succeeded.
+    fn op_status(&self, operation: &str) -> (Run, bool) {
         let fd3 = self.dir.path().join("fd3");
         let mut outputs = Vec::new();
         for args in [vec!["scan"], vec![operation, "scaffold:/srv/app"]] {
@@ -67,18 +76,19 @@ impl Root {
                 .output()
                 .expect("run holo-scaffold");
             assert!(
-                output.status.success(),
+                output.status.success() || args[0] != "scan",
                 "{args:?}: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
             outputs.push(output);
         }
         let last = outputs.pop().expect("two runs");
-        Run {
+        let run = Run {
             stdout: String::from_utf8_lossy(&last.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&last.stderr).into_owned(),
             fd3: fs::read_to_string(&fd3).unwrap_or_default(),
-        }
+        };
+        (run, last.status.success())
     }
 }
 
@@ -184,4 +194,87 @@ fn files_edited_by_hand_need_force() {
     root.write("srv/app/notes.txt", "edited again\n");
     root.declare("protect = false\n");
     assert_eq!(root.op("apply").stdout, "Rendered /srv/app/notes.txt\n");
+}
+
+/// A managed file that cannot be removed: replaced by a non-empty
+/// directory, which unlink refuses even for root.
+fn block_removal(root: &Root, relative: &str) {
+    fs::remove_file(root.path(relative)).expect("remove file");
+    root.write(&format!("{relative}/inside"), "x\n");
+}
+
+#[test]
+fn absent_removes_the_other_files_when_one_cannot_be_removed() {
+    let root = Root::new();
+    root.write("usr/share/holo/scaffold/app/b.txt", "b\n");
+    root.write("usr/share/holo/scaffold/app/c.txt", "c\n");
+    root.declare("protect = false\n");
+    root.op("apply");
+    block_removal(&root, "srv/app/b.txt");
+    block_removal(&root, "srv/app/notes.txt");
+    root.declare("protect = false\nensure = \"absent\"\n");
+    let (run, success) = root.op_status("apply");
+    assert!(!success, "{}", run.stdout);
+    for gone in ["srv/app/c.txt", "srv/app/sub/shop.conf"] {
+        assert!(!root.path(gone).exists(), "{gone} is removed all the same");
+    }
+    assert!(
+        run.stdout.contains("Removed /srv/app/c.txt"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("2 of the files in /srv/app could not be removed")
+            && run.stderr.contains("cannot remove /srv/app/b.txt: ")
+            && run.stderr.contains("cannot remove /srv/app/notes.txt: "),
+        "{}",
+        run.stderr
+    );
+    // Once the cause is gone, the next apply finishes the job.
+    fs::remove_dir_all(root.path("srv/app/b.txt")).expect("unblock");
+    root.write("srv/app/b.txt", "b\n");
+    fs::remove_dir_all(root.path("srv/app/notes.txt")).expect("unblock");
+    root.write("srv/app/notes.txt", "status: draft\n");
+    let again = root.op("apply");
+    assert!(
+        again.stdout.contains("Removed /srv/app/b.txt"),
+        "{}",
+        again.stdout
+    );
+    assert!(!root.path("srv/app").exists());
+}
+
+#[test]
+fn purge_goes_on_past_a_file_it_cannot_remove_and_keeps_it_in_the_record() {
+    let root = Root::new();
+    root.write("usr/share/holo/scaffold/app/b.txt", "b\n");
+    root.write("usr/share/holo/scaffold/app/c.txt", "c\n");
+    root.declare("protect = false\npurge = true\n");
+    root.op("apply");
+    fs::remove_file(root.path("usr/share/holo/scaffold/app/b.txt")).expect("rm");
+    fs::remove_file(root.path("usr/share/holo/scaffold/app/c.txt")).expect("rm");
+    block_removal(&root, "srv/app/b.txt");
+    let (run, success) = root.op_status("apply");
+    assert!(!success, "{}", run.stdout);
+    assert!(!root.path("srv/app/c.txt").exists(), "c.txt is purged");
+    assert!(
+        run.stdout.contains("Purged /srv/app/c.txt"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("cannot remove /srv/app/b.txt: ")
+            && run.stderr.contains("1 of the files in /srv/app"),
+        "{}",
+        run.stderr
+    );
+    fs::remove_dir_all(root.path("srv/app/b.txt")).expect("unblock");
+    root.write("srv/app/b.txt", "b\n");
+    let again = root.op("apply");
+    assert!(
+        again.stdout.contains("Purged /srv/app/b.txt"),
+        "still the scaffold's to purge: {}",
+        again.stdout
+    );
 }

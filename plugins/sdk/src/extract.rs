@@ -1,4 +1,5 @@
-//! Native, safe extraction of `.tar.gz`, `.tar` and `.zip` archives.
+//! Native, safe extraction of `.tar.gz`, `.tar` and `.zip` archives
+//! (feature `extract`), shared by the archive and scaffold plugins.
 //!
 //! Every entry is unpacked into a fresh staging directory inside
 //! `extract_parent`, then the staged tree is moved into place with renames.
@@ -26,8 +27,86 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use crate::apply::{self, Limits, Room, Survey};
-use crate::model::Format;
+use serde::{Deserialize, Serialize};
+
+/// The archive formats, from the file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `.tar.gz` or `.tgz`
+    TarGz,
+    /// `.tar`
+    Tar,
+    /// `.zip`
+    Zip,
+}
+
+impl Format {
+    /// The format a path or URL path ends in.
+    pub fn of(path: &str) -> Option<Format> {
+        let lower = path.to_ascii_lowercase();
+        if lower.ends_with(".tar.gz") || lower.ends_with(".tgz") {
+            Some(Format::TarGz)
+        } else if lower.ends_with(".tar") {
+            Some(Format::Tar)
+        } else if lower.ends_with(".zip") {
+            Some(Format::Zip)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::TarGz => ".tar.gz",
+            Format::Tar => ".tar",
+            Format::Zip => ".zip",
+        }
+    }
+}
+
+/// The limits of one extraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_bytes: u64,
+    pub max_entries: u64,
+}
+
+/// What a pass over the archive's headers counted, before anything is
+/// written. The pass stops once a limit or the free space is passed, so
+/// the counts are then lower bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Bytes of file content.
+    pub bytes: u64,
+    /// The same, each file rounded up to whole blocks: what the disk needs.
+    pub disk_bytes: u64,
+    pub entries: u64,
+}
+
+/// Whether an archive may be extracted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    Fits,
+    TooManyEntries,
+    TooLarge,
+    /// More than the target's file system has free.
+    NoSpace,
+}
+
+/// The limits first (they name what to raise), then the free space of the
+/// target's file system (`available` bytes).
+pub fn room(limits: &Limits, survey: &Survey, available: u64) -> Room {
+    if survey.entries > limits.max_entries {
+        Room::TooManyEntries
+    } else if survey.bytes > limits.max_bytes {
+        Room::TooLarge
+    } else if survey.disk_bytes > available {
+        Room::NoSpace
+    } else {
+        Room::Fits
+    }
+}
 
 /// Block size that file sizes are rounded up to when estimating the disk
 /// space an extraction needs.
@@ -486,7 +565,7 @@ fn survey(
     available: u64,
 ) -> Result<Survey, String> {
     let mut survey = Survey::default();
-    let passed = |survey: &Survey| apply::room(limits, survey, available) != Room::Fits;
+    let passed = |survey: &Survey| room(limits, survey, available) != Room::Fits;
     let add = |survey: &mut Survey, bytes: u64| {
         survey.entries += 1;
         survey.bytes = survey.bytes.saturating_add(bytes);
@@ -537,7 +616,7 @@ fn refuse_without_room(
     logical_parent: &Path,
 ) -> Result<(), String> {
     let refused = "refused before extracting anything";
-    match apply::room(limits, survey, available) {
+    match room(limits, survey, available) {
         Room::Fits => Ok(()),
         Room::TooManyEntries => Err(format!(
             "the archive has more than {} entries, the limit; {refused}; if it is expected, raise max_extract_entries",

@@ -1,0 +1,3 @@
+//! The system-facing side: URL sources fetched and extracted into the cache.
+
+pub mod url;

@@ -1,0 +1,85 @@
+//! URL sources: the archive is downloaded through the SDK's download (its
+//! SHA-256 verified while streaming), extracted with the SDK's safe
+//! extraction (the same as holo-archive's), and kept extracted in
+//! `/var/cache/holo/scaffold/SHA256/`, so that it is fetched once per
+//! checksum. A directory appears there only complete: it is staged beside
+//! it and renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use holo_plugin::Env;
+use holo_plugin::download::Download;
+use holo_plugin::extract::{self, Limits, Options};
+use holo_plugin::root_fs::RootFs;
+
+use crate::model::{URL_CACHE, UrlSource};
+
+/// Far above any template tree, far below what fills a disk by surprise.
+pub const MAX_TREE_BYTES: u64 = 1 << 30;
+pub const MAX_TREE_ENTRIES: u64 = 100_000;
+
+/// The extracted template tree of `source` (its real path), fetched and
+/// extracted first unless the cache holds it.
+pub fn template_tree(env: &Env, source: &UrlSource) -> Result<PathBuf, String> {
+    let fs = RootFs::of(env).map_err(|err| err.to_string())?;
+    let cache = env.root_join(URL_CACHE);
+    fs.create_dir_all(&cache)
+        .map_err(|err| format!("cannot create {URL_CACHE}: {err}"))?;
+    let real_cache = fs
+        .real_path(&cache)
+        .map_err(|err| format!("cannot resolve {URL_CACHE}: {err}"))?;
+    let tree = real_cache.join(&source.sha256);
+    if tree.is_dir() {
+        return Ok(tree);
+    }
+    let stale_prefix = format!(".{}-", source.sha256);
+    remove_stale(&real_cache, &stale_prefix);
+    let staging = tempfile::Builder::new()
+        .prefix(&stale_prefix)
+        .tempdir_in(&real_cache)
+        .map_err(|err| format!("cannot create a staging directory in {URL_CACHE}: {err}"))?;
+    let archive = staging
+        .path()
+        .join(format!("archive{}", source.format.name()));
+    let download = Download::new(&source.url, &archive)
+        .map_err(|err| err.to_string())?
+        .sha256(&source.sha256)
+        .progress(false);
+    download.fetch().map_err(|err| err.to_string())?;
+    let extracted = staging.path().join("tree");
+    let logical = Path::new(URL_CACHE).join(&source.sha256);
+    let options = Options {
+        keep_setuid: false,
+        limits: Limits {
+            max_bytes: MAX_TREE_BYTES,
+            max_entries: MAX_TREE_ENTRIES,
+        },
+    };
+    extract::extract(&archive, source.format, &extracted, &logical, options)
+        .map_err(|message| format!("cannot extract {}: {message}", download.shown_url()))?;
+    if let Err(err) = std::fs::rename(&extracted, &tree)
+        && !tree.is_dir()
+    {
+        return Err(format!(
+            "cannot move the template tree into {}: {err}",
+            logical.display()
+        ));
+    }
+    Ok(tree)
+}
+
+/// Staging directories a killed run left behind (holo runs one at a time).
+fn remove_stale(cache: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(prefix));
+        if stale {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! `source` as an http(s) URL of a `.tar.gz` or `.zip` of the template
+//! tree: served on 127.0.0.1 by a server the test starts, with archives
+//! built in the test. The archive is verified against `checksum`,
+//! extracted safely into `/var/cache/holo/scaffold/SHA256/` below the root,
+//! and fetched once per checksum.
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::http::{Route, Server, sha256};
+
+struct Root {
+    dir: tempfile::TempDir,
+}
+
+impl Root {
+    fn new(resource: &str) -> Root {
+        let root = Root {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        root.write("etc/hostname", "web01\n");
+        root.write("usr/share/holo/scaffold/app.toml", resource);
+        fs::create_dir_all(root.path("tmp/cache")).expect("cache");
+        root
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.dir.path().join("root").join(relative)
+    }
+
+    fn write(&self, relative: &str, text: &str) {
+        let path = self.path(relative);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, text).expect("write");
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec \"$0\" \"$@\" 3>/dev/null")
+            .arg(env!("CARGO_BIN_EXE_holo-scaffold"))
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOLO_ROOT_DIR", self.path(""))
+            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/scaffold"))
+            .env("HOLO_STATE_DIR", self.path("var/lib/holo/scaffold"))
+            .env("HOLO_CACHE_DIR", self.path("tmp/cache"))
+            .output()
+            .expect("run holo-scaffold")
+    }
+
+    /// Scan, then apply `scaffold:/srv/app`; both must succeed.
+    fn apply(&self) -> String {
+        let mut stdout = String::new();
+        for args in [&["scan"][..], &["apply", "scaffold:/srv/app"]] {
+            let output = self.run(args);
+            assert!(
+                output.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        }
+        stdout
+    }
+
+    /// The message of a scan that fails.
+    fn scan_error(&self) -> String {
+        let output = self.run(&["scan"]);
+        assert!(!output.status.success(), "scan succeeded");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
+    fn cache_entries(&self) -> Vec<String> {
+        fs::read_dir(self.path("var/cache/holo/scaffold"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// (name, content, mode) entries; names are written as given.
+type Entries<'a> = &'a [(&'a str, &'a str, u32)];
+
+fn tar_gz(entries: Entries) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, content, mode) in entries {
+        let mut header = tar::Header::new_gnu();
+        // Raw names: set_path refuses `..`.
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(*mode);
+        header.set_size(content.len() as u64);
+        header.set_cksum();
+        builder.append(&header, content.as_bytes()).expect("tar");
+    }
+    let tar = builder.into_inner().expect("tar");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar).expect("gzip");
+    gz.finish().expect("gzip")
+}
+
+fn zip(entries: Entries) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, content, mode) in entries {
+        let options = zip::write::SimpleFileOptions::default().unix_permissions(*mode);
+        writer.start_file(*name, options).expect("zip");
+        writer.write_all(content.as_bytes()).expect("zip");
+    }
+    writer.finish().expect("zip").into_inner()
+}
+
+const TREE: Entries = &[
+    (
+        "{{ data.name }}.conf",
+        "name={{ data.name }}\nhost={{ facts.hostname }}\n",
+        0o644,
+    ),
+    ("bin/run.sh", "#!/bin/sh\necho {{ data.name }}\n", 0o755),
+];
+
+fn resource(url: &str, checksum: &str) -> String {
+    format!(
+        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"{url}\"\nchecksum = \"{checksum}\"\ndata = {{ name = \"shop\" }}\n"
+    )
+}
+
+#[test]
+fn a_tar_gz_url_is_fetched_once_verified_and_rendered() {
+    let server = Server::start();
+    let archive = tar_gz(TREE);
+    let url = server.serve("/tpl/app.tar.gz", Route::body(archive.clone()));
+    let root = Root::new(&resource(&url, &sha256(&archive).to_uppercase()));
+    let stdout = root.apply();
+    assert!(stdout.contains("Rendered /srv/app/shop.conf"), "{stdout}");
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/shop.conf")).expect("rendered"),
+        "name=shop\nhost=web01\n"
+    );
+    let script = fs::metadata(root.path("srv/app/bin/run.sh")).expect("script");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&script.permissions()) & 0o777,
+        0o755
+    );
+    assert_eq!(root.cache_entries(), [sha256(&archive)]);
+    // Cached by checksum: later runs render from the cache.
+    root.apply();
+    let scan = root.run(&["scan"]);
+    assert!(
+        String::from_utf8_lossy(&scan.stdout).contains(&format!("source: {url}")),
+        "{}",
+        String::from_utf8_lossy(&scan.stdout)
+    );
+    assert_eq!(server.count("/tpl/app.tar.gz"), 1);
+}
+
+#[test]
+fn a_zip_url_renders_too() {
+    let server = Server::start();
+    let archive = zip(TREE);
+    let url = server.serve("/app.zip", Route::body(archive.clone()));
+    let root = Root::new(&resource(&url, &sha256(&archive)));
+    root.apply();
+    assert_eq!(
+        fs::read_to_string(root.path("srv/app/bin/run.sh")).expect("rendered"),
+        "#!/bin/sh\necho shop\n"
+    );
+}
+
+#[test]
+fn a_wrong_checksum_leaves_nothing_behind() {
+    let server = Server::start();
+    let archive = tar_gz(TREE);
+    let url = server.serve("/app.tar.gz", Route::body(archive));
+    let wrong = "0".repeat(64);
+    let root = Root::new(&resource(&url, &wrong));
+    let message = root.scan_error();
+    assert!(
+        message.contains("app.toml:1") && message.contains(&wrong),
+        "{message}"
+    );
+    assert!(
+        root.cache_entries().is_empty(),
+        "{:?}",
+        root.cache_entries()
+    );
+    assert!(!root.path("srv/app").exists());
+}
+
+#[test]
+fn a_url_needs_a_checksum_and_an_archive_name() {
+    let root = Root::new(
+        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"https://example.invalid/app.tar.gz\"\n",
+    );
+    let message = root.scan_error();
+    assert!(
+        message.contains("app.toml:1") && message.contains("needs checksum = \"SHA256\""),
+        "{message}"
+    );
+    root.write(
+        "usr/share/holo/scaffold/app.toml",
+        &resource("https://example.invalid/app", &"a".repeat(64)),
+    );
+    let message = root.scan_error();
+    assert!(message.contains("is not an archive"), "{message}");
+    root.write(
+        "usr/share/holo/scaffold/app.toml",
+        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"app\"\nchecksum = \"x\"\n",
+    );
+    let message = root.scan_error();
+    assert!(
+        message.contains("checksum is for a URL source only"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_archive_climbing_out_is_refused_by_the_safe_extraction() {
+    let server = Server::start();
+    let archive = tar_gz(&[("ok.conf", "x\n", 0o644), ("../../escape", "x\n", 0o644)]);
+    let url = server.serve("/evil.tar.gz", Route::body(archive.clone()));
+    let root = Root::new(&resource(&url, &sha256(&archive)));
+    let message = root.scan_error();
+    assert!(
+        message.contains("cannot extract") && message.contains(".."),
+        "{message}"
+    );
+    assert!(
+        root.cache_entries().is_empty(),
+        "{:?}",
+        root.cache_entries()
+    );
+    assert!(!root.path("var/cache/holo/escape").exists());
+}
