@@ -95,6 +95,7 @@ mod entity;
 pub mod env;
 pub mod error;
 pub mod facts;
+pub mod journal;
 pub mod owners;
 pub mod plugin;
 pub mod process;

@@ -121,7 +121,7 @@ impl RootFs {
         self.open_with(path, OFlags::RDONLY)
     }
 
-    fn open_with(&self, path: &Path, flags: OFlags) -> io::Result<File> {
+    pub(crate) fn open_with(&self, path: &Path, flags: OFlags) -> io::Result<File> {
         match self.inside(path) {
             Some((root, below)) => open_in_root(root, below, flags).unwrap_or_else(|| {
                 root.open_subpath(below, OpenFlags::from_bits_retain(u64::from(flags.bits())))

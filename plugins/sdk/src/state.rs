@@ -7,7 +7,9 @@
 //! record also holds `entity = "<id>"` so that [`list`] can give the id back.
 //!
 //! Records are written atomically and only after an apply succeeded, so a
-//! crash leaves the old record or the new one, never a torn one.
+//! crash leaves the old record or the new one, never a torn one. A staging
+//! batch appends its records to the record journal instead
+//! ([`crate::journal`]), whose entries take precedence over record files.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::atomic;
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::journal::{self, Entry};
 use crate::root_fs::RootFs;
 
 /// The record format version this SDK writes and reads.
@@ -150,6 +153,16 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     let fs = RootFs::of(env)?;
     fs.create_dir_all(&env.state_dir)
         .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
+    let staging = atomic::staging();
+    if staging != Some(true) {
+        // Records are files here: the journal is folded back first, or its
+        // older entry would hide this record.
+        journal::fold(&fs, &env.state_dir, |id| record_path(env, id))?;
+    }
+    if staging.is_some() {
+        let file_name = entity_file_name(id, RECORD_SUFFIX);
+        return atomic::stage_record(&fs, &env.state_dir, id, &file_name, contents);
+    }
     atomic::write_state_record(&fs, &path, contents.as_bytes())
 }
 
@@ -160,17 +173,33 @@ fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Reads a record file into a table without its `version` key.
-fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
-    let text = match fs.read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(Error::io("read state record", path, &err)),
-    };
+/// The text of the record for `id` and where it was found: the journal's
+/// entry, else the record file.
+fn record_text(env: &Env, fs: &RootFs, id: &str) -> Result<Option<(String, PathBuf)>> {
+    if let Some(Entry::Put(text)) = journal::lookup(fs, &env.state_dir, id)? {
+        let origin = env
+            .state_dir
+            .join(format!("{} (entry {id})", journal::JOURNAL_NAME));
+        return Ok(Some((text, origin)));
+    }
+    let path = record_path(env, id);
+    Ok(read_file(fs, &path)?.map(|text| (text, path)))
+}
+
+fn read_file(fs: &RootFs, path: &Path) -> Result<Option<String>> {
+    match fs.read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(Error::io("read state record", path, &err)),
+    }
+}
+
+/// Parses record text into a table without its `version` key.
+fn parse_table(path: &Path, text: &str) -> Result<toml::Table> {
     let mut table: toml::Table =
-        toml::from_str(&text).map_err(|err| invalid_record(path, err.message()))?;
+        toml::from_str(text).map_err(|err| invalid_record(path, err.message()))?;
     match table.remove(VERSION_KEY) {
-        Some(toml::Value::Integer(RECORD_VERSION)) => Ok(Some(table)),
+        Some(toml::Value::Integer(RECORD_VERSION)) => Ok(table),
         other => Err(Error::new(format!(
             "{}: state record has version {}, this plugin reads version {RECORD_VERSION}; remove the file to forget what was applied",
             path.display(),
@@ -179,12 +208,20 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
     }
 }
 
+/// Reads a record file into a table without its `version` key.
+fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
+    match read_file(fs, path)? {
+        Some(text) => parse_table(path, &text).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
-    let path = record_path(env, id);
-    let Some(mut table) = read_table(&RootFs::of(env)?, &path)? else {
+    let Some((text, path)) = record_text(env, &RootFs::of(env)?, id)? else {
         return Ok(None);
     };
+    let mut table = parse_table(&path, &text)?;
     match table.remove(ENTITY_KEY) {
         // Records with a readable name have no `entity` key.
         None => {}
@@ -201,14 +238,21 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
         .map_err(|err| invalid_record(&path, err.message()))
 }
 
-/// Removes the record for `id`; a missing record is fine.
+/// Removes the record for `id`; a missing record is fine. The file goes
+/// first and then the journal's entry, so a crash in between leaves the
+/// newest record.
 pub fn remove(env: &Env, id: &str) -> Result<()> {
     let path = record_path(env, id);
-    match RootFs::of(env)?.remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Error::io("remove state record", &path, &err)),
+    let fs = RootFs::of(env)?;
+    match fs.remove_file(&path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("remove state record", &path, &err)),
     }
+    if let Some(Entry::Put(_)) = journal::lookup(&fs, &env.state_dir, id)? {
+        atomic::drop_record(&fs, &env.state_dir, id)?;
+    }
+    Ok(())
 }
 
 /// The entity id held by the record at `path`, whose name is hashed.
@@ -262,7 +306,9 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
             ids.push(id);
         }
     }
+    ids.extend(journal::ids(&fs, &env.state_dir)?);
     ids.sort();
+    ids.dedup();
     Ok(ids)
 }
 
