@@ -227,6 +227,24 @@ pub fn lookup(fs: &RootFs, state_dir: &Path, id: &str) -> Result<Option<Entry>> 
         .cloned())
 }
 
+/// Calls `with` on the record text the journal in `state_dir` holds for
+/// `id`; `None` when it holds none.
+pub fn with_record<R>(
+    fs: &RootFs,
+    state_dir: &Path,
+    id: &str,
+    with: impl FnOnce(&str) -> R,
+) -> Result<Option<R>> {
+    let mut guard = journals();
+    let cache = guard.get_or_insert_with(HashMap::new);
+    Ok(
+        match load(cache, Dir::Root(fs), state_dir)?.entries.get(id) {
+            Some(Entry::Put(text)) => Some(with(text)),
+            _ => None,
+        },
+    )
+}
+
 /// The ids the journal in `state_dir` holds a record for.
 pub fn ids(fs: &RootFs, state_dir: &Path) -> Result<Vec<String>> {
     let mut guard = journals();

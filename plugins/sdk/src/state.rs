@@ -151,8 +151,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     }
     contents.push_str(&body);
     let fs = RootFs::of(env)?;
-    fs.create_dir_all(&env.state_dir)
-        .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
+    create_state_dir(&fs, &env.state_dir)?;
     let staging = atomic::staging();
     if staging != Some(true) {
         // Records are files here: the journal is folded back first, or its
@@ -166,6 +165,21 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     atomic::write_state_record(&fs, &path, contents.as_bytes())
 }
 
+/// Creates the state directory unless this process did: a batch writes
+/// many records there.
+fn create_state_dir(fs: &RootFs, state_dir: &Path) -> Result<()> {
+    static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut created = CREATED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !created.iter().any(|dir| dir == state_dir) {
+        fs.create_dir_all(state_dir)
+            .map_err(|err| Error::io("create state directory", state_dir, &err))?;
+        created.push(state_dir.to_path_buf());
+    }
+    Ok(())
+}
+
 fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
     Error::new(format!(
         "{}: invalid state record: {problem}; remove the file to forget what was applied",
@@ -173,17 +187,28 @@ fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// The text of the record for `id` and where it was found: the journal's
-/// entry, else the record file.
-fn record_text(env: &Env, fs: &RootFs, id: &str) -> Result<Option<(String, PathBuf)>> {
-    if let Some(Entry::Put(text)) = journal::lookup(fs, &env.state_dir, id)? {
-        let origin = env
-            .state_dir
-            .join(format!("{} (entry {id})", journal::JOURNAL_NAME));
-        return Ok(Some((text, origin)));
+/// Parses the record for `id` with `parse`, given its text and where it
+/// was found: the journal's entry, else the record file.
+fn with_record_text<R>(
+    env: &Env,
+    fs: &RootFs,
+    id: &str,
+    parse: impl Fn(&str, &dyn Fn() -> PathBuf) -> Result<R>,
+) -> Result<Option<R>> {
+    let journal_origin = || {
+        env.state_dir
+            .join(format!("{} (entry {id})", journal::JOURNAL_NAME))
+    };
+    if let Some(parsed) =
+        journal::with_record(fs, &env.state_dir, id, |text| parse(text, &journal_origin))?
+    {
+        return parsed.map(Some);
     }
     let path = record_path(env, id);
-    Ok(read_file(fs, &path)?.map(|text| (text, path)))
+    match read_file(fs, &path)? {
+        Some(text) => parse(&text, &|| path.clone()).map(Some),
+        None => Ok(None),
+    }
 }
 
 fn read_file(fs: &RootFs, path: &Path) -> Result<Option<String>> {
@@ -218,24 +243,22 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
-    let Some((text, path)) = record_text(env, &RootFs::of(env)?, id)? else {
-        return Ok(None);
-    };
-    let mut table = parse_table(&path, &text)?;
-    match table.remove(ENTITY_KEY) {
-        // Records with a readable name have no `entity` key.
-        None => {}
-        Some(toml::Value::String(recorded)) if recorded == id => {}
-        Some(other) => {
-            return Err(invalid_record(
-                &path,
-                format_args!("it is for entity {other}, not {id}"),
-            ));
+    with_record_text(env, &RootFs::of(env)?, id, |text, origin| {
+        let mut table = parse_table(&origin(), text)?;
+        match table.remove(ENTITY_KEY) {
+            // Records with a readable name have no `entity` key.
+            None => {}
+            Some(toml::Value::String(recorded)) if recorded == id => {}
+            Some(other) => {
+                return Err(invalid_record(
+                    &origin(),
+                    format_args!("it is for entity {other}, not {id}"),
+                ));
+            }
         }
-    }
-    T::deserialize(toml::Value::Table(table))
-        .map(Some)
-        .map_err(|err| invalid_record(&path, err.message()))
+        T::deserialize(toml::Value::Table(table))
+            .map_err(|err| invalid_record(&origin(), err.message()))
+    })
 }
 
 /// Removes the record for `id`; a missing record is fine. The file goes
