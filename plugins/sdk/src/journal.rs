@@ -4,8 +4,8 @@
 //!
 //! The file starts with [`MAGIC`]; each entry is a header line
 //! `put|drop <percent-encoded id> <length> <check>`, then `length` bytes of
-//! record text (empty for `drop`) and a newline. `check` is the first 16 hex
-//! digits of the SHA-256 of the operation, the id and the text, so a torn
+//! record text (empty for `drop`) and a newline. `check` is the FNV-1a hash
+//! (64 bits, 16 hex digits) of the operation, the id and the text, so a torn
 //! or damaged tail is recognised: reading stops at the first entry that
 //! does not check out, and the next append cuts the file there.
 //!
@@ -29,7 +29,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::root_fs::RootFs;
@@ -50,10 +49,20 @@ pub enum Entry {
     Drop,
 }
 
-/// A journal as read, with what appends need.
+/// Where an entry's record text is in [`Loaded::bytes`], or a drop.
+#[derive(Clone)]
+enum Slot {
+    Put(std::ops::Range<usize>),
+    Drop,
+}
+
+/// A journal as read, with what appends need. Record texts stay in
+/// `bytes`, so that reading a journal allocates little per entry.
 #[derive(Default)]
 struct Loaded {
-    entries: HashMap<String, Entry>,
+    /// The journal up to `valid_len`, as read and appended.
+    bytes: Vec<u8>,
+    entries: HashMap<String, Slot>,
     /// Entries in the file, superseded ones included.
     count: usize,
     /// Where the last entry that checks out ends; 0 for no file.
@@ -76,21 +85,23 @@ fn journal_path(state_dir: &Path) -> PathBuf {
     state_dir.join(JOURNAL_NAME)
 }
 
+/// FNV-1a (64 bits) of the operation, the id and the text, in hex: it
+/// tells a torn or zeroed tail from an entry, and costs little per entry.
 fn check(op: &str, id: &str, text: &[u8]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(op.as_bytes());
-    hasher.update([0]);
-    hasher.update(id.as_bytes());
-    hasher.update([0]);
-    hasher.update(text);
-    hasher.finalize()[..8]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for part in [op.as_bytes(), b"\0", id.as_bytes(), b"\0", text] {
+        for byte in part {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    format!("{hash:016x}")
 }
 
-/// Appends one entry to `out`.
-fn encode(out: &mut Vec<u8>, id: &str, entry: Option<&str>) {
+/// Appends one entry to `out`; gives where its text is.
+fn encode(out: &mut Vec<u8>, id: &str, entry: Option<&str>) -> std::ops::Range<usize> {
     let (op, text) = match entry {
         Some(text) => ("put", text),
         None => ("drop", ""),
@@ -98,17 +109,39 @@ fn encode(out: &mut Vec<u8>, id: &str, entry: Option<&str>) {
     let encoded = crate::state::encode_entity_id(id);
     let sum = check(op, id, text.as_bytes());
     out.extend_from_slice(format!("{op} {encoded} {} {sum}\n", text.len()).as_bytes());
+    let start = out.len();
     out.extend_from_slice(text.as_bytes());
     out.push(b'\n');
+    start..start + text.len()
+}
+
+impl Loaded {
+    /// What the journal holds for `id`, as text.
+    fn text(&self, id: &str) -> Option<Option<&str>> {
+        match self.entries.get(id)? {
+            Slot::Put(range) => Some(std::str::from_utf8(self.bytes.get(range.clone())?).ok()),
+            Slot::Drop => Some(None),
+        }
+    }
+
+    fn live(&self) -> impl Iterator<Item = (&String, &str)> {
+        self.entries.iter().filter_map(|(id, slot)| match slot {
+            Slot::Put(range) => Some((
+                id,
+                std::str::from_utf8(self.bytes.get(range.clone())?).ok()?,
+            )),
+            Slot::Drop => None,
+        })
+    }
 }
 
 /// Reads the journal text; an entry that does not check out ends it.
-fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
+fn parse(path: &Path, mut bytes: Vec<u8>) -> Result<Loaded> {
     let mut loaded = Loaded {
         file_len: bytes.len() as u64,
         ..Loaded::default()
     };
-    if bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
+    if bytes.len() < MAGIC.len() && MAGIC.starts_with(&bytes) {
         // Created by an append that was cut short: nothing in it counts.
         return Ok(loaded);
     }
@@ -121,17 +154,19 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
     }
     let mut at = MAGIC.len();
     loaded.valid_len = at as u64;
-    while let Some((next, id, entry)) = parse_entry(bytes, at) {
-        loaded.entries.insert(id, entry);
+    while let Some((next, id, slot)) = parse_entry(&bytes, at) {
+        loaded.entries.insert(id, slot);
         loaded.count += 1;
         at = next;
         loaded.valid_len = at as u64;
     }
+    bytes.truncate(at);
+    loaded.bytes = bytes;
     Ok(loaded)
 }
 
 /// The entry at `at`: where the next one starts, its id and what it holds.
-fn parse_entry(bytes: &[u8], at: usize) -> Option<(usize, String, Entry)> {
+fn parse_entry(bytes: &[u8], at: usize) -> Option<(usize, String, Slot)> {
     let rest = bytes.get(at..)?;
     let line_end = rest.iter().position(|byte| *byte == b'\n')?;
     let header = std::str::from_utf8(&rest[..line_end]).ok()?;
@@ -152,12 +187,13 @@ fn parse_entry(bytes: &[u8], at: usize) -> Option<(usize, String, Entry)> {
     if rest.get(text_start + length) != Some(&b'\n') || check(op, &id, text) != sum {
         return None;
     }
-    let entry = match op {
-        "put" => Entry::Put(String::from_utf8(text.to_vec()).ok()?),
-        "drop" if length == 0 => Entry::Drop,
+    let start = at + text_start;
+    let slot = match op {
+        "put" if std::str::from_utf8(text).is_ok() => Slot::Put(start..start + length),
+        "drop" if length == 0 => Slot::Drop,
         _ => return None,
     };
-    Some((at + text_start + length + 1, id, entry))
+    Some((start + length + 1, id, slot))
 }
 
 /// How [`load`] reaches the state directory.
@@ -205,7 +241,7 @@ fn load<'a>(
     if !cache.contains_key(state_dir) {
         let path = journal_path(state_dir);
         let loaded = match read_bytes(&dir, state_dir) {
-            Ok(Some(bytes)) => parse(&path, &bytes)?,
+            Ok(Some(bytes)) => parse(&path, bytes)?,
             Ok(None) => Loaded::default(),
             Err(err) if err.kind() == io::ErrorKind::NotADirectory => Loaded::default(),
             Err(err) => return Err(Error::io("read the record journal", &path, &err)),
@@ -221,10 +257,10 @@ fn load<'a>(
 pub fn lookup(fs: &RootFs, state_dir: &Path, id: &str) -> Result<Option<Entry>> {
     let mut guard = journals();
     let cache = guard.get_or_insert_with(HashMap::new);
-    Ok(load(cache, Dir::Root(fs), state_dir)?
-        .entries
-        .get(id)
-        .cloned())
+    let loaded = load(cache, Dir::Root(fs), state_dir)?;
+    Ok(loaded
+        .text(id)
+        .map(|text| text.map_or(Entry::Drop, |text| Entry::Put(text.to_string()))))
 }
 
 /// Calls `with` on the record text the journal in `state_dir` holds for
@@ -237,12 +273,10 @@ pub fn with_record<R>(
 ) -> Result<Option<R>> {
     let mut guard = journals();
     let cache = guard.get_or_insert_with(HashMap::new);
-    Ok(
-        match load(cache, Dir::Root(fs), state_dir)?.entries.get(id) {
-            Some(Entry::Put(text)) => Some(with(text)),
-            _ => None,
-        },
-    )
+    Ok(match load(cache, Dir::Root(fs), state_dir)?.text(id) {
+        Some(Some(text)) => Some(with(text)),
+        _ => None,
+    })
 }
 
 /// The ids the journal in `state_dir` holds a record for.
@@ -250,9 +284,7 @@ pub fn ids(fs: &RootFs, state_dir: &Path) -> Result<Vec<String>> {
     let mut guard = journals();
     let cache = guard.get_or_insert_with(HashMap::new);
     Ok(load(cache, Dir::Root(fs), state_dir)?
-        .entries
-        .iter()
-        .filter(|(_, entry)| matches!(entry, Entry::Put(_)))
+        .live()
         .map(|(id, _)| id.clone())
         .collect())
 }
@@ -275,8 +307,15 @@ pub fn append(dir: &File, state_dir: &Path, entries: &[(String, Option<String>)]
     if fresh {
         bytes.extend_from_slice(MAGIC);
     }
+    // Where each new text will be in `loaded.bytes`.
+    let base = loaded.bytes.len();
+    let mut slots = Vec::with_capacity(entries.len());
     for (id, text) in entries {
-        encode(&mut bytes, id, text.as_deref());
+        let range = encode(&mut bytes, id, text.as_deref());
+        slots.push(match text {
+            Some(_) => Slot::Put(base + range.start..base + range.end),
+            None => Slot::Drop,
+        });
     }
     let file = File::from(
         rustix::fs::openat(
@@ -301,15 +340,15 @@ pub fn append(dir: &File, state_dir: &Path, entries: &[(String, Option<String>)]
     }
     loaded.valid_len += bytes.len() as u64;
     loaded.file_len = loaded.valid_len;
-    for (id, text) in entries {
-        let entry = text.clone().map_or(Entry::Drop, Entry::Put);
-        loaded.entries.insert(id.clone(), entry);
+    loaded.bytes.extend_from_slice(&bytes);
+    for ((id, _), slot) in entries.iter().zip(slots) {
+        loaded.entries.insert(id.clone(), slot);
         loaded.count += 1;
     }
     let live = loaded
         .entries
         .values()
-        .filter(|entry| matches!(entry, Entry::Put(_)))
+        .filter(|slot| matches!(slot, Slot::Put(_)))
         .count();
     if loaded.count > 2 * live + COMPACT_SLACK {
         compact(dir, &path, loaded)?;
@@ -321,16 +360,16 @@ pub fn append(dir: &File, state_dir: &Path, entries: &[(String, Option<String>)]
 /// renamed over it, the directory synced.
 fn compact(dir: &File, path: &Path, loaded: &mut Loaded) -> Result<()> {
     let fail = |err: io::Error| Error::io("compact the record journal", path, &err);
-    loaded
-        .entries
-        .retain(|_, entry| matches!(entry, Entry::Put(_)));
-    let mut ids: Vec<&String> = loaded.entries.keys().collect();
-    ids.sort();
+    let mut live: Vec<(String, String)> = loaded
+        .live()
+        .map(|(id, text)| (id.clone(), text.to_string()))
+        .collect();
+    live.sort();
     let mut bytes = MAGIC.to_vec();
-    for id in ids {
-        if let Some(Entry::Put(text)) = loaded.entries.get(id) {
-            encode(&mut bytes, id, Some(text));
-        }
+    let mut entries = HashMap::with_capacity(live.len());
+    for (id, text) in live {
+        let range = encode(&mut bytes, &id, Some(&text));
+        entries.insert(id, Slot::Put(range));
     }
     let temp = format!("{}{JOURNAL_NAME}", crate::atomic::TEMP_PREFIX);
     let file = File::from(
@@ -346,9 +385,11 @@ fn compact(dir: &File, path: &Path, loaded: &mut Loaded) -> Result<()> {
     file.sync_data().map_err(fail)?;
     rustix::fs::renameat(dir, temp.as_str(), dir, JOURNAL_NAME).map_err(|err| fail(err.into()))?;
     dir.sync_all().map_err(fail)?;
-    loaded.count = loaded.entries.len();
+    loaded.count = entries.len();
+    loaded.entries = entries;
     loaded.valid_len = bytes.len() as u64;
     loaded.file_len = loaded.valid_len;
+    loaded.bytes = bytes;
     Ok(())
 }
 
@@ -366,10 +407,7 @@ pub fn fold(fs: &RootFs, state_dir: &Path, record_path: impl Fn(&str) -> PathBuf
     }
     let fail = |err: io::Error| Error::io("fold the record journal back into", state_dir, &err);
     let dir = fs.open(state_dir).map_err(fail)?;
-    for (id, entry) in &loaded.entries {
-        let Entry::Put(text) = entry else {
-            continue;
-        };
+    for (id, text) in loaded.live() {
         let record = record_path(id);
         let Some(name) = record.file_name() else {
             continue;
