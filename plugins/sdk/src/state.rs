@@ -28,6 +28,10 @@ pub const RECORD_VERSION: i64 = 1;
 
 /// The key holding the format version.
 const VERSION_KEY: &str = "version";
+/// The first line of every record this SDK writes.
+const VERSION_LINE: &str = "version = 1\n";
+/// Lines that start with a key the SDK keeps for itself.
+const RESERVED_LINES: [&str; 2] = ["\nversion", "\nentity"];
 /// The key holding the entity id in records with a hashed name.
 const ENTITY_KEY: &str = "entity";
 const RECORD_SUFFIX: &str = ".toml";
@@ -142,7 +146,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
             )));
         }
     }
-    let mut contents = format!("{VERSION_KEY} = {RECORD_VERSION}\n");
+    let mut contents = VERSION_LINE.to_string();
     if !fits_file_name(&encode_entity_id(id), RECORD_SUFFIX) {
         // The name no longer spells the id, so the record must.
         let entity =
@@ -244,6 +248,17 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
     with_record_text(env, &RootFs::of(env)?, id, |text, origin| {
+        // Most records start as this SDK writes them, with no `entity`
+        // key: parsed straight into `T`. Anything else, or an error, takes
+        // the checked way below, which says what is wrong.
+        if let Some(rest) = text.strip_prefix(VERSION_LINE)
+            && !RESERVED_LINES
+                .iter()
+                .any(|key| rest.starts_with(&key[1..]) || rest.contains(key))
+            && let Ok(record) = toml::from_str::<T>(rest)
+        {
+            return Ok(record);
+        }
         let mut table = parse_table(&origin(), text)?;
         match table.remove(ENTITY_KEY) {
             // Records with a readable name have no `entity` key.
@@ -495,6 +510,26 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    #[test]
+    fn the_version_line_spells_the_record_version() {
+        assert_eq!(VERSION_LINE, format!("{VERSION_KEY} = {RECORD_VERSION}\n"));
+    }
+
+    #[test]
+    fn a_record_with_a_duplicate_version_is_still_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        std::fs::create_dir_all(&env.state_dir).expect("mkdir");
+        let path = record_path(&env, "demo:a");
+        std::fs::write(
+            &path,
+            "version = 1\nchecksum = 'x'\nmode = 1\nversion = 2\n",
+        )
+        .expect("write");
+        let err = read::<Record>(&env, "demo:a").expect_err("duplicate key");
+        assert!(err.message().contains(&path.display().to_string()));
     }
 
     #[test]
