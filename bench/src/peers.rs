@@ -76,10 +76,14 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         .and_then(|text| text.parse().ok())
         .unwrap_or(ROUNDS);
     println!("# {rounds} rounds per size, tools in turn; medians");
-    if puppet.is_none() {
+    if skipped("puppet") {
+        println!("# skipped Puppet: BENCH_SKIP");
+    } else if puppet.is_none() {
         println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
     }
-    if cfengine.is_none() {
+    if skipped("cfengine") {
+        println!("# skipped CFEngine: BENCH_SKIP");
+    } else if cfengine.is_none() {
         println!(
             "# skipped CFEngine: `cf-agent`/`cf-key` are not installed (apt-get install cfengine3)"
         );
