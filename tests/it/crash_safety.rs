@@ -130,9 +130,7 @@ impl Tree {
 
     /// How many entities have a state record (finished their apply).
     fn records(&self) -> usize {
-        fs::read_dir(self.root().join("var/lib/holo/file"))
-            .map(|entries| entries.count())
-            .unwrap_or(0)
+        crate::staged_commit::records(&self.root())
     }
 
     /// A lock file that a killed run left behind names a dead pid.
