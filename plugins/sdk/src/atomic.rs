@@ -538,8 +538,9 @@ fn commit(batch: &mut Batch) -> Vec<(usize, Error)> {
     kill_point(batch, "synced");
     append_records(&dirs, records, batch.journal, &mut failures);
     // A directory that a killed writer still held when the batch first
-    // looked (it was exiting) is swept now: nothing of this batch is left
-    // in it, and no later write may come to sweep it.
+    // looked is swept now: nothing of this batch is left in it, and no
+    // later write may come to sweep it. (Under holo the run lock keeps a
+    // killed run's writers out; a driver without `run-lock` does not.)
     for staged in &dirs {
         let _ = rustix::fs::flock(&staged.dir, FlockOperation::Unlock);
         let _ = sweep_once(&staged.dir, &staged.path);
