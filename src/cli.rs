@@ -318,10 +318,7 @@ fn run(
                 None
             } else {
                 match crate::lock::acquire(&run_dir.root, out) {
-                    Ok(lock) => {
-                        crate::plugin::share_run_lock(Some(lock.raw_fd()));
-                        Some(lock)
-                    }
+                    Ok(lock) => Some(lock),
                     Err(code) => return code,
                 }
             };
@@ -356,7 +353,6 @@ fn run(
             // lock goes last, when nothing this run started is alive.
             let code = reporting.write(out, code, results);
             if let Some(lock) = lock {
-                crate::plugin::share_run_lock(None);
                 crate::lock::release(lock, out);
             }
             code

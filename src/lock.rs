@@ -30,7 +30,7 @@ use crate::output::{Output, Stream};
 use crate::paths;
 use nix::fcntl::Flock;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
@@ -48,14 +48,14 @@ const STALE_POLL: Duration = Duration::from_millis(100);
 /// The lock of a run: its path and the open file with the shared `flock`.
 pub struct RunLock {
     pub path: String,
-    file: Flock<std::fs::File>,
+    /// Open for as long as the lock is held: the `flock` is the lock.
+    _held: Flock<std::fs::File>,
 }
 
-impl RunLock {
-    /// The descriptor that plugins declaring `run-lock` inherit as
-    /// [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD).
-    pub fn raw_fd(&self) -> RawFd {
-        self.file.as_raw_fd()
+/// Plugins that start after the lock is gone get no descriptor of it.
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        crate::plugin::share_run_lock(None);
     }
 }
 
@@ -74,9 +74,14 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<RunLock, i32> {
                 // started is alive (the caller releases it last).
                 let file = match hold(file) {
                     Ok(file) => file,
-                    Err(error) => return Err(report_failure(out, &path, &error)),
+                    Err(error) => {
+                        // A lock without a pid would count as held for ever.
+                        let _ = std::fs::remove_file(&path);
+                        return Err(report_failure(out, &path, &error));
+                    }
                 };
-                return Ok(RunLock { path, file });
+                crate::plugin::share_run_lock(Some(file.as_raw_fd()));
+                return Ok(RunLock { path, _held: file });
             }
             Err(error) => error,
         };
@@ -136,7 +141,7 @@ pub fn release(lock: RunLock, out: &mut Output) {
             &format!("remove {path}: {}", paths::errno_text(&e)),
         );
     }
-    drop(lock.file);
+    drop(lock);
 }
 
 /// `HOLO_STALE_LOCK_WAIT` (a duration; 0 does not wait) or the default.

@@ -404,7 +404,10 @@ fn operation_timeout(operation: &str) -> (Option<std::time::Duration>, &'static 
 
 /// Checks the timeout variables once, before anything runs.
 pub fn check_timeout_variables() -> Result<(), String> {
-    for variable in TIMEOUT_VARIABLES.iter().chain(&["HOLO_KILL_GRACE"]) {
+    for variable in TIMEOUT_VARIABLES
+        .iter()
+        .chain(&["HOLO_KILL_GRACE", "HOLO_STALE_LOCK_WAIT"])
+    {
         if let Some(value) = std::env::var_os(variable) {
             let valid = value
                 .to_str()

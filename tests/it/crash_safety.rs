@@ -133,8 +133,6 @@ impl Tree {
         crate::staged_commit::records(&self.root())
     }
 
-    /// A lock file that a killed run left behind names a dead pid.
-
     /// How many targets have their new content; panics on a torn one.
     fn count_new_and_check_none_is_torn(&self) -> usize {
         let root = self.root();

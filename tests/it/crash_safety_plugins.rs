@@ -205,7 +205,6 @@ impl Tree {
             .env_remove("HOLO_NO_BATCH");
         command
     }
-
 }
 
 fn text(output: &Output) -> String {

@@ -216,3 +216,18 @@ command = "sleep 60 & echo $! > daemon; echo start >> progress; sleep 60"
         "the second run ran the command; stderr: {stderr}"
     );
 }
+
+#[test]
+fn a_wait_that_is_no_duration_is_refused_before_anything_runs() {
+    let root = shell_root(0);
+    let out = holo(root.path(), &[("HOLO_STALE_LOCK_WAIT", "a while")])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{stderr}");
+    assert!(
+        stderr.contains("HOLO_STALE_LOCK_WAIT=a while is not a duration"),
+        "{stderr}"
+    );
+    assert!(!root.path().join("progress").exists(), "nothing ran");
+}

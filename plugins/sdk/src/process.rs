@@ -479,10 +479,11 @@ extern "C" fn on_interrupt(signal: libc::c_int) {
 /// a later run waits for the plugin, never for a daemon or VM that one of
 /// its commands left running.
 pub(crate) fn keep_run_lock_from_commands() {
-    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
-    // SAFETY: only flags of the descriptor change; a closed FD 4 fails.
-    let lock = unsafe { BorrowedFd::borrow_raw(holo_protocol::RUN_LOCK_FD) };
-    let _ = fcntl(lock, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC));
+    // SAFETY: fcntl on a descriptor number changes only its flags; on a
+    // closed FD 4 it fails with EBADF, which is fine.
+    unsafe {
+        libc::fcntl(holo_protocol::RUN_LOCK_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
 }
 
 /// From now on SIGTERM, SIGINT and SIGHUP no longer end the process at
