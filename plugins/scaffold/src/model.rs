@@ -135,12 +135,14 @@ fn url_source(url: &str, checksum: Option<&str>) -> Result<UrlSource, String> {
     let path = url.split(['?', '#']).next().unwrap_or(url);
     let format = Format::of(path).ok_or_else(|| {
         format!(
-            "source {url:?} is not an archive: a URL source is a .tar.gz, .tgz, .tar or .zip of the template tree"
+            "source {:?} is not an archive: a URL source is a .tar.gz, .tgz, .tar or .zip of the template tree",
+            holo_plugin::download::redact_url(url)
         )
     })?;
     let Some(checksum) = checksum else {
         return Err(format!(
-            "source {url:?} is a URL, which needs checksum = \"SHA256\": the 64 hex digits that sha256sum prints for the archive (the download is verified against it, and cached by it)"
+            "source {:?} is a URL, which needs checksum = \"SHA256\": the 64 hex digits that sha256sum prints for the archive (the download is verified against it, and cached by it)",
+            holo_plugin::download::redact_url(url)
         ));
     };
     let sha256 = checksum.trim().to_ascii_lowercase();

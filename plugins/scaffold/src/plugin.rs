@@ -57,15 +57,18 @@ impl Plugin for ScaffoldPlugin {
         let mut found = resources::scan_each(declared, |declared| {
             let location = &declared.location;
             let test_root = env.test_mode.then_some(env.root.as_path());
-            let validated = declared
-                .resource
-                .validate(&location.path, test_root)
-                .and_then(|spec| resolve_source(env, &spec).map(|_| spec));
-            let spec = match validated {
-                Ok(spec) => ScaffoldSpec {
-                    protect: declared.common.protect.unwrap_or(true),
-                    ..spec
-                },
+            let validated = declared.resource.validate(&location.path, test_root);
+            // A URL that cannot be fetched now (the network, the server) is
+            // the entity's failure at apply, not the end of every plugin's
+            // run; a directory source that is missing is a mistake in the
+            // resource and fails the scan.
+            let validated = validated.and_then(|spec| match resolve_source(env, &spec) {
+                Ok(_) => Ok((spec, None)),
+                Err(message) if spec.url.is_some() => Ok((spec, Some(message))),
+                Err(message) => Err(message),
+            });
+            let (spec, unavailable) = match validated {
+                Ok((spec, unavailable)) => (spec, unavailable),
                 Err(message) => {
                     return Ok(Err(Error::new(format!(
                         "{location}: scaffold {:?}: {message}",
@@ -73,6 +76,19 @@ impl Plugin for ScaffoldPlugin {
                     ))));
                 }
             };
+            let spec = ScaffoldSpec {
+                protect: declared.common.protect.unwrap_or(true),
+                ..spec
+            };
+            if let Some(message) = unavailable {
+                let entity = declared
+                    .scanned(spec.clone())
+                    .info("found in", location.to_string())
+                    .info("source", shown_source(env, &spec))
+                    .info("ensure", spec.ensure.as_str())
+                    .info("files", format!("unknown: {message}"));
+                return Ok(Ok(entity));
+            }
             let context = match &context {
                 Some(context) => context,
                 None => context.insert(template_context(env)?),

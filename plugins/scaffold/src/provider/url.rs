@@ -32,6 +32,14 @@ pub fn template_tree(env: &Env, source: &UrlSource) -> Result<PathBuf, String> {
     if tree.is_dir() {
         return Ok(tree);
     }
+    // One fetch at a time: `holo scan` and `holo diff` take no run lock, and
+    // a staging directory is stale only when no process holds this lock.
+    let lock = std::fs::File::open(&real_cache)
+        .and_then(|dir| dir.lock().map(|()| dir))
+        .map_err(|err| format!("cannot lock {URL_CACHE}: {err}"))?;
+    if tree.is_dir() {
+        return Ok(tree);
+    }
     let stale_prefix = format!(".{}-", source.sha256);
     remove_stale(&real_cache, &stale_prefix);
     let staging = tempfile::Builder::new()
@@ -65,10 +73,12 @@ pub fn template_tree(env: &Env, source: &UrlSource) -> Result<PathBuf, String> {
             logical.display()
         ));
     }
+    drop(lock);
     Ok(tree)
 }
 
-/// Staging directories a killed run left behind (holo runs one at a time).
+/// Staging directories a killed process left behind (the caller holds the
+/// cache's lock, so no live fetch owns one).
 fn remove_stale(cache: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(cache) else {
         return;
