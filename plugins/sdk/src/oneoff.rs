@@ -312,6 +312,7 @@ pub struct Flags {
     kind: String,
     types: Vec<(&'static str, ValueType)>,
     ensure_values: Vec<&'static str>,
+    aliases: &'static [(&'static str, &'static str)],
 }
 
 impl Flags {
@@ -343,6 +344,7 @@ impl Flags {
             kind: kind.clone(),
             types: all,
             ensure_values,
+            aliases: plugin.flag_aliases(),
         })
     }
 
@@ -373,7 +375,10 @@ impl Flags {
                 Some((flag, value)) => (flag, Some(value.to_string())),
                 None => (flag, None),
             };
-            let property = flag.replace('-', "_");
+            let property = match self.aliases.iter().find(|(alias, _)| *alias == flag) {
+                Some((_, property)) => property.to_string(),
+                None => flag.replace('-', "_"),
+            };
             match property.as_str() {
                 "noop" if inline.is_none() => {
                     noop = true;
@@ -458,6 +463,7 @@ impl Flags {
             .map(|(name, _)| name.replace('_', "-"))
             .collect();
         known.extend(self.ensure_values.iter().map(|value| value.to_string()));
+        known.extend(self.aliases.iter().map(|(alias, _)| alias.to_string()));
         known.extend(["noop".to_string(), "force-apply".to_string()]);
         let names: Vec<&str> = known.iter().map(String::as_str).collect();
         let suggestion = closest(flag, &names)
@@ -518,8 +524,13 @@ impl RunDir {
             .prefix(&format!("holo-{plugin_id}-ensure."))
             .tempdir()
             .map_err(|err| Error::new(format!("cannot create a run directory: {err}")))?;
-        let resources = dir.path().join("resources");
-        let cache = dir.path().join("cache");
+        // Resolved, so that no `..` from TMPDIR is taken lexically later.
+        let base = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| dir.path().to_path_buf());
+        let resources = base.join("resources");
+        let cache = base.join("cache");
         for path in [&resources, &cache] {
             std::fs::create_dir(path)
                 .map_err(|err| Error::new(format!("cannot create {}: {err}", path.display())))?;
@@ -727,42 +738,79 @@ fn report<S>(
     for (key, value) in &entity.info {
         out.push_str(&format!("{key:>width$} {}\n", rewrite(value.clone())));
     }
-    let stdout = std::io::stdout();
-    let mut stdout = stdout.lock();
-    let _ = stdout.write_all(out.as_bytes());
-    let _ = stdout.write_all(&ran.stdout);
-    let _ = stdout.flush();
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(rewrite(String::from_utf8_lossy(&ran.stderr).into_owned()).as_bytes());
+    // Paragraphs as the driver prints them: a blank line after the
+    // header, and the entity's output ends with one.
+    out.push('\n');
+    let mut printer = Printer::default();
+    printer.write(false, out.as_bytes());
+    printer.write(false, &ran.stdout);
+    printer.write(
+        true,
+        rewrite(String::from_utf8_lossy(&ran.stderr).into_owned()).as_bytes(),
+    );
     let mut needs_force = false;
     for line in &fd3_lines {
         let message = match *line {
             holo_protocol::fd3::REQUIRES_FORCE_OVERWRITE => {
-                "!! Entity has been modified by user (use --force to overwrite)"
+                "!! Entity has been modified by user (use --force to overwrite)\n"
             }
             holo_protocol::fd3::REQUIRES_FORCE_RESTORE => {
-                "!! Entity has been deleted by user (use --force to restore)"
+                "!! Entity has been deleted by user (use --force to restore)\n"
             }
             _ => continue,
         };
         needs_force = true;
-        let _ = writeln!(stderr, "{message}");
+        printer.write(true, message.as_bytes());
     }
     if failed {
         let status = ran.exit.map_or("killed by a signal".to_string(), |code| {
             format!("exit status {code}")
         });
-        let _ = writeln!(stderr, "!! {status}");
+        printer.write(true, format!("!! {status}\n").as_bytes());
     }
-    let _ = stderr.flush();
-    let _ = writeln!(stdout);
-    let _ = stdout.flush();
+    while printer.trailing_newlines < 2 {
+        printer.write(false, b"\n");
+    }
     if failed || needs_force {
         ExitCode::from(1)
     } else if noop {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Writes to stdout or stderr, counting the newlines at the end of what
+/// was written last on either.
+#[derive(Default)]
+struct Printer {
+    trailing_newlines: usize,
+}
+
+impl Printer {
+    fn write(&mut self, to_stderr: bool, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let written = if to_stderr {
+            let _ = std::io::stdout().flush();
+            let mut stderr = std::io::stderr().lock();
+            stderr.write_all(bytes).and_then(|()| stderr.flush())
+        } else {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(bytes).and_then(|()| stdout.flush())
+        };
+        let _ = written;
+        let newlines = bytes
+            .iter()
+            .rev()
+            .take_while(|byte| **byte == b'\n')
+            .count();
+        self.trailing_newlines = if newlines == bytes.len() {
+            self.trailing_newlines + newlines
+        } else {
+            newlines
+        };
     }
 }
 

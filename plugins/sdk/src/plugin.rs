@@ -118,6 +118,13 @@ pub trait Plugin {
         Vec::new()
     }
 
+    /// Flags of `holo-ID ensure` that stand for a property under another
+    /// name: `(flag, property)`, e.g. `("version", "ensure")` for
+    /// `holo-package ensure nginx --version 1.24`.
+    fn flag_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// For `holo-ID status NAME`: the properties (other than `name`) of the
     /// table that would declare the current state of `NAME`. `None` (the
     /// default) means the plugin has no `status`.
