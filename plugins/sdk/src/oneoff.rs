@@ -49,6 +49,8 @@ pub enum ValueType {
     OneOf(&'static [&'static str]),
     /// A list of values of one type; a repeated flag adds an element.
     Array(Box<ValueType>),
+    /// A table, given in TOML's inline syntax: `--data '{ port = 8080 }'`.
+    Table,
     /// Several types (untagged enums, custom parsers): given as a string,
     /// which such properties accept (`mode = "0644"`, `owner = "0"`).
     Any,
@@ -199,7 +201,8 @@ macro_rules! probe_as {
 impl<'de> de::Deserializer<'de> for ValueProbe<'_> {
     type Error = ProbeDone;
 
-    probe_as!(ValueType::Any => deserialize_any deserialize_map deserialize_ignored_any
+    probe_as!(ValueType::Table => deserialize_map);
+    probe_as!(ValueType::Any => deserialize_any deserialize_ignored_any
         deserialize_f32 deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_unit);
     probe_as!(ValueType::String => deserialize_str deserialize_string deserialize_char
         deserialize_identifier);
@@ -506,6 +509,12 @@ fn typed(value_type: &ValueType, text: &str) -> toml::Value {
             .map(toml::Value::Boolean)
             .unwrap_or_else(|_| string()),
         ValueType::Array(element) => typed(element, text),
+        ValueType::Table => format!("value = {text}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut parsed| parsed.remove("value"))
+            .filter(toml::Value::is_table)
+            .unwrap_or_else(string),
         ValueType::String | ValueType::OneOf(_) | ValueType::Any => string(),
     }
 }
@@ -577,18 +586,23 @@ impl RunDir {
     /// flags are what the user wrote.
     fn rewrite(&self, err: &Error, command: &str) -> Error {
         let file = format!("{}", self.resources.join("ensure.toml").display());
+        // A relative path is taken next to the generated file: show it as given.
+        let directory = format!("{}/", self.resources.display());
         let mut text = String::new();
         for line in err.message().lines() {
-            let rewritten = match line.strip_prefix(&file).and_then(|rest| {
+            let (prefix, rest) = match line.strip_prefix(&file).and_then(|rest| {
                 let rest = rest.strip_prefix(':')?;
                 let digits = rest.find(|c: char| !c.is_ascii_digit())?;
                 rest[digits..].strip_prefix(": ")
             }) {
-                Some(rest) => format!("{command}: {rest}"),
-                None => line
-                    .replace(&format!("{file}:1"), command)
-                    .replace(&file, command),
+                Some(rest) => (format!("{command}: "), rest),
+                None => (String::new(), line),
             };
+            let rewritten = prefix
+                + &rest
+                    .replace(&format!("{file}:1"), command)
+                    .replace(&file, command)
+                    .replace(&directory, "");
             text.push_str(&rewritten);
             text.push('\n');
         }
@@ -744,10 +758,11 @@ fn report<S>(
     let mut printer = Printer::default();
     printer.write(false, out.as_bytes());
     printer.write(false, &ran.stdout);
-    printer.write(
-        true,
-        rewrite(String::from_utf8_lossy(&ran.stderr).into_owned()).as_bytes(),
-    );
+    let mut stderr = rewrite(String::from_utf8_lossy(&ran.stderr).into_owned());
+    if !stderr.is_empty() && !stderr.ends_with('\n') {
+        stderr.push('\n');
+    }
+    printer.write(true, stderr.as_bytes());
     let mut needs_force = false;
     for line in &fd3_lines {
         let message = match *line {
@@ -843,4 +858,144 @@ pub fn status_table(kind: &str, name: &str, properties: &toml::Table) -> Result<
         "[[{kind}]]\nname = {}\n{rest}",
         toml::Value::String(name.to_string())
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Demo {
+        name: String,
+        ensure: Option<String>,
+        mode: Option<ModeValue>,
+        force: Option<bool>,
+        #[serde(default)]
+        returns: Vec<i64>,
+        #[serde(default)]
+        data: toml::Table,
+        timeout: Option<u32>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    #[allow(dead_code)]
+    enum ModeValue {
+        Text(String),
+        Integer(i64),
+    }
+
+    impl Resource for Demo {
+        const KIND: &'static str = "demo";
+        fn entity_id(&self) -> String {
+            format!("demo:{}", self.name)
+        }
+    }
+
+    fn flags() -> Flags {
+        let mut types = property_types::<Demo>();
+        types.extend(common_types());
+        Flags {
+            kind: "demo".to_string(),
+            types,
+            ensure_values: vec!["present", "absent"],
+            aliases: &[("version", "ensure")],
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|arg| arg.to_string()).collect()
+    }
+
+    #[test]
+    fn property_types_are_probed_from_the_struct() {
+        assert_eq!(
+            property_types::<Demo>(),
+            vec![
+                ("name", ValueType::String),
+                ("ensure", ValueType::String),
+                ("mode", ValueType::Any),
+                ("force", ValueType::Bool),
+                ("returns", ValueType::Array(Box::new(ValueType::Integer))),
+                ("data", ValueType::Table),
+                ("timeout", ValueType::Integer),
+            ]
+        );
+    }
+
+    #[test]
+    fn flags_become_a_typed_table() {
+        let request = flags()
+            .parse(
+                "holo-demo ensure",
+                &args(&[
+                    "x",
+                    "--mode",
+                    "0644",
+                    "--force",
+                    "--returns",
+                    "0",
+                    "--returns=3",
+                    "--data",
+                    "{ port = 80 }",
+                    "--timeout",
+                    "5",
+                    "--absent",
+                    "--require",
+                    "file:/a",
+                    "--noop",
+                ]),
+            )
+            .expect("parses");
+        assert!(request.noop && !request.force);
+        let table: toml::Table = request.document.parse().expect("toml");
+        let demo = &table["demo"][0];
+        assert_eq!(demo["name"].as_str(), Some("x"));
+        assert_eq!(demo["mode"].as_str(), Some("0644"));
+        assert_eq!(demo["force"].as_bool(), Some(true));
+        assert_eq!(demo["returns"].as_array().map(Vec::len), Some(2));
+        assert_eq!(demo["returns"][1].as_integer(), Some(3));
+        assert_eq!(demo["data"]["port"].as_integer(), Some(80));
+        assert_eq!(demo["timeout"].as_integer(), Some(5));
+        assert_eq!(demo["ensure"].as_str(), Some("absent"));
+        assert_eq!(demo["require"][0].as_str(), Some("file:/a"));
+    }
+
+    #[test]
+    fn negations_aliases_and_mistakes() {
+        let flags = flags();
+        let parse = |list: &[&str]| flags.parse("holo-demo ensure", &args(list));
+        let request = parse(&["x", "--no-force", "--version", "1.2"]).expect("parses");
+        let table: toml::Table = request.document.parse().expect("toml");
+        assert_eq!(table["demo"][0]["force"].as_bool(), Some(false));
+        assert_eq!(table["demo"][0]["ensure"].as_str(), Some("1.2"));
+        let message = |list: &[&str]| parse(list).expect_err("fails").message().to_string();
+        assert!(
+            message(&["x", "--forse"]).contains("unknown flag --forse (did you mean --force?)")
+        );
+        assert_eq!(
+            message(&["x", "--timeout"]),
+            "holo-demo ensure: --timeout needs a value"
+        );
+        assert_eq!(
+            message(&["x", "--absent", "--ensure", "present"]),
+            "holo-demo ensure: ensure is given twice; give it once"
+        );
+        assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
+        assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));
+        assert!(message(&["x", "--name", "y"]).contains("first argument"));
+    }
+
+    #[test]
+    fn status_tables_put_the_name_first() {
+        let mut properties = toml::Table::new();
+        properties.insert("mode".to_string(), "0644".into());
+        properties.insert("ensure".to_string(), "present".into());
+        assert_eq!(
+            status_table("file", "/etc/motd", &properties).expect("table"),
+            "[[file]]\nname = \"/etc/motd\"\nensure = \"present\"\nmode = \"0644\"\n"
+        );
+    }
 }
