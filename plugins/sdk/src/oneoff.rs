@@ -19,7 +19,8 @@
 //! one-offs still see each other's records, and the next holo run does not
 //! take the entity for a deleted resource and scrub it. The scan cache and
 //! the generated resource file live in a private directory below `TMPDIR`,
-//! as a driver's run directory does, and are removed at the end.
+//! as a driver's run directory does, and are removed at the end. The one-off
+//! holds holo's run lock, `ROOT/run/holo.pid`, while it runs.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -30,7 +31,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use serde::de::{self, DeserializeOwned, Visitor};
 
-use crate::entity::scan_and_cache;
+use crate::entity::{print_error, scan_and_cache};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Plugin, Scanned};
@@ -519,6 +520,90 @@ fn typed(value_type: &ValueType, text: &str) -> toml::Value {
     }
 }
 
+/// The lock of a holo run, `ROOT/run/holo.pid`, held for the one-off as
+/// `holo apply` holds it, so that the two never converge side by side. A
+/// lock left by a process that is gone is not taken over here (holo does
+/// that); the message says so.
+struct RunLock {
+    /// The directory that holds the lock, opened in the root, and its name.
+    dir: std::fs::File,
+    name: OsString,
+    _file: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl RunLock {
+    fn acquire(env: &Env) -> std::result::Result<RunLock, String> {
+        use rustix::fs::{Mode, OFlags};
+        let path = env.root_join("run/holo.pid");
+        let shown = path.display();
+        let failure = |err: &std::io::Error| {
+            let mut message = format!(
+                "Cannot create lock file {shown}: open {shown}: {}",
+                errno_text(err)
+            );
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                message.push_str("\nThis usually means that another instance of Holo is currently running.\nIf not, run holo apply once (it takes over a lock of a process that is gone) or delete the lock file manually.");
+            }
+            message
+        };
+        // In test mode the lock is resolved inside the root, like every path.
+        let fs = crate::root_fs::RootFs::of(env).map_err(|err| err.message().to_string())?;
+        if env.test_mode
+            && let Some(parent) = path.parent()
+        {
+            fs.create_dir_all(parent).map_err(|err| failure(&err))?;
+        }
+        let (dir, name) = fs.open_parent(&path).map_err(|err| failure(&err))?;
+        let fd = rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|errno| failure(&std::io::Error::from(errno)))?;
+        let mut file = std::fs::File::from(fd);
+        let _ = file.write_all(format!("{}\n", std::process::id()).as_bytes());
+        let _ = file.sync_all();
+        // Shared, as the driver holds it: a takeover sees the lock in use.
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared) {
+            Ok(file) => Ok(RunLock {
+                dir,
+                name,
+                _file: file,
+            }),
+            Err((_, errno)) => {
+                let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::empty());
+                Err(failure(&std::io::Error::from(errno)))
+            }
+        }
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::unlinkat(
+            &self.dir,
+            self.name.as_os_str(),
+            rustix::fs::AtFlags::empty(),
+        );
+    }
+}
+
+/// An OS error as Go words it: `file exists`.
+fn errno_text(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            let text = nix::errno::Errno::from_raw(code).desc();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => text.to_string(),
+            }
+        }
+        None => err.to_string(),
+    }
+}
+
 /// The `HOLO_*` variables a driver would give the plugin, for a private run
 /// directory.
 struct RunDir {
@@ -631,6 +716,13 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
         )));
     };
     let request = flags.parse(&command, args)?;
+    let _lock = match RunLock::acquire(env) {
+        Ok(lock) => lock,
+        Err(message) => {
+            print_error(&Error::new(message));
+            return Ok(ExitCode::from(255));
+        }
+    };
     let run_dir = RunDir::create(P::ID, &request.document)?;
     let scan = |state_dir: &Path| -> Result<(Env, Scanned<P::Spec>)> {
         let run_env = run_dir.env(P::ID, state_dir)?;

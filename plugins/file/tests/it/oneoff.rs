@@ -253,3 +253,25 @@ fn status_prints_the_table_that_declares_the_file() {
         "[[file]]\nname = \"/etc/nothing\"\nensure = \"absent\"\n"
     );
 }
+
+#[test]
+fn ensure_holds_the_lock_of_a_holo_run() {
+    let root = Root::new();
+    fs::create_dir_all(root.path("/run")).expect("mkdir");
+    fs::write(root.path("/run/holo.pid"), "1\n").expect("lock");
+    let output = root.run(MOTD);
+    assert_eq!(output.status.code(), Some(255));
+    let lock = root.path("/run/holo.pid");
+    let lock = lock.display();
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "!! Cannot create lock file {lock}: open {lock}: file exists\n!! This usually means that another instance of Holo is currently running.\n!! If not, run holo apply once (it takes over a lock of a process that is gone) or delete the lock file manually.\n"
+        )
+    );
+    assert!(!root.path("/etc/motd").exists());
+    fs::remove_file(root.path("/run/holo.pid")).expect("unlock");
+    assert_eq!(root.run(MOTD).status.code(), Some(0));
+    // Released at the end.
+    assert!(!root.path("/run/holo.pid").exists());
+}
