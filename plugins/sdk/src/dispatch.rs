@@ -60,7 +60,7 @@ fn usage<P: Plugin>(operation: &str) -> Error {
 fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     let Some(operation) = args.first().map(String::as_str) else {
         return fail(&Error::new(format!(
-            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8)",
+            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8); by hand: holo-{0} ensure NAME --PROPERTY VALUE... or holo-{0} status NAME",
             P::ID
         )));
     };

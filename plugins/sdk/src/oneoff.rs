@@ -711,7 +711,7 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
     let command = format!("holo-{} ensure", P::ID);
     let Some(flags) = Flags::of(plugin) else {
         return Err(Error::new(format!(
-            "{command}: holo-{} has no properties to give as flags",
+            "{command}: holo-{} has no one-off ensure; declare the resource in a resource file and run holo apply",
             P::ID
         )));
     };
@@ -751,6 +751,9 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
     }))
 }
 
+/// The signals a terminal sends to its foreground process group.
+const TERMINAL_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGHUP];
+
 /// What the child process gave.
 struct Ran {
     stdout: Vec<u8>,
@@ -779,8 +782,20 @@ fn run_child(variables: &[(&'static str, OsString)], operation: &str, id: &str) 
             if libc::dup2(raw_write, 3) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            for signal in TERMINAL_SIGNALS {
+                libc::signal(signal, libc::SIG_DFL);
+            }
             Ok(())
         });
+    }
+    // Ctrl-C reaches the whole foreground group: the child ends its apply
+    // as under holo (it stops its command and starts no other), and this
+    // process stays to report it and release the lock.
+    // SAFETY: setting dispositions to SIG_IGN; no handler runs.
+    unsafe {
+        for signal in TERMINAL_SIGNALS {
+            libc::signal(signal, libc::SIG_IGN);
+        }
     }
     let mut child = command
         .spawn()

@@ -81,3 +81,41 @@ fn returns_is_a_list_of_integers_and_a_failure_exits_1() {
     assert!(stderr.ends_with("!! exit status 1\n"), "{stderr}");
     assert!(stderr.contains("exited with code 3"), "{stderr}");
 }
+
+#[test]
+fn ctrl_c_ends_the_command_and_releases_the_lock() {
+    use std::os::unix::process::CommandExt;
+    let (_dir, root) = root();
+    let child = std::process::Command::new(test_support::binary("holo-exec"))
+        .args(["ensure", "slow", "--command", "sleep 30"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOLO_ROOT_DIR", &root)
+        .env("TMPDIR", root.parent().expect("parent").join("tmp"))
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start holo-exec");
+    // The command runs once the lock is held.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !root.join("run/holo.pid").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // As a terminal does: SIGINT to the whole foreground group.
+    let group = format!("-{}", child.id());
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("!! interrupted by SIGINT"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!root.join("run/holo.pid").exists());
+}
