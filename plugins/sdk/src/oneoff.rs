@@ -902,10 +902,12 @@ fn report<S>(
     }
 }
 
-/// Writes to stdout or stderr, counting the newlines at the end of what
-/// was written last on either.
+/// Writes to stdout or stderr as the driver's output does: a blank line
+/// before the first output, and the newlines at the end of what was
+/// written last on either stream counted for paragraphs.
 #[derive(Default)]
 struct Printer {
+    had_output: bool,
     trailing_newlines: usize,
 }
 
@@ -913,6 +915,11 @@ impl Printer {
     fn write(&mut self, to_stderr: bool, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
+        }
+        if !self.had_output {
+            self.had_output = true;
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(b"\n").and_then(|()| stdout.flush());
         }
         let written = if to_stderr {
             let _ = std::io::stdout().flush();

@@ -53,7 +53,8 @@ fn ensure_downloads_and_extracts_once() {
         String::from_utf8_lossy(&first.stderr)
     );
     assert!(
-        stdout.starts_with("Working on archive:/opt/app.tar.gz\n  found in holo-archive ensure\n"),
+        stdout
+            .starts_with("\nWorking on archive:/opt/app.tar.gz\n  found in holo-archive ensure\n"),
         "{stdout}"
     );
     assert!(root.path("opt/app/run").is_file());

@@ -43,7 +43,8 @@ fn ensure_runs_until_creates_exists() {
     let first = run(&root, &args);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     assert!(
-        text(&first.stdout).starts_with("Executing exec:make-marker\n found in holo-exec ensure\n"),
+        text(&first.stdout)
+            .starts_with("\nExecuting exec:make-marker\n found in holo-exec ensure\n"),
         "{}",
         text(&first.stdout)
     );

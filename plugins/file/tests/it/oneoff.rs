@@ -62,7 +62,7 @@ fn ensure_converges_once_and_then_reports_nothing() {
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     let stdout = text(&first.stdout);
     assert!(
-        stdout.starts_with("Working on file:/etc/motd\n  found in holo-file ensure\n"),
+        stdout.starts_with("\nWorking on file:/etc/motd\n  found in holo-file ensure\n"),
         "{stdout}"
     );
     assert!(stdout.contains("      mode 0640\n"), "{stdout}");
@@ -138,7 +138,7 @@ fn noop_changes_nothing_and_exits_2() {
     noop.push("--noop");
     let output = root.run(&noop);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    assert!(text(&output.stdout).starts_with("Working on file:/etc/motd\n"));
+    assert!(text(&output.stdout).starts_with("\nWorking on file:/etc/motd\n"));
     assert!(!root.path("/etc/motd").exists());
 }
 

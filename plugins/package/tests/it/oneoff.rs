@@ -42,7 +42,7 @@ fn ensure_installs_a_version_as_holo_apply_would() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(
         text(&output.stdout),
-        "Working on package:nginx\n  found in holo-package ensure\n      with ensure: 1.24-1, provider: apt\n   current not installed\n\nMOCK: apt-get install -y -q -o DPkg::Options::=--force-confold --allow-downgrades nginx=1.24-1\n\n"
+        "\nWorking on package:nginx\n  found in holo-package ensure\n      with ensure: 1.24-1, provider: apt\n   current not installed\n\nMOCK: apt-get install -y -q -o DPkg::Options::=--force-confold --allow-downgrades nginx=1.24-1\n\n"
     );
     let again = run(&root, &["ensure", "nginx", "--ensure", "1.24-1"]);
     assert_eq!(again.status.code(), Some(0));

@@ -48,7 +48,7 @@ fn ensure_renders_with_table_data_once() {
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     assert!(
         text(&first.stdout)
-            .starts_with("Working on scaffold:/etc/app\n  found in holo-scaffold ensure\n"),
+            .starts_with("\nWorking on scaffold:/etc/app\n  found in holo-scaffold ensure\n"),
         "{}",
         text(&first.stdout)
     );

@@ -41,7 +41,7 @@ fn ensure_starts_and_enables_then_status_shows_it() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     assert_eq!(
         text(&output.stdout),
-        "Working on service:nginx\n  found in holo-service ensure\n      with ensure: running, enable: true\n\nMOCK: systemctl start --system nginx\nMOCK: systemctl enable --system nginx\n\n"
+        "\nWorking on service:nginx\n  found in holo-service ensure\n      with ensure: running, enable: true\n\nMOCK: systemctl start --system nginx\nMOCK: systemctl enable --system nginx\n\n"
     );
     let again = run(
         &root,
