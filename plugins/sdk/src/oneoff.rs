@@ -956,7 +956,10 @@ pub(crate) fn status<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
         return Err(Error::new(format!("holo-{} has no status", P::ID)));
     };
     let Some(found) = plugin.status(env, name) else {
-        return Err(Error::new(format!("holo-{} has no status", P::ID)));
+        return Err(Error::new(format!(
+            "holo-{} has no status: what it leaves on the system cannot be read back into a [[{kind}]] table",
+            P::ID
+        )));
     };
     print!("{}", status_table(&kind, name, &found?)?);
     let _ = std::io::stdout().flush();

@@ -67,6 +67,6 @@ fn ensure_downloads_and_extracts_once() {
     assert_eq!(status.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&status.stderr),
-        "!! holo-archive has no status\n"
+        "!! holo-archive has no status: what it leaves on the system cannot be read back into a [[archive]] table\n"
     );
 }
