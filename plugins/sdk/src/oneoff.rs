@@ -610,6 +610,9 @@ struct RunDir {
     _dir: tempfile::TempDir,
     resources: PathBuf,
     cache: PathBuf,
+    /// An empty state directory: the first scan, which only finds the
+    /// entity id, sees no records and so describes no orphans.
+    no_state: PathBuf,
 }
 
 impl RunDir {
@@ -625,7 +628,8 @@ impl RunDir {
             .unwrap_or_else(|_| dir.path().to_path_buf());
         let resources = base.join("resources");
         let cache = base.join("cache");
-        for path in [&resources, &cache] {
+        let no_state = base.join("no-state");
+        for path in [&resources, &cache, &no_state] {
             std::fs::create_dir(path)
                 .map_err(|err| Error::new(format!("cannot create {}: {err}", path.display())))?;
         }
@@ -636,6 +640,7 @@ impl RunDir {
             _dir: dir,
             resources,
             cache,
+            no_state,
         })
     }
 
@@ -734,7 +739,7 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
             .ok_or_else(|| Error::new(format!("{command}: the table declares no entity")))?;
         Ok((run_env, entity))
     };
-    let (_, entity) = scan(&env.state_dir)?;
+    let (_, entity) = scan(&run_dir.no_state)?;
     let state_dir = state_dir_for(env, &entity.id);
     let (_, entity) = scan(&state_dir)?;
     let operation = match (request.noop, request.force) {
