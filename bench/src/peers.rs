@@ -8,8 +8,10 @@
 //!
 //! The floor of a no-op run is what any tool must do at least: read every
 //! file (`sha256sum`) and look at its attributes (`stat`), timed in the
-//! same rounds. Per-process mode (`HOLO_NO_BATCH=1`, as under Holo 3's Go
-//! driver) is held against a bare process start per entity.
+//! same rounds. Per-process mode is held against a bare process start per
+//! entity, twice: our driver with `HOLO_NO_BATCH=1`, and Holo 3's Go driver
+//! (which has no batch) running our holo-file, built from the Holo 3 source
+//! tree named by `HOLO3_SOURCE` with Go (skipped, saying so, without them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -57,7 +59,7 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
 /// Runs the comparison for each size in `sizes`.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
     let bin = release_binaries(&["holo", "holo-file"])?;
-    // BENCH_SKIP=puppet,cfengine,per-process leaves those out;
+    // BENCH_SKIP=puppet,cfengine,per-process,holo3 leaves those out;
     // BENCH_OLD_BIN=DIR adds the holo and holo-file of an older build.
     let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
     let skipped = |what: &str| skip.split(',').any(|item| item.trim() == what);
@@ -74,19 +76,29 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         .and_then(|text| text.parse().ok())
         .unwrap_or(ROUNDS);
     println!("# {rounds} rounds per size, tools in turn; medians");
-    if puppet.is_none() {
+    if skipped("puppet") {
+        println!("# skipped Puppet: BENCH_SKIP");
+    } else if puppet.is_none() {
         println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
     }
-    if cfengine.is_none() {
+    if skipped("cfengine") {
+        println!("# skipped CFEngine: BENCH_SKIP");
+    } else if cfengine.is_none() {
         println!(
             "# skipped CFEngine: `cf-agent`/`cf-key` are not installed (apt-get install cfengine3)"
         );
     }
+    let holo3 = if skipped("holo3") {
+        None
+    } else {
+        build_holo3()?
+    };
     let (user, group) = current_user_and_group()?;
     for &n in sizes {
         let mut holo = Figures::new("holo (batch)");
         let mut holo_old = Figures::new("holo before (batch)");
         let mut per_process = Figures::new("holo (HOLO_NO_BATCH=1)");
+        let mut holo3_figures = Figures::new("Holo 3 driver, holo-file");
         let mut puppet_figures = Figures::new("Puppet");
         let mut cfengine_figures = Figures::new("CFEngine");
         let mut floor = Vec::new();
@@ -119,6 +131,20 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 }
                 kept.push(root);
             }
+            if let Some(holo3) = &holo3 {
+                let root = root_with_plugins(&bin, &["file"])?;
+                write_holo_fixture(root.path(), n)?;
+                std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
+                    .map_err(|e| e.to_string())?;
+                holo3_figures
+                    .first
+                    .push(time_holo3(&holo3.driver, root.path())?);
+                check_written(&root.path().join("srv/bench"), n)?;
+                holo3_figures
+                    .noop
+                    .push(time_holo3(&holo3.driver, root.path())?);
+                kept.push(root);
+            }
             if let Some(puppet) = &puppet {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
                 let manifest = write_puppet_fixture(work.path(), n, &user, &group)?;
@@ -143,7 +169,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                     .push(time_cfengine(work.path(), &policy)?);
                 kept.push(work);
             }
-            if !skipped("per-process") {
+            if !skipped("per-process") || holo3.is_some() {
                 spawn.push(time_spawns(n)?);
             }
         }
@@ -154,6 +180,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             &holo,
             &holo_old,
             &per_process,
+            &holo3_figures,
             &puppet_figures,
             &cfengine_figures,
         ] {
@@ -195,6 +222,13 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             ratio(median(&holo_old.first), holo_first),
             ratio(median(&holo_old.noop), holo_noop),
         );
+        if holo3.is_some() {
+            println!(
+                "Holo 3 driver per entity/bare start: first {} no-op {}",
+                ratio(median(&holo3_figures.first), median(&spawn)),
+                ratio(median(&holo3_figures.noop), median(&spawn)),
+            );
+        }
         println!("load average after N = {n}: {}", load_average());
         drop(kept);
     }
@@ -406,6 +440,66 @@ fn time_floor(dir: &Path) -> Result<Duration, String> {
     let elapsed = start.elapsed();
     let _ = std::fs::remove_file(&list);
     Ok(elapsed)
+}
+
+/// Holo 3's Go driver, built for this run.
+struct Holo3 {
+    driver: PathBuf,
+    /// Holds the build.
+    _dir: tempfile::TempDir,
+}
+
+/// Builds Holo 3's driver from `HOLO3_SOURCE` offline, as its Makefile
+/// does; `None`, saying why, without the source or Go.
+fn build_holo3() -> Result<Option<Holo3>, String> {
+    let Some(source) = std::env::var_os("HOLO3_SOURCE").map(PathBuf::from) else {
+        println!("# skipped Holo 3's driver: set HOLO3_SOURCE to a Holo 3 source tree");
+        return Ok(None);
+    };
+    let go = which("go").or_else(|| {
+        let debian = PathBuf::from("/usr/lib/go-1.19/bin/go");
+        debian.is_file().then_some(debian)
+    });
+    let Some(go) = go else {
+        println!("# skipped Holo 3's driver: Go is not installed (apt-get install golang-1.19-go)");
+        return Ok(None);
+    };
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let driver = dir.path().join("holo3");
+    let output = Command::new(&go)
+        .args(["build", "-o"])
+        .arg(&driver)
+        .arg(".")
+        .current_dir(&source)
+        .env("GOFLAGS", "-mod=vendor")
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .env(
+            "GOCACHE",
+            std::env::var_os("GOCACHE").unwrap_or_else(|| dir.path().join("go-cache").into()),
+        )
+        .output()
+        .map_err(|e| format!("{}: {e}", go.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "building Holo 3 in {} failed:\n{}",
+            source.display(),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    println!("# Holo 3's driver built from {}", source.display());
+    Ok(Some(Holo3 { driver, _dir: dir }))
+}
+
+/// One `holo apply` of Holo 3's driver: a holo-file process per entity.
+fn time_holo3(driver: &Path, root: &Path) -> Result<Duration, String> {
+    let mut command = Command::new(driver);
+    command
+        .arg("apply")
+        .env("HOLO_ROOT_DIR", root)
+        .env("TMPDIR", root.join("tmp"))
+        .stdout(Stdio::null());
+    timed(&mut command, &[0], "Holo 3's holo apply")
 }
 
 /// N starts of `true`, one after another: the floor of a process per entity.

@@ -130,17 +130,10 @@ impl Tree {
 
     /// How many entities have a state record (finished their apply).
     fn records(&self) -> usize {
-        fs::read_dir(self.root().join("var/lib/holo/file"))
-            .map(|entries| entries.count())
-            .unwrap_or(0)
+        crate::staged_commit::records(&self.root())
     }
 
     /// A lock file that a killed run left behind names a dead pid.
-    fn remove_stale_lock(&self) {
-        // Taking a dead holder's lock over is the driver's business (its own
-        // test covers it); this test only needs the next run to start.
-        let _ = fs::remove_file(self.root().join("run/holo.pid"));
-    }
 
     /// How many targets have their new content; panics on a torn one.
     fn count_new_and_check_none_is_torn(&self) -> usize {
@@ -209,7 +202,9 @@ fn run_and_kill(tree: &Tree, when: KillWhen) -> bool {
     }
     let _ = killpg(group, Signal::SIGKILL);
     child.wait().expect("reap holo");
-    // The plugin is holo's child, not ours: wait until the group is gone.
+    // Holo's group is gone soon; its plugin has a session of its own, and
+    // the next run's lock takeover waits for it (the lock is left as a
+    // killed run leaves it).
     let gone_by = Instant::now() + Duration::from_secs(10);
     while killpg(group, None).is_ok() {
         assert!(
@@ -236,7 +231,6 @@ fn kill_then_converge(files: usize, parent: Option<&Path>) {
     let mut interrupted_midway = 0;
     let mut progress = Vec::new();
     for when in kills(files) {
-        tree.remove_stale_lock();
         let killed = run_and_kill(&tree, when);
         let new = tree.count_new_and_check_none_is_torn();
         let mut strays = Vec::new();
@@ -253,7 +247,6 @@ fn kill_then_converge(files: usize, parent: Option<&Path>) {
         "no kill landed while files were being written: {progress:?}"
     );
 
-    tree.remove_stale_lock();
     let converged = tree.apply().output().expect("run holo apply");
     assert_eq!(converged.status.code(), Some(0), "{}", text(&converged));
     assert!(!text(&converged).contains("!!"), "{}", text(&converged));

@@ -206,10 +206,6 @@ impl Tree {
         command
     }
 
-    fn remove_stale_lock(&self) {
-        // Taking a dead holder's lock over is the driver's business.
-        let _ = fs::remove_file(self.root().join("run/holo.pid"));
-    }
 }
 
 fn text(output: &Output) -> String {
@@ -298,7 +294,6 @@ fn check_not_torn(tree: &Tree, scenario: &dyn Scenario, round: u32) {
 }
 
 fn check_converges(tree: &Tree, scenario: &dyn Scenario, round: u32) {
-    tree.remove_stale_lock();
     let converged = tree.apply().output().expect("run holo apply");
     let shown = text(&converged);
     assert_eq!(
@@ -358,7 +353,6 @@ fn kill_at_random(scenario: &dyn Scenario) {
     let mut killed_runs = 0;
     for round in 1..=ROUNDS {
         scenario.declare(&tree, round);
-        tree.remove_stale_lock();
         let delay = Duration::from_millis(10 + random.below(full_ms + full_ms / 2));
         if run_and_kill(&tree, delay) {
             killed_runs += 1;

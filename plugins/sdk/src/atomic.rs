@@ -21,8 +21,10 @@
 //! stages its writes instead ([`stage`]): each write leaves its temp file,
 //! with content, owner and mode, in its directory, and [`commit_staged`]
 //! makes all of them durable at once (one `syncfs` per file system), renames
-//! them in the order they were staged (a state record after its file), then
-//! syncs each directory once. A kill before the renames leaves every target
+//! them in the order they were staged, syncs each directory once, and only
+//! then appends the batch's state records to the record journal
+//! ([`crate::journal`]) with one write and one `fdatasync`, so a record is
+//! never ahead of its file. A kill before the renames leaves every target
 //! as it was; the temp files are swept as above.
 
 use std::fs::{File, Permissions};
@@ -136,9 +138,22 @@ struct StagedRename {
     owner: usize,
 }
 
+/// A state record that waits for its entity's files: appended to the
+/// journal of state directory `dir` once they are in place.
+struct StagedRecord {
+    dir: usize,
+    id: String,
+    /// The record's file name, for a batch that writes record files.
+    file_name: std::ffi::OsString,
+    text: String,
+    owner: usize,
+}
+
 /// The writes staged since the last commit.
 #[derive(Default)]
 struct Batch {
+    records: Vec<StagedRecord>,
+    record_ids: HashSet<String>,
     dirs: Vec<StagedDir>,
     dir_index: HashMap<PathBuf, usize>,
     renames: Vec<StagedRename>,
@@ -155,6 +170,8 @@ struct Batch {
     kill_at: Option<String>,
     /// Staged files at which the batch is committed.
     files_limit: usize,
+    /// Records go to the journal, not to a file each.
+    journal: bool,
 }
 
 thread_local! {
@@ -167,15 +184,18 @@ fn with_batch<R>(f: impl FnOnce(&mut Option<Batch>) -> R) -> R {
     BATCH.with(|batch| f(&mut batch.borrow_mut()))
 }
 
-/// Opens a staging batch: from now on [`write`] and [`stage`] stage.
+/// Opens a staging batch: from now on [`write`] and [`stage`] stage, and
+/// state records wait for their files; with `journal` they then go to the
+/// record journal, else to a file each.
 /// For tests: `kill_at` names a step of the commit (`staged`, `durable`,
-/// `renamed`) at which the process kills itself; `files_limit` commits
-/// after fewer files than [`STAGED_FILES_LIMIT`].
-pub(crate) fn begin_staging(kill_at: Option<String>, files_limit: Option<usize>) {
+/// `renamed`, `synced`) at which the process kills itself; `files_limit`
+/// commits after fewer files than [`STAGED_FILES_LIMIT`].
+pub(crate) fn begin_staging(kill_at: Option<String>, files_limit: Option<usize>, journal: bool) {
     with_batch(|batch| {
         *batch = Some(Batch {
             kill_at,
             files_limit: files_limit.unwrap_or(STAGED_FILES_LIMIT),
+            journal,
             ..Batch::default()
         })
     });
@@ -204,8 +224,73 @@ pub(crate) fn staged_pending() -> bool {
     with_batch(|batch| {
         batch
             .as_ref()
-            .is_some_and(|batch| !batch.renames.is_empty())
+            .is_some_and(|batch| !batch.renames.is_empty() || !batch.records.is_empty())
     })
+}
+
+/// Whether a staging batch is open, and whether it keeps records in the
+/// journal.
+pub(crate) fn staging() -> Option<bool> {
+    with_batch(|batch| batch.as_ref().map(|batch| batch.journal))
+}
+
+/// Stages the state record `text` of entity `id` in `state_dir`: it goes
+/// to the record journal once the entity's staged files are in place.
+pub(crate) fn stage_record(
+    fs: &RootFs,
+    state_dir: &Path,
+    id: &str,
+    file_name: &str,
+    text: String,
+) -> Result<()> {
+    with_batch(|batch| {
+        let Some(batch) = batch.as_mut() else {
+            return Err(Error::new("no staging batch is open for the state record"));
+        };
+        if batch.record_ids.contains(id) {
+            // A second record of one entity follows the first.
+            let mut failures = commit(batch);
+            batch.failures.append(&mut failures);
+        }
+        let dir = staged_dir(batch, fs, state_dir)?;
+        batch.record_ids.insert(id.to_string());
+        batch.records.push(StagedRecord {
+            dir,
+            id: id.to_string(),
+            file_name: file_name.into(),
+            text,
+            owner: batch.owner,
+        });
+        Ok(())
+    })
+}
+
+/// Appends a `drop` of entity `id` to the record journal in `state_dir`,
+/// after committing a staged record of it.
+pub(crate) fn drop_record(fs: &RootFs, state_dir: &Path, id: &str) -> Result<()> {
+    with_batch(|batch| {
+        if let Some(batch) = batch.as_mut().filter(|batch| batch.record_ids.contains(id)) {
+            let mut failures = commit(batch);
+            batch.failures.append(&mut failures);
+        }
+    });
+    let dir = fs
+        .open(state_dir)
+        .map_err(|err| Error::io("open state directory", state_dir, &err))?;
+    crate::journal::append(&dir, state_dir, &[(id.to_string(), None)])
+}
+
+/// Writes `contents` to `name` in `dir` through a temp file and a rename,
+/// without syncing: the caller syncs the file system once for many.
+pub(crate) fn write_unsynced(
+    dir: &File,
+    name: &std::ffi::OsStr,
+    contents: &[u8],
+) -> io::Result<()> {
+    let temp = TempFile::create(dir)?;
+    temp.file.set_permissions(Permissions::from_mode(0o644))?;
+    (&temp.file).write_all(contents)?;
+    temp.rename_to(name)
 }
 
 /// Whether entity `owner` has staged writes that others may read.
@@ -217,10 +302,10 @@ pub(crate) fn staged_visible_for(owner: usize) -> bool {
     })
 }
 
-/// Writes an entity's own state record like [`write`]; staged, it is renamed
-/// after the entity's files, and no other entity waits for it.
+/// Writes a state record file now; in a batch records go to the journal
+/// instead ([`stage_record`]).
 pub(crate) fn write_state_record(fs: &RootFs, path: &Path, contents: &[u8]) -> Result<()> {
-    stage_with(fs, path, contents, &WriteOptions::default(), false).map(drop)
+    write_now(fs, path, contents, &WriteOptions::default())
 }
 
 /// Whether the staged writes reached a limit, so that the batch should be
@@ -282,18 +367,8 @@ pub fn stage(
     contents: &[u8],
     options: &WriteOptions,
 ) -> Result<Option<Staged>> {
-    stage_with(fs, path, contents, options, true)
-}
-
-fn stage_with(
-    fs: &RootFs,
-    path: &Path,
-    contents: &[u8],
-    options: &WriteOptions,
-    visible: bool,
-) -> Result<Option<Staged>> {
     with_batch(|batch| match batch.as_mut() {
-        Some(batch) => stage_in(batch, fs, path, contents, options, visible).map(Some),
+        Some(batch) => stage_in(batch, fs, path, contents, options).map(Some),
         None => write_now(fs, path, contents, options).map(|()| None),
     })
 }
@@ -305,7 +380,6 @@ fn stage_in(
     path: &Path,
     contents: &[u8],
     options: &WriteOptions,
-    visible: bool,
 ) -> Result<Staged> {
     if batch.targets.contains(path) {
         // A second write of one path follows the first.
@@ -314,26 +388,7 @@ fn stage_in(
     }
     let fail = |err: io::Error| Error::io("write", path, &err);
     let parent = path.parent().unwrap_or(Path::new("."));
-    let index = match batch.dir_index.get(parent) {
-        Some(index) => *index,
-        None => {
-            let (dir, _) = open_parent(fs, path)?;
-            sweep_once(&dir, parent).map_err(fail)?;
-            rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
-            let device = rustix::fs::fstat(&dir)
-                .map_err(|err| fail(err.into()))?
-                .st_dev;
-            batch.dirs.push(StagedDir {
-                path: parent.to_path_buf(),
-                dir,
-                device,
-            });
-            batch
-                .dir_index
-                .insert(parent.to_path_buf(), batch.dirs.len() - 1);
-            batch.dirs.len() - 1
-        }
-    };
+    let index = staged_dir(batch, fs, parent)?;
     let Some(name) = path.file_name() else {
         return Err(Error::new(format!(
             "cannot write {}: the path names no file",
@@ -363,14 +418,44 @@ fn stage_in(
     });
     batch.targets.insert(path.to_path_buf());
     batch.bytes += contents.len();
-    if visible {
-        batch.visible_owners.insert(batch.owner);
-    }
+    batch.visible_owners.insert(batch.owner);
     Ok(Staged {
         uid: stat.st_uid,
         gid: stat.st_gid,
         mode: stat.st_mode & 0o7777,
     })
+}
+
+/// The index of directory `parent` among the batch's directories, opened,
+/// swept and locked the first time.
+fn staged_dir(batch: &mut Batch, fs: &RootFs, parent: &Path) -> Result<usize> {
+    if let Some(index) = batch.dir_index.get(parent) {
+        return Ok(*index);
+    }
+    let fail = |err: io::Error| Error::io("write into", parent, &err);
+    let dir = fs
+        .open_with(parent, OFlags::RDONLY | OFlags::DIRECTORY)
+        .map_err(|err| match err.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Error::new(format!(
+                "cannot write into {}: the directory does not exist; create it first (for example with a directory resource)",
+                parent.display()
+            )),
+            _ => fail(err),
+        })?;
+    sweep_once(&dir, parent).map_err(fail)?;
+    rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
+    let device = rustix::fs::fstat(&dir)
+        .map_err(|err| fail(err.into()))?
+        .st_dev;
+    batch.dirs.push(StagedDir {
+        path: parent.to_path_buf(),
+        dir,
+        device,
+    });
+    batch
+        .dir_index
+        .insert(parent.to_path_buf(), batch.dirs.len() - 1);
+    Ok(batch.dirs.len() - 1)
 }
 
 /// Test mode: the process kills itself at step `step` of a commit when
@@ -388,12 +473,14 @@ fn kill_point(batch: &Batch, step: &str) {
 fn commit(batch: &mut Batch) -> Vec<(usize, Error)> {
     let mut failures = Vec::new();
     let renames = std::mem::take(&mut batch.renames);
+    let records = std::mem::take(&mut batch.records);
     let dirs = std::mem::take(&mut batch.dirs);
+    batch.record_ids.clear();
     batch.dir_index.clear();
     batch.targets.clear();
     batch.visible_owners.clear();
     batch.bytes = 0;
-    if renames.is_empty() {
+    if renames.is_empty() && records.is_empty() {
         return failures;
     }
     kill_point(batch, "staged");
@@ -448,7 +535,66 @@ fn commit(batch: &mut Batch) -> Vec<(usize, Error)> {
             failures.extend(owners.into_iter().map(|owner| (owner, err.clone())));
         }
     }
+    kill_point(batch, "synced");
+    append_records(&dirs, records, batch.journal, &mut failures);
+    // A directory that a killed writer still held when the batch first
+    // looked is swept now: nothing of this batch is left in it, and no
+    // later write may come to sweep it. (Under holo the run lock keeps a
+    // killed run's writers out; a driver without `run-lock` does not.)
+    for staged in &dirs {
+        let _ = rustix::fs::flock(&staged.dir, FlockOperation::Unlock);
+        let _ = sweep_once(&staged.dir, &staged.path);
+    }
     failures
+}
+
+/// Appends the records of the entities whose writes all succeeded to the
+/// journal of their state directory, or writes them as files there (made
+/// durable with one `syncfs`); a failure fails their entities.
+fn append_records(
+    dirs: &[StagedDir],
+    records: Vec<StagedRecord>,
+    journal: bool,
+    failures: &mut Vec<(usize, Error)>,
+) {
+    let failed: HashSet<usize> = failures.iter().map(|(owner, _)| *owner).collect();
+    let mut by_dir: Vec<Vec<StagedRecord>> = Vec::new();
+    by_dir.resize_with(dirs.len(), Vec::new);
+    for record in records {
+        if !failed.contains(&record.owner) {
+            let dir = record.dir;
+            by_dir[dir].push(record);
+        }
+    }
+    for (staged, records) in dirs.iter().zip(by_dir) {
+        if records.is_empty() {
+            continue;
+        }
+        let owners: Vec<usize> = records.iter().map(|record| record.owner).collect();
+        let written = if journal {
+            let entries: Vec<(String, Option<String>)> = records
+                .into_iter()
+                .map(|record| (record.id, Some(record.text)))
+                .collect();
+            crate::journal::append(&staged.dir, &staged.path, &entries)
+        } else {
+            write_record_files(staged, &records)
+        };
+        if let Err(err) = written {
+            failures.extend(owners.into_iter().map(|owner| (owner, err.clone())));
+        }
+    }
+}
+
+/// Writes record files into a staged directory: renamed, then one
+/// `syncfs` and a sync of the directory.
+fn write_record_files(staged: &StagedDir, records: &[StagedRecord]) -> Result<()> {
+    let fail = |err: io::Error| Error::io("write state records in", &staged.path, &err);
+    for record in records {
+        write_unsynced(&staged.dir, &record.file_name, record.text.as_bytes()).map_err(fail)?;
+    }
+    rustix::fs::syncfs(&staged.dir).map_err(|err| fail(err.into()))?;
+    staged.dir.sync_all().map_err(fail)
 }
 
 /// The directory that will hold `path`, opened, and `path`'s name in it.
@@ -808,7 +954,7 @@ mod tests {
         let fs = RootFs::unconfined();
         std::fs::write(dir.path().join("a"), "old a\n").expect("old");
         std::fs::create_dir(dir.path().join("blocked")).expect("mkdir");
-        begin_staging(None, None);
+        begin_staging(None, None, true);
         set_staging_owner(1);
         let staged = stage(
             &fs,

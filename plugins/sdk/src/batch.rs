@@ -55,6 +55,11 @@ const PANIC_EXIT: u8 = 101;
 /// Bytes of quiet records held back before one write on FD 3.
 const PENDING_LIMIT: usize = 32 * 1024;
 
+/// Entities in a batch from which state records go to the record journal:
+/// a smaller batch keeps a file per record, which is as quick there and
+/// easier to read.
+const JOURNAL_FROM_ENTITIES: usize = 64;
+
 /// How long captured output may wait before it is streamed to the driver.
 /// Output of an entity that finishes sooner goes in its final record.
 const STREAM_DELAY: Duration = Duration::from_millis(50);
@@ -112,7 +117,7 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
     };
     // By line number: the entity id and what became of it.
     let mut done: Vec<Option<(&str, Done)>> = vec![None; input.lines().count() + 1];
-    let mut staged = Staging::begin(plugin, env, mode);
+    let mut staged = Staging::begin(plugin, env, mode, lines.len());
     for (number, id, line) in &lines {
         // An interrupted batch starts no further entity; the driver reports
         // those without a record.
@@ -196,14 +201,21 @@ struct Staging {
 }
 
 impl Staging {
-    fn begin<P: Plugin>(_plugin: &P, env: &Env, mode: Mode) -> Staging {
+    fn begin<P: Plugin>(_plugin: &P, env: &Env, mode: Mode, entities: usize) -> Staging {
         let active = P::STAGES_WRITES && mode != Mode::Noop;
         if active {
             // Test mode only: where a commit kills itself, and a smaller
             // batch, so that tests can interrupt a run between commits.
             let test_var = |name: &str| env.test_mode.then(|| std::env::var(name).ok()).flatten();
             let files_limit = test_var("HOLO_TEST_STAGED_FILES").and_then(|text| text.parse().ok());
-            atomic::begin_staging(test_var("HOLO_TEST_KILL_AT"), files_limit);
+            let journal_from = test_var("HOLO_TEST_JOURNAL_FROM")
+                .and_then(|text| text.parse().ok())
+                .unwrap_or(JOURNAL_FROM_ENTITIES);
+            atomic::begin_staging(
+                test_var("HOLO_TEST_KILL_AT"),
+                files_limit,
+                entities >= journal_from,
+            );
         }
         Staging {
             active,

@@ -34,6 +34,32 @@ pub struct Env {
     pub refresh: bool,
     /// Keeps a private cache directory alive when the plugin runs by hand.
     _private_cache: Option<tempfile::TempDir>,
+    /// The root, opened by the first [`crate::root_fs::RootFs::of`].
+    pub(crate) opened_root: OpenedRoot,
+}
+
+/// The root opened once for an [`Env`].
+#[derive(Default)]
+pub(crate) struct OpenedRoot(std::sync::OnceLock<crate::root_fs::RootFs>);
+
+impl OpenedRoot {
+    pub(crate) fn get(&self) -> Option<&crate::root_fs::RootFs> {
+        self.0.get()
+    }
+
+    pub(crate) fn set(&self, opened: crate::root_fs::RootFs) -> std::result::Result<(), ()> {
+        self.0.set(opened).map_err(drop)
+    }
+}
+
+impl std::fmt::Debug for OpenedRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "opened"
+        } else {
+            "not opened"
+        })
+    }
 }
 
 impl Env {
@@ -119,6 +145,7 @@ impl Env {
             extensions,
             refresh,
             _private_cache: private_cache,
+            opened_root: OpenedRoot::default(),
         })
     }
 

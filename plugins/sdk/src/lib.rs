@@ -98,6 +98,7 @@ pub mod error;
 #[cfg(feature = "extract")]
 pub mod extract;
 pub mod facts;
+pub mod journal;
 pub mod oneoff;
 pub mod owners;
 pub mod plugin;

@@ -18,6 +18,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use pathrs::flags::OpenFlags;
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Uid};
@@ -26,21 +27,29 @@ use crate::env::Env;
 use crate::error::{Error, Result};
 
 /// Resolves and changes paths, contained in the root in test mode.
+#[derive(Clone)]
 pub struct RootFs {
     /// The root as the plugin was given it (`HOLO_ROOT_DIR`).
     root: PathBuf,
     /// The opened root in test mode; `None` resolves normally.
-    contained: Option<pathrs::Root>,
+    contained: Option<Arc<pathrs::Root>>,
 }
 
 impl RootFs {
-    /// Access as `env` asks for: contained in the root in test mode.
+    /// Access as `env` asks for: contained in the root in test mode. The
+    /// root is opened once per `env`: a batch asks for it several times per
+    /// entity.
     pub fn of(env: &Env) -> Result<RootFs> {
         if !env.test_mode {
             return Ok(RootFs::unconfined());
         }
-        RootFs::contained_in(&env.root)
-            .map_err(|err| Error::io("open the root directory", &env.root, &err))
+        if let Some(opened) = env.opened_root.get() {
+            return Ok(opened.clone());
+        }
+        let opened = RootFs::contained_in(&env.root)
+            .map_err(|err| Error::io("open the root directory", &env.root, &err))?;
+        let _ = env.opened_root.set(opened.clone());
+        Ok(opened)
     }
 
     /// Access where every path below `root` resolves inside it.
@@ -48,7 +57,7 @@ impl RootFs {
         match pathrs::Root::open(root).map_err(|err| io_error(&err)) {
             Ok(opened) => Ok(RootFs {
                 root: root.to_path_buf(),
-                contained: Some(opened),
+                contained: Some(Arc::new(opened)),
             }),
             // A root that does not exist holds no symlink to follow out of
             // it; whatever is created below it starts as plain directories.
@@ -121,7 +130,7 @@ impl RootFs {
         self.open_with(path, OFlags::RDONLY)
     }
 
-    fn open_with(&self, path: &Path, flags: OFlags) -> io::Result<File> {
+    pub(crate) fn open_with(&self, path: &Path, flags: OFlags) -> io::Result<File> {
         match self.inside(path) {
             Some((root, below)) => open_in_root(root, below, flags).unwrap_or_else(|| {
                 root.open_subpath(below, OpenFlags::from_bits_retain(u64::from(flags.bits())))

@@ -7,7 +7,9 @@
 //! record also holds `entity = "<id>"` so that [`list`] can give the id back.
 //!
 //! Records are written atomically and only after an apply succeeded, so a
-//! crash leaves the old record or the new one, never a torn one.
+//! crash leaves the old record or the new one, never a torn one. A staging
+//! batch appends its records to the record journal instead
+//! ([`crate::journal`]), whose entries take precedence over record files.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::atomic;
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::journal::{self, Entry};
 use crate::root_fs::RootFs;
 
 /// The record format version this SDK writes and reads.
@@ -25,6 +28,10 @@ pub const RECORD_VERSION: i64 = 1;
 
 /// The key holding the format version.
 const VERSION_KEY: &str = "version";
+/// The first line of every record this SDK writes.
+const VERSION_LINE: &str = "version = 1\n";
+/// Lines that start with a key the SDK keeps for itself.
+const RESERVED_LINES: [&str; 2] = ["\nversion", "\nentity"];
 /// The key holding the entity id in records with a hashed name.
 const ENTITY_KEY: &str = "entity";
 const RECORD_SUFFIX: &str = ".toml";
@@ -139,7 +146,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
             )));
         }
     }
-    let mut contents = format!("{VERSION_KEY} = {RECORD_VERSION}\n");
+    let mut contents = VERSION_LINE.to_string();
     if !fits_file_name(&encode_entity_id(id), RECORD_SUFFIX) {
         // The name no longer spells the id, so the record must.
         let entity =
@@ -148,9 +155,33 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
     }
     contents.push_str(&body);
     let fs = RootFs::of(env)?;
-    fs.create_dir_all(&env.state_dir)
-        .map_err(|err| Error::io("create state directory", &env.state_dir, &err))?;
+    create_state_dir(&fs, &env.state_dir)?;
+    let staging = atomic::staging();
+    if staging != Some(true) {
+        // Records are files here: the journal is folded back first, or its
+        // older entry would hide this record.
+        journal::fold(&fs, &env.state_dir, |id| record_path(env, id))?;
+    }
+    if staging.is_some() {
+        let file_name = entity_file_name(id, RECORD_SUFFIX);
+        return atomic::stage_record(&fs, &env.state_dir, id, &file_name, contents);
+    }
     atomic::write_state_record(&fs, &path, contents.as_bytes())
+}
+
+/// Creates the state directory unless this process did: a batch writes
+/// many records there.
+fn create_state_dir(fs: &RootFs, state_dir: &Path) -> Result<()> {
+    static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut created = CREATED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !created.iter().any(|dir| dir == state_dir) {
+        fs.create_dir_all(state_dir)
+            .map_err(|err| Error::io("create state directory", state_dir, &err))?;
+        created.push(state_dir.to_path_buf());
+    }
+    Ok(())
 }
 
 fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
@@ -160,17 +191,44 @@ fn invalid_record(path: &Path, problem: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Reads a record file into a table without its `version` key.
-fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
-    let text = match fs.read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(Error::io("read state record", path, &err)),
+/// Parses the record for `id` with `parse`, given its text and where it
+/// was found: the journal's entry, else the record file.
+fn with_record_text<R>(
+    env: &Env,
+    fs: &RootFs,
+    id: &str,
+    parse: impl Fn(&str, &dyn Fn() -> PathBuf) -> Result<R>,
+) -> Result<Option<R>> {
+    let journal_origin = || {
+        env.state_dir
+            .join(format!("{} (entry {id})", journal::JOURNAL_NAME))
     };
+    if let Some(parsed) =
+        journal::with_record(fs, &env.state_dir, id, |text| parse(text, &journal_origin))?
+    {
+        return parsed.map(Some);
+    }
+    let path = record_path(env, id);
+    match read_file(fs, &path)? {
+        Some(text) => parse(&text, &|| path.clone()).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn read_file(fs: &RootFs, path: &Path) -> Result<Option<String>> {
+    match fs.read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(Error::io("read state record", path, &err)),
+    }
+}
+
+/// Parses record text into a table without its `version` key.
+fn parse_table(path: &Path, text: &str) -> Result<toml::Table> {
     let mut table: toml::Table =
-        toml::from_str(&text).map_err(|err| invalid_record(path, err.message()))?;
+        toml::from_str(text).map_err(|err| invalid_record(path, err.message()))?;
     match table.remove(VERSION_KEY) {
-        Some(toml::Value::Integer(RECORD_VERSION)) => Ok(Some(table)),
+        Some(toml::Value::Integer(RECORD_VERSION)) => Ok(table),
         other => Err(Error::new(format!(
             "{}: state record has version {}, this plugin reads version {RECORD_VERSION}; remove the file to forget what was applied",
             path.display(),
@@ -179,36 +237,60 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
     }
 }
 
-/// Reads the record for `id`, `None` when there is none.
-pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
-    let path = record_path(env, id);
-    let Some(mut table) = read_table(&RootFs::of(env)?, &path)? else {
-        return Ok(None);
-    };
-    match table.remove(ENTITY_KEY) {
-        // Records with a readable name have no `entity` key.
-        None => {}
-        Some(toml::Value::String(recorded)) if recorded == id => {}
-        Some(other) => {
-            return Err(invalid_record(
-                &path,
-                format_args!("it is for entity {other}, not {id}"),
-            ));
-        }
+/// Reads a record file into a table without its `version` key.
+fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
+    match read_file(fs, path)? {
+        Some(text) => parse_table(path, &text).map(Some),
+        None => Ok(None),
     }
-    T::deserialize(toml::Value::Table(table))
-        .map(Some)
-        .map_err(|err| invalid_record(&path, err.message()))
 }
 
-/// Removes the record for `id`; a missing record is fine.
+/// Reads the record for `id`, `None` when there is none.
+pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
+    with_record_text(env, &RootFs::of(env)?, id, |text, origin| {
+        // Most records start as this SDK writes them, with no `entity`
+        // key: parsed straight into `T`. Anything else, or an error, takes
+        // the checked way below, which says what is wrong.
+        if let Some(rest) = text.strip_prefix(VERSION_LINE)
+            && !RESERVED_LINES
+                .iter()
+                .any(|key| rest.starts_with(&key[1..]) || rest.contains(key))
+            && let Ok(record) = toml::from_str::<T>(rest)
+        {
+            return Ok(record);
+        }
+        let mut table = parse_table(&origin(), text)?;
+        match table.remove(ENTITY_KEY) {
+            // Records with a readable name have no `entity` key.
+            None => {}
+            Some(toml::Value::String(recorded)) if recorded == id => {}
+            Some(other) => {
+                return Err(invalid_record(
+                    &origin(),
+                    format_args!("it is for entity {other}, not {id}"),
+                ));
+            }
+        }
+        T::deserialize(toml::Value::Table(table))
+            .map_err(|err| invalid_record(&origin(), err.message()))
+    })
+}
+
+/// Removes the record for `id`; a missing record is fine. The file goes
+/// first and then the journal's entry, so a crash in between leaves the
+/// newest record.
 pub fn remove(env: &Env, id: &str) -> Result<()> {
     let path = record_path(env, id);
-    match RootFs::of(env)?.remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(Error::io("remove state record", &path, &err)),
+    let fs = RootFs::of(env)?;
+    match fs.remove_file(&path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(Error::io("remove state record", &path, &err)),
     }
+    if let Some(Entry::Put(_)) = journal::lookup(&fs, &env.state_dir, id)? {
+        atomic::drop_record(&fs, &env.state_dir, id)?;
+    }
+    Ok(())
 }
 
 /// The entity id held by the record at `path`, whose name is hashed.
@@ -262,7 +344,9 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
             ids.push(id);
         }
     }
+    ids.extend(journal::ids(&fs, &env.state_dir)?);
     ids.sort();
+    ids.dedup();
     Ok(ids)
 }
 
@@ -426,6 +510,26 @@ mod tests {
             "{}",
             err.message()
         );
+    }
+
+    #[test]
+    fn the_version_line_spells_the_record_version() {
+        assert_eq!(VERSION_LINE, format!("{VERSION_KEY} = {RECORD_VERSION}\n"));
+    }
+
+    #[test]
+    fn a_record_with_a_duplicate_version_is_still_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        std::fs::create_dir_all(&env.state_dir).expect("mkdir");
+        let path = record_path(&env, "demo:a");
+        std::fs::write(
+            &path,
+            "version = 1\nchecksum = 'x'\nmode = 1\nversion = 2\n",
+        )
+        .expect("write");
+        let err = read::<Record>(&env, "demo:a").expect_err("duplicate key");
+        assert!(err.message().contains(&path.display().to_string()));
     }
 
     #[test]
