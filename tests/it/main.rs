@@ -26,6 +26,7 @@ mod holo3_suite;
 mod lints;
 mod man_pages;
 mod noop_state_dirs;
+mod oneoff_equivalence;
 mod packaging;
 mod parsers_no_panic;
 mod plugin_shape;

@@ -53,6 +53,10 @@ impl Plugin for ArchivePlugin {
         resources::properties_with_ensure::<ArchiveTable, resources::Ensure>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        holo_plugin::oneoff::property_types::<ArchiveTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
         let declared = resources::load::<ArchiveTable>(env)?;
         let mut found = resources::scan_each(declared, |declared| {

@@ -19,6 +19,10 @@ impl Plugin for ExecPlugin {
         resources::properties::<ExecResource>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        holo_plugin::oneoff::property_types::<ExecResource>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ExecSpec>>> {
         resources::scan_each(resources::load::<ExecResource>(env)?, |declared| {
             let location = &declared.location;

@@ -24,6 +24,14 @@ impl Plugin for FilePlugin {
         resources::properties_with_ensure::<FileResource, model::Ensure>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        holo_plugin::oneoff::property_types::<FileResource>()
+    }
+
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
+        Some(status_table(env, name))
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let fs = RootFs::of(env)?;
         let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
@@ -184,6 +192,82 @@ fn path_of(id: &str) -> Result<&str> {
                 "{id}: not a file entity id; remove its record from the state directory"
             ))
         })
+}
+
+/// The largest file whose content `status` writes into the table.
+const STATUS_CONTENT_LIMIT: usize = 64 * 1024;
+
+/// What is at `name` now, as the properties of a `[[file]]` table: the
+/// content of a text file up to [`STATUS_CONTENT_LIMIT`] (with `template =
+/// false` when it looks like a template), owner and group by name, mode and
+/// a link's target.
+fn status_table(env: &Env, name: &str) -> Result<holo_plugin::oneoff::Table> {
+    let path = Path::new(name);
+    if !path.is_absolute() {
+        return Err(Error::new(format!(
+            "holo-file status: {name:?} is not an absolute path; give the path as a [[file]] table names it, like /etc/motd"
+        )));
+    }
+    let fs = RootFs::of(env)?;
+    let path = &env.root_join(path);
+    let observed = provider::posix::status(&fs, path)?;
+    let mut table = holo_plugin::oneoff::Table::new();
+    let text = |value: &str| holo_plugin::oneoff::Value::String(value.to_string());
+    let ensure = match observed.kind {
+        crate::apply::Kind::Absent => {
+            table.insert("ensure".to_string(), text("absent"));
+            return Ok(table);
+        }
+        crate::apply::Kind::File => "present",
+        crate::apply::Kind::Directory => "directory",
+        crate::apply::Kind::Link => "link",
+        crate::apply::Kind::Other => {
+            return Err(Error::new(format!(
+                "holo-file status: {name} is a socket, device or fifo, which holo-file does not manage"
+            )));
+        }
+    };
+    table.insert("ensure".to_string(), text(ensure));
+    if let Some(target) = &observed.target {
+        table.insert("target".to_string(), text(&target.to_string_lossy()));
+        return Ok(table);
+    }
+    let owner = holo_plugin::owners::user_name(env, observed.uid).map_or(
+        holo_plugin::oneoff::Value::Integer(observed.uid.into()),
+        |name| text(&name),
+    );
+    let group = holo_plugin::owners::group_name(env, observed.gid).map_or(
+        holo_plugin::oneoff::Value::Integer(observed.gid.into()),
+        |name| text(&name),
+    );
+    table.insert("owner".to_string(), owner);
+    table.insert("group".to_string(), group);
+    table.insert("mode".to_string(), text(&format_mode(observed.mode)));
+    if observed.mode & 0o6000 != 0 {
+        table.insert(
+            "allow_setid".to_string(),
+            holo_plugin::oneoff::Value::Boolean(true),
+        );
+    }
+    if ensure == "present" {
+        let bytes = fs.read(path).map_err(|err| Error::io("read", path, &err))?;
+        if bytes.len() <= STATUS_CONTENT_LIMIT
+            && !bytes.contains(&0)
+            && let Ok(content) = String::from_utf8(bytes)
+        {
+            if content.contains("{{") || content.contains("{%") || content.contains("{#") {
+                table.insert(
+                    "template".to_string(),
+                    holo_plugin::oneoff::Value::Boolean(false),
+                );
+            }
+            table.insert(
+                "content".to_string(),
+                holo_plugin::oneoff::Value::String(content),
+            );
+        }
+    }
+    Ok(table)
 }
 
 #[cfg(test)]

@@ -172,6 +172,31 @@ impl Plugin for PackagePlugin {
         resources::properties::<PackageTable>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        holo_plugin::oneoff::property_types::<PackageTable>()
+    }
+
+    fn flag_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        &[("version", "ensure")]
+    }
+
+    /// The installed version as `ensure` (so the table pins it), or
+    /// `absent`; the provider is chosen as for a table that names none.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
+        let installed = || -> Result<Option<provider::Installed>> {
+            let kind = model::choose_provider(None, &provider_hints(env)?)
+                .map_err(|message| Error::new(format!("holo-package status {name}: {message}")))?;
+            let mut manager = provider::open(kind, &env.root, env.test_mode);
+            Ok(manager.status(&[name.to_string()])?.remove(name))
+        };
+        Some(installed().map(|installed| {
+            let mut table = holo_plugin::oneoff::Table::new();
+            let ensure = installed.map_or("absent".to_string(), |package| package.full_version());
+            table.insert("ensure".to_string(), ensure.into());
+            table
+        }))
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Entity>>> {
         let declared = resources::load::<PackageTable>(env)?;
         let mut hints: Option<ProviderHints> = None;

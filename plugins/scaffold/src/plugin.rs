@@ -51,6 +51,10 @@ impl Plugin for ScaffoldPlugin {
         resources::properties_with_ensure::<ScaffoldTable, resources::Ensure>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        holo_plugin::oneoff::property_types::<ScaffoldTable>()
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {
         let mut context = None;
         let declared = resources::load_reading::<ScaffoldTable>(env, is_template_tree)?;

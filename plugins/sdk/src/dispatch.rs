@@ -60,7 +60,7 @@ fn usage<P: Plugin>(operation: &str) -> Error {
 fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     let Some(operation) = args.first().map(String::as_str) else {
         return fail(&Error::new(format!(
-            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8)",
+            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8); by hand: holo-{0} ensure NAME --PROPERTY VALUE... or holo-{0} status NAME",
             P::ID
         )));
     };
@@ -98,6 +98,13 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     .filter(|_| declares::<P>(Extension::Batch));
     let is_protocol_operation =
         operation == "scan" || operation == "diff" || entity_mode.is_some() || batch_mode.is_some();
+    if operation == "ensure" || operation == "status" {
+        let result = match operation {
+            "ensure" => crate::oneoff::ensure(plugin, &env, rest),
+            _ => crate::oneoff::status(plugin, &env, rest),
+        };
+        return result.unwrap_or_else(|err| fail(&err));
+    }
     if !is_protocol_operation {
         return match plugin.subcommand(&env, operation, rest) {
             Some(Ok(code)) => code,

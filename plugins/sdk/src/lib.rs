@@ -99,6 +99,7 @@ pub mod error;
 pub mod extract;
 pub mod facts;
 pub mod journal;
+pub mod oneoff;
 pub mod owners;
 pub mod plugin;
 pub mod process;

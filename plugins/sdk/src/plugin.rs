@@ -110,6 +110,29 @@ pub trait Plugin {
         Ok(self.diff_with_header(env, entity)?.into_iter().collect())
     }
 
+    /// The value type of each property of the plugin's `[[KIND]]` table,
+    /// for the flags of `holo-ID ensure`; a plugin on [`crate::resources`]
+    /// returns [`crate::oneoff::property_types`] for its resource type.
+    /// Empty (the default) means the plugin has no `ensure`.
+    fn property_types(&self) -> Vec<(&'static str, crate::oneoff::ValueType)> {
+        Vec::new()
+    }
+
+    /// Flags of `holo-ID ensure` that stand for a property under another
+    /// name: `(flag, property)`, e.g. `("version", "ensure")` for
+    /// `holo-package ensure nginx --version 1.24`.
+    fn flag_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// For `holo-ID status NAME`: the properties (other than `name`) of the
+    /// table that would declare the current state of `NAME`. `None` (the
+    /// default) means the plugin has no `status`.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<toml::Table>> {
+        let _ = (env, name);
+        None
+    }
+
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
     /// `None` when `name` is not one of them.
     fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {

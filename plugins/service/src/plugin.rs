@@ -58,6 +58,34 @@ impl Plugin for ServicePlugin {
         resources::properties::<ServiceTable>()
     }
 
+    fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
+        use holo_plugin::oneoff::ValueType;
+        // `ensure` has its own parser, so the probe cannot see its values.
+        let mut types = holo_plugin::oneoff::property_types::<ServiceTable>();
+        for (name, value_type) in &mut types {
+            if *name == "ensure" {
+                *value_type = ValueType::OneOf(&["running", "stopped"]);
+            }
+        }
+        types
+    }
+
+    /// Whether the service runs and starts at boot, as `ensure` and `enable`.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
+        let status = provider::open(env).status(name);
+        Some(status.map(|status| {
+            let mut table = holo_plugin::oneoff::Table::new();
+            let ensure = if status.running() {
+                "running"
+            } else {
+                "stopped"
+            };
+            table.insert("ensure".to_string(), ensure.into());
+            table.insert("enable".to_string(), status.enabled.into());
+            table
+        }))
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ServiceSpec>>> {
         let declared = resources::load::<ServiceTable>(env)?;
         refuse_duplicate_units(&declared)?;

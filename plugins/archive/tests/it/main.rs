@@ -11,4 +11,5 @@ mod credentials;
 mod directories;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
+mod oneoff;
 mod support;

@@ -11,3 +11,4 @@ mod cwd_containment;
 mod daemons;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
+mod oneoff;

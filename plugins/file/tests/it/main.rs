@@ -11,6 +11,7 @@ mod escapes;
 mod interrupted_apply;
 mod man_messages;
 mod non_utf8_names;
+mod oneoff;
 mod ownership;
 mod properties;
 mod source_containment;

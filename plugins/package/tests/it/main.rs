@@ -8,6 +8,7 @@ mod common;
 mod containment;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
+mod oneoff;
 mod plugin_process;
 mod real_apt;
 mod real_dnf;

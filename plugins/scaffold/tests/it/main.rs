@@ -11,5 +11,6 @@ mod escapes;
 mod go_engine;
 #[path = "../../../archive/tests/it/support/http.rs"]
 mod http;
+mod oneoff;
 mod scaffold;
 mod url_source;

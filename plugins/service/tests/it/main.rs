@@ -5,4 +5,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod duplicate_units;
+mod oneoff;
 mod systemd_provider;

@@ -1,0 +1,1123 @@
+//! One-off `ensure` and `status` from the shell: `holo-ID ensure NAME
+//! --PROPERTY VALUE ...` converges one resource given as flags, and
+//! `holo-ID status NAME` prints the current state as the table that would
+//! declare it.
+//!
+//! `ensure` writes the flags as a one-table resource file into a private
+//! directory and takes it through the path of a holo run: the SDK's scan
+//! (templates, common properties, validation), then the plugin's own
+//! `apply ENTITY` operation in a child process with the scan cache, FD 3
+//! and the `HOLO_*` environment a driver would give it. The child's output
+//! is printed as `holo apply` prints an entity, and the exit code is the one
+//! `holo apply` would give.
+//!
+//! Root and state: the root is `HOLO_ROOT_DIR` (`/` when unset), as for a
+//! holo run. When holo already manages the entity (its state directory,
+//! `HOLO_STATE_DIR` or `ROOT/var/lib/holo/ID`, has a record for it), that
+//! state directory is used, so protection of manual edits is holo's own.
+//! Otherwise the records go to `ROOT/var/lib/holo/ensure/ID`: repeated
+//! one-offs still see each other's records, and the next holo run does not
+//! take the entity for a deleted resource and scrub it. The scan cache and
+//! the generated resource file live in a private directory below `TMPDIR`,
+//! as a driver's run directory does, and are removed at the end. The one-off
+//! holds holo's run lock, `ROOT/run/holo.pid`, while it runs.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use serde::de::{self, DeserializeOwned, Visitor};
+
+use crate::entity::{print_error, scan_and_cache};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::plugin::{Plugin, Scanned};
+use crate::resources::{Resource, closest};
+
+/// The table `status` gives and its values, for plugins.
+pub use toml::{Table, Value};
+
+/// What a property's value is in TOML, as the resource type asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueType {
+    String,
+    Integer,
+    Bool,
+    /// An enum: one of these names.
+    OneOf(&'static [&'static str]),
+    /// A list of values of one type; a repeated flag adds an element.
+    Array(Box<ValueType>),
+    /// A table, given in TOML's inline syntax: `--data '{ port = 8080 }'`.
+    Table,
+    /// Several types (untagged enums, custom parsers): given as a string,
+    /// which such properties accept (`mode = "0644"`, `owner = "0"`).
+    Any,
+}
+
+/// The value types of the properties of `[[R::KIND]]`, found by asking each
+/// field of the struct to deserialize from a probe. Empty for a type that is
+/// not a plain struct.
+pub fn property_types<R: Resource>() -> Vec<(&'static str, ValueType)> {
+    let Some(fields) = probe_fields::<R>() else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .map(|field| {
+            let mut found = None;
+            let _ = R::deserialize(StructProbe {
+                only: field,
+                found: &mut found,
+            });
+            (*field, found.unwrap_or(ValueType::Any))
+        })
+        .collect()
+}
+
+fn probe_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    let mut fields = None;
+    let _ = R::deserialize(StructProbe {
+        only: "",
+        found: &mut None,
+    })
+    .map_err(|ProbeDone(found)| fields = found);
+    fields
+}
+
+/// The common properties as flags.
+fn common_types() -> Vec<(&'static str, ValueType)> {
+    let strings = ValueType::Array(Box::new(ValueType::String));
+    vec![
+        ("require", strings.clone()),
+        ("subscribe", strings),
+        ("if", ValueType::String),
+        ("unless", ValueType::String),
+        ("protect", ValueType::Bool),
+        ("template", ValueType::Bool),
+        ("alias", ValueType::String),
+    ]
+}
+
+#[derive(Debug)]
+struct ProbeDone(Option<&'static [&'static str]>);
+
+impl fmt::Display for ProbeDone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("type probe")
+    }
+}
+
+impl std::error::Error for ProbeDone {}
+
+impl de::Error for ProbeDone {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        ProbeDone(None)
+    }
+}
+
+/// Deserializes as a struct that holds only the field `only`.
+struct StructProbe<'a> {
+    only: &'static str,
+    found: &'a mut Option<ValueType>,
+}
+
+impl<'de> de::Deserializer<'de> for StructProbe<'_> {
+    type Error = ProbeDone;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, ProbeDone> {
+        Err(ProbeDone(None))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        if self.only.is_empty() {
+            return Err(ProbeDone(Some(fields)));
+        }
+        visitor.visit_map(OneField {
+            key: Some(self.only),
+            found: self.found,
+        })
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+struct OneField<'a> {
+    key: Option<&'static str>,
+    found: &'a mut Option<ValueType>,
+}
+
+impl<'de> de::MapAccess<'de> for OneField<'_> {
+    type Error = ProbeDone;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> std::result::Result<Option<K::Value>, ProbeDone> {
+        match self.key.take() {
+            Some(key) => seed
+                .deserialize(de::value::BorrowedStrDeserializer::new(key))
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        seed.deserialize(ValueProbe(self.found))
+    }
+}
+
+/// Records the type a value asks for, then stops the deserialization.
+struct ValueProbe<'a>(&'a mut Option<ValueType>);
+
+impl ValueProbe<'_> {
+    fn found<T>(self, value_type: ValueType) -> std::result::Result<T, ProbeDone> {
+        *self.0 = Some(value_type);
+        Err(ProbeDone(None))
+    }
+}
+
+macro_rules! probe_as {
+    ($value_type:expr => $($method:ident)*) => {
+        $(fn $method<V: Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, ProbeDone> {
+            self.found($value_type)
+        })*
+    };
+}
+
+impl<'de> de::Deserializer<'de> for ValueProbe<'_> {
+    type Error = ProbeDone;
+
+    probe_as!(ValueType::Table => deserialize_map);
+    probe_as!(ValueType::Any => deserialize_any deserialize_ignored_any
+        deserialize_f32 deserialize_f64 deserialize_bytes deserialize_byte_buf deserialize_unit);
+    probe_as!(ValueType::String => deserialize_str deserialize_string deserialize_char
+        deserialize_identifier);
+    probe_as!(ValueType::Bool => deserialize_bool);
+    probe_as!(ValueType::Integer => deserialize_i8 deserialize_i16 deserialize_i32
+        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
+        deserialize_u64 deserialize_u128);
+
+    fn deserialize_option<V: Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        let mut element = None;
+        let _ = visitor.visit_seq(OneElement(Some(&mut element)));
+        self.found(ValueType::Array(Box::new(
+            element.unwrap_or(ValueType::Any),
+        )))
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        variants: &'static [&'static str],
+        _: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        self.found(ValueType::OneOf(variants))
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        self.found(ValueType::Any)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _: usize,
+        _: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        self.found(ValueType::Any)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        _: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        self.found(ValueType::Any)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> std::result::Result<V::Value, ProbeDone> {
+        self.found(ValueType::Any)
+    }
+}
+
+struct OneElement<'a>(Option<&'a mut Option<ValueType>>);
+
+impl<'de> de::SeqAccess<'de> for OneElement<'_> {
+    type Error = ProbeDone;
+
+    fn next_element_seed<T: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> std::result::Result<Option<T::Value>, ProbeDone> {
+        match self.0.take() {
+            Some(found) => seed.deserialize(ValueProbe(found)).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// What the command line asks of `ensure`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnsureRequest {
+    /// The one-table document, `[[KIND]]` and the properties.
+    pub document: String,
+    /// `--noop`: say what would change.
+    pub noop: bool,
+    /// `--force-apply`: as `holo apply --force`.
+    pub force: bool,
+}
+
+/// The flags of `ensure` for a plugin: its kind (the first section of
+/// `properties`) and every property with its type. `--VALUE` for each value
+/// of `ensure` stands for `--ensure VALUE`.
+pub struct Flags {
+    kind: String,
+    types: Vec<(&'static str, ValueType)>,
+    ensure_values: Vec<&'static str>,
+    aliases: &'static [(&'static str, &'static str)],
+}
+
+impl Flags {
+    /// The flags of `plugin`; `None` when it has no properties to give.
+    pub fn of<P: Plugin>(plugin: &P) -> Option<Flags> {
+        let properties = plugin.properties();
+        let types = plugin.property_types();
+        let (kind, _) = properties.first()?;
+        if types.is_empty() {
+            return None;
+        }
+        let mut ensure_values: Vec<&'static str> = properties
+            .iter()
+            .find(|(section, _)| *section == format!("{kind}.ensure"))
+            .map(|(_, values)| values.clone())
+            .unwrap_or_default();
+        if let Some((_, ValueType::OneOf(values))) =
+            types.iter().find(|(name, _)| *name == "ensure")
+        {
+            for value in values.iter() {
+                if !ensure_values.contains(value) {
+                    ensure_values.push(value);
+                }
+            }
+        }
+        let mut all = types;
+        all.extend(common_types());
+        Some(Flags {
+            kind: kind.clone(),
+            types: all,
+            ensure_values,
+            aliases: plugin.flag_aliases(),
+        })
+    }
+
+    fn type_of(&self, property: &str) -> Option<&ValueType> {
+        self.types
+            .iter()
+            .find(|(name, _)| *name == property)
+            .map(|(_, value_type)| value_type)
+    }
+
+    /// Turns `NAME --PROPERTY VALUE ...` into the one-table document.
+    pub fn parse(&self, command: &str, args: &[String]) -> Result<EnsureRequest> {
+        let mut table = toml::Table::new();
+        let mut name = None;
+        let mut noop = false;
+        let mut force = false;
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let Some(flag) = arg.strip_prefix("--") else {
+                if name.replace(arg.clone()).is_some() {
+                    return Err(Error::new(format!(
+                        "{command}: {arg:?} is a second name; give one NAME and the properties as --PROPERTY VALUE"
+                    )));
+                }
+                continue;
+            };
+            let (flag, inline) = match flag.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_string())),
+                None => (flag, None),
+            };
+            let property = match self.aliases.iter().find(|(alias, _)| *alias == flag) {
+                Some((_, property)) => property.to_string(),
+                None => flag.replace('-', "_"),
+            };
+            match property.as_str() {
+                "noop" if inline.is_none() => {
+                    noop = true;
+                    continue;
+                }
+                "force_apply" if inline.is_none() => {
+                    force = true;
+                    continue;
+                }
+                _ => {}
+            }
+            if inline.is_none() && self.ensure_values.contains(&flag) {
+                set_once(
+                    &mut table,
+                    command,
+                    "ensure",
+                    toml::Value::String(flag.into()),
+                )?;
+                continue;
+            }
+            let negated = property.strip_prefix("no_");
+            if let (Some(base), None) = (negated, &inline)
+                && self.type_of(base) == Some(&ValueType::Bool)
+            {
+                set_once(&mut table, command, base, toml::Value::Boolean(false))?;
+                continue;
+            }
+            let Some(value_type) = self.type_of(&property) else {
+                return Err(self.unknown_flag(command, flag));
+            };
+            if property == "name" {
+                return Err(Error::new(format!(
+                    "{command}: give the name as the first argument, not as --name"
+                )));
+            }
+            let text = match (inline, value_type) {
+                (Some(text), _) => text,
+                (None, ValueType::Bool) => "true".to_string(),
+                (None, _) => args
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| Error::new(format!("{command}: --{flag} needs a value")))?,
+            };
+            let value = typed(value_type, &text);
+            match (value_type, table.get_mut(&property)) {
+                (ValueType::Array(_), Some(toml::Value::Array(list))) => {
+                    list.push(value);
+                }
+                (ValueType::Array(_), None) => {
+                    table.insert(property, toml::Value::Array(vec![value]));
+                }
+                _ => set_once(&mut table, command, &property, value)?,
+            }
+        }
+        let Some(name) = name else {
+            return Err(Error::new(format!(
+                "usage: {command} NAME [--PROPERTY VALUE]... [--noop] [--force-apply]"
+            )));
+        };
+        let mut ordered = toml::Table::new();
+        ordered.insert("name".to_string(), toml::Value::String(name));
+        ordered.extend(table);
+        let mut document = toml::Table::new();
+        document.insert(
+            self.kind.clone(),
+            toml::Value::Array(vec![toml::Value::Table(ordered)]),
+        );
+        let document = toml::to_string(&document)
+            .map_err(|err| Error::new(format!("{command}: cannot write the table: {err}")))?;
+        Ok(EnsureRequest {
+            document,
+            noop,
+            force,
+        })
+    }
+
+    fn unknown_flag(&self, command: &str, flag: &str) -> Error {
+        let mut known: Vec<String> = self
+            .types
+            .iter()
+            .filter(|(name, _)| *name != "name")
+            .map(|(name, _)| name.replace('_', "-"))
+            .collect();
+        known.extend(self.ensure_values.iter().map(|value| value.to_string()));
+        known.extend(self.aliases.iter().map(|(alias, _)| alias.to_string()));
+        known.extend(["noop".to_string(), "force-apply".to_string()]);
+        let names: Vec<&str> = known.iter().map(String::as_str).collect();
+        let suggestion = closest(flag, &names)
+            .map(|name| format!(" (did you mean --{name}?)"))
+            .unwrap_or_default();
+        Error::new(format!(
+            "{command}: unknown flag --{flag}{suggestion}; the flags are the properties of a [[{}]] table: --{}",
+            self.kind,
+            names.join(", --")
+        ))
+    }
+}
+
+fn set_once(
+    table: &mut toml::Table,
+    command: &str,
+    property: &str,
+    value: toml::Value,
+) -> Result<()> {
+    if table.insert(property.to_string(), value).is_some() {
+        return Err(Error::new(format!(
+            "{command}: {property} is given twice; give it once"
+        )));
+    }
+    Ok(())
+}
+
+/// The flag's text as a TOML value of the property's type. Text that is not
+/// of the type stays a string, so that loading the table names the
+/// property and what it wants.
+fn typed(value_type: &ValueType, text: &str) -> toml::Value {
+    let string = || toml::Value::String(text.to_string());
+    match value_type {
+        ValueType::Integer => text
+            .parse()
+            .map(toml::Value::Integer)
+            .unwrap_or_else(|_| string()),
+        ValueType::Bool => text
+            .parse()
+            .map(toml::Value::Boolean)
+            .unwrap_or_else(|_| string()),
+        ValueType::Array(element) => typed(element, text),
+        ValueType::Table => format!("value = {text}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut parsed| parsed.remove("value"))
+            .filter(toml::Value::is_table)
+            .unwrap_or_else(string),
+        ValueType::String | ValueType::OneOf(_) | ValueType::Any => string(),
+    }
+}
+
+/// The lock of a holo run, `ROOT/run/holo.pid`, held for the one-off as
+/// `holo apply` holds it, so that the two never converge side by side. A
+/// lock left by a process that is gone is not taken over here (holo does
+/// that); the message says so.
+struct RunLock {
+    /// The directory that holds the lock, opened in the root, and its name.
+    dir: std::fs::File,
+    name: OsString,
+    _file: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl RunLock {
+    fn acquire(env: &Env) -> std::result::Result<RunLock, String> {
+        use rustix::fs::{Mode, OFlags};
+        let path = env.root_join("run/holo.pid");
+        let shown = path.display();
+        let failure = |err: &std::io::Error| {
+            let mut message = format!(
+                "Cannot create lock file {shown}: open {shown}: {}",
+                errno_text(err)
+            );
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                message.push_str("\nThis usually means that another instance of Holo is currently running.\nIf not, run holo apply once (it takes over a lock of a process that is gone) or delete the lock file manually.");
+            }
+            message
+        };
+        // In test mode the lock is resolved inside the root, like every path.
+        let fs = crate::root_fs::RootFs::of(env).map_err(|err| err.message().to_string())?;
+        if env.test_mode
+            && let Some(parent) = path.parent()
+        {
+            fs.create_dir_all(parent).map_err(|err| failure(&err))?;
+        }
+        let (dir, name) = fs.open_parent(&path).map_err(|err| failure(&err))?;
+        let fd = rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|errno| failure(&std::io::Error::from(errno)))?;
+        let mut file = std::fs::File::from(fd);
+        let _ = file.write_all(format!("{}\n", std::process::id()).as_bytes());
+        let _ = file.sync_all();
+        // Shared, as the driver holds it: a takeover sees the lock in use.
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared) {
+            Ok(file) => Ok(RunLock {
+                dir,
+                name,
+                _file: file,
+            }),
+            Err((_, errno)) => {
+                let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), rustix::fs::AtFlags::empty());
+                Err(failure(&std::io::Error::from(errno)))
+            }
+        }
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::unlinkat(
+            &self.dir,
+            self.name.as_os_str(),
+            rustix::fs::AtFlags::empty(),
+        );
+    }
+}
+
+/// An OS error as Go words it: `file exists`.
+fn errno_text(err: &std::io::Error) -> String {
+    match err.raw_os_error() {
+        Some(code) => {
+            let text = nix::errno::Errno::from_raw(code).desc();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => text.to_string(),
+            }
+        }
+        None => err.to_string(),
+    }
+}
+
+/// The `HOLO_*` variables a driver would give the plugin, for a private run
+/// directory.
+struct RunDir {
+    _dir: tempfile::TempDir,
+    resources: PathBuf,
+    cache: PathBuf,
+    /// An empty state directory: the first scan, which only finds the
+    /// entity id, sees no records and so describes no orphans.
+    no_state: PathBuf,
+}
+
+impl RunDir {
+    fn create(plugin_id: &str, document: &str) -> Result<RunDir> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("holo-{plugin_id}-ensure."))
+            .tempdir()
+            .map_err(|err| Error::new(format!("cannot create a run directory: {err}")))?;
+        // Resolved, so that no `..` from TMPDIR is taken lexically later.
+        let base = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| dir.path().to_path_buf());
+        let resources = base.join("resources");
+        let cache = base.join("cache");
+        let no_state = base.join("no-state");
+        for path in [&resources, &cache, &no_state] {
+            std::fs::create_dir(path)
+                .map_err(|err| Error::new(format!("cannot create {}: {err}", path.display())))?;
+        }
+        let file = resources.join("ensure.toml");
+        std::fs::write(&file, document)
+            .map_err(|err| Error::new(format!("cannot write {}: {err}", file.display())))?;
+        Ok(RunDir {
+            _dir: dir,
+            resources,
+            cache,
+            no_state,
+        })
+    }
+
+    fn variables(&self, state_dir: &Path) -> Vec<(&'static str, OsString)> {
+        vec![
+            (
+                "HOLO_API_VERSION",
+                OsString::from(crate::env::API_VERSION.to_string()),
+            ),
+            ("HOLO_CACHE_DIR", self.cache.clone().into_os_string()),
+            ("HOLO_RESOURCE_DIR", self.resources.clone().into_os_string()),
+            (
+                "HOLO_RESOURCE_ORIGIN",
+                self.resources.clone().into_os_string(),
+            ),
+            ("HOLO_STATE_DIR", state_dir.as_os_str().to_os_string()),
+            ("HOLO_EXTENSIONS", OsString::new()),
+            ("HOLO_REFRESH", OsString::new()),
+        ]
+    }
+
+    fn env(&self, plugin_id: &str, state_dir: &Path) -> Result<Env> {
+        let variables = self.variables(state_dir);
+        Env::from_lookup(plugin_id, |key| {
+            match variables.iter().find(|(name, _)| *name == key) {
+                Some((_, value)) => Some(value.clone()),
+                None => std::env::var_os(key),
+            }
+        })
+    }
+
+    /// Error messages name the generated file; on the command line, the
+    /// flags are what the user wrote.
+    fn rewrite(&self, err: &Error, command: &str) -> Error {
+        let file = format!("{}", self.resources.join("ensure.toml").display());
+        // A relative path is taken next to the generated file: show it as given.
+        let directory = format!("{}/", self.resources.display());
+        let mut text = String::new();
+        for line in err.message().lines() {
+            let (prefix, rest) = match line.strip_prefix(&file).and_then(|rest| {
+                let rest = rest.strip_prefix(':')?;
+                let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+                rest[digits..].strip_prefix(": ")
+            }) {
+                Some(rest) => (format!("{command}: "), rest),
+                None => (String::new(), line),
+            };
+            let rewritten = prefix
+                + &rest
+                    .replace(&format!("{file}:1"), command)
+                    .replace(&file, command)
+                    .replace(&directory, "");
+            text.push_str(&rewritten);
+            text.push('\n');
+        }
+        Error::new(text.trim_end().to_string())
+    }
+}
+
+/// The state directory `ensure` uses for `id`: holo's own when it has a
+/// record for the entity, else the one-off directory (see the module
+/// documentation).
+fn state_dir_for(holo_env: &Env, id: &str) -> PathBuf {
+    if crate::state::record_path(holo_env, id).exists() {
+        holo_env.state_dir.clone()
+    } else {
+        holo_env.root_join(format!("var/lib/holo/ensure/{}", holo_env.plugin_id))
+    }
+}
+
+/// `holo-ID ensure NAME --PROPERTY VALUE ...`.
+pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Result<ExitCode> {
+    let command = format!("holo-{} ensure", P::ID);
+    let Some(flags) = Flags::of(plugin) else {
+        return Err(Error::new(format!(
+            "{command}: holo-{} has no one-off ensure; declare the resource in a resource file and run holo apply",
+            P::ID
+        )));
+    };
+    let request = flags.parse(&command, args)?;
+    let _lock = match RunLock::acquire(env) {
+        Ok(lock) => lock,
+        Err(message) => {
+            print_error(&Error::new(message));
+            return Ok(ExitCode::from(255));
+        }
+    };
+    let run_dir = RunDir::create(P::ID, &request.document)?;
+    let scan = |state_dir: &Path| -> Result<(Env, Scanned<P::Spec>)> {
+        let run_env = run_dir.env(P::ID, state_dir)?;
+        let entities =
+            scan_and_cache(plugin, &run_env).map_err(|err| run_dir.rewrite(&err, &command))?;
+        let entity = entities
+            .into_iter()
+            .find(|entity| !entity.sources.is_empty())
+            .ok_or_else(|| Error::new(format!("{command}: the table declares no entity")))?;
+        Ok((run_env, entity))
+    };
+    let (_, entity) = scan(&run_dir.no_state)?;
+    let state_dir = state_dir_for(env, &entity.id);
+    let (_, entity) = scan(&state_dir)?;
+    let operation = match (request.noop, request.force) {
+        (true, _) => "noop",
+        (false, true) => "force-apply",
+        (false, false) => "apply",
+    };
+    let ran = run_child(&run_dir.variables(&state_dir), operation, &entity.id)?;
+    Ok(report(&entity, &ran, request.noop, &|text| {
+        run_dir
+            .rewrite(&Error::new(text), &command)
+            .message()
+            .to_string()
+    }))
+}
+
+/// The signals a terminal sends to its foreground process group.
+const TERMINAL_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGHUP];
+
+/// What the child process gave.
+struct Ran {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    fd3: Vec<u8>,
+    exit: Option<i32>,
+}
+
+fn run_child(variables: &[(&'static str, OsString)], operation: &str, id: &str) -> Result<Ran> {
+    let exe = std::env::current_exe()
+        .map_err(|err| Error::new(format!("cannot find this program's path: {err}")))?;
+    let (fd3_read, fd3_write) =
+        nix::unistd::pipe().map_err(|err| Error::new(format!("cannot create a pipe: {err}")))?;
+    let mut command = Command::new(&exe);
+    command
+        .args([operation, id])
+        .envs(variables.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let raw_write = fd3_write.as_raw_fd();
+    // SAFETY: dup2 is async-signal-safe; it puts the pipe on FD 3 of the child.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(move || {
+            if libc::dup2(raw_write, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for signal in TERMINAL_SIGNALS {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    // Ctrl-C reaches the whole foreground group: the child ends its apply
+    // as under holo (it stops its command and starts no other), and this
+    // process stays to report it and release the lock.
+    // SAFETY: setting dispositions to SIG_IGN; no handler runs.
+    unsafe {
+        for signal in TERMINAL_SIGNALS {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|err| Error::new(format!("cannot run {}: {err}", exe.display())))?;
+    drop(fd3_write);
+    let read_all = |mut reader: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = reader.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = child.stdout.take().map(|out| read_all(Box::new(out)));
+    let stderr = child.stderr.take().map(|err| read_all(Box::new(err)));
+    let fd3 = read_all(Box::new(std::fs::File::from(fd3_read)));
+    let status = child
+        .wait()
+        .map_err(|err| Error::new(format!("cannot wait for {}: {err}", exe.display())))?;
+    let join = |handle: Option<std::thread::JoinHandle<Vec<u8>>>| {
+        handle.and_then(|h| h.join().ok()).unwrap_or_default()
+    };
+    Ok(Ran {
+        stdout: join(stdout),
+        stderr: join(stderr),
+        fd3: join(Some(fd3)),
+        exit: status.code(),
+    })
+}
+
+/// Prints the entity as `holo apply` does and gives its exit code: nothing
+/// for an entity that did not change; otherwise `Working on ID` with the
+/// scan's info lines, the plugin's output, and the messages for a failure
+/// or an entity that needs `--force-apply`.
+fn report<S>(
+    entity: &Scanned<S>,
+    ran: &Ran,
+    noop: bool,
+    rewrite: &dyn Fn(String) -> String,
+) -> ExitCode {
+    let fd3 = String::from_utf8_lossy(&ran.fd3);
+    let fd3_lines: Vec<&str> = fd3.lines().collect();
+    let failed = ran.exit != Some(0);
+    let unchanged = !failed
+        && fd3_lines.contains(&holo_protocol::fd3::NOT_CHANGED)
+        && ran.stdout.is_empty()
+        && ran.stderr.is_empty();
+    if unchanged {
+        return ExitCode::SUCCESS;
+    }
+    let mut out = String::new();
+    let verb = entity
+        .action
+        .as_ref()
+        .map_or("Working on", |action| action.verb.as_str());
+    out.push_str(&format!("{verb} {}", entity.id));
+    if let Some(reason) = entity.action.as_ref().and_then(|a| a.reason.as_ref()) {
+        out.push_str(&format!(" ({reason})"));
+    }
+    out.push('\n');
+    let width = verb.len();
+    for (key, value) in &entity.info {
+        out.push_str(&format!("{key:>width$} {}\n", rewrite(value.clone())));
+    }
+    // Paragraphs as the driver prints them: a blank line after the
+    // header, and the entity's output ends with one.
+    out.push('\n');
+    let mut printer = Printer::default();
+    printer.write(false, out.as_bytes());
+    printer.write(false, &ran.stdout);
+    let mut stderr = rewrite(String::from_utf8_lossy(&ran.stderr).into_owned());
+    if !stderr.is_empty() && !stderr.ends_with('\n') {
+        stderr.push('\n');
+    }
+    printer.write(true, stderr.as_bytes());
+    let mut needs_force = false;
+    for line in &fd3_lines {
+        let message = match *line {
+            holo_protocol::fd3::REQUIRES_FORCE_OVERWRITE => {
+                "!! Entity has been modified by user (use --force to overwrite)\n"
+            }
+            holo_protocol::fd3::REQUIRES_FORCE_RESTORE => {
+                "!! Entity has been deleted by user (use --force to restore)\n"
+            }
+            _ => continue,
+        };
+        needs_force = true;
+        printer.write(true, message.as_bytes());
+    }
+    if failed {
+        let status = ran.exit.map_or("killed by a signal".to_string(), |code| {
+            format!("exit status {code}")
+        });
+        printer.write(true, format!("!! {status}\n").as_bytes());
+    }
+    while printer.trailing_newlines < 2 {
+        printer.write(false, b"\n");
+    }
+    if failed || needs_force {
+        ExitCode::from(1)
+    } else if noop {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Writes to stdout or stderr as the driver's output does: a blank line
+/// before the first output, and the newlines at the end of what was
+/// written last on either stream counted for paragraphs.
+#[derive(Default)]
+struct Printer {
+    had_output: bool,
+    trailing_newlines: usize,
+}
+
+impl Printer {
+    fn write(&mut self, to_stderr: bool, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if !self.had_output {
+            self.had_output = true;
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(b"\n").and_then(|()| stdout.flush());
+        }
+        let written = if to_stderr {
+            let _ = std::io::stdout().flush();
+            let mut stderr = std::io::stderr().lock();
+            stderr.write_all(bytes).and_then(|()| stderr.flush())
+        } else {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(bytes).and_then(|()| stdout.flush())
+        };
+        let _ = written;
+        let newlines = bytes
+            .iter()
+            .rev()
+            .take_while(|byte| **byte == b'\n')
+            .count();
+        self.trailing_newlines = if newlines == bytes.len() {
+            self.trailing_newlines + newlines
+        } else {
+            newlines
+        };
+    }
+}
+
+/// `holo-ID status NAME`: the plugin's [`Plugin::status`] as a `[[KIND]]`
+/// table.
+pub(crate) fn status<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Result<ExitCode> {
+    let [name] = args else {
+        return Err(Error::new(format!(
+            "usage: holo-{} status NAME (exactly one name)",
+            P::ID
+        )));
+    };
+    let Some(kind) = plugin.properties().first().map(|(kind, _)| kind.clone()) else {
+        return Err(Error::new(format!("holo-{} has no status", P::ID)));
+    };
+    let Some(found) = plugin.status(env, name) else {
+        return Err(Error::new(format!(
+            "holo-{} has no status: what it leaves on the system cannot be read back into a [[{kind}]] table",
+            P::ID
+        )));
+    };
+    print!("{}", status_table(&kind, name, &found?)?);
+    let _ = std::io::stdout().flush();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A `[[KIND]]` table with `name` first, then `properties` (plain values
+/// and lists of them) in sorted order.
+pub fn status_table(kind: &str, name: &str, properties: &toml::Table) -> Result<String> {
+    let rest = toml::to_string(properties)
+        .map_err(|err| Error::new(format!("cannot write the table: {err}")))?;
+    Ok(format!(
+        "[[{kind}]]\nname = {}\n{rest}",
+        toml::Value::String(name.to_string())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Demo {
+        name: String,
+        ensure: Option<String>,
+        mode: Option<ModeValue>,
+        force: Option<bool>,
+        #[serde(default)]
+        returns: Vec<i64>,
+        #[serde(default)]
+        data: toml::Table,
+        timeout: Option<u32>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    #[allow(dead_code)]
+    enum ModeValue {
+        Text(String),
+        Integer(i64),
+    }
+
+    impl Resource for Demo {
+        const KIND: &'static str = "demo";
+        fn entity_id(&self) -> String {
+            format!("demo:{}", self.name)
+        }
+    }
+
+    fn flags() -> Flags {
+        let mut types = property_types::<Demo>();
+        types.extend(common_types());
+        Flags {
+            kind: "demo".to_string(),
+            types,
+            ensure_values: vec!["present", "absent"],
+            aliases: &[("version", "ensure")],
+        }
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|arg| arg.to_string()).collect()
+    }
+
+    #[test]
+    fn property_types_are_probed_from_the_struct() {
+        assert_eq!(
+            property_types::<Demo>(),
+            vec![
+                ("name", ValueType::String),
+                ("ensure", ValueType::String),
+                ("mode", ValueType::Any),
+                ("force", ValueType::Bool),
+                ("returns", ValueType::Array(Box::new(ValueType::Integer))),
+                ("data", ValueType::Table),
+                ("timeout", ValueType::Integer),
+            ]
+        );
+    }
+
+    #[test]
+    fn flags_become_a_typed_table() {
+        let request = flags()
+            .parse(
+                "holo-demo ensure",
+                &args(&[
+                    "x",
+                    "--mode",
+                    "0644",
+                    "--force",
+                    "--returns",
+                    "0",
+                    "--returns=3",
+                    "--data",
+                    "{ port = 80 }",
+                    "--timeout",
+                    "5",
+                    "--absent",
+                    "--require",
+                    "file:/a",
+                    "--noop",
+                ]),
+            )
+            .expect("parses");
+        assert!(request.noop && !request.force);
+        let table: toml::Table = request.document.parse().expect("toml");
+        let demo = &table["demo"][0];
+        assert_eq!(demo["name"].as_str(), Some("x"));
+        assert_eq!(demo["mode"].as_str(), Some("0644"));
+        assert_eq!(demo["force"].as_bool(), Some(true));
+        assert_eq!(demo["returns"].as_array().map(Vec::len), Some(2));
+        assert_eq!(demo["returns"][1].as_integer(), Some(3));
+        assert_eq!(demo["data"]["port"].as_integer(), Some(80));
+        assert_eq!(demo["timeout"].as_integer(), Some(5));
+        assert_eq!(demo["ensure"].as_str(), Some("absent"));
+        assert_eq!(demo["require"][0].as_str(), Some("file:/a"));
+    }
+
+    #[test]
+    fn negations_aliases_and_mistakes() {
+        let flags = flags();
+        let parse = |list: &[&str]| flags.parse("holo-demo ensure", &args(list));
+        let request = parse(&["x", "--no-force", "--version", "1.2"]).expect("parses");
+        let table: toml::Table = request.document.parse().expect("toml");
+        assert_eq!(table["demo"][0]["force"].as_bool(), Some(false));
+        assert_eq!(table["demo"][0]["ensure"].as_str(), Some("1.2"));
+        let message = |list: &[&str]| parse(list).expect_err("fails").message().to_string();
+        assert!(
+            message(&["x", "--forse"]).contains("unknown flag --forse (did you mean --force?)")
+        );
+        assert_eq!(
+            message(&["x", "--timeout"]),
+            "holo-demo ensure: --timeout needs a value"
+        );
+        assert_eq!(
+            message(&["x", "--absent", "--ensure", "present"]),
+            "holo-demo ensure: ensure is given twice; give it once"
+        );
+        assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
+        assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));
+        assert!(message(&["x", "--name", "y"]).contains("first argument"));
+    }
+
+    #[test]
+    fn status_tables_put_the_name_first() {
+        let mut properties = toml::Table::new();
+        properties.insert("mode".to_string(), "0644".into());
+        properties.insert("ensure".to_string(), "present".into());
+        assert_eq!(
+            status_table("file", "/etc/motd", &properties).expect("table"),
+            "[[file]]\nname = \"/etc/motd\"\nensure = \"present\"\nmode = \"0644\"\n"
+        );
+    }
+}
