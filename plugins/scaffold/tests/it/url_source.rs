@@ -74,6 +74,23 @@ impl Root {
         String::from_utf8_lossy(&output.stderr).into_owned()
     }
 
+    /// A source that cannot be fetched: the scan reports the entity with
+    /// its files unknown, and its apply fails. Gives the scan's report and
+    /// the apply's error.
+    fn fetch_error(&self) -> String {
+        let scan = self.run(&["scan"]);
+        let report = String::from_utf8_lossy(&scan.stdout).into_owned();
+        assert!(
+            scan.status.success(),
+            "an unreachable source failed the scan: {}",
+            String::from_utf8_lossy(&scan.stderr)
+        );
+        assert!(report.contains("files: unknown: "), "{report}");
+        let apply = self.run(&["apply", "scaffold:/srv/app"]);
+        assert!(!apply.status.success(), "apply succeeded");
+        format!("{report}{}", String::from_utf8_lossy(&apply.stderr))
+    }
+
     fn cache_entries(&self) -> Vec<String> {
         fs::read_dir(self.path("var/cache/holo/scaffold"))
             .map(|entries| {
@@ -181,7 +198,7 @@ fn a_wrong_checksum_leaves_nothing_behind() {
     let url = server.serve("/app.tar.gz", Route::body(archive));
     let wrong = "0".repeat(64);
     let root = Root::new(&resource(&url, &wrong));
-    let message = root.scan_error();
+    let message = root.fetch_error();
     assert!(
         message.contains("app.toml:1") && message.contains(&wrong),
         "{message}"
@@ -227,7 +244,7 @@ fn an_archive_climbing_out_is_refused_by_the_safe_extraction() {
     let archive = tar_gz(&[("ok.conf", "x\n", 0o644), ("../../escape", "x\n", 0o644)]);
     let url = server.serve("/evil.tar.gz", Route::body(archive.clone()));
     let root = Root::new(&resource(&url, &sha256(&archive)));
-    let message = root.scan_error();
+    let message = root.fetch_error();
     assert!(
         message.contains("cannot extract") && message.contains(".."),
         "{message}"
