@@ -31,6 +31,9 @@ impl Setup {
         let bin = dir.path().join(bin_dir_name);
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::copy(env!("CARGO_BIN_EXE_holos"), bin.join("holos")).unwrap();
+        // A copy this process wrote is "text file busy" while another test
+        // thread forks; the copy run is written by a process of its own.
+        test_support::make_executable(&bin.join("holos"));
         Setup {
             dir,
             bin: bin.join("holos"),
