@@ -10,7 +10,10 @@
 //! - [`render`]: rendering the source tree and classifying the results;
 //! - [`go_engine`]: Go's text/template as a [`render::TreeEngine`];
 //! - [`provider::url`]: URL sources, downloaded and extracted into the cache;
-//! - [`plugin`]: the glue to the SDK (scan, apply, noop, diff, records).
+//! - [`converge`]: carrying out apply, noop, scrub and diff, with the
+//!   rendering and the state record;
+//! - [`plugin`]: the glue to the SDK (scan, and the operations handed to
+//!   [`converge`]).
 
 pub mod apply;
 pub mod converge;
