@@ -50,9 +50,14 @@ impl Cli {
             | HolosCommand::Uninstall(UninstallArgs { file_args, .. })
             | HolosCommand::Inspect(InspectArgs { file_args, .. })
             | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
-            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
-                &file_args.files
-            }
+            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. }))
+            | HolosCommand::Snapshots(
+                SnapshotsCommand::Create(SnapshotArgs { file_args, .. })
+                | SnapshotsCommand::List(SnapshotsListArgs { file_args, .. })
+                | SnapshotsCommand::Restore(SnapshotRestoreArgs { file_args, .. })
+                | SnapshotsCommand::Rm(SnapshotNamedArgs { file_args, .. })
+                | SnapshotsCommand::Export(SnapshotExportArgs { file_args, .. }),
+            ) => &file_args.files,
             HolosCommand::Logs(logs) => &logs.files,
             HolosCommand::Images
             | HolosCommand::Version(_)
@@ -123,6 +128,9 @@ pub enum HolosCommand {
     /// List or remove the project's named volumes.
     #[command(subcommand)]
     Volumes(VolumesCommand),
+    /// Snapshots of an instance's root disk: create, list, restore, rm, export.
+    #[command(subcommand)]
+    Snapshots(SnapshotsCommand),
     /// Check what this host needs to run holos; exit 1 if up cannot work.
     Doctor(DoctorArgs),
     /// List the host's PCI devices and whether each can be passed to a VM.
@@ -308,6 +316,88 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos snapshots create|list|restore|rm|export INSTANCE [NAME]`.
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotsCommand {
+    /// Snapshot the root disk, online through QMP when the instance runs.
+    Create(SnapshotArgs),
+    /// List the root disk's snapshots.
+    #[command(alias = "ls")]
+    List(SnapshotsListArgs),
+    /// Stop the instance if it runs, revert its root disk, start it again.
+    Restore(SnapshotRestoreArgs),
+    /// Remove a snapshot.
+    Rm(SnapshotNamedArgs),
+    /// Write the disk as it was at a snapshot as a standalone qcow2.
+    Export(SnapshotExportArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name; INSTANCE-SECONDS when not given.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotsListArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotNamedArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRestoreArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Restore even though a volume of the instance changed since the snapshot.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotExportArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The qcow2 to write (it must not exist); INSTANCE-NAME.qcow2 when not given.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `holos install [--system|--user] [--enable] [--dry-run]`.

@@ -14,13 +14,14 @@ use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self as project, UpRequest};
-use holos_runtime::ops::{devices, doctor, inspect, volumes};
+use holos_runtime::ops::{devices, doctor, inspect, snapshots, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
 
 use crate::cli::{
-    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VerifyArgs, VolumesCommand,
+    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, SnapshotsCommand, VerifyArgs,
+    VolumesCommand,
 };
 
 /// The byte Ctrl-] sends: it detaches the console.
@@ -69,6 +70,9 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
             volumes::remove(&rt.layout, project, &args.name)
         }),
+        HolosCommand::Snapshots(command) => {
+            with_runtime(|rt| snapshots_command(rt, options, command))
+        }
         HolosCommand::Doctor(args) => {
             return Some(doctor::run(HostSettings::from_env(), args.json));
         }
@@ -99,6 +103,52 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// `holos snapshots create|list|restore|rm|export`.
+fn snapshots_command(
+    runtime: &HostSettings,
+    options: &Options,
+    command: &SnapshotsCommand,
+) -> Result<(), String> {
+    let layout = &runtime.layout;
+    let project = project_name(options)?;
+    match command {
+        SnapshotsCommand::Create(args) => {
+            let name = snapshots::create(layout, &project, &args.instance, args.name.as_deref())?;
+            eprintln!("holos: {}: created snapshot {name}", args.instance);
+            print(&format!("{name}\n"))
+        }
+        SnapshotsCommand::List(args) => {
+            let list = snapshots::list(layout, &project, &args.instance)?;
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                snapshots::table(&list)
+            })
+        }
+        SnapshotsCommand::Restore(args) => Ok(snapshots::restore(
+            runtime,
+            &project,
+            &args.instance,
+            &args.name,
+            args.force,
+        )?),
+        SnapshotsCommand::Rm(args) => {
+            snapshots::remove(layout, &project, &args.instance, &args.name)?;
+            eprintln!("holos: {}: removed snapshot {}", args.instance, args.name);
+            Ok(())
+        }
+        SnapshotsCommand::Export(args) => {
+            let output = args
+                .output
+                .clone()
+                .unwrap_or_else(|| format!("{}-{}.qcow2", args.instance, args.name).into());
+            snapshots::export(layout, &project, &args.instance, &args.name, &output)?;
+            eprintln!("holos: wrote {}", output.display());
+            Ok(())
+        }
+    }
 }
 
 /// `holos images`, `holos pull [IMAGE...]` and `holos lock`.

@@ -53,7 +53,19 @@ impl Qmp {
 
     /// Runs `command` and returns its `return` value.
     pub fn execute(&mut self, command: &str) -> Result<Value, Error> {
-        let mut line = json!({ "execute": command }).to_string();
+        self.send(json!({ "execute": command }), command)
+    }
+
+    /// Runs `command` with `arguments` and returns its `return` value.
+    pub fn execute_with(&mut self, command: &str, arguments: Value) -> Result<Value, Error> {
+        self.send(
+            json!({ "execute": command, "arguments": arguments }),
+            command,
+        )
+    }
+
+    fn send(&mut self, message: Value, command: &str) -> Result<Value, Error> {
+        let mut line = message.to_string();
         line.push_str("\r\n");
         self.writer
             .write_all(line.as_bytes())
