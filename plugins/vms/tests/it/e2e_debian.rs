@@ -14,6 +14,8 @@
 //!   host keys with it, heals on the next `holo apply`: `holos ps` says
 //!   `starting` (not the `healthy` of before the kill) until the guest,
 //!   whose boot made its keys again, is reachable and healthy;
+//! - a file written before `holos snapshots create` of the running web-0 and
+//!   deleted after it is back after `holos snapshots restore`;
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
 //!
 //! and, with `holo`, `holo-file` and `holo-service` copied into `web-0`, that
@@ -558,6 +560,33 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         http_get(web_port, "/index.html")
             .trim_end()
             .ends_with(WEB_PAGE)
+    );
+
+    // 4b. A snapshot of the running web-0 brings back a file deleted after it.
+    let phase = Instant::now();
+    e2e.sh(
+        "web-0",
+        "echo taken before the snapshot > /root/snapped && sync",
+    );
+    e2e.holos_ok(&["snapshots", "create", "web-0", "e2e"], EXEC_LIMIT);
+    e2e.sh("web-0", "rm /root/snapped && sync");
+    let restored = e2e.holos_ok(&["snapshots", "restore", "web-0", "e2e"], UP_LIMIT);
+    assert!(
+        restored.contains("holos: web-0: root disk restored to snapshot e2e"),
+        "{restored}"
+    );
+    // Waits for the booted guest's sshd; `sh` retries an early dropped connection.
+    let _ = e2e.root.run_within(
+        e2e.holos(&["exec", "web-0", "-w", "1500", "--", "true"]),
+        UP_LIMIT,
+    );
+    assert_eq!(
+        e2e.sh("web-0", "cat /root/snapped"),
+        "taken before the snapshot"
+    );
+    eprintln!(
+        "e2e: snapshot, delete, restore and boot took {:.0}s",
+        phase.elapsed().as_secs_f64()
     );
 
     // 5. holos stop: the ACPI power button over QMP; the guests shut down.
