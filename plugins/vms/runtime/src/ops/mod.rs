@@ -2,9 +2,11 @@
 //! `snapshots`) and the
 //! host (`doctor`, `devices`, the systemd unit of `install`).
 
+pub mod capacity;
 pub mod devices;
 pub mod doctor;
 pub mod inspect;
 pub mod install;
+pub mod project;
 pub mod snapshots;
 pub mod volumes;

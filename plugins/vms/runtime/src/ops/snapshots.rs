@@ -21,7 +21,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::host;
-use crate::instance::QEMU_IMG;
+use crate::instance::qemu_img_program;
 use crate::lifecycle::{find_instance, launch_with_ssh_retry, stop_reporting};
 use crate::qmp::Qmp;
 use crate::settings::HostSettings;
@@ -119,7 +119,7 @@ pub fn check_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn run_qemu_img(command: Command) -> Result<Vec<u8>, Error> {
+pub(crate) fn run_qemu_img(command: Command) -> Result<Vec<u8>, Error> {
     let finished = command.run().map_err(|e| {
         Error::Host(format!(
             "{e}; holos needs qemu-img (Debian package qemu-utils)"
@@ -135,15 +135,40 @@ fn run_qemu_img(command: Command) -> Result<Vec<u8>, Error> {
     Ok(finished.stdout)
 }
 
-fn qemu_img(args: &[&str], disk: &Path) -> Command {
-    Command::new(QEMU_IMG)
+pub(crate) fn qemu_img(args: &[&str], disk: &Path) -> Command {
+    Command::new(qemu_img_program())
         .args(args)
         .arg(disk)
         .timeout(Duration::from_secs(120))
 }
 
-/// The snapshots in the root disk, oldest first. `-U` reads the image while
-/// a running QEMU holds its lock.
+/// The internal snapshots of a qcow2 file, oldest first, without
+/// `volumes_changed`. `-U` reads the image while a running QEMU holds its
+/// lock.
+pub(crate) fn image_snapshots(disk: &Path) -> Result<Vec<SnapshotInfo>, Error> {
+    let out = run_qemu_img(qemu_img(
+        &["info", "-U", "--output=json", "-f", "qcow2"],
+        disk,
+    ))?;
+    let info: serde_json::Value = serde_json::from_slice(&out)
+        .map_err(|e| Error::Instance(format!("qemu-img info printed no JSON: {e}")))?;
+    let mut list: Vec<SnapshotInfo> = info["snapshots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| SnapshotInfo {
+            name: s["name"].as_str().unwrap_or_default().to_string(),
+            id: s["id"].as_str().unwrap_or_default().to_string(),
+            date: s["date-sec"].as_u64().unwrap_or(0),
+            vm_state_size: s["vm-state-size"].as_u64().unwrap_or(0),
+            volumes_changed: Vec::new(),
+        })
+        .collect();
+    list.sort_by_key(|s| (s.date, s.id.parse::<u64>().unwrap_or(0)));
+    Ok(list)
+}
+
+/// The snapshots in the root disk, oldest first.
 fn read_snapshots(spec: &InstanceSpec) -> Result<Vec<SnapshotInfo>, Error> {
     let disk = spec.root_disk();
     if !disk.exists() {
@@ -153,29 +178,11 @@ fn read_snapshots(spec: &InstanceSpec) -> Result<Vec<SnapshotInfo>, Error> {
             disk.display()
         )));
     }
-    let out = run_qemu_img(qemu_img(
-        &["info", "-U", "--output=json", "-f", "qcow2"],
-        &disk,
-    ))?;
-    let info: serde_json::Value = serde_json::from_slice(&out)
-        .map_err(|e| Error::Instance(format!("qemu-img info printed no JSON: {e}")))?;
     let records = load_records(spec);
-    let mut list: Vec<SnapshotInfo> = info["snapshots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| {
-            let name = s["name"].as_str().unwrap_or_default().to_string();
-            SnapshotInfo {
-                volumes_changed: changed_volumes(spec, records.get(&name)),
-                id: s["id"].as_str().unwrap_or_default().to_string(),
-                date: s["date-sec"].as_u64().unwrap_or(0),
-                vm_state_size: s["vm-state-size"].as_u64().unwrap_or(0),
-                name,
-            }
-        })
-        .collect();
-    list.sort_by_key(|s| (s.date, s.id.parse::<u64>().unwrap_or(0)));
+    let mut list = image_snapshots(&disk)?;
+    for snapshot in &mut list {
+        snapshot.volumes_changed = changed_volumes(spec, records.get(&snapshot.name));
+    }
     Ok(list)
 }
 
@@ -369,7 +376,7 @@ pub fn export(
         )));
     }
     let selector = format!("snapshot.name={name}");
-    let command = Command::new(QEMU_IMG)
+    let command = Command::new(qemu_img_program())
         .args([
             "convert", "-U", "-f", "qcow2", "-O", "qcow2", "-l", &selector,
         ])
