@@ -250,3 +250,37 @@ fn a_stopped_instance_is_snapshotted_with_qemu_img_and_stays_stopped_on_restore(
         "{said}"
     );
 }
+
+#[test]
+#[ignore = "needs QEMU"]
+fn the_real_qemu_takes_and_drops_snapshots_online_as_the_fake_does() {
+    runtime_support::require_qemu();
+    let p = Project::new(COMPOSE, Qemu::Real);
+    p.ok(&["up", "--no-wait"]);
+    let pid = p.pid_of("db-0").expect("running");
+    let disk = p.state().join("instances/snap/db-0/root.qcow2");
+    let volume = p.state().join("volumes/snap/data.qcow2");
+    p.ok(&["snapshots", "create", "db-0", "live"]);
+    p.ok(&["volumes", "snapshot", "data", "vlive"]);
+    assert_eq!(names_in_file(&disk), ["live"]);
+    assert_eq!(names_in_file(&volume), ["vlive"]);
+    assert_eq!(list(&p)[0]["name"], "live");
+    let said = fails(&p, &["snapshots", "create", "db-0", "live"]);
+    assert!(said.contains("already has a snapshot live"), "{said}");
+    // Export reads past QEMU's lock (-U); the snapshot cannot change.
+    let exported = p.path().join("live.qcow2");
+    p.ok(&[
+        "snapshots",
+        "export",
+        "db-0",
+        "live",
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    assert_eq!(backing_file(&exported), Value::Null);
+    p.ok(&["snapshots", "rm", "db-0", "live"]);
+    p.ok(&["volumes", "snapshot-rm", "data", "vlive"]);
+    assert!(names_in_file(&disk).is_empty());
+    assert!(names_in_file(&volume).is_empty());
+    assert_eq!(p.pid_of("db-0"), Some(pid), "QEMU kept running throughout");
+}
