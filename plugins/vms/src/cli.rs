@@ -26,6 +26,9 @@ pub struct Cli {
     /// The state directory (instances, volumes, images, keys); wins over HOLOS_STATE_DIR.
     #[arg(long = "state-dir", global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// How long to wait for another holos command on the same project (120s by default).
+    #[arg(long = "lock-timeout", global = true, value_name = "WAIT", value_parser = parse_wait)]
+    pub lock_timeout: Option<Duration>,
     #[command(subcommand)]
     pub command: HolosCommand,
 }
@@ -50,15 +53,30 @@ impl Cli {
             | HolosCommand::Uninstall(UninstallArgs { file_args, .. })
             | HolosCommand::Inspect(InspectArgs { file_args, .. })
             | HolosCommand::Volumes(VolumesCommand::Ls(VolumesLsArgs { file_args, .. }))
-            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. })) => {
-                &file_args.files
-            }
+            | HolosCommand::Volumes(VolumesCommand::Rm(VolumesRmArgs { file_args, .. }))
+            | HolosCommand::Volumes(
+                VolumesCommand::Export(VolumeExportArgs { file_args, .. })
+                | VolumesCommand::Import(VolumeImportArgs { file_args, .. })
+                | VolumesCommand::Snapshot(VolumeSnapshotArgs { file_args, .. })
+                | VolumesCommand::Snapshots(VolumeSnapshotsArgs { file_args, .. })
+                | VolumesCommand::SnapshotRm(VolumeSnapshotNamedArgs { file_args, .. })
+                | VolumesCommand::SnapshotRestore(VolumeSnapshotNamedArgs { file_args, .. })
+                | VolumesCommand::Resize(VolumeResizeArgs { file_args, .. }),
+            )
+            | HolosCommand::Snapshots(
+                SnapshotsCommand::Create(SnapshotArgs { file_args, .. })
+                | SnapshotsCommand::List(SnapshotsListArgs { file_args, .. })
+                | SnapshotsCommand::Restore(SnapshotRestoreArgs { file_args, .. })
+                | SnapshotsCommand::Rm(SnapshotNamedArgs { file_args, .. })
+                | SnapshotsCommand::Export(SnapshotExportArgs { file_args, .. }),
+            ) => &file_args.files,
             HolosCommand::Logs(logs) => &logs.files,
             HolosCommand::Images
             | HolosCommand::Version(_)
             | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
             | HolosCommand::Import(_)
+            | HolosCommand::Run { .. }
             | HolosCommand::Completions { .. } => &Vec::new(),
         };
         [&self.file_args.files[..], &after[..]].concat()
@@ -93,6 +111,12 @@ pub enum HolosCommand {
         /// Do not print the `>>` notes on fields that act differently in a VM.
         #[arg(short = 'q', long)]
         quiet: bool,
+        /// Also check the project's vCPUs, memory and disk against the host's.
+        #[arg(long)]
+        capacity: bool,
+        /// Also check that no other program listens on the published host ports.
+        #[arg(long)]
+        network: bool,
     },
     /// List the built-in image aliases and tags, and which are cached.
     Images,
@@ -118,11 +142,14 @@ pub enum HolosCommand {
     Exec(ExecArgs),
     /// Attach to an instance's serial console; Ctrl-] detaches.
     Console(ConsoleArgs),
-    /// Show one instance: pid, ports, IP, MACs, health, spec hash, paths.
+    /// Show one instance (pid, ports, IP, MACs, health, spec hash, paths), or a project.
     Inspect(InspectArgs),
-    /// List or remove the project's named volumes.
+    /// The project's named volumes: list, remove, export, import, snapshot, resize.
     #[command(subcommand)]
     Volumes(VolumesCommand),
+    /// Snapshots of an instance's root disk: create, list, restore, rm, export.
+    #[command(subcommand)]
+    Snapshots(SnapshotsCommand),
     /// Check what this host needs to run holos; exit 1 if up cannot work.
     Doctor(DoctorArgs),
     /// List the host's PCI devices and whether each can be passed to a VM.
@@ -133,6 +160,12 @@ pub enum HolosCommand {
     Uninstall(UninstallArgs),
     /// Turn libvirt domains into a holos.yaml (from virsh dumpxml files or virsh).
     Import(ImportArgs),
+    /// Start a one-off VM from an image, like docker run (see holos run --help).
+    Run {
+        /// [OPTIONS] IMAGE [-- CMD...]; `holos run --help` lists the options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
     /// Print the version of holos.
     Version(VersionArgs),
     /// Print the shell completion script (the packages install it).
@@ -270,13 +303,14 @@ pub struct ConsoleArgs {
     pub instance: String,
 }
 
-/// `holos inspect INSTANCE [--json]`.
+/// `holos inspect INSTANCE|PROJECT [--json]`.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct InspectArgs {
     #[command(flatten)]
     pub file_args: FileArgs,
-    /// The instance, such as web-0 (a service name means its first instance).
-    #[arg(value_name = "INSTANCE")]
+    /// The instance, such as web-0 (a service name means its first
+    /// instance), or a project of the state directory.
+    #[arg(value_name = "INSTANCE|PROJECT")]
     pub instance: String,
     /// Print JSON (the objects of `ps --json`).
     #[arg(long)]
@@ -290,6 +324,98 @@ pub enum VolumesCommand {
     Ls(VolumesLsArgs),
     /// Remove a volume that no instance attaches.
     Rm(VolumesRmArgs),
+    /// Write a volume, or one of its snapshots, as a standalone qcow2.
+    Export(VolumeExportArgs),
+    /// Make a volume a qcow2 copy of a disk image file.
+    Import(VolumeImportArgs),
+    /// Snapshot a volume, online through QMP when a running instance attaches it.
+    Snapshot(VolumeSnapshotArgs),
+    /// List a volume's snapshots.
+    Snapshots(VolumeSnapshotsArgs),
+    /// Remove a snapshot of a volume.
+    SnapshotRm(VolumeSnapshotNamedArgs),
+    /// Revert a volume to a snapshot (no running instance may attach it).
+    SnapshotRestore(VolumeSnapshotNamedArgs),
+    /// Grow a volume; the guest grows its file system at the next boot.
+    Resize(VolumeResizeArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeExportArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Export this snapshot of the volume instead of its current contents.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub snapshot: Option<String>,
+    /// The qcow2 to write (it must not exist); NAME.qcow2 when not given.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeImportArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The disk image to copy (qcow2, raw, or any format qemu-img reads).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Replace the contents of an existing volume.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSnapshotArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The snapshot's name; NAME-SECONDS when not given.
+    #[arg(value_name = "SNAPSHOT")]
+    pub snapshot: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSnapshotsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSnapshotNamedArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The snapshot's name.
+    #[arg(value_name = "SNAPSHOT")]
+    pub snapshot: String,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct VolumeResizeArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The volume, as named in the compose file.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The new size, as in the compose file (10G, 512M, bytes); never smaller.
+    #[arg(value_name = "SIZE", value_parser = parse_size)]
+    pub size: u64,
 }
 
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
@@ -308,6 +434,88 @@ pub struct VolumesRmArgs {
     /// The volume, as named in the compose file.
     #[arg(value_name = "NAME")]
     pub name: String,
+}
+
+/// `holos snapshots create|list|restore|rm|export INSTANCE [NAME]`.
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotsCommand {
+    /// Snapshot the root disk, online through QMP when the instance runs.
+    Create(SnapshotArgs),
+    /// List the root disk's snapshots.
+    #[command(alias = "ls")]
+    List(SnapshotsListArgs),
+    /// Stop the instance if it runs, revert its root disk, start it again.
+    Restore(SnapshotRestoreArgs),
+    /// Remove a snapshot.
+    Rm(SnapshotNamedArgs),
+    /// Write the disk as it was at a snapshot as a standalone qcow2.
+    Export(SnapshotExportArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name; INSTANCE-SECONDS when not given.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotsListArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotNamedArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRestoreArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Restore even though a volume of the instance changed since the snapshot.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotExportArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "INSTANCE")]
+    pub instance: String,
+    /// The snapshot's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The qcow2 to write (it must not exist); INSTANCE-NAME.qcow2 when not given.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `holos install [--system|--user] [--enable] [--dry-run]`.
@@ -400,6 +608,12 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
     holos_compose::decode::reader::parse_duration_ms(text)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
+}
+
+/// `SIZE`: a Compose byte size (`10G`, `512M`, a bare number is bytes).
+fn parse_size(text: &str) -> Result<u64, String> {
+    holos_compose::decode::reader::parse_bytes(text)
+        .ok_or_else(|| format!("{text:?} is not a size; write e.g. 10G, 512M or 1073741824"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

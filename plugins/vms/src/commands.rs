@@ -14,13 +14,14 @@ use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self as project, UpRequest};
-use holos_runtime::ops::{devices, doctor, inspect, volumes};
+use holos_runtime::ops::{devices, doctor, inspect, snapshots, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
 
 use crate::cli::{
-    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, VerifyArgs, VolumesCommand,
+    ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, SnapshotsCommand, VerifyArgs,
+    VolumesCommand,
 };
 
 /// The byte Ctrl-] sends: it detaches the console.
@@ -49,6 +50,9 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         HolosCommand::Exec(args) => return Some(exec(options, args)),
         HolosCommand::Console(args) => with_runtime(|rt| console(rt, options, args)),
+        HolosCommand::Inspect(args) if inspects_a_project(options, &args.instance) => {
+            with_runtime(|rt| inspect_project(rt, &args.instance, args.json))
+        }
         HolosCommand::Inspect(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
             let view = inspect::view(&rt.layout, project::find_instance(&record, &args.instance)?);
@@ -69,6 +73,10 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Volumes(VolumesCommand::Rm(args)) => with_project(options, |rt, project| {
             volumes::remove(&rt.layout, project, &args.name)
         }),
+        HolosCommand::Volumes(command) => with_runtime(|rt| volumes_command(rt, options, command)),
+        HolosCommand::Snapshots(command) => {
+            with_runtime(|rt| snapshots_command(rt, options, command))
+        }
         HolosCommand::Doctor(args) => {
             return Some(doctor::run(HostSettings::from_env(), args.json));
         }
@@ -99,6 +107,125 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// `holos snapshots create|list|restore|rm|export`.
+fn snapshots_command(
+    runtime: &HostSettings,
+    options: &Options,
+    command: &SnapshotsCommand,
+) -> Result<(), String> {
+    let layout = &runtime.layout;
+    let project = project_name(options)?;
+    match command {
+        SnapshotsCommand::Create(args) => {
+            let name = snapshots::create(layout, &project, &args.instance, args.name.as_deref())?;
+            eprintln!("holos: {}: created snapshot {name}", args.instance);
+            print(&format!("{name}\n"))
+        }
+        SnapshotsCommand::List(args) => {
+            let list = snapshots::list(layout, &project, &args.instance)?;
+            print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                snapshots::table(&list)
+            })
+        }
+        SnapshotsCommand::Restore(args) => Ok(snapshots::restore(
+            runtime,
+            &project,
+            &args.instance,
+            &args.name,
+            args.force,
+        )?),
+        SnapshotsCommand::Rm(args) => {
+            snapshots::remove(layout, &project, &args.instance, &args.name)?;
+            eprintln!("holos: {}: removed snapshot {}", args.instance, args.name);
+            Ok(())
+        }
+        SnapshotsCommand::Export(args) => {
+            let output = args
+                .output
+                .clone()
+                .unwrap_or_else(|| format!("{}-{}.qcow2", args.instance, args.name).into());
+            snapshots::export(layout, &project, &args.instance, &args.name, &output)?;
+            eprintln!("holos: wrote {}", output.display());
+            Ok(())
+        }
+    }
+}
+
+/// `holos volumes export|import|snapshot|snapshots|snapshot-rm|snapshot-restore|resize`.
+fn volumes_command(
+    runtime: &HostSettings,
+    options: &Options,
+    command: &VolumesCommand,
+) -> Result<(), String> {
+    let layout = &runtime.layout;
+    let project = project_name(options)?;
+    match command {
+        VolumesCommand::Export(args) => {
+            let output = args
+                .output
+                .clone()
+                .unwrap_or_else(|| format!("{}.qcow2", args.name).into());
+            volumes::export(
+                layout,
+                &project,
+                &args.name,
+                args.snapshot.as_deref(),
+                &output,
+            )?;
+            eprintln!("holos: wrote {}", output.display());
+        }
+        VolumesCommand::Import(args) => {
+            let path = volumes::import(layout, &project, &args.name, &args.file, args.force)?;
+            eprintln!(
+                "holos: volume {} is now a copy of {} ({})",
+                args.name,
+                args.file.display(),
+                path.display()
+            );
+        }
+        VolumesCommand::Snapshot(args) => {
+            let name = volumes::snapshot(layout, &project, &args.name, args.snapshot.as_deref())?;
+            eprintln!("holos: volume {}: created snapshot {name}", args.name);
+            return print(&format!("{name}\n"));
+        }
+        VolumesCommand::Snapshots(args) => {
+            let list = volumes::snapshots(layout, &project, &args.name)?;
+            return print(&if args.json {
+                inspect::to_json(&list)
+            } else {
+                snapshots::table(&list)
+            });
+        }
+        VolumesCommand::SnapshotRm(args) => {
+            volumes::snapshot_remove(layout, &project, &args.name, &args.snapshot)?;
+            eprintln!(
+                "holos: volume {}: removed snapshot {}",
+                args.name, args.snapshot
+            );
+        }
+        VolumesCommand::SnapshotRestore(args) => {
+            volumes::snapshot_restore(layout, &project, &args.name, &args.snapshot)?;
+            eprintln!(
+                "holos: volume {}: restored to snapshot {}",
+                args.name, args.snapshot
+            );
+        }
+        VolumesCommand::Resize(args) => {
+            let before = volumes::resize(layout, &project, &args.name, args.size)?;
+            eprintln!(
+                "holos: volume {} grown from {} to {}; the guest grows its file system at its next boot",
+                args.name,
+                volumes::human_bytes(before),
+                volumes::human_bytes(args.size)
+            );
+        }
+        VolumesCommand::Ls(_) | VolumesCommand::Rm(_) => {}
+    }
+    Ok(())
 }
 
 /// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
@@ -288,23 +415,88 @@ fn load(runtime: &HostSettings, options: &Options) -> Result<ProjectRecord, Stri
         .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
 }
 
+/// Whether a command names no compose project at all: no `-f`, no `-p`
+/// and no compose file in the directory.
+fn no_compose_project(options: &Options) -> bool {
+    options.files.is_empty()
+        && options.project_name.is_none()
+        && holos_compose::load::discover(&options.working_dir).is_err()
+}
+
+/// `holos inspect NAME` shows a project when NAME is a recorded project and
+/// not an instance or service of the compose project.
+fn inspects_a_project(options: &Options, name: &str) -> bool {
+    let Ok(runtime) = HostSettings::from_env() else {
+        return false;
+    };
+    if !runtime.layout.projects().iter().any(|p| p == name) {
+        return false;
+    }
+    let instance_here = project_name(options)
+        .ok()
+        .and_then(|p| ProjectRecord::load(&runtime.layout, &p).ok().flatten())
+        .is_some_and(|record| project::find_instance(&record, name).is_ok());
+    !instance_here
+}
+
+/// `holos inspect PROJECT [--json]`.
+fn inspect_project(runtime: &HostSettings, name: &str, json: bool) -> Result<(), String> {
+    let Some(mut view) = holos_runtime::ops::project::project(&runtime.layout, name)? else {
+        return Err(format!(
+            "project {name} has no record; create it with holos up"
+        ));
+    };
+    // The manifest as the recorded files resolve now.
+    let files: Vec<std::path::PathBuf> = view.files.iter().map(Into::into).collect();
+    if !files.is_empty() && files.iter().all(|f| f.is_file()) {
+        let options = Options {
+            files,
+            project_name: Some(name.to_string()),
+            profiles: Vec::new(),
+            working_dir: std::env::current_dir().unwrap_or_default(),
+            environment: std::env::vars().collect(),
+        };
+        if let Ok((_, manifest)) = holos_compose::resolve(&options) {
+            view.manifest = serde_json::to_value(&manifest).ok();
+        }
+    }
+    print(&if json {
+        inspect::to_json(&view)
+    } else {
+        holos_runtime::ops::project::readable(&view)
+    })
+}
+
 fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), String> {
-    let project = project_name(options)?;
-    let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
-    let mut instances: Vec<_> = record.instances.values().collect();
-    instances.sort_by_key(|i| i.start_order);
-    let views: Vec<_> = instances
-        .iter()
-        .map(|i| inspect::view(&runtime.layout, i))
-        .collect();
+    let every_project = no_compose_project(options);
+    let views = if every_project {
+        holos_runtime::ops::project::all_instances(&runtime.layout)?
+    } else {
+        let project = project_name(options)?;
+        let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
+        let mut instances: Vec<_> = record.instances.values().collect();
+        instances.sort_by_key(|i| i.start_order);
+        instances
+            .iter()
+            .map(|i| inspect::view(&runtime.layout, i))
+            .collect()
+    };
     if args.json {
         return print(&inspect::to_json(&views));
     }
-    let mut text = format!(
+    let mut text = if every_project {
+        format!("{:<20} ", "PROJECT")
+    } else {
+        String::new()
+    };
+    text.push_str(&format!(
         "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} IP\n",
         "INSTANCE", "STATE", "HEALTH", "PID", "SSH", "PORTS"
-    );
+    ));
     for v in views {
+        if every_project {
+            text.push_str(&format!("{:<20} ", v.project));
+        }
         let ports: Vec<String> = v
             .ports
             .iter()

@@ -30,6 +30,11 @@ pub fn process_environment() -> BTreeMap<String, String> {
 
 /// Runs `holos` with `args` (without the program name).
 pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let mut args = args.into_iter().peekable();
+    // `holos run` parses its own options: its -p is docker run's.
+    if args.peek().is_some_and(|first| first == "run") {
+        return crate::run::main(args.skip(1));
+    }
     let argv = std::iter::once(OsString::from("holos")).chain(args);
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
@@ -41,6 +46,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     if let Some(dir) = &cli.state_dir {
         holos_runtime::state_dir::use_state_dir(dir);
+    }
+    if let Some(limit) = cli.lock_timeout {
+        holos_runtime::state::use_lock_timeout(limit);
     }
     if let Some(code) = run_without_project(&cli.command) {
         return code;
@@ -95,6 +103,8 @@ fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
             }
             Some(ExitCode::SUCCESS)
         }
+        // Global options came before `run`; its own parser takes the rest.
+        HolosCommand::Run { args } => Some(crate::run::main(args.clone())),
         HolosCommand::Completions { shell } => {
             let mut script = Vec::new();
             let mut cli = <Cli as clap::CommandFactory>::command();
@@ -133,6 +143,13 @@ pub fn run_with_messages(
         .iter()
         .map(|w| format!("warning: {w}"))
         .collect();
+    if let HolosCommand::Validate {
+        capacity, network, ..
+    } = command
+        && (*capacity || *network)
+    {
+        messages.extend(host_checks(&project, &manifest, *capacity, *network)?);
+    }
     if let HolosCommand::Validate { quiet: false, .. } = command {
         let notes = holos_compose::load::notes::quiet_semantics(&project);
         messages.extend(notes.iter().map(ToString::to_string));
@@ -140,6 +157,44 @@ pub fn run_with_messages(
         messages.extend(disabled.iter().map(ToString::to_string));
     }
     Ok((text, messages))
+}
+
+/// `validate --capacity` and `--network`: the project against this host.
+/// Errors name the main compose file; the rest are lines for stderr.
+fn host_checks(
+    project: &holos_compose::load::Project,
+    manifest: &holos_compose::Manifest,
+    capacity: bool,
+    network: bool,
+) -> Result<Vec<String>, Vec<Diag>> {
+    use holos_runtime::ops::capacity as cap;
+    let file = project.files.first().cloned().unwrap_or_default();
+    let settings = holos_runtime::settings::HostSettings::from_env()
+        .map_err(|e| vec![Diag::file(&file, e.to_string())])?;
+    let mut errors = Vec::new();
+    let mut lines = Vec::new();
+    if capacity {
+        let needs = cap::project_needs(manifest, &settings.layout);
+        let findings = cap::check_capacity(manifest, needs, cap::host_capacity(&settings.layout));
+        lines.push(findings.summary);
+        lines.extend(findings.warnings.iter().map(|w| format!("warning: {w}")));
+        errors.extend(findings.errors);
+    }
+    if network {
+        let taken = cap::check_network(manifest, &settings.layout);
+        if taken.is_empty() {
+            lines.push(format!(
+                "network: every published port of project {} is free",
+                manifest.project
+            ));
+        }
+        errors.extend(taken);
+    }
+    if errors.is_empty() {
+        Ok(lines)
+    } else {
+        Err(errors.into_iter().map(|e| Diag::file(&file, e)).collect())
+    }
 }
 
 fn render(

@@ -13,3 +13,4 @@ pub mod holos;
 pub mod import;
 pub mod install;
 pub mod plugin;
+pub mod run;

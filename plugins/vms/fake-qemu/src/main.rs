@@ -16,7 +16,9 @@
 //! - speaks QMP on unix sockets and on `-qmp stdio` (the KVM probe launch):
 //!   greeting, `qmp_capabilities`, `query-status`, `query-version`,
 //!   `query-kvm`, `system_powerdown` (the `POWERDOWN` event comes before
-//!   the `return`, as in 7.2), `quit`; replies end in `\r\n`;
+//!   the `return`, as in 7.2), `quit`, and `blockdev-snapshot-internal-sync`
+//!   / `blockdev-snapshot-delete-internal-sync` on a `-drive` id (done in
+//!   the qcow2 file with the real `qemu-img`); replies end in `\r\n`;
 //! - writes a console banner to the serial chardev and its `logfile`, and
 //!   echoes what a console client types;
 //! - on SIGTERM/SIGINT/SIGHUP prints QEMU's "terminating on signal" line and
@@ -158,6 +160,8 @@ const WITH_ARGUMENT: &[&str] = &[
 
 /// Whether the machine runs with KVM (`query-kvm`'s `enabled`).
 static KVM_ENABLED: OnceLock<bool> = OnceLock::new();
+/// The `-drive` files by id, for the internal snapshot commands.
+static DRIVES: OnceLock<HashMap<String, String>> = OnceLock::new();
 
 /// `FAKE_QEMU_KVM=1`: the host has a working KVM (`query-kvm`'s `present`).
 fn kvm_present() -> bool {
@@ -402,6 +406,7 @@ fn start(
     let mut forwards: Vec<(String, String)> = Vec::new();
     let mut must_exist: Vec<(String, String, String)> = Vec::new();
     let mut pidfile = None;
+    let mut drives: HashMap<String, String> = HashMap::new();
     let mut name = "guest".to_string();
     let mut kvm_requested = None;
     let (mut machine_none, mut cpu_given) = (false, false);
@@ -504,6 +509,9 @@ fn start(
                 let (options, _) = parse_options(value, "file");
                 if let Some(file) = options.get("file") {
                     must_exist.push((spelled.clone(), file.clone(), "drive".into()));
+                    if let Some(id) = options.get("id") {
+                        drives.insert(id.clone(), file.clone());
+                    }
                 }
             }
             "blockdev" => {
@@ -552,6 +560,7 @@ fn start(
             "apic-id property was not initialized properly".into(),
         ));
     }
+    let _ = DRIVES.set(drives);
     for (spelled, path, kind) in &must_exist {
         if !Path::new(path).exists() {
             return Err(StartError(match kind.as_str() {
@@ -888,6 +897,12 @@ fn reply_to(
             schedule_guest_power_off(events.clone());
             ok("{}")
         }
+        "blockdev-snapshot-internal-sync" | "blockdev-snapshot-delete-internal-sync" => {
+            match internal_snapshot(execute, command.get("arguments")) {
+                Ok(body) => ok(&body),
+                Err(desc) => error_reply("GenericError", &desc),
+            }
+        }
         "quit" => return (ok("{}"), Some(Event::Quit)),
         other => error_reply(
             "CommandNotFound",
@@ -895,6 +910,59 @@ fn reply_to(
         ),
     };
     (reply, None)
+}
+
+/// `blockdev-snapshot-internal-sync` and `blockdev-snapshot-delete-internal-sync`
+/// on a `-drive` by its id: the snapshot really goes into (or out of) the
+/// qcow2 file, through the real `qemu-img`, with QEMU 7.2's replies and
+/// error texts.
+fn internal_snapshot(execute: &str, arguments: Option<&Value>) -> Result<String, String> {
+    let text = |key: &str| {
+        arguments
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let device = text("device").ok_or("Parameter 'device' is missing")?;
+    let name = text("name").ok_or("Parameter 'name' is missing")?;
+    let file = DRIVES
+        .get()
+        .and_then(|drives| drives.get(&device))
+        .ok_or_else(|| format!("Cannot find device='{device}' nor node-name='{device}'"))?;
+    let info = std::process::Command::new("qemu-img")
+        .args(["info", "-U", "--output=json", file])
+        .output()
+        .map_err(|e| format!("qemu-img: {e}"))?;
+    let info: Value = serde_json::from_slice(&info.stdout).map_err(|e| e.to_string())?;
+    let existing = info["snapshots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == name.as_str())
+        .cloned();
+    let (flag, body) = if execute == "blockdev-snapshot-internal-sync" {
+        if existing.is_some() {
+            return Err(format!(
+                "Snapshot with name '{name}' already exists on device '{device}'"
+            ));
+        }
+        ("-c", "{}".to_string())
+    } else {
+        let Some(existing) = existing else {
+            return Err(format!(
+                "Snapshot with id 'null' and name '{name}' does not exist on device '{device}'"
+            ));
+        };
+        ("-d", qemu_json(&existing))
+    };
+    let done = std::process::Command::new("qemu-img")
+        .args(["snapshot", flag, &name, file])
+        .output()
+        .map_err(|e| format!("qemu-img: {e}"))?;
+    if !done.status.success() {
+        return Err(String::from_utf8_lossy(&done.stderr).trim().to_string());
+    }
+    Ok(body)
 }
 
 /// QEMU's version object and package string, as 7.2 in Debian 12 gives them.

@@ -109,6 +109,13 @@ fn user_data(inputs: &SeedInputs) -> String {
     doc.insert("write_files".into(), Value::Array(files));
     // The host-key repair first: it runs at every boot, before sshd.
     let mut bootcmd = vec![sh(SSH_HOST_KEY_REPAIR)];
+    // After `holos volumes resize`, the next boot grows the file system.
+    bootcmd.extend(
+        spec.volumes
+            .iter()
+            .filter(|v| !v.read_only)
+            .map(|v| sh(&volume_grow_script(v))),
+    );
     bootcmd.extend(cloud.bootcmd.iter().map(command));
     doc.insert("bootcmd".into(), Value::Array(bootcmd));
     // Mounts first: a command that writes below a volume's target must
@@ -265,6 +272,26 @@ fn volume_mount_script(volume: &VolumeAttachment) -> String {
     let fstab_line = format!("{} {} ext4 {options} 0 2", device, fstab_path(target));
     script.push_str(&mount_tail(&device, &fstab_line));
     script
+}
+
+/// Grows a mounted volume's ext4 to the disk's size (online, which ext4
+/// allows); nothing when it already fills it or is not mounted yet.
+fn volume_grow_script(volume: &VolumeAttachment) -> String {
+    let message = shell_quote(&format!(
+        "holos: grew the file system of volume {}",
+        volume.name
+    ));
+    format!(
+        "dev={}
+target={}
+if [ -b \"$dev\" ] && mountpoint -q \"$target\"; then
+  out=$(resize2fs \"$dev\" 2>&1) && case \"$out\" in *'is now'*) echo {message} >/dev/console 2>/dev/null; echo {message};; esac
+fi
+true
+",
+        shell_quote(&volume.guest_device()),
+        shell_quote(&volume.target)
+    )
 }
 
 fn share_mount_script(share: &BindShare) -> String {

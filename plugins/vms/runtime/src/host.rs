@@ -9,8 +9,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::error::Error;
-use crate::qemu::{self, QEMU_SYSTEM};
+use crate::qemu;
 use crate::spec::{Accel, InstanceSpec};
+use holo_plugin::command::shell_quote;
 
 /// Whether `pid` is running the QEMU of `spec` (a zombie has no cmdline and
 /// a reused pid runs something else, so neither counts).
@@ -99,9 +100,10 @@ pub fn kvm_probe() -> Result<(), Error> {
             "/dev/kvm does not exist (no KVM module, or a VM without nested virtualisation)".into(),
         ));
     }
+    let program = shell_quote(&qemu::qemu_system_program());
     let script = format!(
         "printf '%s\\n' '{{\"execute\":\"qmp_capabilities\"}}' '{{\"execute\":\"query-kvm\"}}' '{{\"execute\":\"quit\"}}' | \
-         {QEMU_SYSTEM} -machine q35,accel=kvm -cpu host -m 64 -nodefaults -no-user-config -display none -qmp stdio"
+         {program} -machine q35,accel=kvm -cpu host -m 64 -nodefaults -no-user-config -display none -qmp stdio"
     );
     let probe = holo_plugin::process::Command::shell(script).timeout(KVM_PROBE_TIMEOUT);
     let finished = probe

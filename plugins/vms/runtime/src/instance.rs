@@ -13,7 +13,7 @@ use crate::cloud_init::SeedDocuments;
 use crate::error::Error;
 use crate::host;
 use crate::plan::FirmwareFiles;
-use crate::qemu::{self, QEMU_SYSTEM};
+use crate::qemu;
 use crate::qmp::Qmp;
 use crate::seed_iso;
 use crate::spec::InstanceSpec;
@@ -22,6 +22,15 @@ use crate::state::make_private_dir;
 
 /// The `qemu-img` binary holos runs (looked up on `PATH`).
 pub const QEMU_IMG: &str = "qemu-img";
+
+/// The `qemu-img` to run: `HOLOS_QEMU_IMG` (a path, or a name looked up on
+/// `PATH`) when set, else [`QEMU_IMG`].
+pub fn qemu_img_program() -> String {
+    std::env::var("HOLOS_QEMU_IMG")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| QEMU_IMG.to_string())
+}
 
 /// How long a launch may take before QMP answers.
 pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,7 +41,7 @@ pub const PRE_STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `qemu-img ARGS`; its stderr tail is the error.
 pub fn qemu_img(args: &[&std::ffi::OsStr]) -> Result<(), Error> {
-    let command = Command::new(QEMU_IMG)
+    let command = Command::new(qemu_img_program())
         .args(args)
         .timeout(Duration::from_secs(120));
     let finished = command.run().map_err(|e| {
@@ -130,7 +139,7 @@ fn overlay_size(spec: &InstanceSpec, backing: &Path, wanted: u64) -> Result<Stri
 
 /// The virtual size of a disk image, from `qemu-img info`.
 fn virtual_size(image: &Path, format: &str) -> Result<u64, Error> {
-    let command = Command::new(QEMU_IMG)
+    let command = Command::new(qemu_img_program())
         .args(["info", "--output=json", "-f", format])
         .arg(image)
         .timeout(Duration::from_secs(60));
@@ -205,7 +214,7 @@ pub fn launch(spec: &InstanceSpec) -> Result<u32, LaunchError> {
     }
     let log = spec.qemu_log();
     let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
-    let command = Command::new(QEMU_SYSTEM).args(qemu::argv(spec));
+    let command = Command::new(qemu::qemu_system_program()).args(qemu::argv(spec));
     let mut child = spawn_detached(&command, &log).map_err(|e| {
         LaunchError::Failed(format!(
             "{e}; holos needs qemu-system-x86_64 (Debian package qemu-system-x86)"

@@ -373,7 +373,10 @@ fn up_instance(
 
 /// Launches; when the auto-allocated SSH port turns out taken, picks a new
 /// one and tries again.
-fn launch_with_ssh_retry(spec: &mut InstanceSpec, has_check: bool) -> Result<u32, Error> {
+pub(crate) fn launch_with_ssh_retry(
+    spec: &mut InstanceSpec,
+    has_check: bool,
+) -> Result<u32, Error> {
     health::reset_for_start(spec, has_check);
     for _ in 0..SSH_PORT_ATTEMPTS {
         match instance::launch(spec) {
@@ -405,7 +408,7 @@ fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
     }
 }
 
-fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Error> {
+pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Error> {
     let how = instance::stop(spec, pid, key)?;
     let text = match how {
         Stopped::Powerdown => "powered off",

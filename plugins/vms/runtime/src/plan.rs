@@ -40,8 +40,29 @@ pub const OVMF_CANDIDATES: [(&str, &str); 2] = [
     ),
 ];
 
-/// The installed OVMF firmware, looked up below `system_root`.
+/// The installed OVMF firmware, looked up below `system_root`;
+/// `HOLOS_OVMF_CODE` and `HOLOS_OVMF_VARS` (paths as they are) replace
+/// their half of it.
 pub fn find_firmware(system_root: &Path) -> Option<FirmwareFiles> {
+    let from_env = |key: &str| {
+        std::env::var_os(key)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let (code, vars) = (from_env("HOLOS_OVMF_CODE"), from_env("HOLOS_OVMF_VARS"));
+    if code.is_some() || vars.is_some() {
+        let installed = installed_firmware(system_root);
+        let code = code.or_else(|| installed.as_ref().map(|f| f.code.clone()))?;
+        let vars = vars.or_else(|| installed.map(|f| f.vars_template))?;
+        return (code.is_file() && vars.is_file()).then_some(FirmwareFiles {
+            code,
+            vars_template: vars,
+        });
+    }
+    installed_firmware(system_root)
+}
+
+fn installed_firmware(system_root: &Path) -> Option<FirmwareFiles> {
     OVMF_CANDIDATES.iter().find_map(|(code, vars)| {
         let code = system_root.join(code.trim_start_matches('/'));
         let vars = system_root.join(vars.trim_start_matches('/'));
@@ -226,7 +247,7 @@ fn instance_spec(
     let firmware = if service.vm.uefi || !service.devices.is_empty() {
         let Some(files) = inputs.firmware else {
             return Err(Error::Request(format!(
-                "service {} needs UEFI firmware ({}), which is not installed; install Debian's ovmf package",
+                "service {} needs UEFI firmware ({}), which is not installed; install Debian's ovmf package (or point HOLOS_OVMF_CODE and HOLOS_OVMF_VARS at the files)",
                 service.name,
                 if service.vm.uefi {
                     "vm.uefi is set"

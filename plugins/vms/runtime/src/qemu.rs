@@ -13,6 +13,16 @@ use crate::spec::{Accel, InstanceSpec};
 /// The QEMU binary holos starts (looked up on `PATH`).
 pub const QEMU_SYSTEM: &str = "qemu-system-x86_64";
 
+/// The QEMU binary to run: `HOLOS_QEMU_SYSTEM` (a path, or a name looked up
+/// on `PATH`) when set, else [`QEMU_SYSTEM`]. Its file name must start with
+/// `qemu-system-`, by which holos tells its QEMU from a reused pid.
+pub fn qemu_system_program() -> String {
+    std::env::var("HOLOS_QEMU_SYSTEM")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| QEMU_SYSTEM.to_string())
+}
+
 /// Doubles every `,` so that a value cannot end its option list early.
 pub fn escape(value: &str) -> String {
     value.replace(',', ",,")

@@ -53,7 +53,22 @@ impl Qmp {
 
     /// Runs `command` and returns its `return` value.
     pub fn execute(&mut self, command: &str) -> Result<Value, Error> {
-        let mut line = json!({ "execute": command }).to_string();
+        self.send(json!({ "execute": command }), command)
+    }
+
+    /// Runs `command` with `arguments` and returns its `return` value.
+    pub fn execute_with(&mut self, command: &str, arguments: Value) -> Result<Value, Error> {
+        self.send(
+            json!({ "execute": command, "arguments": arguments }),
+            command,
+        )
+    }
+
+    fn send(&mut self, message: Value, command: &str) -> Result<Value, Error> {
+        let mut line = message.to_string();
+        if debug() {
+            eprintln!("holos: qmp> {line}");
+        }
         line.push_str("\r\n");
         self.writer
             .write_all(line.as_bytes())
@@ -82,15 +97,25 @@ impl Qmp {
             Ok(0) => Err(Error::Instance(
                 "QEMU closed the QMP connection".to_string(),
             )),
-            Ok(_) => serde_json::from_str(line.trim()).map_err(|e| {
-                Error::Instance(format!(
-                    "QEMU sent a line that is not QMP ({e}): {}",
-                    line.trim()
-                ))
-            }),
+            Ok(_) => {
+                if debug() {
+                    eprintln!("holos: qmp< {}", line.trim_end());
+                }
+                serde_json::from_str(line.trim()).map_err(|e| {
+                    Error::Instance(format!(
+                        "QEMU sent a line that is not QMP ({e}): {}",
+                        line.trim()
+                    ))
+                })
+            }
             Err(e) => Err(Error::Instance(format!("no answer over QMP: {e}"))),
         }
     }
+}
+
+/// `HOLOS_DEBUG_QMP=1`: every QMP line sent and received goes to stderr.
+fn debug() -> bool {
+    std::env::var_os("HOLOS_DEBUG_QMP").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 #[cfg(test)]

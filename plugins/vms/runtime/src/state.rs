@@ -179,6 +179,15 @@ pub struct ProjectLock {
 /// How long a command waits for another one on the same project.
 pub const LOCK_WAIT: Duration = Duration::from_secs(120);
 
+/// `holos --lock-timeout`, set once by the command line; it replaces every
+/// wait for a lock in this process.
+static LOCK_TIMEOUT_OPTION: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Makes every lock wait of this process `limit` (`holos --lock-timeout`).
+pub fn use_lock_timeout(limit: Duration) {
+    let _ = LOCK_TIMEOUT_OPTION.set(limit);
+}
+
 impl ProjectLock {
     /// Takes the lock, waiting (with one message on stderr) while another
     /// holos command holds it.
@@ -201,6 +210,7 @@ impl ProjectLock {
                 .open(path)
                 .map_err(|e| Error::State(format!("cannot open {}: {e}", path.display())))
         };
+        let wait = LOCK_TIMEOUT_OPTION.get().copied().unwrap_or(wait);
         let started = Instant::now();
         let mut told = false;
         let mut file = open()?;
@@ -225,8 +235,8 @@ impl ProjectLock {
                     }
                     if started.elapsed() >= wait {
                         return Err(Error::State(format!(
-                            "{what} is still locked by another holos command after {}s ({}); try again when it has finished",
-                            wait.as_secs(),
+                            "{what} is still locked by another holos command after {}s ({}); try again when it has finished, or wait longer with --lock-timeout",
+                            wait.as_secs_f64(),
                             path.display()
                         )));
                     }

@@ -14,7 +14,11 @@
 //!   host keys with it, heals on the next `holo apply`: `holos ps` says
 //!   `starting` (not the `healthy` of before the kill) until the guest,
 //!   whose boot made its keys again, is reachable and healthy;
+//! - a file written before `holos snapshots create` of the running web-0 and
+//!   deleted after it is back after `holos snapshots restore`;
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
+//! - (a second test) a volume grown with `holos volumes resize` while the
+//!   guest is stopped has a file system of the new size after `start`;
 //!
 //! and, with `holo`, `holo-file` and `holo-service` copied into `web-0`, that
 //! holo-service converges a real systemd unit written by holo-file: enabled
@@ -560,6 +564,33 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
             .ends_with(WEB_PAGE)
     );
 
+    // 4b. A snapshot of the running web-0 brings back a file deleted after it.
+    let phase = Instant::now();
+    e2e.sh(
+        "web-0",
+        "echo taken before the snapshot > /root/snapped && sync",
+    );
+    e2e.holos_ok(&["snapshots", "create", "web-0", "e2e"], EXEC_LIMIT);
+    e2e.sh("web-0", "rm /root/snapped && sync");
+    let restored = e2e.holos_ok(&["snapshots", "restore", "web-0", "e2e"], UP_LIMIT);
+    assert!(
+        restored.contains("holos: web-0: root disk restored to snapshot e2e"),
+        "{restored}"
+    );
+    // Waits for the booted guest's sshd; `sh` retries an early dropped connection.
+    let _ = e2e.root.run_within(
+        e2e.holos(&["exec", "web-0", "-w", "1500", "--", "true"]),
+        UP_LIMIT,
+    );
+    assert_eq!(
+        e2e.sh("web-0", "cat /root/snapped"),
+        "taken before the snapshot"
+    );
+    eprintln!(
+        "e2e: snapshot, delete, restore and boot took {:.0}s",
+        phase.elapsed().as_secs_f64()
+    );
+
     // 5. holos stop: the ACPI power button over QMP; the guests shut down.
     let phase = Instant::now();
     let pids: Vec<u32> = ["web-0", "db-0"]
@@ -756,4 +787,78 @@ fn tempfile_with(content: &str) -> std::fs::File {
     file.write_all(content.as_bytes()).unwrap();
     std::io::Seek::rewind(&mut file).unwrap();
     file
+}
+
+/// `holos volumes resize` on the real guest: after `stop`, `resize` and
+/// `start`, the boot's bootcmd has grown the mounted ext4 to the new size.
+#[test]
+#[ignore = "needs QEMU, ssh and the Debian guest image (or root and debootstrap)"]
+fn a_resized_volume_grows_in_the_debian_guest_at_its_next_boot() {
+    let image = image();
+    let started = Instant::now();
+    let root = real_root();
+    let shown = image.display();
+    root.compose(
+        "e2e",
+        &format!(
+            r#"name: e2e
+services:
+  db:
+    image: {shown}/disk.qcow2
+    image_format: qcow2
+    image_os: systemd
+    stop_grace_period: 300s
+    vm:
+      memory_mb: 768
+      extra_args: ["-kernel", "{shown}/vmlinuz", "-initrd", "{shown}/initrd.img", "-append", "{APPEND}"]
+    volumes: ["dbdata:/srv/db"]
+volumes:
+  dbdata: {{size: 64M}}
+"#
+        ),
+    );
+    let e2e = E2e {
+        compose: root.path().join("usr/share/holo/vms/e2e/holos.yaml"),
+        root,
+    };
+    let compose_file = e2e.compose.display().to_string();
+    let booted = |what: &str| {
+        // Waits for sshd, then for cloud-init (the first boot mounts the volume).
+        let _ = e2e.root.run_within(
+            e2e.holos(&["exec", "db-0", "-w", "1500", "--", "true"]),
+            UP_LIMIT,
+        );
+        let status = e2e.sh_any("db-0", "cloud-init status --wait");
+        assert!(status.contains("done"), "{what}: {status}");
+    };
+    let size = || {
+        e2e.sh("db-0", "df -B1 --output=size /srv/db | tail -n 1")
+            .parse::<u64>()
+            .unwrap()
+    };
+    e2e.holos_ok(&["-f", &compose_file, "up"], UP_LIMIT);
+    booted("first boot");
+    let before = size();
+    assert!(before < 64 << 20, "{before}");
+    e2e.holos_ok(&["stop"], UP_LIMIT);
+    let said = e2e.holos_ok(&["volumes", "resize", "dbdata", "256M"], EXEC_LIMIT);
+    assert!(
+        said.contains("volume dbdata grown from 64.0 MiB to 256.0 MiB"),
+        "{said}"
+    );
+    e2e.holos_ok(&["start"], UP_LIMIT);
+    booted("after the resize");
+    let after = size();
+    assert!(after > 200 << 20, "{before} -> {after}\n{}", e2e.consoles());
+    assert!(
+        e2e.console("db-0")
+            .contains("holos: grew the file system of volume dbdata"),
+        "{}",
+        e2e.consoles()
+    );
+    eprintln!(
+        "e2e: volume grown from {before} to {after} bytes in the guest; {:.0}s",
+        started.elapsed().as_secs_f64()
+    );
+    e2e.holos_ok(&["down"], UP_LIMIT);
 }

@@ -127,8 +127,16 @@ fn text_report(checks: &[Check], failed: usize, warned: usize) -> String {
 /// Every check, in the order the report shows them.
 pub fn checks(runtime: Result<HostSettings, Error>) -> Vec<Check> {
     let mut checks = Vec::new();
-    let system = tool_version(QEMU_SYSTEM, "qemu-system-x86", "QEMU emulator version");
-    let img = tool_version(QEMU_IMG, "qemu-utils", "qemu-img version");
+    let system = tool_version(
+        &crate::qemu::qemu_system_program(),
+        "qemu-system-x86",
+        "QEMU emulator version",
+    );
+    let img = tool_version(
+        &crate::instance::qemu_img_program(),
+        "qemu-utils",
+        "qemu-img version",
+    );
     let versions = match (&system, &img) {
         (Ok(system), Ok(img)) => Some((system.version.clone(), img.version.clone())),
         _ => None,

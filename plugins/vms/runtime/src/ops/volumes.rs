@@ -1,18 +1,28 @@
-//! `holos volumes ls` and `holos volumes rm NAME`: the project's named
-//! volumes (`volumes/<p>/<name>.qcow2`), which `down` always keeps.
+//! `holos volumes ls|rm|export|import|snapshot|snapshots|snapshot-rm|
+//! snapshot-restore|resize`: the project's named volumes
+//! (`volumes/<p>/<name>.qcow2`), which `down` always keeps.
 //!
 //! A volume is in use while an instance in the project record attaches it,
 //! running or stopped: `start` would attach it again. `rm` refuses such a
 //! volume; `holos down` removes the instances (and keeps the volume).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use holo_plugin::process::Command;
 use serde::Serialize;
+use serde_json::json;
 
 use crate::error::Error;
 use crate::host;
+use crate::instance::qemu_img_program;
+use crate::ops::snapshots::{SnapshotInfo, check_name, image_snapshots, qemu_img, run_qemu_img};
+use crate::qmp::Qmp;
 use crate::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
+
+/// How long copying a whole volume may take.
+const LONG_COPY: Duration = Duration::from_secs(3600);
 
 /// One volume file and who uses it.
 #[derive(Debug, Serialize)]
@@ -136,6 +146,293 @@ pub fn remove(layout: &Layout, project: &str, name: &str) -> Result<(), Error> {
     }
     eprintln!("holos: removed volume {name} ({})", volume.path.display());
     Ok(())
+}
+
+/// The volume `name` of the project, or an error that lists its volumes.
+fn find(layout: &Layout, project: &str, name: &str) -> Result<VolumeInfo, Error> {
+    let volumes = list(layout, project)?;
+    let known: Vec<String> = volumes.iter().map(|v| v.name.clone()).collect();
+    volumes.into_iter().find(|v| v.name == name).ok_or_else(|| {
+        Error::Request(if known.is_empty() {
+            format!("project {project} has no volume {name:?}; it has no volumes at all")
+        } else {
+            format!(
+                "project {project} has no volume {name:?}; it has: {}",
+                known.join(", ")
+            )
+        })
+    })
+}
+
+/// Refuses while a running instance attaches the volume: its QEMU has the
+/// file open.
+fn refuse_running(volume: &VolumeInfo, project: &str, what: &str) -> Result<(), Error> {
+    let running: Vec<&str> = volume
+        .used_by
+        .iter()
+        .filter(|u| u.running)
+        .map(|u| u.instance.as_str())
+        .collect();
+    if running.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Request(format!(
+        "cannot {what} volume {} of project {project}: {} running and attach{} it; stop {} with holos stop first",
+        volume.name,
+        running.join(", "),
+        if running.len() == 1 { "es" } else { "" },
+        if running.len() == 1 { "it" } else { "them" },
+    )))
+}
+
+/// The running QEMU that has the volume attached read-write, and the drive
+/// id it gave it (`volN`), for online snapshots.
+fn running_drive(
+    layout: &Layout,
+    project: &str,
+    volume: &VolumeInfo,
+) -> Result<Option<(PathBuf, String)>, Error> {
+    let Some(record) = ProjectRecord::load(layout, project)? else {
+        return Ok(None);
+    };
+    for instance in record.instances.values() {
+        if host::running_pid(instance.pid, &instance.spec).is_none() {
+            continue;
+        }
+        if let Some(index) = instance
+            .spec
+            .volumes
+            .iter()
+            .position(|v| v.path == volume.path && !v.read_only)
+        {
+            return Ok(Some((instance.spec.qmp_socket(), format!("vol{index}"))));
+        }
+    }
+    Ok(None)
+}
+
+/// `holos volumes export NAME [-o FILE] [--snapshot SNAP]`: a standalone
+/// qcow2 of the volume, or of one of its snapshots (which a running
+/// instance cannot change, so that one works while it runs).
+pub fn export(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    snapshot: Option<&str>,
+    output: &Path,
+) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    let volume = find(layout, project, name)?;
+    let mut args = vec!["convert", "-U", "-f", "qcow2", "-O", "qcow2"];
+    let selector;
+    match snapshot {
+        Some(snapshot) => {
+            find_snapshot(&volume, snapshot)?;
+            selector = format!("snapshot.name={snapshot}");
+            args.extend(["-l", &selector]);
+        }
+        None => refuse_running(&volume, project, "export")?,
+    }
+    if output.exists() {
+        return Err(Error::Request(format!(
+            "{} exists; remove it or pass another -o FILE",
+            output.display()
+        )));
+    }
+    let command = Command::new(qemu_img_program())
+        .args(&args)
+        .arg(&volume.path)
+        .arg(output)
+        .timeout(LONG_COPY);
+    run_qemu_img(command).map(|_| ())
+}
+
+/// `holos volumes import NAME FILE [--force]`: the volume becomes a qcow2
+/// copy of FILE (any format qemu-img reads). An existing volume is replaced
+/// only with `--force`, and never while a running instance attaches it.
+pub fn import(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    source: &Path,
+    force: bool,
+) -> Result<PathBuf, Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    if !source.is_file() {
+        return Err(Error::Request(format!(
+            "{} is not a file to import",
+            source.display()
+        )));
+    }
+    let target = layout.volume(project, name);
+    if let Ok(volume) = find(layout, project, name) {
+        refuse_running(&volume, project, "replace")?;
+        if !force {
+            return Err(Error::Request(format!(
+                "volume {name} of project {project} exists ({}); pass --force to replace its contents",
+                volume.path.display()
+            )));
+        }
+    }
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Err(Error::Request(format!(
+            "{name:?} cannot be a volume name; use the name the compose file gives it"
+        )));
+    }
+    if let Some(dir) = target.parent() {
+        crate::state::make_private_dir(dir)?;
+    }
+    let partial = target.with_extension("qcow2.importing");
+    let _ = std::fs::remove_file(&partial);
+    let command = Command::new(qemu_img_program())
+        .args(["convert", "-O", "qcow2"])
+        .arg(source)
+        .arg(&partial)
+        .timeout(LONG_COPY);
+    if let Err(e) = run_qemu_img(command) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    std::fs::rename(&partial, &target)
+        .map_err(|e| Error::State(format!("cannot move {} into place: {e}", partial.display())))?;
+    Ok(target)
+}
+
+fn find_snapshot(volume: &VolumeInfo, snapshot: &str) -> Result<(), Error> {
+    let existing = image_snapshots(&volume.path)?;
+    if existing.iter().any(|s| s.name == snapshot) {
+        return Ok(());
+    }
+    let known: Vec<&str> = existing.iter().map(|s| s.name.as_str()).collect();
+    Err(Error::Request(format!(
+        "volume {} has no snapshot {snapshot:?}; it has: {}",
+        volume.name,
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    )))
+}
+
+/// `holos volumes snapshots NAME`.
+pub fn snapshots(layout: &Layout, project: &str, name: &str) -> Result<Vec<SnapshotInfo>, Error> {
+    image_snapshots(&find(layout, project, name)?.path)
+}
+
+/// `holos volumes snapshot NAME [SNAP]`: online through QMP on the running
+/// instance that attaches it, else with qemu-img. Returns the name.
+pub fn snapshot(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    snapshot: Option<&str>,
+) -> Result<String, Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    let volume = find(layout, project, name)?;
+    let snapshot = match snapshot {
+        Some(snapshot) => snapshot.to_string(),
+        None => format!(
+            "{name}-{}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        ),
+    };
+    check_name(&snapshot)?;
+    if image_snapshots(&volume.path)?
+        .iter()
+        .any(|s| s.name == snapshot)
+    {
+        return Err(Error::Request(format!(
+            "volume {name} already has a snapshot {snapshot}; pick another name or remove it with holos volumes snapshot-rm {name} {snapshot}"
+        )));
+    }
+    match running_drive(layout, project, &volume)? {
+        Some((socket, device)) => {
+            Qmp::connect(&socket, Duration::from_secs(30))?.execute_with(
+                "blockdev-snapshot-internal-sync",
+                json!({ "device": device, "name": snapshot }),
+            )?;
+        }
+        None => {
+            run_qemu_img(qemu_img(&["snapshot", "-c", &snapshot], &volume.path))?;
+        }
+    }
+    Ok(snapshot)
+}
+
+/// `holos volumes snapshot-rm NAME SNAP`.
+pub fn snapshot_remove(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    snapshot: &str,
+) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    let volume = find(layout, project, name)?;
+    find_snapshot(&volume, snapshot)?;
+    match running_drive(layout, project, &volume)? {
+        Some((socket, device)) => {
+            Qmp::connect(&socket, Duration::from_secs(30))?.execute_with(
+                "blockdev-snapshot-delete-internal-sync",
+                json!({ "device": device, "name": snapshot }),
+            )?;
+        }
+        None => {
+            run_qemu_img(qemu_img(&["snapshot", "-d", snapshot], &volume.path))?;
+        }
+    }
+    Ok(())
+}
+
+/// `holos volumes snapshot-restore NAME SNAP`: refuses while a running
+/// instance attaches the volume.
+pub fn snapshot_restore(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    snapshot: &str,
+) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    let volume = find(layout, project, name)?;
+    find_snapshot(&volume, snapshot)?;
+    refuse_running(&volume, project, "restore")?;
+    run_qemu_img(qemu_img(&["snapshot", "-a", snapshot], &volume.path)).map(|_| ())
+}
+
+/// `holos volumes resize NAME SIZE`: grows the qcow2 (never shrinks it);
+/// refuses while a running instance attaches it. The guest grows the ext4
+/// file system on it at its next boot (see cloud_init).
+pub fn resize(layout: &Layout, project: &str, name: &str, size_bytes: u64) -> Result<u64, Error> {
+    let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
+    let volume = find(layout, project, name)?;
+    refuse_running(&volume, project, "resize")?;
+    let out = run_qemu_img(qemu_img(
+        &["info", "-U", "--output=json", "-f", "qcow2"],
+        &volume.path,
+    ))?;
+    let current = serde_json::from_slice::<serde_json::Value>(&out)
+        .ok()
+        .and_then(|info| info["virtual-size"].as_u64())
+        .ok_or_else(|| {
+            Error::Instance(format!(
+                "qemu-img info of {} printed no virtual-size",
+                volume.path.display()
+            ))
+        })?;
+    if size_bytes < current {
+        return Err(Error::Request(format!(
+            "volume {name} is {} and holos only grows volumes; give a size of at least that",
+            human_bytes(current)
+        )));
+    }
+    if size_bytes > current {
+        let size = size_bytes.to_string();
+        run_qemu_img(qemu_img(&["resize", "-f", "qcow2"], &volume.path).arg(size))?;
+    }
+    Ok(current)
 }
 
 /// `1536` → `1.5 KiB`.

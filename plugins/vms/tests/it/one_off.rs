@@ -1,0 +1,73 @@
+//! `holos run` with the fake QEMU: a detached one-off VM is a project of
+//! its own, and `--rm` takes it down (volumes included) when its command
+//! ends, even when the command failed.
+
+use crate::runtime_support;
+use runtime_support::{Project, Qemu};
+
+#[test]
+#[ignore = "needs qemu-img and ssh"]
+fn run_detached_starts_a_project_and_rm_removes_it_after_the_command() {
+    runtime_support::require_qemu_img();
+    test_support::require_tools(&["ssh"], "apt-get install openssh-client");
+    let p = Project::new("services: {}\n", Qemu::Fake);
+    let out = p.run(&[
+        "run",
+        "--detach",
+        "--name",
+        "box",
+        "-p",
+        "0:80",
+        "-v",
+        "data:/srv",
+        "--vcpu",
+        "2",
+        "--memory",
+        "512M",
+        "./base.qcow2",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "box\n");
+    let out = p.run(&["-p", "box", "ps", "--json"]);
+    assert!(out.status.success());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["instance"], "box-0");
+    assert_eq!(rows[0]["state"], "running");
+    assert_eq!(rows[0]["vcpu"], 2);
+    assert_eq!(rows[0]["memory_mb"], 512);
+    assert_eq!(rows[0]["ports"][0]["guest_port"], 80);
+    assert!(p.state().join("volumes/box/data.qcow2").is_file());
+    let again = p.run(&["run", "--detach", "--name", "box", "./base.qcow2"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("a project named box exists"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    p.ok(&["down", "box"]);
+
+    // The fake QEMU's sshd only says hello, so the command fails (as ssh
+    // does, 255); --rm still removes the VM, its volume and its file.
+    let out = p.run(&[
+        "run",
+        "--rm",
+        "--name",
+        "gone",
+        "-v",
+        "scratch:/tmp/s",
+        "./base.qcow2",
+        "--",
+        "true",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(255),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!p.state().join("projects/gone.json").exists());
+    assert!(!p.state().join("volumes/gone").exists());
+    assert!(!p.state().join("runs/gone").exists());
+    assert!(!p.state().join("instances/gone").exists());
+}

@@ -1,0 +1,240 @@
+//! `holos volumes export|import|snapshot|snapshots|snapshot-rm|
+//! snapshot-restore|resize` with the fake QEMU (online snapshots through
+//! QMP) and the real qemu-img: what needs the volume closed refuses while a
+//! running instance attaches it, naming the instance.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::runtime_support;
+use runtime_support::{Project, Qemu};
+
+const COMPOSE: &str = "name: vols\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [data:/var/lib/db]\nvolumes:\n  data: {size: 16M}\n";
+
+fn fails(p: &Project, args: &[&str]) -> String {
+    let out = p.run(args);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "holos {args:?}: {said}");
+    said
+}
+
+fn stdout(p: &Project, args: &[&str]) -> String {
+    let out = p.run(args);
+    assert!(
+        out.status.success(),
+        "holos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The `sh -c` scripts of the seed's bootcmd.
+fn bootcmd_scripts(seed: &Path) -> Vec<String> {
+    use hadris_iso::read::IsoImage;
+    use saphyr::{LoadableYamlNode, Yaml};
+    let iso = IsoImage::open(std::fs::File::open(seed).unwrap()).unwrap();
+    let entry = iso.find_path("user-data").unwrap().expect("user-data");
+    let user_data = String::from_utf8(iso.read_file(&entry).unwrap()).unwrap();
+    let docs = Yaml::load_from_str(&user_data).unwrap();
+    docs[0]["bootcmd"]
+        .as_vec()
+        .expect("bootcmd")
+        .iter()
+        .filter_map(|c| c.as_vec().and_then(|argv| argv.get(2)))
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+fn info(image: &Path) -> Value {
+    let out = Command::new("qemu-img")
+        .args(["info", "-U", "--output=json"])
+        .arg(image)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn snapshot_names(image: &Path) -> Vec<String> {
+    info(image)["snapshots"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn write_pattern(image: &Path, format: &str, pattern: &str) {
+    let out = Command::new("qemu-io")
+        .args(["-f", format, "-c", &format!("write -P {pattern} 0 64k")])
+        .arg(image)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn same_contents(a: &Path, b: &Path) -> bool {
+    let out = Command::new("qemu-img")
+        .args(["compare", "-U"])
+        .arg(a)
+        .arg(b)
+        .output()
+        .unwrap();
+    match out.status.code() {
+        Some(0) => true,
+        Some(1) => false,
+        other => panic!(
+            "qemu-img compare: {other:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+#[test]
+#[ignore = "needs qemu-img and qemu-io"]
+fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they_must() {
+    test_support::require_tools(&["qemu-img", "qemu-io"], "apt-get install qemu-utils");
+    let p = Project::new(COMPOSE, Qemu::Fake);
+    p.ok(&["up", "--no-wait"]);
+    let data = p.state().join("volumes/vols/data.qcow2");
+    // Every boot grows the mounted volume's file system to its disk.
+    let grow = bootcmd_scripts(&p.state().join("instances/vols/db-0/seed.iso"))
+        .into_iter()
+        .find(|s| s.contains("resize2fs"))
+        .expect("a bootcmd that grows the volume");
+    assert!(
+        grow.starts_with("dev=/dev/disk/by-id/virtio-vol-data\ntarget=/var/lib/db\n"),
+        "{grow}"
+    );
+    assert!(
+        grow.contains("mountpoint -q \"$target\"")
+            && grow.contains("holos: grew the file system of volume data"),
+        "{grow}"
+    );
+    let syntax = Command::new("sh")
+        .args(["-n", "-c", &grow])
+        .status()
+        .unwrap();
+    assert!(syntax.success(), "{grow}");
+
+    // Online: the snapshot goes through the running QEMU's vol0 drive.
+    assert_eq!(stdout(&p, &["volumes", "snapshot", "data", "s1"]), "s1\n");
+    assert_eq!(snapshot_names(&data), ["s1"]);
+    let said = fails(&p, &["volumes", "snapshot", "data", "s1"]);
+    assert!(
+        said.contains("volume data already has a snapshot s1"),
+        "{said}"
+    );
+    let listed: Value =
+        serde_json::from_str(&stdout(&p, &["volumes", "snapshots", "data", "--json"])).unwrap();
+    assert_eq!(listed[0]["name"], "s1");
+    p.ok(&["volumes", "snapshot", "data", "s2"]);
+    p.ok(&["volumes", "snapshot-rm", "data", "s2"]);
+    assert_eq!(snapshot_names(&data), ["s1"]);
+
+    // What needs the volume closed names the running instance.
+    for (args, what) in [
+        (&["volumes", "resize", "data", "32M"][..], "resize"),
+        (
+            &["volumes", "snapshot-restore", "data", "s1"][..],
+            "restore",
+        ),
+        (&["volumes", "export", "data"][..], "export"),
+    ] {
+        let said = fails(&p, args);
+        assert!(
+            said.contains(&format!(
+                "cannot {what} volume data of project vols: db-0 running and attaches it; stop it with holos stop first"
+            )),
+            "{args:?}: {said}"
+        );
+    }
+    let exported = p.path().join("s1.qcow2");
+    p.ok(&[
+        "volumes",
+        "export",
+        "data",
+        "--snapshot",
+        "s1",
+        "-o",
+        exported.to_str().unwrap(),
+    ]);
+    assert_eq!(info(&exported)["backing-filename"], Value::Null);
+
+    p.ok(&["stop"]);
+    write_pattern(&data, "qcow2", "0xab");
+    assert!(!same_contents(&exported, &data));
+    p.ok(&["volumes", "snapshot-restore", "data", "s1"]);
+    assert!(same_contents(&exported, &data), "the volume is back at s1");
+    let said = fails(&p, &["volumes", "snapshot-restore", "data", "nope"]);
+    assert!(
+        said.contains("volume data has no snapshot \"nope\"; it has: s1"),
+        "{said}"
+    );
+
+    // Grow only, while stopped.
+    let said = p.ok(&["volumes", "resize", "data", "32M"]);
+    assert!(
+        said.contains("volume data grown from 16.0 MiB to 32.0 MiB"),
+        "{said}"
+    );
+    assert_eq!(info(&data)["virtual-size"], 32 * 1024 * 1024);
+    let said = fails(&p, &["volumes", "resize", "data", "8M"]);
+    assert!(
+        said.contains("volume data is 32.0 MiB and holos only grows volumes"),
+        "{said}"
+    );
+
+    // Import: a raw image becomes the volume's contents, only with --force
+    // over an existing volume.
+    let raw = p.path().join("disk.raw");
+    std::fs::write(&raw, vec![0u8; 4 << 20]).unwrap();
+    write_pattern(&raw, "raw", "0x5a");
+    let said = fails(&p, &["volumes", "import", "data", raw.to_str().unwrap()]);
+    assert!(
+        said.contains("volume data of project vols exists") && said.contains("pass --force"),
+        "{said}"
+    );
+    p.ok(&[
+        "volumes",
+        "import",
+        "data",
+        raw.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(info(&data)["format"], "qcow2");
+    assert!(same_contents(&raw, &data));
+    p.ok(&["volumes", "import", "extra", raw.to_str().unwrap()]);
+    let table = stdout(&p, &["volumes", "ls"]);
+    assert!(table.lines().any(|l| l.starts_with("extra ")), "{table}");
+    let copy = p.path().join("data-copy.qcow2");
+    p.ok(&["volumes", "export", "data", "-o", copy.to_str().unwrap()]);
+    assert!(same_contents(&copy, &raw));
+
+    // Started again, it attaches the volume, which can no longer be replaced.
+    p.ok(&["start"]);
+    let said = fails(
+        &p,
+        &[
+            "volumes",
+            "import",
+            "data",
+            raw.to_str().unwrap(),
+            "--force",
+        ],
+    );
+    assert!(
+        said.contains("cannot replace volume data of project vols: db-0 running"),
+        "{said}"
+    );
+}
