@@ -256,14 +256,21 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
         environment["content"].as_str(),
         Some("PGDATA=\"/var/lib/postgresql/data\"\n")
     );
-    // The host-key repair, then the service's own bootcmd.
+    // The host-key repair, growing the read-write volume's file system to
+    // its (possibly resized) disk, then the service's own bootcmd.
     let bootcmd = doc["bootcmd"].as_vec().unwrap();
-    assert_eq!(bootcmd.len(), 2, "{bootcmd:?}");
+    assert_eq!(bootcmd.len(), 3, "{bootcmd:?}");
     assert_eq!(
         strings(&bootcmd[0]),
         ["sh", "-c", cloud_init::SSH_HOST_KEY_REPAIR]
     );
-    assert_eq!(bootcmd[1].as_str(), Some("echo boot"));
+    let grow = strings(&bootcmd[1]);
+    assert_eq!(grow[..2], ["sh", "-c"]);
+    assert!(
+        grow[2].contains("resize2fs \"$dev\"") && grow[2].contains("virtio-vol-pgdata"),
+        "{grow:?}"
+    );
+    assert_eq!(bootcmd[2].as_str(), Some("echo boot"));
 
     let runcmd = doc["runcmd"].as_vec().unwrap();
     let texts: Vec<String> = runcmd
