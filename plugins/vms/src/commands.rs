@@ -556,39 +556,42 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
             let Ok(mut file) = std::fs::File::open(&path) else {
                 continue;
             };
-            let mut bytes = Vec::new();
-            if std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offsets[index])).is_err()
-                || file.read_to_end(&mut bytes).is_err()
-            {
-                continue;
-            }
             if let Some(lines) = args.tail
                 && !tailed[index]
             {
-                let start = tail_start(&bytes, lines);
-                offsets[index] += start as u64;
-                bytes.drain(..start);
+                match tail_offset(&mut file, lines) {
+                    Ok(start) => offsets[index] = start,
+                    Err(_) => continue,
+                }
             }
             tailed[index] = true;
-            // Print whole lines only, so prefixes never split one.
-            let end = if args.follow {
-                bytes.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1)
-            } else {
-                bytes.len()
-            };
-            offsets[index] += end as u64;
-            let chunk = &bytes[..end];
-            let written = if prefixed {
-                chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
-                    stdout.write_all(format!("{} | ", instance.spec.name).as_bytes())?;
-                    stdout.write_all(line)
-                })
-            } else {
-                stdout.write_all(chunk)
-            };
-            // A closed stdout (logs | head) ends the command quietly.
-            if written.and_then(|_| stdout.flush()).is_err() {
-                return Ok(());
+            let name = &instance.spec.name;
+            // Whole lines only where a prefix goes before each or where
+            // more may follow, so a prefix never splits a line.
+            let copied = copy_log(
+                &mut file,
+                offsets[index],
+                LogCopy {
+                    whole_lines: prefixed || args.follow,
+                    keep_partial: args.follow,
+                },
+                |chunk| {
+                    if prefixed {
+                        chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
+                            stdout.write_all(format!("{name} | ").as_bytes())?;
+                            stdout.write_all(line)
+                        })
+                    } else {
+                        stdout.write_all(chunk)
+                    }
+                    .and_then(|()| stdout.flush())
+                },
+            );
+            match copied {
+                Ok(end) => offsets[index] = end,
+                // A closed stdout (logs | head) ends the command quietly.
+                Err(CopyError::Write) => return Ok(()),
+                Err(CopyError::Read) => {}
             }
         }
         if !args.follow {
@@ -598,19 +601,94 @@ fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<()
     }
 }
 
-/// Where the last `lines` lines of `bytes` start; a last line without its
-/// newline counts as a line.
-fn tail_start(bytes: &[u8], lines: usize) -> usize {
-    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    if lines == 0 {
-        return bytes.len();
+/// How many bytes of a log [`copy_log`] holds at once.
+const LOG_CHUNK: usize = 64 * 1024;
+
+/// How [`copy_log`] cuts what it copies.
+struct LogCopy {
+    /// Hand on whole lines only (a line longer than a chunk goes in pieces).
+    whole_lines: bool,
+    /// Leave a last line without its newline for the next call.
+    keep_partial: bool,
+}
+
+enum CopyError {
+    Read,
+    Write,
+}
+
+/// Copies the log from byte `from` to `emit` a chunk at a time, so memory
+/// stays bounded however long the guest's console log is; returns the
+/// offset copied up to.
+fn copy_log(
+    file: &mut std::fs::File,
+    from: u64,
+    how: LogCopy,
+    mut emit: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<u64, CopyError> {
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(from))
+        .map_err(|_| CopyError::Read)?;
+    let mut offset = from;
+    let mut buf = vec![0u8; LOG_CHUNK];
+    let mut filled = 0;
+    loop {
+        let read = file.read(&mut buf[filled..]).map_err(|_| CopyError::Read)?;
+        filled += read;
+        let at_end = read == 0;
+        if !at_end && filled < buf.len() {
+            continue;
+        }
+        let through_newline = buf[..filled]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|at| at + 1);
+        let end = match (how.whole_lines, at_end) {
+            (false, _) => filled,
+            (true, true) if how.keep_partial => through_newline.unwrap_or(0),
+            (true, true) => filled,
+            (true, false) => through_newline.unwrap_or(filled),
+        };
+        if end > 0 {
+            emit(&buf[..end]).map_err(|_| CopyError::Write)?;
+        }
+        offset += end as u64;
+        buf.copy_within(end..filled, 0);
+        filled -= end;
+        if at_end {
+            return Ok(offset);
+        }
     }
-    body.iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, b)| **b == b'\n')
-        .nth(lines - 1)
-        .map_or(0, |(at, _)| at + 1)
+}
+
+/// Where the last `lines` lines of the file start, read back from its end
+/// a chunk at a time; a last line without its newline counts as a line.
+fn tail_offset(file: &mut std::fs::File, lines: usize) -> std::io::Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let len = file.seek(SeekFrom::End(0))?;
+    if lines == 0 {
+        return Ok(len);
+    }
+    let mut seen = 0;
+    let mut pos = len;
+    let mut buf = vec![0u8; LOG_CHUNK];
+    while pos > 0 {
+        let size = LOG_CHUNK.min(usize::try_from(pos).unwrap_or(LOG_CHUNK));
+        pos -= size as u64;
+        file.seek(SeekFrom::Start(pos))?;
+        file.read_exact(&mut buf[..size])?;
+        for (at, byte) in buf[..size].iter().enumerate().rev() {
+            let absolute = pos + at as u64;
+            // The newline that ends the file ends the last line.
+            if *byte == b'\n' && absolute + 1 != len {
+                seen += 1;
+                if seen == lines {
+                    return Ok(absolute + 1);
+                }
+            }
+        }
+    }
+    Ok(0)
 }
 
 /// `holos exec`: replaces itself with `ssh`, so the exit status is the
@@ -760,16 +838,73 @@ impl Drop for RawTerminal {
 
 #[cfg(test)]
 mod tests {
-    use super::tail_start;
+    use super::{LOG_CHUNK, LogCopy, copy_log, tail_offset};
+
+    fn file_of(bytes: &[u8]) -> std::fs::File {
+        let mut file = tempfile::tempfile().expect("tempfile");
+        std::io::Write::write_all(&mut file, bytes).expect("write");
+        file
+    }
+
+    fn tail(bytes: &[u8], lines: usize) -> Vec<u8> {
+        let start = tail_offset(&mut file_of(bytes), lines).expect("tail") as usize;
+        bytes[start..].to_vec()
+    }
 
     #[test]
-    fn tail_start_keeps_the_last_lines() {
+    fn tail_offset_keeps_the_last_lines() {
         let log = b"a\nb\nc\n";
-        assert_eq!(&log[tail_start(log, 2)..], b"b\nc\n");
-        assert_eq!(&log[tail_start(log, 3)..], log);
-        assert_eq!(&log[tail_start(log, 9)..], log);
-        assert_eq!(&log[tail_start(log, 0)..], b"");
-        assert_eq!(&b"a\nb"[tail_start(b"a\nb", 1)..], b"b");
-        assert_eq!(tail_start(b"", 1), 0);
+        assert_eq!(tail(log, 2), b"b\nc\n");
+        assert_eq!(tail(log, 3), log);
+        assert_eq!(tail(log, 9), log);
+        assert_eq!(tail(log, 0), b"");
+        assert_eq!(tail(b"a\nb", 1), b"b");
+        assert_eq!(tail(b"", 1), b"");
+        // Across chunks: the last two of many lines.
+        let long: Vec<u8> = (0..50_000)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        assert!(long.len() > 2 * LOG_CHUNK);
+        assert_eq!(tail(&long, 2), b"49998\n49999\n");
+    }
+
+    fn copied(bytes: &[u8], whole_lines: bool, keep_partial: bool) -> (Vec<Vec<u8>>, u64) {
+        let mut chunks = Vec::new();
+        let end = copy_log(
+            &mut file_of(bytes),
+            0,
+            LogCopy {
+                whole_lines,
+                keep_partial,
+            },
+            |chunk| {
+                chunks.push(chunk.to_vec());
+                Ok(())
+            },
+        )
+        .unwrap_or_else(|_| panic!("copy failed"));
+        (chunks, end)
+    }
+
+    #[test]
+    fn copy_log_hands_on_bounded_chunks_of_whole_lines() {
+        let long: Vec<u8> = (0..50_000)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let (chunks, end) = copied(&long, true, false);
+        assert_eq!(end, long.len() as u64);
+        assert_eq!(chunks.concat(), long);
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c.len() <= LOG_CHUNK && c.ends_with(b"\n"))
+        );
+        // Following: a last line without its newline waits for the next call.
+        let (chunks, end) = copied(b"a\nb\npart", true, true);
+        assert_eq!(chunks.concat(), b"a\nb\n");
+        assert_eq!(end, 4);
+        let (chunks, end) = copied(b"a\nb\npart", true, false);
+        assert_eq!(chunks.concat(), b"a\nb\npart");
+        assert_eq!(end, 8);
     }
 }
