@@ -210,13 +210,18 @@ fn interface(domain: &mut Domain, nic: roxmltree::Node) {
                 ));
                 continue;
             }
+            // A range whose guest side would pass port 65535 stays as
+            // written, and holos validate names it.
             let port = match (
                 range.attribute("end"),
-                start.parse::<u32>(),
-                to.parse::<u32>(),
+                start.parse::<u16>(),
+                to.parse::<u16>(),
             ) {
-                (Some(end), Ok(s), Ok(t)) => match end.parse::<u32>() {
-                    Ok(e) if e >= s => format!("{s}-{e}:{t}-{}", t + (e - s)),
+                (Some(end), Ok(s), Ok(t)) => match end.parse::<u16>() {
+                    Ok(e) if e >= s => match t.checked_add(e - s) {
+                        Some(last) => format!("{s}-{e}:{t}-{last}"),
+                        None => format!("{start}-{end}:{to}"),
+                    },
                     _ => format!("{start}:{to}"),
                 },
                 _ => format!("{start}:{to}"),
@@ -331,7 +336,9 @@ fn disk_size(disk: &Disk) -> Option<u64> {
         size.copy_from_slice(&header[24..32]);
         return Some(u64::from_be_bytes(size));
     }
-    (disk.format == "raw").then(|| file.metadata().ok().map(|m| m.len()))?
+    // The end of a block device is its size; its metadata says 0.
+    (disk.format == "raw")
+        .then(|| std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).ok())?
 }
 
 /// A size as holos.yaml writes it: whole GiB or MiB when it is one.
@@ -355,9 +362,17 @@ pub fn render(domains: &[Domain]) -> (String, Vec<String>) {
     let mut warnings: Vec<String> = Vec::new();
     let mut services = Vec::new();
     let mut volumes = Vec::new();
+    let mut taken = std::collections::BTreeSet::new();
     for domain in domains {
         warnings.extend(domain.warnings.iter().cloned());
-        let name = service_name(&domain.name);
+        // Domains named `Web` and `web` become `web` and `web-2`.
+        let base = service_name(&domain.name);
+        let mut name = base.clone();
+        let mut number = 1;
+        while !taken.insert(name.clone()) {
+            number += 1;
+            name = format!("{base}-{number}");
+        }
         let mut service = Vec::new();
         let Some((first, others)) = domain.disks.split_first() else {
             warnings.push(format!(
@@ -444,7 +459,10 @@ pub fn render(domains: &[Domain]) -> (String, Vec<String>) {
     if !volumes.is_empty() {
         top.push((key("volumes"), Node::map(volumes, pos.clone())));
     }
-    let names: Vec<&str> = domains.iter().map(|d| d.name.as_str()).collect();
+    let names: Vec<String> = domains
+        .iter()
+        .map(|d| d.name.replace(['\n', '\r'], " "))
+        .collect();
     let mut text = format!(
         "# Imported by `holos import` from the libvirt domain{} {}.\n# holos boots an overlay of each image and never writes the image itself.\n# The guest gets its SSH key and network through cloud-init; an image\n# without cloud-init boots, but holos exec and healthchecks cannot reach it.\n",
         if names.len() == 1 { "" } else { "s" },
@@ -475,7 +493,10 @@ pub fn from_virsh(uri: &str, names: &[String]) -> Result<Vec<(String, String)>, 
                 finished.stderr_tail(5).trim()
             ));
         }
-        Ok(String::from_utf8_lossy(&finished.stdout).into_owned())
+        let stdout = finished
+            .whole_stdout(&command.command_line())
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(stdout).into_owned())
     };
     let names: Vec<String> = if names.is_empty() {
         virsh(&["list", "--all", "--name"])?
@@ -560,6 +581,32 @@ mod tests {
         assert_eq!(service_name("Web.Server 1"), "web-server-1");
         assert_eq!(service_name("__x"), "x");
         assert_eq!(service_name("..."), "vm");
+    }
+
+    #[test]
+    fn domains_whose_names_fold_together_get_their_own_services() {
+        let parse = |name: &str| {
+            parse_domain(
+                &format!("<domain><name>{name}</name><vcpu>1</vcpu></domain>"),
+                "a.xml",
+            )
+            .expect("parses")
+        };
+        let (text, _) = render(&[parse("Web"), parse("web"), parse("WEB")]);
+        for service in ["  web:\n", "  web-2:\n", "  web-3:\n"] {
+            assert!(text.contains(service), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_name_with_a_newline_stays_inside_its_comment() {
+        let domain = parse_domain(
+            "<domain><name>a&#10;services: {}</name><vcpu>1</vcpu></domain>",
+            "a.xml",
+        )
+        .expect("parses");
+        let (text, _) = render(&[domain]);
+        assert!(!text.contains("\nservices: {}"), "{text}");
     }
 
     #[test]
