@@ -129,6 +129,7 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
         eprintln!("holos: would write {}", path.display());
         print!("{text}");
     } else {
+        let rewritten = path.exists();
         let dir = path.parent().unwrap_or(Path::new("/"));
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -140,6 +141,14 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
         )
         .map_err(|e| e.to_string())?;
         eprintln!("holos: wrote {}", path.display());
+        // systemd keeps a loaded unit's old text until it reloads; with
+        // --enable the reload is part of enabling.
+        if rewritten && !args.enable && test_root.is_none() {
+            let mut reload = vec!["systemctl".to_string()];
+            reload.extend(scope.systemctl_flag().map(String::from));
+            reload.push("daemon-reload".into());
+            run_all(&[reload], false, None)?;
+        }
     }
     let enable = systemctl(scope, test_root.as_deref(), "enable", &unit);
     if args.enable {
