@@ -396,6 +396,13 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
                     fail("COPY <<EOF needs one destination and no other source, such as COPY <<EOF /etc/app.conf".into());
                     continue;
                 };
+                if heredocs.len() > 1 && !dest.ends_with('/') {
+                    fail(format!(
+                        "COPY with {} heredocs needs a directory as its destination (ending in /), as BuildKit does: each heredoc becomes a file named after its delimiter",
+                        heredocs.len()
+                    ));
+                    continue;
+                }
                 let dest = match (&workdir, dest.starts_with('/')) {
                     (Some(base), false) => format!("{}/{dest}", base.trim_end_matches('/')),
                     _ => dest.clone(),
@@ -679,6 +686,13 @@ mod tests {
         let errors = translate("COPY <<EOF\nx\nEOF\n", dir.path()).unwrap_err();
         assert!(
             errors[0].message.contains("needs one destination"),
+            "{errors:?}"
+        );
+        let errors = translate("COPY <<A <<B /etc/app.conf\na\nA\nb\nB\n", dir.path()).unwrap_err();
+        assert!(
+            errors[0]
+                .message
+                .contains("needs a directory as its destination"),
             "{errors:?}"
         );
     }
