@@ -207,6 +207,10 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
                 max_bytes: spec.max_extract_size,
                 max_entries: spec.max_extract_entries,
             },
+            wording: extract::Wording {
+                parent: "extract_parent",
+                raise_limits: Some(("max_extract_entries", "max_extract_size")),
+            },
         };
         let host_parent = env.root_join(parent);
         let count = create_missing_directory(env, &fs, Path::new(parent))

@@ -142,6 +142,17 @@ pub struct Options {
     /// Keep setuid/setgid bits (the caller passes true only as root with the opt-in).
     pub keep_setuid: bool,
     pub limits: Limits,
+    pub wording: Wording,
+}
+
+/// What messages call the directory extracted into and the properties that
+/// raise the limits, in the words of the caller's resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wording {
+    pub parent: &'static str,
+    /// The properties that raise the entry and size limits; `None` where
+    /// the resource has none (the limits are fixed).
+    pub raise_limits: Option<(&'static str, &'static str)>,
 }
 
 /// Extracts `archive` into `parent` (created 0755 when missing). `logical_parent`
@@ -168,7 +179,7 @@ pub fn extract(
         )
     })?;
     let survey = survey(archive, format, &options.limits, available)?;
-    refuse_without_room(&options.limits, &survey, available, logical_parent)?;
+    refuse_without_room(&options, &survey, available, logical_parent)?;
     let staging = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(parent)
@@ -207,7 +218,7 @@ pub fn extract(
 }
 
 /// The validated components of an entry path: relative, without `..`.
-fn entry_components(raw: &Path, what: &str) -> Result<Vec<OsString>, String> {
+fn entry_components(raw: &Path, what: &str, parent: &str) -> Result<Vec<OsString>, String> {
     let mut parts = Vec::new();
     for component in raw.components() {
         match component {
@@ -221,7 +232,7 @@ fn entry_components(raw: &Path, what: &str) -> Result<Vec<OsString>, String> {
             }
             Component::ParentDir => {
                 return Err(format!(
-                    "{what} {} contains \"..\", which could write outside extract_parent",
+                    "{what} {} contains \"..\", which could write outside {parent}",
                     raw.display()
                 ));
             }
@@ -305,7 +316,7 @@ impl Stager {
     }
 
     fn file(&mut self, raw: &Path, mode: u32, content: &mut dyn Read) -> Result<(), String> {
-        let parts = entry_components(raw, "entry")?;
+        let parts = entry_components(raw, "entry", self.options.wording.parent)?;
         if parts.is_empty() {
             return Err(format!(
                 "entry {:?} is a file without a name",
@@ -337,7 +348,7 @@ impl Stager {
     }
 
     fn dir(&mut self, raw: &Path, mode: u32) -> Result<(), String> {
-        let parts = entry_components(raw, "entry")?;
+        let parts = entry_components(raw, "entry", self.options.wording.parent)?;
         if parts.is_empty() {
             return Ok(());
         }
@@ -348,7 +359,7 @@ impl Stager {
     }
 
     fn symlink(&mut self, raw: &Path, target: &Path) -> Result<(), String> {
-        let parts = entry_components(raw, "entry")?;
+        let parts = entry_components(raw, "entry", self.options.wording.parent)?;
         if parts.is_empty() || target.as_os_str().is_empty() {
             return Err(format!(
                 "symlink entry {} has no name or no target",
@@ -364,9 +375,9 @@ impl Stager {
     }
 
     fn hardlink(&mut self, raw: &Path, target: &Path) -> Result<(), String> {
-        let parts = entry_components(raw, "entry")?;
+        let parts = entry_components(raw, "entry", self.options.wording.parent)?;
         let what = format!("hard link {} points to", raw.display());
-        let target_parts = entry_components(target, &what)?;
+        let target_parts = entry_components(target, &what, self.options.wording.parent)?;
         if parts.is_empty() || target_parts.is_empty() {
             return Err(format!(
                 "hard link entry {} has no name or no target",
@@ -409,9 +420,10 @@ impl Stager {
             let dir = parts[..parts.len() - 1].to_vec();
             if view.resolve(dir, target, &mut hops).is_none() {
                 return Err(format!(
-                    "symlink {} -> {} resolves outside extract_parent {}",
+                    "symlink {} -> {} resolves outside {} {}",
                     join(parts).display(),
                     target.display(),
+                    self.options.wording.parent,
                     logical_parent.display()
                 ));
             }
@@ -610,28 +622,45 @@ fn survey(
 }
 
 fn refuse_without_room(
-    limits: &Limits,
+    options: &Options,
     survey: &Survey,
     available: u64,
     logical_parent: &Path,
 ) -> Result<(), String> {
     let refused = "refused before extracting anything";
+    let limits = &options.limits;
+    // `which`: 0 for the entry limit's property, 1 for the size limit's.
+    let raise = |which: usize, example: String| match options.wording.raise_limits {
+        Some((entries, size)) => {
+            let property = if which == 0 { entries } else { size };
+            format!("if it is expected, raise {property}{example}")
+        }
+        None => "the limit is fixed".to_string(),
+    };
     match room(limits, survey, available) {
         Room::Fits => Ok(()),
         Room::TooManyEntries => Err(format!(
-            "the archive has more than {} entries, the limit; {refused}; if it is expected, raise max_extract_entries",
-            limits.max_entries
+            "the archive has more than {} entries, the limit; {refused}; {}",
+            limits.max_entries,
+            raise(0, String::new())
         )),
         Room::TooLarge => Err(format!(
-            "the archive expands to more than {} bytes, the limit; {refused}; if it is expected, raise max_extract_size (for example \"{}GiB\")",
+            "the archive expands to more than {} bytes, the limit; {refused}; {}",
             limits.max_bytes,
-            (survey.bytes >> 30) + 1
+            raise(
+                1,
+                format!(" (for example \"{}GiB\")", (survey.bytes >> 30) + 1)
+            )
         )),
         Room::NoSpace => Err(format!(
-            "the archive needs at least {} bytes, and the file system of {} has {} bytes free; {refused}; free some space or choose another extract_parent",
+            "the archive needs at least {} bytes, and the file system of {} has {} bytes free; {refused}; free some space{}",
             survey.disk_bytes,
             logical_parent.display(),
-            available
+            available,
+            match options.wording.raise_limits {
+                Some(_) => format!(" or choose another {}", options.wording.parent),
+                None => String::new(),
+            }
         )),
     }
 }
@@ -712,4 +741,63 @@ fn stage_zip(file: File, stager: &mut Stager) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(raise_limits: Option<(&'static str, &'static str)>) -> Options {
+        Options {
+            keep_setuid: false,
+            limits: Limits {
+                max_bytes: 10,
+                max_entries: 2,
+            },
+            wording: Wording {
+                parent: "extract_parent",
+                raise_limits,
+            },
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_property_to_raise_only_where_there_is_one() {
+        let many = Survey {
+            entries: 3,
+            ..Survey::default()
+        };
+        let settable = options(Some(("max_extract_entries", "max_extract_size")));
+        let err = refuse_without_room(&settable, &many, 1 << 30, Path::new("/srv"))
+            .expect_err("too many");
+        assert!(
+            err.ends_with("if it is expected, raise max_extract_entries"),
+            "{err}"
+        );
+        let err = refuse_without_room(&options(None), &many, 1 << 30, Path::new("/srv"))
+            .expect_err("too many");
+        assert!(err.ends_with("the limit is fixed"), "{err}");
+        let large = Survey {
+            bytes: 11,
+            disk_bytes: 4096,
+            entries: 1,
+        };
+        let err = refuse_without_room(&settable, &large, 1 << 30, Path::new("/srv"))
+            .expect_err("too large");
+        assert!(
+            err.contains("raise max_extract_size (for example \"1GiB\")"),
+            "{err}"
+        );
+        let fits = Survey {
+            bytes: 5,
+            disk_bytes: 4096,
+            entries: 1,
+        };
+        let err = refuse_without_room(&options(None), &fits, 10, Path::new("/srv"))
+            .expect_err("no space");
+        assert!(err.ends_with("free some space"), "{err}");
+        let err =
+            refuse_without_room(&settable, &fits, 10, Path::new("/srv")).expect_err("no space");
+        assert!(err.ends_with("or choose another extract_parent"), "{err}");
+    }
 }

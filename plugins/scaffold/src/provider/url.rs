@@ -62,6 +62,11 @@ pub fn template_tree(env: &Env, source: &UrlSource) -> Result<PathBuf, String> {
             max_bytes: MAX_TREE_BYTES,
             max_entries: MAX_TREE_ENTRIES,
         },
+        // The tree is extracted into the cache; its limits are fixed.
+        wording: extract::Wording {
+            parent: "the template tree",
+            raise_limits: None,
+        },
     };
     extract::extract(&archive, source.format, &extracted, &logical, options)
         .map_err(|message| format!("cannot extract {}: {message}", download.shown_url()))?;
