@@ -159,9 +159,15 @@ pub struct CloudInit {
     pub packages: Vec<String>,
     pub write_files: Vec<WriteFile>,
     pub bootcmd: Vec<GuestCommand>,
-    /// Dockerfile provisioning, then command/entrypoint, then the explicit
-    /// runcmd, then post_start.
+    /// First boot only: Dockerfile provisioning, then the explicit runcmd.
     pub runcmd: Vec<GuestCommand>,
+    /// `entrypoint` then `command` (in `working_dir`), as shell text: the
+    /// service's process, started at every boot after the mounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `post_start` hooks: first boot, after the command was started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post_start: Vec<GuestCommand>,
 }
 
 /// A cloud-init command: a shell string or an argv list.

@@ -250,7 +250,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
             Some(dir) => format!("cd {} && {cmd}", shell_quote(dir)),
             None => cmd,
         };
-        cloud_init.runcmd.push(GuestCommand::Shell(cmd));
+        cloud_init.command = Some(cmd);
     }
     cloud_init.runcmd.extend(explicit_runcmd);
     for hook in field("post_start")
@@ -258,7 +258,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         .unwrap_or_default()
     {
         cloud_init
-            .runcmd
+            .post_start
             .push(GuestCommand::Shell(hook_to_shell(&hook)));
     }
     let pre_stop = field("pre_stop")

@@ -39,11 +39,11 @@ const NOTES: [(&str, &str); 6] = [
     ),
     (
         "command",
-        "runs once, at first boot, as a cloud-init runcmd after the Dockerfile steps; it is not the VM's main process and is not restarted",
+        "runs at every boot, after the volume mounts, as a systemd unit (OpenRC: /etc/local.d); it is not the VM's main process and is not restarted when it exits",
     ),
     (
         "entrypoint",
-        "runs once, at first boot, as a cloud-init runcmd together with command; it is not the VM's main process",
+        "runs at every boot together with command, after the volume mounts; it is not the VM's main process",
     ),
     (
         "configs",

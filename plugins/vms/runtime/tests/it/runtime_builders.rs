@@ -273,14 +273,18 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
             None => strings(c).join(" "),
         })
         .collect();
-    let command_at = texts
-        .iter()
-        .position(|t| t.contains("postgres -D /x"))
-        .unwrap();
     let user_at = texts.iter().position(|t| t == "echo user-runcmd").unwrap();
+    let enable_at = texts
+        .iter()
+        .position(|t| t.contains("systemctl enable holos-service-command.service"))
+        .unwrap();
     assert!(
-        command_at < user_at,
-        "command before the user's runcmd: {texts:#?}"
+        user_at < enable_at && enable_at == texts.len() - 1,
+        "the command is started after the user's runcmd: {texts:#?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("postgres -D /x")),
+        "the command is no first-boot runcmd: {texts:#?}"
     );
     // The mounts come first (the command writes into its volume): two
     // volumes, then the share.
@@ -296,6 +300,68 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
     );
     assert!(mounts[1].contains("/mnt/snap\\040shots ext4 ro,nofail 0 2"));
     assert!(mounts[2].contains("holos0 /mnt/share 9p trans=virtio"));
+}
+
+/// `command`/`entrypoint` run at every boot: a script that mounts the
+/// volumes and shares first, then execs the command, run by a systemd unit
+/// (or OpenRC's local.d), enabled and started once by the first boot's
+/// runcmd, after the user's runcmd and before post_start.
+#[test]
+fn the_command_runs_at_every_boot_after_the_mounts() {
+    let (docs, _) = documents(
+        "name: demo\nservices:\n  db:\n    image: debian\n    entrypoint: [\"/bin/app\"]\n    command: [serve, \"a b\"]\n    working_dir: /srv\n    post_start: [{command: touch /started}]\n    cloud_init: {runcmd: [\"echo first\"]}\n    volumes: [\"data:/data\", \"/srv/share:/mnt/share\"]\nvolumes:\n  data:\n",
+    );
+    let doc = yaml(&docs.user_data);
+    let files = doc["write_files"].as_vec().unwrap();
+    let file = |path: &str| -> (String, String) {
+        let f = files
+            .iter()
+            .find(|f| f["path"].as_str() == Some(path))
+            .unwrap_or_else(|| panic!("no {path} in {files:?}"));
+        (
+            f["content"].as_str().unwrap().to_string(),
+            f["permissions"].as_str().unwrap().to_string(),
+        )
+    };
+    let (script, mode) = file(cloud_init::SERVICE_COMMAND_SCRIPT);
+    assert_eq!(mode, "0755");
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    let volume_at = script.find("virtio-vol-data").unwrap();
+    let share_at = script.find("holos0 /mnt/share 9p").unwrap();
+    let exec_at = script
+        .find(r#"exec sh -c 'cd /srv && /bin/app serve '\''a b'\'''"#)
+        .unwrap_or_else(|| panic!("{script}"));
+    assert!(
+        volume_at < share_at && share_at < exec_at,
+        "mounts, then the command: {script}"
+    );
+    let (unit, _) = file(cloud_init::SERVICE_COMMAND_UNIT);
+    for line in [
+        "ExecStart=/usr/local/lib/holos/service-command",
+        "WantedBy=multi-user.target",
+        "EnvironmentFile=-/etc/environment",
+        "After=local-fs.target remote-fs.target network-online.target cloud-init.service",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "{line} missing:\n{unit}");
+    }
+    let runcmd: Vec<String> = doc["runcmd"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|c| match c.as_str() {
+            Some(s) => s.to_string(),
+            None => strings(c).join(" "),
+        })
+        .collect();
+    assert_eq!(runcmd.len(), 5, "{runcmd:#?}");
+    assert!(runcmd[0].contains("virtio-vol-data") && runcmd[1].contains("/mnt/share"));
+    assert_eq!(runcmd[2], "echo first");
+    assert!(runcmd[3].contains("systemctl enable holos-service-command.service"));
+    assert!(runcmd[3].contains("/etc/local.d/holos-service-command.start"));
+    assert!(runcmd[4].contains("touch /started"), "post_start last");
+    // Without a command: no script, no unit, no start step.
+    let (docs, _) = documents("services:\n  a: {image: debian}\n");
+    assert!(!docs.user_data.contains("holos-service-command"));
 }
 
 /// The mount scripts are real shell: run them with stand-ins for the
