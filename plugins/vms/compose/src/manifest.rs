@@ -97,9 +97,34 @@ pub struct Vm {
     pub disk_size_bytes: Option<u64>,
 }
 
-/// One published TCP port as declared; host ports shift per replica.
+/// The transport of a published port.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    /// TCP is the default, left out of the manifest and the state.
+    pub fn is_tcp(&self) -> bool {
+        *self == Protocol::Tcp
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+}
+
+/// One published port as declared; host ports shift per replica.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Port {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     /// `None`: the runtime picks a free host port.
     pub host_port: Option<u16>,
@@ -231,6 +256,8 @@ pub struct Instance {
 /// One host→guest forward of one instance.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Forward {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     pub host_port: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -172,15 +172,18 @@ fn instance_spec(
         let host_port = match forward.host_port {
             Some(port) => port,
             None => match previous.and_then(|p| {
-                p.forwards
-                    .iter()
-                    .find(|f| f.guest_port == forward.guest_port && f.host_ip == forward.host_ip)
+                p.forwards.iter().find(|f| {
+                    f.protocol == forward.protocol
+                        && f.guest_port == forward.guest_port
+                        && f.host_ip == forward.host_ip
+                })
             }) {
                 Some(kept) => kept.host_port,
                 None => free_port()?,
             },
         };
         forwards.push(HostForward {
+            protocol: forward.protocol,
             host_ip: forward.host_ip,
             host_port,
             guest_ip: forward.guest_ip,

@@ -131,8 +131,11 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
     let forwards = spec.forwards.iter().map(|f| {
         let guest_ip = f.guest_ip.map(|ip| ip.to_string()).unwrap_or_default();
         format!(
-            "hostfwd=tcp:{}:{}-{guest_ip}:{}",
-            f.host_ip, f.host_port, f.guest_port
+            "hostfwd={}:{}:{}-{guest_ip}:{}",
+            f.protocol.name(),
+            f.host_ip,
+            f.host_port,
+            f.guest_port
         )
     });
     for forward in ssh.chain(forwards) {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use holos_compose::manifest::{Hook, PciDevice};
+use holos_compose::manifest::{Hook, PciDevice, Protocol};
 
 /// How QEMU executes guest code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,9 +118,11 @@ pub struct BindShare {
     pub tag: String,
 }
 
-/// One user-mode NIC forward: `hostfwd=tcp:HOST_IP:HOST_PORT-GUEST_IP:GUEST_PORT`.
+/// One user-mode NIC forward: `hostfwd=PROTOCOL:HOST_IP:HOST_PORT-GUEST_IP:GUEST_PORT`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostForward {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     pub host_port: u16,
     pub guest_ip: Option<Ipv4Addr>,

@@ -202,7 +202,12 @@ fn port_text(port: &holos_compose::manifest::Port) -> String {
     let host = port
         .host_port
         .map_or_else(|| "auto".to_string(), |p| p.to_string());
-    format!("{}:{host}->{}/tcp", port.host_ip, port.guest_port)
+    format!(
+        "{}:{host}->{}/{}",
+        port.host_ip,
+        port.guest_port,
+        port.protocol.name()
+    )
 }
 
 /// The hash of what the service's VMs are built from: the resolved service

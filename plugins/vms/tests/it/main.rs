@@ -32,6 +32,7 @@ mod runtime_fake;
 mod runtime_lifecycle;
 mod runtime_support;
 mod schema;
+mod udp_ports;
 mod up_moved_ssh_port;
 mod upstream_files;
 mod verify;

@@ -18,7 +18,7 @@ use crate::diag::{Diag, Diags, Pos, did_you_mean};
 use crate::keys;
 use crate::load::Project;
 use crate::manifest::{
-    Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Service, Volume,
+    Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Protocol, Service, Volume,
 };
 use crate::network;
 use crate::yaml::Node;
@@ -308,7 +308,7 @@ fn allocate_ips(
 }
 
 /// The host ports already published, with who publishes each.
-type Published = Vec<(Ipv4Addr, u16, String)>;
+type Published = Vec<(Protocol, Ipv4Addr, u16, String)>;
 
 /// Fills in every service's instances (address, MACs, forwarded ports) and
 /// returns the `/etc/hosts` entries; port clashes are errors.
@@ -385,14 +385,15 @@ fn place_ports(
                 "service {} replica {index} (guest port {})",
                 s.name, port.guest_port
             );
-            let clash = published.iter().find(|(ip0, h0, _)| {
-                *h0 == h
+            let clash = published.iter().find(|(protocol, ip0, h0, _)| {
+                *protocol == port.protocol
+                    && *h0 == h
                     && (*ip0 == port.host_ip
                         || ip0.is_unspecified()
                         || port.host_ip.is_unspecified())
             });
             match clash {
-                Some((_, _, other)) => diags.push(
+                Some((_, _, _, other)) => diags.push(
                     &ports_pos,
                     &ports_path,
                     format!(
@@ -400,10 +401,11 @@ fn place_ports(
                         port.host_ip
                     ),
                 ),
-                None => published.push((port.host_ip, h, who)),
+                None => published.push((port.protocol, port.host_ip, h, who)),
             }
         }
         forwards.push(Forward {
+            protocol: port.protocol,
             host_ip: port.host_ip,
             host_port,
             guest_ip: port.guest_ip,
