@@ -42,6 +42,8 @@ pub const SERVICE_MAPPED: &[&str] = &[
     "pre_stop",
     "profiles",
     "extends",
+    "configs",
+    "secrets",
 ];
 
 /// Service fields accepted for Compose compatibility and kept as metadata.
@@ -112,8 +114,6 @@ pub const SERVICE_METADATA: &[&str] = &[
     "use_api_socket",
     "volumes_from",
     "networks",
-    "configs",
-    "secrets",
     "models",
 ];
 
@@ -252,6 +252,22 @@ pub const TOP_VOLUME: &[&str] = &[
 
 pub const EXTENDS: &[&str] = &["service", "file"];
 
+/// A top-level `configs` or `secrets` entry.
+pub const TOP_CONFIG: &[&str] = &[
+    "file",
+    "content",
+    "environment",
+    "external",
+    "name",
+    "labels",
+    "driver",
+    "driver_opts",
+    "template_driver",
+];
+
+/// A service's `configs` or `secrets` entry in the long form.
+pub const FILE_REFERENCE: &[&str] = &["source", "target", "uid", "gid", "mode"];
+
 /// An `include` entry in the long form.
 pub const INCLUDE_LONG: &[&str] = &["path", "project_directory", "env_file"];
 
@@ -286,6 +302,8 @@ pub const SECTIONS: &[(&str, &[&str])] = &[
     ("post_start", HOOK),
     ("env_file", ENV_FILE_LONG),
     ("top-level.volumes", TOP_VOLUME),
+    ("top-level.configs", TOP_CONFIG),
+    ("configs", FILE_REFERENCE),
     ("extends", EXTENDS),
     ("include", INCLUDE_LONG),
     ("devices", DEVICE_PCI),

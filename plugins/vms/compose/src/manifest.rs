@@ -54,6 +54,9 @@ pub struct Service {
     pub environment: BTreeMap<String, String>,
     pub extra_hosts: Vec<HostEntry>,
     pub cloud_init: CloudInit,
+    /// `configs` and `secrets`, in that order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<GuestFile>,
     pub healthcheck: Option<Healthcheck>,
     pub stop_grace_period_ms: u64,
     /// Run over SSH before the VM is powered down.
@@ -271,4 +274,93 @@ pub struct Volume {
     pub size_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: Metadata,
+}
+
+/// Whether a guest file comes from `configs` or `secrets`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestFileKind {
+    Config,
+    Secret,
+}
+
+/// A config or secret of a service, written into the guest at every boot.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GuestFile {
+    pub kind: GuestFileKind,
+    /// The name of its top-level definition.
+    pub source: String,
+    /// The absolute path in the guest.
+    pub target: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// Octal, as chmod takes it (`0400`).
+    pub mode: String,
+    pub content: FileContent,
+}
+
+/// What a guest file holds. A secret's content is written as
+/// [`REDACTED`] wherever the manifest is serialized (`holos config
+/// --resolved`, diffs, hashes), so that it never reaches output or logs;
+/// [`Service::secret_contents`] feeds it into the hashes instead.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileContent {
+    pub bytes: Vec<u8>,
+    pub secret: bool,
+}
+
+/// What a secret's content reads as in any output.
+pub const REDACTED: &str = "<redacted>";
+const BASE64_PREFIX: &str = "base64:";
+
+impl Serialize for FileContent {
+    /// The text, `base64:…` when it is not UTF-8, or [`REDACTED`].
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        if self.secret {
+            return serializer.serialize_str(REDACTED);
+        }
+        match std::str::from_utf8(&self.bytes) {
+            Ok(text) if !text.starts_with(BASE64_PREFIX) => serializer.serialize_str(text),
+            _ => serializer.serialize_str(&format!(
+                "{BASE64_PREFIX}{}",
+                base64::engine::general_purpose::STANDARD.encode(&self.bytes)
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let text = String::deserialize(deserializer)?;
+        if text == REDACTED {
+            return Ok(FileContent {
+                bytes: Vec::new(),
+                secret: true,
+            });
+        }
+        let bytes = match text.strip_prefix(BASE64_PREFIX) {
+            Some(encoded) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(serde::de::Error::custom)?,
+            None => text.into_bytes(),
+        };
+        Ok(FileContent {
+            bytes,
+            secret: false,
+        })
+    }
+}
+
+impl Service {
+    /// The contents of the service's secrets, which its serialized form
+    /// redacts: what the hashes of what a VM is built from add.
+    pub fn secret_contents(&self) -> Vec<&[u8]> {
+        self.files
+            .iter()
+            .filter(|f| f.content.secret)
+            .map(|f| f.content.bytes.as_slice())
+            .collect()
+    }
 }

@@ -20,7 +20,9 @@ use holo_plugin::command::shell_quote;
 
 use crate::spec::{BindShare, InstanceSpec, VolumeAttachment};
 use crate::yaml_out::to_yaml;
-use holos_compose::manifest::{GuestCommand, HostEntry, Service, WriteFile};
+use holos_compose::manifest::{
+    GuestCommand, GuestFile, GuestFileKind, HostEntry, Service, WriteFile,
+};
 
 /// What goes on the seed disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +116,15 @@ fn user_data(inputs: &SeedInputs) -> String {
     doc.insert("write_files".into(), Value::Array(files));
     // The host-key repair first: it runs at every boot, before sshd.
     let mut bootcmd = vec![sh(SSH_HOST_KEY_REPAIR)];
+    // Configs and secrets at every boot: a target below /run is gone after
+    // a reboot. Before the service's bootcmd, which may read them.
+    bootcmd.extend(
+        inputs
+            .service
+            .files
+            .iter()
+            .map(|f| sh(&guest_file_script(f))),
+    );
     bootcmd.extend(cloud.bootcmd.iter().map(command));
     doc.insert("bootcmd".into(), Value::Array(bootcmd));
     // Mounts first: a command that writes below a volume's target must
@@ -182,6 +193,38 @@ fn service_command_files(inputs: &SeedInputs, text: &str) -> Vec<Value> {
         json!({"path": SERVICE_COMMAND_SCRIPT, "permissions": "0755", "content": script}),
         json!({"path": SERVICE_COMMAND_UNIT, "permissions": "0644", "content": unit}),
     ]
+}
+
+/// Writes one config or secret: through a temporary file that only root
+/// can read until it has its owner and mode, then renamed into place.
+fn guest_file_script(file: &GuestFile) -> String {
+    use base64::Engine;
+    let target = shell_quote(&file.target);
+    let parent = match file.target.rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((dir, _)) => dir.to_string(),
+    };
+    let kind = match file.kind {
+        GuestFileKind::Config => "config",
+        GuestFileKind::Secret => "secret",
+    };
+    let message = shell_quote(&format!(
+        "holos: cannot write {kind} {} at {}",
+        file.source, file.target
+    ));
+    format!(
+        "fail() {{ echo {message} >&2; echo {message} >/dev/console 2>/dev/null; exit 1; }}
+         umask 022; mkdir -p {} || fail
+         umask 077; tmp={target}.holos-new
+         printf %s {} | base64 -d > \"$tmp\" || fail
+         chown {}:{} \"$tmp\" && chmod {} \"$tmp\" && mv -f \"$tmp\" {target} || fail
+",
+        shell_quote(&parent),
+        base64::engine::general_purpose::STANDARD.encode(&file.content.bytes),
+        file.uid,
+        file.gid,
+        file.mode,
+    )
 }
 
 /// Every boot: a host key that is empty or unreadable (a crash right after

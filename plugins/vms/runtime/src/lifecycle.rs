@@ -64,7 +64,7 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let previous = ProjectRecord::load(&runtime.layout, project)?;
-    let spec_hash = plan::hash_json(manifest);
+    let spec_hash = plan::manifest_hash(manifest);
     if request.services.is_empty()
         && previous
             .as_ref()

@@ -82,6 +82,21 @@ pub fn hash_json<T: serde::Serialize>(value: &T) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The hash of the whole manifest, with the secrets its serialized form
+/// redacts (a project without secrets hashes as its JSON alone).
+pub fn manifest_hash(manifest: &Manifest) -> String {
+    let secrets: Vec<Vec<&[u8]>> = manifest
+        .services
+        .iter()
+        .map(Service::secret_contents)
+        .collect();
+    if secrets.iter().all(Vec::is_empty) {
+        hash_json(manifest)
+    } else {
+        hash_json(&(manifest, secrets))
+    }
+}
+
 /// The hash of what one instance is built from: its service (without the
 /// other replicas), its own addresses, the volumes it mounts and the accel.
 fn instance_hash(
@@ -92,7 +107,13 @@ fn instance_hash(
 ) -> String {
     let mut alone = service.clone();
     alone.instances = vec![instance.clone()];
-    hash_json(&(&alone, &mounted_volumes(manifest, service), accel))
+    let volumes = mounted_volumes(manifest, service);
+    let secrets = service.secret_contents();
+    if secrets.is_empty() {
+        hash_json(&(&alone, &volumes, accel))
+    } else {
+        hash_json(&(&alone, &volumes, accel, secrets))
+    }
 }
 
 /// The project's named volumes that `service` mounts.

@@ -214,7 +214,12 @@ fn port_text(port: &holos_compose::manifest::Port) -> String {
 /// and the named volumes it mounts.
 pub fn spec_hash(manifest: &Manifest, service: &Service) -> String {
     let volumes = holos_runtime::plan::mounted_volumes(manifest, service);
-    holos_runtime::plan::hash_json(&(service, volumes))
+    let secrets = service.secret_contents();
+    if secrets.is_empty() {
+        holos_runtime::plan::hash_json(&(service, volumes))
+    } else {
+        holos_runtime::plan::hash_json(&(service, volumes, secrets))
+    }
 }
 
 /// The resolved service as YAML, the text that diff compares.

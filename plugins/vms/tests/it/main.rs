@@ -16,6 +16,7 @@ mod errors;
 mod features;
 mod flags;
 mod golden;
+mod guest_files;
 mod health;
 mod images;
 mod import;

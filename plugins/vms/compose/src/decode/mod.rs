@@ -4,6 +4,7 @@
 
 pub mod build;
 pub mod guest;
+pub mod guest_files;
 pub mod ports;
 pub mod reader;
 pub mod resources;
@@ -49,7 +50,10 @@ pub fn resolve(
         .filter(|n| !n.is_null())
         .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
         .unwrap_or(false);
+    let definitions = guest_files::decode_definitions(&mut r, root, &project.environment);
     let cx = Context {
+        definitions: &definitions,
+        root,
         volume_names: &volume_names,
         environment: &project.environment,
         default_protect,
@@ -122,13 +126,28 @@ fn top_level_metadata(r: &mut Reader, root: &Node) -> Metadata {
                     format!("must be a mapping, found {}", n.type_name()),
                 );
             }
-            metadata.insert(key.to_string(), n.to_json());
+            let mut json = n.to_json();
+            if key == "secrets" {
+                redact_secret_definitions(&mut json);
+            }
+            metadata.insert(key.to_string(), json);
         }
     }
     if let Some(v) = root.get("version") {
         metadata.insert("version".into(), v.to_json());
     }
     metadata
+}
+
+/// A secret given inline (`content:`) shows as redacted.
+pub fn redact_secret_definitions(secrets: &mut serde_json::Value) {
+    if let Some(defs) = secrets.as_object_mut() {
+        for def in defs.values_mut() {
+            if let Some(content) = def.get_mut("content") {
+                *content = serde_json::Value::String(crate::manifest::REDACTED.into());
+            }
+        }
+    }
 }
 
 /// The active services, and the position of each service's key.

@@ -597,3 +597,46 @@ fn a_disk_size_has_cloud_init_grow_the_root_file_system() {
         docs.user_data
     );
 }
+
+/// Configs and secrets are written at every boot by `bootcmd` scripts
+/// (after the host-key repair, before the service's own bootcmd), with
+/// their owner and mode; the secret is not in the user-data in clear. The
+/// script is real shell: run here, it writes the file.
+#[test]
+fn configs_and_secrets_are_written_by_bootcmd_with_owner_and_mode() {
+    let out = tempfile::tempdir().unwrap();
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let dir = out.path().display();
+    let (docs, _) = documents(&format!(
+        "services:\n  a:\n    image: debian\n    cloud_init: {{bootcmd: [\"echo mine\"]}}\n    configs: [{{source: c, target: {dir}/etc/app.conf}}]\n    secrets: [{{source: s, target: {dir}/run/secrets/token, uid: \"{uid}\", gid: \"{gid}\"}}]\nconfigs:\n  c: {{content: \"port=80\\n\"}}\nsecrets:\n  s: {{content: \"t0p-s3cr3t 'quoted'\"}}\n"
+    ));
+    assert!(!docs.user_data.contains("t0p-s3cr3t"), "{}", docs.user_data);
+    let doc = yaml(&docs.user_data);
+    let bootcmd = doc["bootcmd"].as_vec().unwrap();
+    assert_eq!(bootcmd.len(), 4, "{bootcmd:?}");
+    assert_eq!(bootcmd[3].as_str(), Some("echo mine"));
+    for entry in &bootcmd[1..3] {
+        let argv = strings(entry);
+        assert_eq!(argv[..2], ["sh", "-c"]);
+        let status = std::process::Command::new("sh")
+            .args(["-c", &argv[2]])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{}", argv[2]);
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let secret = out.path().join("run/secrets/token");
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "t0p-s3cr3t 'quoted'"
+    );
+    let meta = std::fs::metadata(&secret).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o400, "secrets: 0400");
+    assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+    let config = out.path().join("etc/app.conf");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "port=80\n");
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o444, "configs: 0444");
+    assert!(!out.path().join("run/secrets/token.holos-new").exists());
+}
