@@ -252,6 +252,33 @@ pub const TOP_VOLUME: &[&str] = &[
 
 pub const EXTENDS: &[&str] = &["service", "file"];
 
+/// A top-level `networks` entry.
+pub const TOP_NETWORK: &[&str] = &[
+    "driver",
+    "driver_opts",
+    "attachable",
+    "enable_ipv4",
+    "enable_ipv6",
+    "external",
+    "internal",
+    "ipam",
+    "labels",
+    "name",
+];
+
+/// A service's entry under `networks:` in the mapping form.
+pub const SERVICE_NETWORK: &[&str] = &[
+    "aliases",
+    "ipv4_address",
+    "ipv6_address",
+    "link_local_ips",
+    "mac_address",
+    "driver_opts",
+    "priority",
+    "gw_priority",
+    "interface_name",
+];
+
 /// A top-level `configs` or `secrets` entry.
 pub const TOP_CONFIG: &[&str] = &[
     "file",
@@ -303,6 +330,8 @@ pub const SECTIONS: &[(&str, &[&str])] = &[
     ("env_file", ENV_FILE_LONG),
     ("top-level.volumes", TOP_VOLUME),
     ("top-level.configs", TOP_CONFIG),
+    ("top-level.networks", TOP_NETWORK),
+    ("networks", SERVICE_NETWORK),
     ("configs", FILE_REFERENCE),
     ("extends", EXTENDS),
     ("include", INCLUDE_LONG),

@@ -17,8 +17,14 @@ pub struct Manifest {
     pub project: String,
     pub directory: String,
     pub network: NetworkPlan,
-    /// `/etc/hosts` lines every guest gets.
+    /// `/etc/hosts` lines every guest gets (without named networks; with
+    /// them, each segment has its own).
     pub hosts: Vec<HostEntry>,
+    /// The Compose networks, each a segment of its own; empty when no
+    /// service names a network, and every instance is on the one flat
+    /// network of `network`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Segment>,
     /// Services in start order (dependencies first, ties by name).
     pub services: Vec<Service>,
     pub volumes: Vec<Volume>,
@@ -54,6 +60,9 @@ pub struct Service {
     pub environment: BTreeMap<String, String>,
     pub extra_hosts: Vec<HostEntry>,
     pub cloud_init: CloudInit,
+    /// `dns_search`: the guest's DNS search domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_search: Vec<String>,
     /// `configs` and `secrets`, in that order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<GuestFile>,
@@ -254,6 +263,65 @@ pub struct Instance {
     pub mac_internal: String,
     pub mac_user: String,
     pub ports: Vec<Forward>,
+    /// One NIC per network the instance is on (with named networks only;
+    /// `ip` and `mac_internal` are then its first NIC's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Attachment>,
+}
+
+/// One Compose network: its own subnet and multicast group (or a host
+/// bridge), and the `/etc/hosts` lines of its members.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Segment {
+    pub name: String,
+    /// `A.B.C.D/PREFIX`; empty for a host bridge that gives addresses by DHCP.
+    pub subnet: String,
+    pub backend: SegmentBackend,
+    pub hosts: Vec<HostEntry>,
+}
+
+/// How a segment's NICs are connected.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentBackend {
+    /// QEMU's socket netdev on a multicast group of the host's loopback.
+    Multicast { group: Ipv4Addr, port: u16 },
+    /// An existing host bridge, through qemu-bridge-helper.
+    Bridge { bridge: String },
+}
+
+/// One instance's NIC on one segment.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Attachment {
+    pub network: String,
+    /// Unset: DHCP (a host bridge without `ipam`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<Ipv4Addr>,
+    pub prefix: u8,
+    pub mac: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+}
+
+impl Manifest {
+    /// The `/etc/hosts` entries of `instance`: the project's, or with named
+    /// networks those of every segment the instance is on.
+    pub fn hosts_for(&self, instance: &Instance) -> Vec<HostEntry> {
+        if instance.networks.is_empty() {
+            return self.hosts.clone();
+        }
+        let mut out: Vec<HostEntry> = Vec::new();
+        for attachment in &instance.networks {
+            if let Some(segment) = self.networks.iter().find(|s| s.name == attachment.network) {
+                for entry in &segment.hosts {
+                    if !out.contains(entry) {
+                        out.push(entry.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One host→guest forward of one instance.

@@ -37,7 +37,7 @@ pub struct SeedInputs<'a> {
     pub spec: &'a InstanceSpec,
     pub service: &'a Service,
     pub hostname: &'a str,
-    /// The project's `/etc/hosts` entries (every instance and service name).
+    /// The instance's `/etc/hosts` entries (`Manifest::hosts_for`).
     pub hosts: &'a [HostEntry],
     /// The project's public key, one `ssh-ed25519 …` line.
     pub public_key: &'a str,
@@ -259,19 +259,44 @@ done
 exit 0"#;
 
 fn network_config(spec: &InstanceSpec) -> String {
-    to_yaml(&json!({
-        "version": 2,
-        "ethernets": {
-            "user0": {
-                "match": {"macaddress": spec.mac_user},
-                "dhcp4": true,
-            },
-            "internal0": {
+    let mut user = json!({
+        "match": {"macaddress": spec.mac_user},
+        "dhcp4": true,
+    });
+    if !spec.dns_search.is_empty() {
+        user["nameservers"] = json!({"search": spec.dns_search});
+    }
+    let mut ethernets = Map::new();
+    ethernets.insert("user0".into(), user);
+    if spec.networks.is_empty() {
+        ethernets.insert(
+            "internal0".into(),
+            json!({
                 "match": {"macaddress": spec.mac_internal},
                 "dhcp4": false,
                 "addresses": [format!("{}/24", spec.ip)],
-            },
-        },
+            }),
+        );
+    }
+    for (index, nic) in spec.networks.iter().enumerate() {
+        let entry = match nic.ip {
+            Some(ip) => json!({
+                "match": {"macaddress": nic.mac},
+                "dhcp4": false,
+                "addresses": [format!("{ip}/{}", nic.prefix)],
+            }),
+            // The bridge's DHCP; its routes must not take the default one.
+            None => json!({
+                "match": {"macaddress": nic.mac},
+                "dhcp4": true,
+                "dhcp4-overrides": {"use-routes": false, "use-dns": false},
+            }),
+        };
+        ethernets.insert(format!("internal{index}"), entry);
+    }
+    to_yaml(&json!({
+        "version": 2,
+        "ethernets": Value::Object(ethernets),
     }))
 }
 

@@ -350,11 +350,12 @@ fn up_instance(
     }
     let service = &manifest.services[planned.service_index];
     let manifest_instance = &service.instances[planned.instance_index];
+    let hosts = manifest.hosts_for(manifest_instance);
     let documents = cloud_init::render(&SeedInputs {
         spec: &spec,
         service,
         hostname: &manifest_instance.hostname,
-        hosts: &manifest.hosts,
+        hosts: &hosts,
         public_key,
     });
     instance::prepare(&spec, &documents, firmware)?;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::spec::{
-    Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
+    Accel, BindShare, Firmware, HostForward, InstanceSpec, Nic, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
 use crate::state::{Layout, ProjectRecord};
 use holos_compose::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
@@ -294,6 +294,21 @@ fn instance_spec(
         mac_internal: instance.mac_internal.clone(),
         multicast_group: manifest.network.multicast_group,
         multicast_port: manifest.network.multicast_port,
+        networks: instance
+            .networks
+            .iter()
+            .filter_map(|a| {
+                let segment = manifest.networks.iter().find(|s| s.name == a.network)?;
+                Some(Nic {
+                    network: a.network.clone(),
+                    ip: a.ip,
+                    prefix: a.prefix,
+                    mac: a.mac.clone(),
+                    backend: segment.backend.clone(),
+                })
+            })
+            .collect(),
+        dns_search: service.dns_search.clone(),
         firmware,
         extra_args: service.vm.extra_args.clone(),
         user: service.cloud_init.user.clone(),

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use crate::spec::{Accel, InstanceSpec};
+use holos_compose::manifest::SegmentBackend;
 
 /// The QEMU binary holos starts (looked up on `PATH`).
 pub const QEMU_SYSTEM: &str = "qemu-system-x86_64";
@@ -147,20 +148,38 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
         "-device",
         &format!("virtio-net-pci,netdev=user0,mac={}", escape(&spec.mac_user)),
     ]);
-    push(&[
-        "-netdev",
-        &format!(
-            "socket,id=internal0,mcast={}:{},localaddr=127.0.0.1",
-            spec.multicast_group, spec.multicast_port
-        ),
-    ]);
-    push(&[
-        "-device",
-        &format!(
-            "virtio-net-pci,netdev=internal0,mac={}",
-            escape(&spec.mac_internal)
-        ),
-    ]);
+    if spec.networks.is_empty() {
+        push(&[
+            "-netdev",
+            &format!(
+                "socket,id=internal0,mcast={}:{},localaddr=127.0.0.1",
+                spec.multicast_group, spec.multicast_port
+            ),
+        ]);
+        push(&[
+            "-device",
+            &format!(
+                "virtio-net-pci,netdev=internal0,mac={}",
+                escape(&spec.mac_internal)
+            ),
+        ]);
+    }
+    // One NIC per Compose network, in the order the service lists them.
+    for (index, nic) in spec.networks.iter().enumerate() {
+        let id = format!("internal{index}");
+        let netdev = match &nic.backend {
+            SegmentBackend::Multicast { group, port } => {
+                format!("socket,id={id},mcast={group}:{port},localaddr=127.0.0.1")
+            }
+            // QEMU runs qemu-bridge-helper, which attaches a tap to it.
+            SegmentBackend::Bridge { bridge } => format!("bridge,id={id},br={}", escape(bridge)),
+        };
+        push(&["-netdev", &netdev]);
+        push(&[
+            "-device",
+            &format!("virtio-net-pci,netdev={id},mac={}", escape(&nic.mac)),
+        ]);
+    }
 
     if let Some(firmware) = &spec.firmware {
         push(&[

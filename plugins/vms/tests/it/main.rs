@@ -22,6 +22,7 @@ mod images;
 mod import;
 mod install;
 mod layers;
+mod networks;
 mod notes;
 mod one_validator;
 mod ops;

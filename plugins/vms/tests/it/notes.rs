@@ -32,7 +32,7 @@ fn one_note_per_field_at_its_first_place() {
     assert_eq!(
         notes(&f),
         [
-            "DIR/holos.yaml:10: networks: holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
+            "DIR/holos.yaml:10: networks: each network is a segment of its own between the VMs (a multicast group on the host's loopback, or a host bridge named in driver_opts); internet access and published ports go through a separate user-mode NIC",
             "DIR/holos.yaml:5: command: runs at every boot, after the volume mounts, as a systemd unit (OpenRC: /etc/local.d); it is not the VM's main process and is not restarted when it exits",
             "DIR/holos.override.yaml:3: entrypoint: runs at every boot together with command, after the volume mounts; it is not the VM's main process",
             "DIR/holos.yaml:4: ports: a port without a host IP binds to 127.0.0.1, not to every address as in Docker Compose; write 0.0.0.0:HOST:GUEST to publish it on all addresses",

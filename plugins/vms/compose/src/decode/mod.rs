@@ -5,6 +5,7 @@
 pub mod build;
 pub mod guest;
 pub mod guest_files;
+pub mod networks;
 pub mod ports;
 pub mod reader;
 pub mod resources;
@@ -51,6 +52,8 @@ pub fn resolve(
         .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
         .unwrap_or(false);
     let definitions = guest_files::decode_definitions(&mut r, root, &project.environment);
+    let network_defs = networks::decode_top(&mut r, root);
+    let network_requests = networks::decode_requests(&mut r, root);
     let cx = Context {
         definitions: &definitions,
         root,
@@ -69,7 +72,22 @@ pub fn resolve(
     }
     let mut ordered = dependency_order(project, services, &service_pos)?;
     let ips = allocate_ips(project, &ordered, existing_ips)?;
-    let hosts = place_instances(project, &mut ordered, &ips)?;
+    let mut hosts = place_instances(project, &mut ordered, &ips)?;
+    let mut segments = Vec::new();
+    if network_requests.any() {
+        segments = networks::place(
+            project,
+            &mut ordered,
+            &network_requests,
+            &network_defs,
+            existing_ips,
+            &mut r,
+        );
+        if !r.diags.is_empty() {
+            return Err(r.diags.list);
+        }
+        hosts.clear();
+    }
     let (multicast_group, multicast_port) = network::multicast_for(&project.name);
     Ok(Manifest {
         project: project.name.clone(),
@@ -80,6 +98,7 @@ pub fn resolve(
             multicast_port,
         },
         hosts,
+        networks: segments,
         services: ordered,
         volumes,
         metadata,
@@ -366,6 +385,7 @@ fn place_instances(
                 mac_internal: network::internal_mac(ip),
                 mac_user: network::user_mac(ip),
                 ports: forwards,
+                networks: Vec::new(),
             });
         }
     }

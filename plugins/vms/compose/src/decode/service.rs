@@ -270,6 +270,9 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         .map(|n| decode_hooks(r, n, &fpath("pre_stop")))
         .unwrap_or_default();
 
+    let dns_search = field("dns_search")
+        .map(|n| r.string_or_list(n, &fpath("dns_search")))
+        .unwrap_or_default();
     let mut files = Vec::new();
     for (kind, key) in [
         (GuestFileKind::Config, "configs"),
@@ -314,6 +317,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         environment,
         extra_hosts,
         cloud_init,
+        dns_search,
         files,
         healthcheck,
         stop_grace_period_ms,

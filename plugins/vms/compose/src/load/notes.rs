@@ -35,7 +35,7 @@ impl fmt::Display for Note {
 const NOTES: [(&str, &str); 4] = [
     (
         "networks",
-        "holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
+        "each network is a segment of its own between the VMs (a multicast group on the host's loopback, or a host bridge named in driver_opts); internet access and published ports go through a separate user-mode NIC",
     ),
     (
         "command",

@@ -184,11 +184,12 @@ fn documents(compose: &str) -> (SeedDocuments, Manifest) {
     let first = &instances[0];
     let service = &manifest.services[first.service_index];
     let instance = &service.instances[first.instance_index];
+    let hosts = manifest.hosts_for(instance);
     let docs = cloud_init::render(&SeedInputs {
         spec: &first.spec,
         service,
         hostname: &instance.hostname,
-        hosts: &manifest.hosts,
+        hosts: &hosts,
         public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test\n",
     });
     (docs, manifest)
@@ -639,4 +640,46 @@ fn configs_and_secrets_are_written_by_bootcmd_with_owner_and_mode() {
     let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o444, "configs: 0444");
     assert!(!out.path().join("run/secrets/token.holos-new").exists());
+}
+
+/// With named networks: one static NIC per network (its own prefix), a
+/// DHCP NIC on a host bridge without ipam, the DNS search domains on the
+/// user NIC, and `/etc/hosts` with the names of the networks the instance
+/// is on only.
+#[test]
+fn network_config_and_hosts_follow_the_services_networks() {
+    let (docs, manifest) = documents(
+        "services:\n  app:\n    image: debian\n    dns_search: [corp.example]\n    networks:\n      back: {aliases: [api]}\n      lan: {}\n  web:\n    image: debian\n    networks: [front]\nnetworks:\n  front: {}\n  back: {ipam: {config: [{subnet: 10.40.0.0/16}]}}\n  lan: {driver_opts: {com.docker.network.bridge.name: br0}}\n",
+    );
+    let app = &manifest.services[0].instances[0];
+    let doc = yaml(&docs.network_config);
+    let ethernets = &doc["ethernets"];
+    assert_eq!(
+        strings(&ethernets["internal0"]["addresses"]),
+        ["10.40.0.2/16"]
+    );
+    assert_eq!(
+        ethernets["internal0"]["match"]["macaddress"].as_str(),
+        Some(app.networks[0].mac.as_str())
+    );
+    assert_eq!(ethernets["internal1"]["dhcp4"].as_bool(), Some(true));
+    assert_eq!(
+        strings(&ethernets["user0"]["nameservers"]["search"]),
+        ["corp.example"]
+    );
+    let user_data = yaml(&docs.user_data);
+    let hosts = user_data["write_files"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str() == Some("/etc/hosts"))
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(hosts.contains("10.40.0.2 app-0 app api\n"), "{hosts}");
+    assert!(
+        !hosts.contains("web"),
+        "web shares no network with app: {hosts}"
+    );
 }
