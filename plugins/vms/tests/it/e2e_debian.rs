@@ -15,6 +15,8 @@
 //!   `starting` (not the `healthy` of before the kill) until the guest,
 //!   whose boot made its keys again, is reachable and healthy;
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
+//! - after `holos start`, web's `command` (not a first-boot runcmd) serves
+//!   its published port again;
 //!
 //! and, with `holo`, `holo-file` and `holo-service` copied into `web-0`, that
 //! holo-service converges a real systemd unit written by holo-file: enabled
@@ -144,13 +146,13 @@ services:
       timeout: 20s
       retries: 5
       start_period: 600s
+    # The service's command: it runs at every boot, not only the first.
+    command: [busybox, httpd, -f, -p, "80", -h, /srv/www]
     cloud_init:
       write_files:
         - path: /srv/www/index.html
           content: "{WEB_PAGE}\n"
           permissions: "0644"
-      runcmd:
-        - [busybox, httpd, -p, "80", -h, /srv/www]
 volumes:
   dbdata: {{size: 64M}}
 "#
@@ -338,7 +340,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     e2e.assert_web_started_after_db_healthy();
 
     // cloud-init applied the hostname and the files (web's check passed
-    // once its runcmd served the page; cloud-init may still be finishing).
+    // once its command served the page; cloud-init may still be finishing).
     let status = e2e.sh_any("web-0", "cloud-init status --wait --long");
     assert!(status.contains("status: done"), "{status}");
     assert_eq!(e2e.sh("web-0", "hostname"), "webhost");
@@ -587,8 +589,29 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
             "{instance}:\n{console}"
         );
     }
+    eprintln!("e2e: holos stop took {:.0}s", phase.elapsed().as_secs_f64(),);
+
+    // 6. holos start: the same disks boot again, and web's command, which
+    // runs at every boot, serves the published port again.
+    let phase = Instant::now();
+    e2e.holos_ok(&["start"], UP_LIMIT);
+    let served = loop {
+        let response = http_get(web_port, "/index.html");
+        if response.trim_end().ends_with(WEB_PAGE) {
+            break true;
+        }
+        if phase.elapsed() > UP_LIMIT {
+            break false;
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    };
+    assert!(
+        served,
+        "web's command did not serve port {web_port} after stop and start:\n{}",
+        e2e.consoles()
+    );
     eprintln!(
-        "e2e: holos stop took {:.0}s; the whole test {:.0}s",
+        "e2e: holos start until the port served took {:.0}s; the whole test {:.0}s",
         phase.elapsed().as_secs_f64(),
         test_started.elapsed().as_secs_f64()
     );
