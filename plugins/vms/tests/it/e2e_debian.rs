@@ -615,6 +615,12 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         phase.elapsed().as_secs_f64(),
         test_started.elapsed().as_secs_f64()
     );
+    // A power button pressed while a guest still boots goes unheard (no
+    // logind yet), and down would wait out the grace period.
+    for instance in ["db-0", "web-0"] {
+        let status = e2e.sh_any(instance, "cloud-init status --wait --long");
+        assert!(status.contains("status: done"), "{instance}: {status}");
+    }
     e2e.holos_ok(&["down"], UP_LIMIT);
 }
 
