@@ -42,6 +42,8 @@ pub const SERVICE_MAPPED: &[&str] = &[
     "pre_stop",
     "profiles",
     "extends",
+    "configs",
+    "secrets",
 ];
 
 /// Service fields accepted for Compose compatibility and kept as metadata.
@@ -112,8 +114,6 @@ pub const SERVICE_METADATA: &[&str] = &[
     "use_api_socket",
     "volumes_from",
     "networks",
-    "configs",
-    "secrets",
     "models",
 ];
 
@@ -252,6 +252,49 @@ pub const TOP_VOLUME: &[&str] = &[
 
 pub const EXTENDS: &[&str] = &["service", "file"];
 
+/// A top-level `networks` entry.
+pub const TOP_NETWORK: &[&str] = &[
+    "driver",
+    "driver_opts",
+    "attachable",
+    "enable_ipv4",
+    "enable_ipv6",
+    "external",
+    "internal",
+    "ipam",
+    "labels",
+    "name",
+];
+
+/// A service's entry under `networks:` in the mapping form.
+pub const SERVICE_NETWORK: &[&str] = &[
+    "aliases",
+    "ipv4_address",
+    "ipv6_address",
+    "link_local_ips",
+    "mac_address",
+    "driver_opts",
+    "priority",
+    "gw_priority",
+    "interface_name",
+];
+
+/// A top-level `configs` or `secrets` entry.
+pub const TOP_CONFIG: &[&str] = &[
+    "file",
+    "content",
+    "environment",
+    "external",
+    "name",
+    "labels",
+    "driver",
+    "driver_opts",
+    "template_driver",
+];
+
+/// A service's `configs` or `secrets` entry in the long form.
+pub const FILE_REFERENCE: &[&str] = &["source", "target", "uid", "gid", "mode"];
+
 /// An `include` entry in the long form.
 pub const INCLUDE_LONG: &[&str] = &["path", "project_directory", "env_file"];
 
@@ -286,6 +329,10 @@ pub const SECTIONS: &[(&str, &[&str])] = &[
     ("post_start", HOOK),
     ("env_file", ENV_FILE_LONG),
     ("top-level.volumes", TOP_VOLUME),
+    ("top-level.configs", TOP_CONFIG),
+    ("top-level.networks", TOP_NETWORK),
+    ("networks", SERVICE_NETWORK),
+    ("configs", FILE_REFERENCE),
     ("extends", EXTENDS),
     ("include", INCLUDE_LONG),
     ("devices", DEVICE_PCI),

@@ -17,8 +17,14 @@ pub struct Manifest {
     pub project: String,
     pub directory: String,
     pub network: NetworkPlan,
-    /// `/etc/hosts` lines every guest gets.
+    /// `/etc/hosts` lines every guest gets (without named networks; with
+    /// them, each segment has its own).
     pub hosts: Vec<HostEntry>,
+    /// The Compose networks, each a segment of its own; empty when no
+    /// service names a network, and every instance is on the one flat
+    /// network of `network`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Segment>,
     /// Services in start order (dependencies first, ties by name).
     pub services: Vec<Service>,
     pub volumes: Vec<Volume>,
@@ -54,6 +60,12 @@ pub struct Service {
     pub environment: BTreeMap<String, String>,
     pub extra_hosts: Vec<HostEntry>,
     pub cloud_init: CloudInit,
+    /// `dns_search`: the guest's DNS search domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_search: Vec<String>,
+    /// `configs` and `secrets`, in that order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<GuestFile>,
     pub healthcheck: Option<Healthcheck>,
     pub stop_grace_period_ms: u64,
     /// Run over SSH before the VM is powered down.
@@ -97,9 +109,34 @@ pub struct Vm {
     pub disk_size_bytes: Option<u64>,
 }
 
-/// One published TCP port as declared; host ports shift per replica.
+/// The transport of a published port.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    /// TCP is the default, left out of the manifest and the state.
+    pub fn is_tcp(&self) -> bool {
+        *self == Protocol::Tcp
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+}
+
+/// One published port as declared; host ports shift per replica.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Port {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     /// `None`: the runtime picks a free host port.
     pub host_port: Option<u16>,
@@ -159,9 +196,15 @@ pub struct CloudInit {
     pub packages: Vec<String>,
     pub write_files: Vec<WriteFile>,
     pub bootcmd: Vec<GuestCommand>,
-    /// Dockerfile provisioning, then command/entrypoint, then the explicit
-    /// runcmd, then post_start.
+    /// First boot only: Dockerfile provisioning, then the explicit runcmd.
     pub runcmd: Vec<GuestCommand>,
+    /// `entrypoint` then `command` (in `working_dir`), as shell text: the
+    /// service's process, started at every boot after the mounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `post_start` hooks: first boot, after the command was started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub post_start: Vec<GuestCommand>,
 }
 
 /// A cloud-init command: a shell string or an argv list.
@@ -220,11 +263,72 @@ pub struct Instance {
     pub mac_internal: String,
     pub mac_user: String,
     pub ports: Vec<Forward>,
+    /// One NIC per network the instance is on (with named networks only;
+    /// `ip` and `mac_internal` are then its first NIC's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Attachment>,
+}
+
+/// One Compose network: its own subnet and multicast group (or a host
+/// bridge), and the `/etc/hosts` lines of its members.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Segment {
+    pub name: String,
+    /// `A.B.C.D/PREFIX`; empty for a host bridge that gives addresses by DHCP.
+    pub subnet: String,
+    pub backend: SegmentBackend,
+    pub hosts: Vec<HostEntry>,
+}
+
+/// How a segment's NICs are connected.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentBackend {
+    /// QEMU's socket netdev on a multicast group of the host's loopback.
+    Multicast { group: Ipv4Addr, port: u16 },
+    /// An existing host bridge, through qemu-bridge-helper.
+    Bridge { bridge: String },
+}
+
+/// One instance's NIC on one segment.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Attachment {
+    pub network: String,
+    /// Unset: DHCP (a host bridge without `ipam`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip: Option<Ipv4Addr>,
+    pub prefix: u8,
+    pub mac: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+}
+
+impl Manifest {
+    /// The `/etc/hosts` entries of `instance`: the project's, or with named
+    /// networks those of every segment the instance is on.
+    pub fn hosts_for(&self, instance: &Instance) -> Vec<HostEntry> {
+        if instance.networks.is_empty() {
+            return self.hosts.clone();
+        }
+        let mut out: Vec<HostEntry> = Vec::new();
+        for attachment in &instance.networks {
+            if let Some(segment) = self.networks.iter().find(|s| s.name == attachment.network) {
+                for entry in &segment.hosts {
+                    if !out.contains(entry) {
+                        out.push(entry.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One host→guest forward of one instance.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Forward {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     pub host_port: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,4 +342,93 @@ pub struct Volume {
     pub size_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: Metadata,
+}
+
+/// Whether a guest file comes from `configs` or `secrets`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestFileKind {
+    Config,
+    Secret,
+}
+
+/// A config or secret of a service, written into the guest at every boot.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GuestFile {
+    pub kind: GuestFileKind,
+    /// The name of its top-level definition.
+    pub source: String,
+    /// The absolute path in the guest.
+    pub target: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// Octal, as chmod takes it (`0400`).
+    pub mode: String,
+    pub content: FileContent,
+}
+
+/// What a guest file holds. A secret's content is written as
+/// [`REDACTED`] wherever the manifest is serialized (`holos config
+/// --resolved`, diffs, hashes), so that it never reaches output or logs;
+/// [`Service::secret_contents`] feeds it into the hashes instead.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileContent {
+    pub bytes: Vec<u8>,
+    pub secret: bool,
+}
+
+/// What a secret's content reads as in any output.
+pub const REDACTED: &str = "<redacted>";
+const BASE64_PREFIX: &str = "base64:";
+
+impl Serialize for FileContent {
+    /// The text, `base64:…` when it is not UTF-8, or [`REDACTED`].
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        if self.secret {
+            return serializer.serialize_str(REDACTED);
+        }
+        match std::str::from_utf8(&self.bytes) {
+            Ok(text) if !text.starts_with(BASE64_PREFIX) => serializer.serialize_str(text),
+            _ => serializer.serialize_str(&format!(
+                "{BASE64_PREFIX}{}",
+                base64::engine::general_purpose::STANDARD.encode(&self.bytes)
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FileContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let text = String::deserialize(deserializer)?;
+        if text == REDACTED {
+            return Ok(FileContent {
+                bytes: Vec::new(),
+                secret: true,
+            });
+        }
+        let bytes = match text.strip_prefix(BASE64_PREFIX) {
+            Some(encoded) => base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(serde::de::Error::custom)?,
+            None => text.into_bytes(),
+        };
+        Ok(FileContent {
+            bytes,
+            secret: false,
+        })
+    }
+}
+
+impl Service {
+    /// The contents of the service's secrets, which its serialized form
+    /// redacts: what the hashes of what a VM is built from add.
+    pub fn secret_contents(&self) -> Vec<&[u8]> {
+        self.files
+            .iter()
+            .filter(|f| f.content.secret)
+            .map(|f| f.content.bytes.as_slice())
+            .collect()
+    }
 }

@@ -123,6 +123,13 @@ pub fn user_mac(ip: Ipv4Addr) -> String {
     format!("52:54:01:0a:0a:{:02x}", ip.octets()[3])
 }
 
+/// A MAC for a NIC without an address of its own (DHCP on a host bridge):
+/// from sha256(`key`), locally administered.
+pub fn hashed_mac(key: &str) -> String {
+    let hash = Sha256::digest(key.as_bytes());
+    format!("52:54:03:{:02x}:{:02x}:{:02x}", hash[0], hash[1], hash[2])
+}
+
 /// A per-project multicast group in 239.192.0.0/14 (organisation-local) and
 /// a port in 20000..=59999, both from sha256(project).
 pub fn multicast_for(project: &str) -> (Ipv4Addr, u16) {

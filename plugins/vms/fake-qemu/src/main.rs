@@ -11,7 +11,8 @@
 //!   hostfwd=..`, `,,` escapes) and rejects unknown options with QEMU's text;
 //!   `-machine none` with `-cpu` fails as in QEMU 7.2 (x86 CPUs need a board);
 //! - listens on the unix sockets (and waits for a client when `wait` is on),
-//!   binds every `hostfwd` host port (a taken port fails as QEMU does), and
+//!   binds every `hostfwd` host port, TCP or UDP (a taken port fails as QEMU
+//!   does), and
 //!   answers a forward to guest port 22 with an SSH banner;
 //! - speaks QMP on unix sockets and on `-qmp stdio` (the KVM probe launch):
 //!   greeting, `qmp_capabilities`, `query-status`, `query-version`,
@@ -40,7 +41,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::{BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -721,11 +722,9 @@ fn bind_forward(spelled: &str, rule: &str) -> Result<(), StartError> {
             "{spelled}: Could not set up host forwarding rule '{rule}'"
         ))
     };
-    let rest = rule
-        .strip_prefix("tcp:")
-        .or_else(|| (!rule.starts_with("udp:")).then_some(rule));
-    let Some(rest) = rest else {
-        return Ok(());
+    let (udp, rest) = match rule.strip_prefix("udp:") {
+        Some(rest) => (true, rest),
+        None => (false, rule.strip_prefix("tcp:").unwrap_or(rule)),
     };
     let (host, guest) = rest.split_once('-').ok_or_else(failed)?;
     let (host_addr, host_port) = host.rsplit_once(':').ok_or_else(failed)?;
@@ -739,6 +738,15 @@ fn bind_forward(spelled: &str, rule: &str) -> Result<(), StartError> {
     } else {
         host_addr
     };
+    if udp {
+        // Held, so that the port stays taken while the machine runs.
+        let socket = UdpSocket::bind(format!("{host_addr}:{host_port}")).map_err(|_| failed())?;
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 512];
+            while socket.recv_from(&mut buffer).is_ok() {}
+        });
+        return Ok(());
+    }
     let listener = TcpListener::bind(format!("{host_addr}:{host_port}")).map_err(|_| failed())?;
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {

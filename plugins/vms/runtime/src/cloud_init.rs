@@ -1,10 +1,12 @@
 //! The cloud-init NoCloud documents of one instance: `meta-data`,
 //! `user-data` (`#cloud-config`) and `network-config` (netplan v2).
 //!
-//! `runcmd` first mounts the volumes and shares, so that every command sees
-//! them as a container's command sees its volumes, then keeps the manifest's
-//! order (Dockerfile steps, command or entrypoint, post_start, the service's
-//! own runcmd). A read-write volume gets `mkfs.ext4` only when `blkid`
+//! `runcmd` (first boot only) first mounts the volumes and shares, so that
+//! every command sees them as a container's command sees its volumes, then
+//! runs the Dockerfile steps and the service's own runcmd, then enables and
+//! starts the service's command (entrypoint and command), then post_start.
+//! The command runs again at every boot: a systemd unit (or OpenRC
+//! `local.d` script) runs a script that mounts first, then execs it. A read-write volume gets `mkfs.ext4` only when `blkid`
 //! finds no filesystem on it; a read-only one is never formatted and mounts
 //! `ro,nofail`. A mount that fails prints `holos: failed to mount volume …`
 //! to the console and exits non-zero.
@@ -18,7 +20,9 @@ use holo_plugin::command::shell_quote;
 
 use crate::spec::{BindShare, InstanceSpec, VolumeAttachment};
 use crate::yaml_out::to_yaml;
-use holos_compose::manifest::{GuestCommand, HostEntry, Service, WriteFile};
+use holos_compose::manifest::{
+    GuestCommand, GuestFile, GuestFileKind, HostEntry, Service, WriteFile,
+};
 
 /// What goes on the seed disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +37,7 @@ pub struct SeedInputs<'a> {
     pub spec: &'a InstanceSpec,
     pub service: &'a Service,
     pub hostname: &'a str,
-    /// The project's `/etc/hosts` entries (every instance and service name).
+    /// The instance's `/etc/hosts` entries (`Manifest::hosts_for`).
     pub hosts: &'a [HostEntry],
     /// The project's public key, one `ssh-ed25519 …` line.
     pub public_key: &'a str,
@@ -106,6 +110,9 @@ fn user_data(inputs: &SeedInputs) -> String {
                "content": environment_file(&inputs.service.environment)}),
     ];
     files.extend(cloud.write_files.iter().map(write_file));
+    if let Some(text) = &cloud.command {
+        files.extend(service_command_files(inputs, text));
+    }
     doc.insert("write_files".into(), Value::Array(files));
     // The host-key repair first: it runs at every boot, before sshd.
     let mut bootcmd = vec![sh(SSH_HOST_KEY_REPAIR)];
@@ -115,6 +122,15 @@ fn user_data(inputs: &SeedInputs) -> String {
             .iter()
             .filter(|v| !v.read_only)
             .map(|v| sh(&volume_grow_script(v))),
+    );
+    // Configs and secrets at every boot: a target below /run is gone after
+    // a reboot. Before the service's bootcmd, which may read them.
+    bootcmd.extend(
+        inputs
+            .service
+            .files
+            .iter()
+            .map(|f| sh(&guest_file_script(f))),
     );
     bootcmd.extend(cloud.bootcmd.iter().map(command));
     doc.insert("bootcmd".into(), Value::Array(bootcmd));
@@ -127,10 +143,95 @@ fn user_data(inputs: &SeedInputs) -> String {
         .collect();
     runcmd.extend(spec.binds.iter().map(|b| sh(&share_mount_script(b))));
     runcmd.extend(cloud.runcmd.iter().map(command));
+    if cloud.command.is_some() {
+        runcmd.push(sh(SERVICE_COMMAND_ENABLE));
+    }
+    runcmd.extend(cloud.post_start.iter().map(command));
     if !runcmd.is_empty() {
         doc.insert("runcmd".into(), Value::Array(runcmd));
     }
     format!("#cloud-config\n{}", to_yaml(&Value::Object(doc)))
+}
+
+/// The script that runs the service's command: it mounts the volumes and
+/// shares first (each step does nothing when already mounted), then execs
+/// the command, so at every boot the command sees its volumes.
+pub const SERVICE_COMMAND_SCRIPT: &str = "/usr/local/lib/holos/service-command";
+/// The systemd unit that runs [`SERVICE_COMMAND_SCRIPT`] at every boot.
+pub const SERVICE_COMMAND_UNIT: &str = "/etc/systemd/system/holos-service-command.service";
+/// First boot, after the first-boot commands: the command is enabled for
+/// every boot and started now, through systemd when it runs, else through
+/// OpenRC's `local.d` (its `local` service runs `*.start` at every boot),
+/// else (neither) in the foreground, as a plain first-boot command.
+const SERVICE_COMMAND_ENABLE: &str = r#"if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload && systemctl enable holos-service-command.service && systemctl start --no-block holos-service-command.service
+elif [ -d /etc/local.d ] || command -v rc-update >/dev/null 2>&1; then
+  mkdir -p /etc/local.d
+  printf '#!/bin/sh\n%s >>/var/log/holos-service-command.log 2>&1 &\n' /usr/local/lib/holos/service-command > /etc/local.d/holos-service-command.start
+  chmod 0755 /etc/local.d/holos-service-command.start
+  rc-update add local default >/dev/null 2>&1
+  /etc/local.d/holos-service-command.start
+else
+  exec /usr/local/lib/holos/service-command
+fi"#;
+
+/// The script and the systemd unit of the service's command.
+fn service_command_files(inputs: &SeedInputs, text: &str) -> Vec<Value> {
+    let spec = inputs.spec;
+    let mut script = String::from(
+        "#!/bin/sh\n# holos: the service's command, at every boot after the mounts.\n",
+    );
+    for volume in &spec.volumes {
+        script.push_str(&format!("(\n{}) || exit 1\n", volume_mount_script(volume)));
+    }
+    for share in &spec.binds {
+        script.push_str(&format!("(\n{}) || exit 1\n", share_mount_script(share)));
+    }
+    // systemd reads /etc/environment itself (EnvironmentFile).
+    script.push_str(
+        "if [ -z \"$INVOCATION_ID\" ] && [ -r /etc/environment ]; then set -a; . /etc/environment; set +a; fi\n",
+    );
+    script.push_str(&format!("exec sh -c {}\n", shell_quote(text)));
+    let unit = format!(
+        "[Unit]\nDescription=holos: the command of service {service}\nAfter=local-fs.target remote-fs.target network-online.target cloud-init.service\nWants=network-online.target\n\n[Service]\nType=simple\n# A command that daemonizes keeps running, as it did at first boot.\nRemainAfterExit=yes\nEnvironmentFile=-/etc/environment\nExecStart={SERVICE_COMMAND_SCRIPT}\nStandardOutput=journal+console\nStandardError=journal+console\n\n[Install]\nWantedBy=multi-user.target\n",
+        service = inputs.service.name
+    );
+    vec![
+        json!({"path": SERVICE_COMMAND_SCRIPT, "permissions": "0755", "content": script}),
+        json!({"path": SERVICE_COMMAND_UNIT, "permissions": "0644", "content": unit}),
+    ]
+}
+
+/// Writes one config or secret: through a temporary file that only root
+/// can read until it has its owner and mode, then renamed into place.
+fn guest_file_script(file: &GuestFile) -> String {
+    use base64::Engine;
+    let target = shell_quote(&file.target);
+    let parent = match file.target.rsplit_once('/') {
+        Some(("", _)) | None => "/".to_string(),
+        Some((dir, _)) => dir.to_string(),
+    };
+    let kind = match file.kind {
+        GuestFileKind::Config => "config",
+        GuestFileKind::Secret => "secret",
+    };
+    let message = shell_quote(&format!(
+        "holos: cannot write {kind} {} at {}",
+        file.source, file.target
+    ));
+    format!(
+        "fail() {{ echo {message} >&2; echo {message} >/dev/console 2>/dev/null; exit 1; }}
+         umask 022; mkdir -p {} || fail
+         umask 077; tmp={target}.holos-new
+         printf %s {} | base64 -d > \"$tmp\" || fail
+         chown {}:{} \"$tmp\" && chmod {} \"$tmp\" && mv -f \"$tmp\" {target} || fail
+",
+        shell_quote(&parent),
+        base64::engine::general_purpose::STANDARD.encode(&file.content.bytes),
+        file.uid,
+        file.gid,
+        file.mode,
+    )
 }
 
 /// Every boot: a host key that is empty or unreadable (a crash right after
@@ -165,19 +266,44 @@ done
 exit 0"#;
 
 fn network_config(spec: &InstanceSpec) -> String {
-    to_yaml(&json!({
-        "version": 2,
-        "ethernets": {
-            "user0": {
-                "match": {"macaddress": spec.mac_user},
-                "dhcp4": true,
-            },
-            "internal0": {
+    let mut user = json!({
+        "match": {"macaddress": spec.mac_user},
+        "dhcp4": true,
+    });
+    if !spec.dns_search.is_empty() {
+        user["nameservers"] = json!({"search": spec.dns_search});
+    }
+    let mut ethernets = Map::new();
+    ethernets.insert("user0".into(), user);
+    if spec.networks.is_empty() {
+        ethernets.insert(
+            "internal0".into(),
+            json!({
                 "match": {"macaddress": spec.mac_internal},
                 "dhcp4": false,
                 "addresses": [format!("{}/24", spec.ip)],
-            },
-        },
+            }),
+        );
+    }
+    for (index, nic) in spec.networks.iter().enumerate() {
+        let entry = match nic.ip {
+            Some(ip) => json!({
+                "match": {"macaddress": nic.mac},
+                "dhcp4": false,
+                "addresses": [format!("{ip}/{}", nic.prefix)],
+            }),
+            // The bridge's DHCP; its routes must not take the default one.
+            None => json!({
+                "match": {"macaddress": nic.mac},
+                "dhcp4": true,
+                "dhcp4-overrides": {"use-routes": false, "use-dns": false},
+            }),
+        };
+        ethernets.insert(format!("internal{index}"), entry);
+    }
+    to_yaml(&json!({
+        "version": 2,
+        "ethernets": Value::Object(ethernets),
     }))
 }
 

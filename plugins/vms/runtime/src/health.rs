@@ -4,10 +4,10 @@
 //!
 //! - The probe is the check's argv (a string `test` was already turned into
 //!   `sh -c TEST` by the model), each argument quoted for the remote shell.
-//! - Probes run right away and then every `interval`; each one is cut off
-//!   after `timeout`. `retries` consecutive failures make the instance
-//!   unhealthy, but failures inside `start_period` do not count.
-//!   `start_interval` is accepted and not used: probing always uses `interval`.
+//! - Probes run right away and then every `start_interval` while inside
+//!   `start_period`, every `interval` after it, as Compose does; each one is
+//!   cut off after `timeout`. `retries` consecutive failures make the
+//!   instance unhealthy, but failures inside `start_period` do not count.
 //! - `HOLOS_HEALTH_BYPASS=1` skips the probe and records `bypassed`.
 //! - The state is written to `instances/<p>/<inst>/health`, so it goes with
 //!   the instance directory when the instance is recreated or removed.
@@ -142,7 +142,6 @@ pub fn wait_healthy(
     write_state(spec, HealthState::Starting);
     let started = Instant::now();
     let start_period = Duration::from_millis(check.start_period_ms);
-    let interval = Duration::from_millis(check.interval_ms).max(MIN_INTERVAL);
     let mut failures: u32 = 0;
     let mut probes: u32 = 0;
     loop {
@@ -170,8 +169,19 @@ pub fn wait_healthy(
                 }
             )));
         }
-        std::thread::sleep(interval);
+        std::thread::sleep(probe_interval(check, started.elapsed()));
     }
+}
+
+/// The pause before the next probe, `elapsed` after probing began:
+/// `start_interval` inside the start period, `interval` after it.
+pub fn probe_interval(check: &Healthcheck, elapsed: Duration) -> Duration {
+    let interval = if elapsed < Duration::from_millis(check.start_period_ms) {
+        check.start_interval_ms
+    } else {
+        check.interval_ms
+    };
+    Duration::from_millis(interval).max(MIN_INTERVAL)
 }
 
 /// How long to wait for the sshd of an instance before its health is
@@ -306,6 +316,35 @@ pub fn wait_for_dependencies(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probes_use_start_interval_inside_the_start_period_then_interval() {
+        let check = Healthcheck {
+            test: vec!["true".into()],
+            interval_ms: 30_000,
+            timeout_ms: 1_000,
+            retries: 3,
+            start_period_ms: 60_000,
+            start_interval_ms: 2_000,
+        };
+        let at = |s| probe_interval(&check, Duration::from_secs(s));
+        assert_eq!(at(0), Duration::from_secs(2));
+        assert_eq!(at(59), Duration::from_secs(2));
+        assert_eq!(at(60), Duration::from_secs(30));
+        let no_start_period = Healthcheck {
+            start_period_ms: 0,
+            ..check.clone()
+        };
+        assert_eq!(
+            probe_interval(&no_start_period, Duration::ZERO),
+            Duration::from_secs(30)
+        );
+        let tiny = Healthcheck {
+            start_interval_ms: 0,
+            ..check
+        };
+        assert_eq!(probe_interval(&tiny, Duration::ZERO), MIN_INTERVAL);
+    }
 
     #[test]
     fn the_sshd_wait_covers_what_the_healthcheck_allows() {

@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::qemu;
 use crate::spec::{Accel, InstanceSpec};
 use holo_plugin::command::shell_quote;
+use holos_compose::manifest::Protocol;
 
 /// Whether `pid` is running the QEMU of `spec` (a zombie has no cmdline and
 /// a reused pid runs something else, so neither counts).
@@ -58,6 +59,14 @@ pub fn free_port() -> Result<u16, Error> {
 /// Whether `ip:port` can be bound right now.
 pub fn port_is_free(ip: Ipv4Addr, port: u16) -> bool {
     TcpListener::bind(SocketAddrV4::new(ip, port)).is_ok()
+}
+
+/// Whether `ip:port` of `protocol` can be bound right now.
+pub fn port_is_free_for(protocol: Protocol, ip: Ipv4Addr, port: u16) -> bool {
+    match protocol {
+        Protocol::Tcp => port_is_free(ip, port),
+        Protocol::Udp => std::net::UdpSocket::bind(SocketAddrV4::new(ip, port)).is_ok(),
+    }
 }
 
 /// The accelerator: `HOLOS_ACCEL` when set, else KVM if a short probe

@@ -197,7 +197,7 @@ pub enum LaunchError {
 /// Returns the pid.
 pub fn launch(spec: &InstanceSpec) -> Result<u32, LaunchError> {
     for forward in &spec.forwards {
-        if !host::port_is_free(forward.host_ip, forward.host_port) {
+        if !host::port_is_free_for(forward.protocol, forward.host_ip, forward.host_port) {
             return Err(LaunchError::Failed(port_taken(
                 spec,
                 forward.host_ip,

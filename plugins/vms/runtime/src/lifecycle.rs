@@ -64,7 +64,7 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
     let previous = ProjectRecord::load(&runtime.layout, project)?;
-    let spec_hash = plan::hash_json(manifest);
+    let spec_hash = plan::manifest_hash(manifest);
     if request.services.is_empty()
         && previous
             .as_ref()
@@ -350,11 +350,12 @@ fn up_instance(
     }
     let service = &manifest.services[planned.service_index];
     let manifest_instance = &service.instances[planned.instance_index];
+    let hosts = manifest.hosts_for(manifest_instance);
     let documents = cloud_init::render(&SeedInputs {
         spec: &spec,
         service,
         hostname: &manifest_instance.hostname,
-        hosts: &manifest.hosts,
+        hosts: &hosts,
         public_key,
     });
     instance::prepare(&spec, &documents, firmware)?;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 use crate::spec::{
-    Accel, BindShare, Firmware, HostForward, InstanceSpec, VIRTIO_SERIAL_MAX, VolumeAttachment,
+    Accel, BindShare, Firmware, HostForward, InstanceSpec, Nic, VIRTIO_SERIAL_MAX, VolumeAttachment,
 };
 use crate::state::{Layout, ProjectRecord};
 use holos_compose::manifest::{Image, Instance, Manifest, MountKind, Service, Volume};
@@ -103,6 +103,21 @@ pub fn hash_json<T: serde::Serialize>(value: &T) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The hash of the whole manifest, with the secrets its serialized form
+/// redacts (a project without secrets hashes as its JSON alone).
+pub fn manifest_hash(manifest: &Manifest) -> String {
+    let secrets: Vec<Vec<&[u8]>> = manifest
+        .services
+        .iter()
+        .map(Service::secret_contents)
+        .collect();
+    if secrets.iter().all(Vec::is_empty) {
+        hash_json(manifest)
+    } else {
+        hash_json(&(manifest, secrets))
+    }
+}
+
 /// The hash of what one instance is built from: its service (without the
 /// other replicas), its own addresses, the volumes it mounts and the accel.
 fn instance_hash(
@@ -113,7 +128,13 @@ fn instance_hash(
 ) -> String {
     let mut alone = service.clone();
     alone.instances = vec![instance.clone()];
-    hash_json(&(&alone, &mounted_volumes(manifest, service), accel))
+    let volumes = mounted_volumes(manifest, service);
+    let secrets = service.secret_contents();
+    if secrets.is_empty() {
+        hash_json(&(&alone, &volumes, accel))
+    } else {
+        hash_json(&(&alone, &volumes, accel, secrets))
+    }
 }
 
 /// The project's named volumes that `service` mounts.
@@ -193,15 +214,18 @@ fn instance_spec(
         let host_port = match forward.host_port {
             Some(port) => port,
             None => match previous.and_then(|p| {
-                p.forwards
-                    .iter()
-                    .find(|f| f.guest_port == forward.guest_port && f.host_ip == forward.host_ip)
+                p.forwards.iter().find(|f| {
+                    f.protocol == forward.protocol
+                        && f.guest_port == forward.guest_port
+                        && f.host_ip == forward.host_ip
+                })
             }) {
                 Some(kept) => kept.host_port,
                 None => free_port()?,
             },
         };
         forwards.push(HostForward {
+            protocol: forward.protocol,
             host_ip: forward.host_ip,
             host_port,
             guest_ip: forward.guest_ip,
@@ -291,6 +315,21 @@ fn instance_spec(
         mac_internal: instance.mac_internal.clone(),
         multicast_group: manifest.network.multicast_group,
         multicast_port: manifest.network.multicast_port,
+        networks: instance
+            .networks
+            .iter()
+            .filter_map(|a| {
+                let segment = manifest.networks.iter().find(|s| s.name == a.network)?;
+                Some(Nic {
+                    network: a.network.clone(),
+                    ip: a.ip,
+                    prefix: a.prefix,
+                    mac: a.mac.clone(),
+                    backend: segment.backend.clone(),
+                })
+            })
+            .collect(),
+        dns_search: service.dns_search.clone(),
         firmware,
         extra_args: service.vm.extra_args.clone(),
         user: service.cloud_init.user.clone(),

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use crate::spec::{Accel, InstanceSpec};
+use holos_compose::manifest::SegmentBackend;
 
 /// The QEMU binary holos starts (looked up on `PATH`).
 pub const QEMU_SYSTEM: &str = "qemu-system-x86_64";
@@ -141,8 +142,11 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
     let forwards = spec.forwards.iter().map(|f| {
         let guest_ip = f.guest_ip.map(|ip| ip.to_string()).unwrap_or_default();
         format!(
-            "hostfwd=tcp:{}:{}-{guest_ip}:{}",
-            f.host_ip, f.host_port, f.guest_port
+            "hostfwd={}:{}:{}-{guest_ip}:{}",
+            f.protocol.name(),
+            f.host_ip,
+            f.host_port,
+            f.guest_port
         )
     });
     for forward in ssh.chain(forwards) {
@@ -154,20 +158,38 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
         "-device",
         &format!("virtio-net-pci,netdev=user0,mac={}", escape(&spec.mac_user)),
     ]);
-    push(&[
-        "-netdev",
-        &format!(
-            "socket,id=internal0,mcast={}:{},localaddr=127.0.0.1",
-            spec.multicast_group, spec.multicast_port
-        ),
-    ]);
-    push(&[
-        "-device",
-        &format!(
-            "virtio-net-pci,netdev=internal0,mac={}",
-            escape(&spec.mac_internal)
-        ),
-    ]);
+    if spec.networks.is_empty() {
+        push(&[
+            "-netdev",
+            &format!(
+                "socket,id=internal0,mcast={}:{},localaddr=127.0.0.1",
+                spec.multicast_group, spec.multicast_port
+            ),
+        ]);
+        push(&[
+            "-device",
+            &format!(
+                "virtio-net-pci,netdev=internal0,mac={}",
+                escape(&spec.mac_internal)
+            ),
+        ]);
+    }
+    // One NIC per Compose network, in the order the service lists them.
+    for (index, nic) in spec.networks.iter().enumerate() {
+        let id = format!("internal{index}");
+        let netdev = match &nic.backend {
+            SegmentBackend::Multicast { group, port } => {
+                format!("socket,id={id},mcast={group}:{port},localaddr=127.0.0.1")
+            }
+            // QEMU runs qemu-bridge-helper, which attaches a tap to it.
+            SegmentBackend::Bridge { bridge } => format!("bridge,id={id},br={}", escape(bridge)),
+        };
+        push(&["-netdev", &netdev]);
+        push(&[
+            "-device",
+            &format!("virtio-net-pci,netdev={id},mac={}", escape(&nic.mac)),
+        ]);
+    }
 
     if let Some(firmware) = &spec.firmware {
         push(&[

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use holos_compose::manifest::{Hook, PciDevice};
+use holos_compose::manifest::{Hook, PciDevice, Protocol, SegmentBackend};
 
 /// How QEMU executes guest code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,12 +68,30 @@ pub struct InstanceSpec {
     pub mac_internal: String,
     pub multicast_group: Ipv4Addr,
     pub multicast_port: u16,
+    /// With named networks: one NIC per network, replacing the one NIC of
+    /// `mac_internal` on `multicast_group`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Nic>,
+    /// `dns_search`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_search: Vec<String>,
     pub firmware: Option<Firmware>,
     pub extra_args: Vec<String>,
     /// The login user: `exec` and the `pre_stop` hooks connect as this user.
     pub user: String,
     pub stop_grace_period_ms: u64,
     pub pre_stop: Vec<Hook>,
+}
+
+/// One NIC on one Compose network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nic {
+    pub network: String,
+    /// Unset: the guest asks DHCP.
+    pub ip: Option<Ipv4Addr>,
+    pub prefix: u8,
+    pub mac: String,
+    pub backend: SegmentBackend,
 }
 
 /// A named volume on a virtio-blk disk.
@@ -118,9 +136,11 @@ pub struct BindShare {
     pub tag: String,
 }
 
-/// One user-mode NIC forward: `hostfwd=tcp:HOST_IP:HOST_PORT-GUEST_IP:GUEST_PORT`.
+/// One user-mode NIC forward: `hostfwd=PROTOCOL:HOST_IP:HOST_PORT-GUEST_IP:GUEST_PORT`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostForward {
+    #[serde(default, skip_serializing_if = "Protocol::is_tcp")]
+    pub protocol: Protocol,
     pub host_ip: Ipv4Addr,
     pub host_port: u16,
     pub guest_ip: Option<Ipv4Addr>,

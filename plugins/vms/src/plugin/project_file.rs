@@ -202,14 +202,24 @@ fn port_text(port: &holos_compose::manifest::Port) -> String {
     let host = port
         .host_port
         .map_or_else(|| "auto".to_string(), |p| p.to_string());
-    format!("{}:{host}->{}/tcp", port.host_ip, port.guest_port)
+    format!(
+        "{}:{host}->{}/{}",
+        port.host_ip,
+        port.guest_port,
+        port.protocol.name()
+    )
 }
 
 /// The hash of what the service's VMs are built from: the resolved service
 /// and the named volumes it mounts.
 pub fn spec_hash(manifest: &Manifest, service: &Service) -> String {
     let volumes = holos_runtime::plan::mounted_volumes(manifest, service);
-    holos_runtime::plan::hash_json(&(service, volumes))
+    let secrets = service.secret_contents();
+    if secrets.is_empty() {
+        holos_runtime::plan::hash_json(&(service, volumes))
+    } else {
+        holos_runtime::plan::hash_json(&(service, volumes, secrets))
+    }
 }
 
 /// The resolved service as YAML, the text that diff compares.

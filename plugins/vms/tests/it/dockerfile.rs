@@ -30,10 +30,14 @@ fn build_string_mapping_inline_and_dockerfile_key() {
         built.cloud_init.runcmd,
         [
             Command::Shell("echo built".into()),
-            Command::Shell("serve".into()),
             Command::Shell("last".into())
         ],
-        "Dockerfile steps, then command, then the explicit runcmd"
+        "Dockerfile steps, then the explicit runcmd"
+    );
+    assert_eq!(
+        built.cloud_init.command.as_deref(),
+        Some("serve"),
+        "the command runs at every boot, not as a runcmd"
     );
     assert_eq!(built.cloud_init.write_files[0].path, "/etc/app.conf");
     assert_eq!(s("m").image.alias.as_deref(), Some("alpine"));

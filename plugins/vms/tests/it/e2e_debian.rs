@@ -17,6 +17,8 @@
 //! - a file written before `holos snapshots create` of the running web-0 and
 //!   deleted after it is back after `holos snapshots restore`;
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
+//! - after `holos start`, web's `command` (not a first-boot runcmd) serves
+//!   its published port again;
 //! - (a second test) a volume grown with `holos volumes resize` while the
 //!   guest is stopped has a file system of the new size after `start`;
 //!
@@ -148,13 +150,13 @@ services:
       timeout: 20s
       retries: 5
       start_period: 600s
+    # The service's command: it runs at every boot, not only the first.
+    command: [busybox, httpd, -f, -p, "80", -h, /srv/www]
     cloud_init:
       write_files:
         - path: /srv/www/index.html
           content: "{WEB_PAGE}\n"
           permissions: "0644"
-      runcmd:
-        - [busybox, httpd, -p, "80", -h, /srv/www]
 volumes:
   dbdata: {{size: 64M}}
 "#
@@ -342,7 +344,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     e2e.assert_web_started_after_db_healthy();
 
     // cloud-init applied the hostname and the files (web's check passed
-    // once its runcmd served the page; cloud-init may still be finishing).
+    // once its command served the page; cloud-init may still be finishing).
     let status = e2e.sh_any("web-0", "cloud-init status --wait --long");
     assert!(status.contains("status: done"), "{status}");
     assert_eq!(e2e.sh("web-0", "hostname"), "webhost");
@@ -618,11 +620,38 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
             "{instance}:\n{console}"
         );
     }
+    eprintln!("e2e: holos stop took {:.0}s", phase.elapsed().as_secs_f64(),);
+
+    // 6. holos start: the same disks boot again, and web's command, which
+    // runs at every boot, serves the published port again.
+    let phase = Instant::now();
+    e2e.holos_ok(&["start"], UP_LIMIT);
+    let served = loop {
+        let response = http_get(web_port, "/index.html");
+        if response.trim_end().ends_with(WEB_PAGE) {
+            break true;
+        }
+        if phase.elapsed() > UP_LIMIT {
+            break false;
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    };
+    assert!(
+        served,
+        "web's command did not serve port {web_port} after stop and start:\n{}",
+        e2e.consoles()
+    );
     eprintln!(
-        "e2e: holos stop took {:.0}s; the whole test {:.0}s",
+        "e2e: holos start until the port served took {:.0}s; the whole test {:.0}s",
         phase.elapsed().as_secs_f64(),
         test_started.elapsed().as_secs_f64()
     );
+    // A power button pressed while a guest still boots goes unheard (no
+    // logind yet), and down would wait out the grace period.
+    for instance in ["db-0", "web-0"] {
+        let status = e2e.sh_any(instance, "cloud-init status --wait --long");
+        assert!(status.contains("status: done"), "{instance}: {status}");
+    }
     e2e.holos_ok(&["down"], UP_LIMIT);
 }
 

@@ -35,7 +35,7 @@ fn unknown_key_without_a_close_match_suggests_the_extension_prefix() {
 #[test]
 fn validate_lists_every_error_not_just_the_first() {
     let errors = project(
-        "services:\n  a:\n    image: nosuch\n    replicas: many\n  b:\n    image: alpine\n    ports: [\"53:53/udp\"]\n    vm: {vcpu: -1}\n",
+        "services:\n  a:\n    image: nosuch\n    replicas: many\n  b:\n    image: alpine\n    ports: [\"53:53/sctp\"]\n    vm: {vcpu: -1}\n",
     )
     .errors();
     assert_eq!(errors.lines().count(), 4, "{errors}");
@@ -47,7 +47,7 @@ fn validate_lists_every_error_not_just_the_first() {
         errors.contains("holos.yaml:4:15: services.a.replicas: must be an integer, found \"many\""),
         "{errors}"
     );
-    assert!(errors.contains("holos.yaml:7:13: services.b.ports[0]: protocol udp in \"53:53/udp\": holos supports TCP and IPv4 only"), "{errors}");
+    assert!(errors.contains("holos.yaml:7:13: services.b.ports[0]: protocol sctp in \"53:53/sctp\": holos supports TCP and UDP over IPv4 only"), "{errors}");
     assert!(
         errors
             .contains("holos.yaml:8:16: services.b.vm.vcpu: must be between 0 and 1024, found -1"),
@@ -123,16 +123,22 @@ fn unknown_image_alias_lists_the_known_ones() {
 #[test]
 fn port_errors() {
     for (spec, message) in [
-        ("\"[::1]:80:80\"", "holos supports TCP and IPv4 only"),
-        ("\"::1:80:80\"", "holos supports TCP and IPv4 only"),
-        ("\"80:80/sctp\"", "holos supports TCP and IPv4 only"),
         (
-            "{target: 80, protocol: udp}",
-            "holos supports TCP and IPv4 only",
+            "\"[::1]:80:80\"",
+            "holos supports TCP and UDP over IPv4 only",
+        ),
+        ("\"::1:80:80\"", "holos supports TCP and UDP over IPv4 only"),
+        (
+            "\"80:80/sctp\"",
+            "holos supports TCP and UDP over IPv4 only",
+        ),
+        (
+            "{target: 80, protocol: sctp}",
+            "holos supports TCP and UDP over IPv4 only",
         ),
         (
             "{target: 80, host_ip: \"::\"}",
-            "holos supports TCP and IPv4 only",
+            "holos supports TCP and UDP over IPv4 only",
         ),
         ("\"8080-8081:80\"", "same length"),
         ("\"70000:80\"", "not a port number"),

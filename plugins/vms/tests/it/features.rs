@@ -215,8 +215,8 @@ fn files_merge_in_order_with_reset_and_override() {
         ("1", "2")
     );
     assert_eq!(
-        web.cloud_init.runcmd,
-        [Command::Shell("c".into())],
+        web.cloud_init.command.as_deref(),
+        Some("c"),
         "commands are replaced"
     );
     assert!(web.labels.is_empty());
@@ -375,11 +375,19 @@ fn commands_hooks_and_cloud_init_order() {
     assert_eq!(
         a.cloud_init.runcmd,
         [
-            Command::Shell("cd /srv && /bin/app --flag serve 'a b'".into()),
             Command::Shell("explicit".into()),
             Command::Exec(vec!["ls".into(), "-l".into()]),
-            Command::Shell("runuser -u root -- sh -c 'touch /started'".into()),
         ]
+    );
+    assert_eq!(
+        a.cloud_init.command.as_deref(),
+        Some("cd /srv && /bin/app --flag serve 'a b'")
+    );
+    assert_eq!(
+        a.cloud_init.post_start,
+        [Command::Shell(
+            "runuser -u root -- sh -c 'touch /started'".into()
+        )]
     );
     assert_eq!(a.cloud_init.user, "app");
     assert_eq!(a.cloud_init.hostname.as_deref(), Some("box"));

@@ -140,7 +140,7 @@ fn failures_in_the_start_period_use_up_no_retries() {
     let counter_check = |p: &Project, start_period: &str| {
         let count = p.path().join("count");
         db_and_web(&format!(
-            "      test: [\"sh\", \"-c\", \"n=$$(cat {c} 2>/dev/null || echo 0); n=$$((n + 1)); echo $$n > {c}; echo probe $$n; [ $$n -ge 5 ]\"]\n      interval: 100ms\n      retries: 1\n      start_period: {start_period}\n      start_interval: 5s\n",
+            "      test: [\"sh\", \"-c\", \"n=$$(cat {c} 2>/dev/null || echo 0); n=$$((n + 1)); echo $$n > {c}; echo probe $$n; [ $$n -ge 5 ]\"]\n      interval: 100ms\n      retries: 1\n      start_period: {start_period}\n      start_interval: 100ms\n",
             c = count.display()
         ))
     };
@@ -159,6 +159,22 @@ fn failures_in_the_start_period_use_up_no_retries() {
     let (ok, said) = holos(&q, &["up"], false);
     assert!(!ok);
     assert!(said.contains("last probe output: probe 1"), "{said}");
+}
+
+/// Inside the start period probes come every `start_interval`: five quick
+/// probes pass before the slow `interval` would have left the start period
+/// (probes at 0s and 6s, then a failure that counts at 12s).
+#[test]
+fn start_interval_paces_the_probes_inside_the_start_period() {
+    let p = project("");
+    let count = p.path().join("count");
+    p.write(&db_and_web(&format!(
+        "      test: [\"sh\", \"-c\", \"n=$$(cat {c} 2>/dev/null || echo 0); n=$$((n + 1)); echo $$n > {c}; echo probe $$n; [ $$n -ge 5 ]\"]\n      interval: 6s\n      retries: 1\n      start_period: 10s\n      start_interval: 100ms\n",
+        c = count.display()
+    )));
+    let (ok, said) = holos(&p, &["up"], false);
+    assert!(ok, "{said}");
+    assert_eq!(ssh_calls(&p).len(), 5, "{said}");
 }
 
 #[test]

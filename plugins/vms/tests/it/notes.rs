@@ -26,15 +26,15 @@ fn one_note_per_field_at_its_first_place() {
             "holos.override.yaml",
             "services:\n  a:\n    entrypoint: [/bin/app]\n    configs: [conf]\nconfigs:\n  conf: {file: ./conf}\n",
         ),
+        ("conf", "x=1\n"),
+        ("token", "t0ken\n"),
     ]);
     assert_eq!(
         notes(&f),
         [
-            "DIR/holos.yaml:10: networks: holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
-            "DIR/holos.yaml:5: command: runs once, at first boot, as a cloud-init runcmd after the Dockerfile steps; it is not the VM's main process and is not restarted",
-            "DIR/holos.override.yaml:3: entrypoint: runs once, at first boot, as a cloud-init runcmd together with command; it is not the VM's main process",
-            "DIR/holos.override.yaml:4: configs: configs are not copied into the guest; use cloud_init.write_files for files the VM needs",
-            "DIR/holos.yaml:11: secrets: secrets are not copied into the guest; use cloud_init.write_files or a read-only bind mount for files the VM needs",
+            "DIR/holos.yaml:10: networks: each network is a segment of its own between the VMs (a multicast group on the host's loopback, or a host bridge named in driver_opts); internet access and published ports go through a separate user-mode NIC",
+            "DIR/holos.yaml:5: command: runs at every boot, after the volume mounts, as a systemd unit (OpenRC: /etc/local.d); it is not the VM's main process and is not restarted when it exits",
+            "DIR/holos.override.yaml:3: entrypoint: runs at every boot together with command, after the volume mounts; it is not the VM's main process",
             "DIR/holos.yaml:4: ports: a port without a host IP binds to 127.0.0.1, not to every address as in Docker Compose; write 0.0.0.0:HOST:GUEST to publish it on all addresses",
         ]
         .map(|line| format!(">> {line}"))

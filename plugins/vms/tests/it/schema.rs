@@ -70,7 +70,7 @@ const BAD: &[&str] = &[
     "servics: {}\n",
     "services:\n  web:\n    image: alpine\n    vm: {vcpus: 2}\n",
     "services:\n  web:\n    image: alpine\n    replicas: many\n",
-    "services:\n  web:\n    image: alpine\n    ports: [{target: 80, protocol: udp}]\n",
+    "services:\n  web:\n    image: alpine\n    ports: [{target: 80, protocol: sctp}]\n",
     "services:\n  web:\n    image: alpine\n    image_os: windows\n",
     "services:\n  web:\n    image: alpine\n    cloud_init: {pakages: []}\n",
     "services:\n  web:\n    image: alpine\n    healthcheck: {test: [CMD, x], interval: soon}\n",

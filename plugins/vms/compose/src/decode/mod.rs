@@ -4,6 +4,8 @@
 
 pub mod build;
 pub mod guest;
+pub mod guest_files;
+pub mod networks;
 pub mod ports;
 pub mod reader;
 pub mod resources;
@@ -18,7 +20,7 @@ use crate::diag::{Diag, Diags, Pos, did_you_mean};
 use crate::keys;
 use crate::load::Project;
 use crate::manifest::{
-    Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Service, Volume,
+    Forward, HostEntry, Instance, Manifest, Metadata, NetworkPlan, Protocol, Service, Volume,
 };
 use crate::network;
 use crate::yaml::Node;
@@ -49,7 +51,12 @@ pub fn resolve(
         .filter(|n| !n.is_null())
         .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
         .unwrap_or(false);
+    let definitions = guest_files::decode_definitions(&mut r, root, &project.environment);
+    let network_defs = networks::decode_top(&mut r, root);
+    let network_requests = networks::decode_requests(&mut r, root);
     let cx = Context {
+        definitions: &definitions,
+        root,
         volume_names: &volume_names,
         environment: &project.environment,
         default_protect,
@@ -65,7 +72,22 @@ pub fn resolve(
     }
     let mut ordered = dependency_order(project, services, &service_pos)?;
     let ips = allocate_ips(project, &ordered, existing_ips)?;
-    let hosts = place_instances(project, &mut ordered, &ips)?;
+    let mut hosts = place_instances(project, &mut ordered, &ips)?;
+    let mut segments = Vec::new();
+    if network_requests.any() {
+        segments = networks::place(
+            project,
+            &mut ordered,
+            &network_requests,
+            &network_defs,
+            existing_ips,
+            &mut r,
+        );
+        if !r.diags.is_empty() {
+            return Err(r.diags.list);
+        }
+        hosts.clear();
+    }
     let (multicast_group, multicast_port) = network::multicast_for(&project.name);
     Ok(Manifest {
         project: project.name.clone(),
@@ -76,6 +98,7 @@ pub fn resolve(
             multicast_port,
         },
         hosts,
+        networks: segments,
         services: ordered,
         volumes,
         metadata,
@@ -122,13 +145,28 @@ fn top_level_metadata(r: &mut Reader, root: &Node) -> Metadata {
                     format!("must be a mapping, found {}", n.type_name()),
                 );
             }
-            metadata.insert(key.to_string(), n.to_json());
+            let mut json = n.to_json();
+            if key == "secrets" {
+                redact_secret_definitions(&mut json);
+            }
+            metadata.insert(key.to_string(), json);
         }
     }
     if let Some(v) = root.get("version") {
         metadata.insert("version".into(), v.to_json());
     }
     metadata
+}
+
+/// A secret given inline (`content:`) shows as redacted.
+pub fn redact_secret_definitions(secrets: &mut serde_json::Value) {
+    if let Some(defs) = secrets.as_object_mut() {
+        for def in defs.values_mut() {
+            if let Some(content) = def.get_mut("content") {
+                *content = serde_json::Value::String(crate::manifest::REDACTED.into());
+            }
+        }
+    }
 }
 
 /// The active services, and the position of each service's key.
@@ -308,7 +346,7 @@ fn allocate_ips(
 }
 
 /// The host ports already published, with who publishes each.
-type Published = Vec<(Ipv4Addr, u16, String)>;
+type Published = Vec<(Protocol, Ipv4Addr, u16, String)>;
 
 /// Fills in every service's instances (address, MACs, forwarded ports) and
 /// returns the `/etc/hosts` entries; port clashes are errors.
@@ -347,6 +385,7 @@ fn place_instances(
                 mac_internal: network::internal_mac(ip),
                 mac_user: network::user_mac(ip),
                 ports: forwards,
+                networks: Vec::new(),
             });
         }
     }
@@ -385,14 +424,15 @@ fn place_ports(
                 "service {} replica {index} (guest port {})",
                 s.name, port.guest_port
             );
-            let clash = published.iter().find(|(ip0, h0, _)| {
-                *h0 == h
+            let clash = published.iter().find(|(protocol, ip0, h0, _)| {
+                *protocol == port.protocol
+                    && *h0 == h
                     && (*ip0 == port.host_ip
                         || ip0.is_unspecified()
                         || port.host_ip.is_unspecified())
             });
             match clash {
-                Some((_, _, other)) => diags.push(
+                Some((_, _, _, other)) => diags.push(
                     &ports_pos,
                     &ports_path,
                     format!(
@@ -400,10 +440,11 @@ fn place_ports(
                         port.host_ip
                     ),
                 ),
-                None => published.push((port.host_ip, h, who)),
+                None => published.push((port.protocol, port.host_ip, h, who)),
             }
         }
         forwards.push(Forward {
+            protocol: port.protocol,
             host_ip: port.host_ip,
             host_port,
             guest_ip: port.guest_ip,

@@ -1,13 +1,21 @@
-//! `ports`: Compose short and long syntax, TCP over IPv4 only.
+//! `ports`: Compose short and long syntax, TCP and UDP over IPv4.
 
 use std::net::Ipv4Addr;
 
 use super::reader::{Reader, child, item};
 use crate::keys;
-use crate::manifest::Port;
+use crate::manifest::{Port, Protocol};
 use crate::yaml::{Kind, Node};
 
-const TCP_IPV4_ONLY: &str = "holos supports TCP and IPv4 only";
+const TCP_IPV4_ONLY: &str = "holos supports TCP and UDP over IPv4 only";
+
+fn protocol(text: &str) -> Option<Protocol> {
+    match text {
+        "tcp" => Some(Protocol::Tcp),
+        "udp" => Some(Protocol::Udp),
+        _ => None,
+    }
+}
 
 /// Parses `a` or `a-b` into an inclusive range.
 fn port_range(text: &str) -> Result<(u16, u16), String> {
@@ -57,10 +65,12 @@ pub fn parse_short(spec: &str) -> Result<Vec<Port>, String> {
         Some((b, p)) => (b, Some(p)),
         None => (spec, None),
     };
-    match protocol {
-        None | Some("tcp") => {}
-        Some(p) => return Err(format!("protocol {p} in {spec:?}: {TCP_IPV4_ONLY}")),
-    }
+    let protocol = match protocol {
+        None => Protocol::Tcp,
+        Some(p) => {
+            self::protocol(p).ok_or_else(|| format!("protocol {p} in {spec:?}: {TCP_IPV4_ONLY}"))?
+        }
+    };
     if body.contains('[') || body.matches(':').count() > 3 {
         return Err(format!("{spec:?} uses IPv6: {TCP_IPV4_ONLY}"));
     }
@@ -99,6 +109,7 @@ pub fn parse_short(spec: &str) -> Result<Vec<Port>, String> {
     }
     Ok((0..=(g1 - g0))
         .map(|offset| Port {
+            protocol,
             host_ip,
             host_port: host.map(|(h0, _)| h0 + offset),
             guest_ip,
@@ -120,15 +131,18 @@ fn parse_long(r: &mut Reader, node: &Node, path: &str) -> Vec<Port> {
     let Some(target) = r.unsigned(target_node, &child(path, "target"), 65535) else {
         return Vec::new();
     };
+    let mut protocol = Protocol::Tcp;
     if let Some(p) = node.get("protocol")
         && let Some(p_text) = r.string(p, &child(path, "protocol"))
-        && p_text != "tcp"
     {
-        r.error(
-            p,
-            &child(path, "protocol"),
-            format!("protocol {p_text}: {TCP_IPV4_ONLY}"),
-        );
+        match self::protocol(&p_text) {
+            Some(known) => protocol = known,
+            None => r.error(
+                p,
+                &child(path, "protocol"),
+                format!("protocol {p_text}: {TCP_IPV4_ONLY}"),
+            ),
+        }
     }
     let host_ip = match node
         .get("host_ip")
@@ -181,6 +195,7 @@ fn parse_long(r: &mut Reader, node: &Node, path: &str) -> Vec<Port> {
     hosts
         .into_iter()
         .map(|host_port| Port {
+            protocol,
             host_ip,
             host_port,
             guest_ip: None,
@@ -258,21 +273,31 @@ mod tests {
     }
 
     #[test]
-    fn udp_and_ipv6_are_rejected() {
+    fn udp_is_accepted() {
+        let ports = parse_short("5353:53/udp").unwrap();
+        assert_eq!(
+            (ports[0].protocol, ports[0].host_port, ports[0].guest_port),
+            (Protocol::Udp, Some(5353), 53)
+        );
+        assert_eq!(parse_short("80/tcp").unwrap()[0].protocol, Protocol::Tcp);
+    }
+
+    #[test]
+    fn sctp_and_ipv6_are_rejected() {
         assert!(
-            parse_short("53:53/udp")
+            parse_short("53:53/sctp")
                 .unwrap_err()
-                .contains("TCP and IPv4 only")
+                .contains("TCP and UDP over IPv4 only")
         );
         assert!(
             parse_short("[::1]:8080:80")
                 .unwrap_err()
-                .contains("TCP and IPv4 only")
+                .contains("TCP and UDP over IPv4 only")
         );
         assert!(
             parse_short("::1:8080:80")
                 .unwrap_err()
-                .contains("TCP and IPv4 only")
+                .contains("TCP and UDP over IPv4 only")
         );
         assert!(parse_short("x:80").unwrap_err().contains("not a port"));
     }

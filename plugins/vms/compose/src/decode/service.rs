@@ -8,6 +8,7 @@ use super::build::decode_build;
 use super::guest::{
     decode_cloud_init, decode_healthcheck, decode_hooks, duration, hook_to_shell, shell_words,
 };
+use super::guest_files::{Definitions, decode_references};
 use super::ports::decode_ports;
 use super::reader::{Reader, child, item};
 use super::resources::{decode_replicas, decode_vm};
@@ -18,11 +19,15 @@ use crate::keys;
 use crate::load::Environment;
 use crate::load::dotenv::read_env_file;
 use crate::load::interpolate::Lookup;
-use crate::manifest::{Dependency, GuestCommand, HostEntry, Image, Service};
+use crate::manifest::{Dependency, GuestCommand, GuestFileKind, HostEntry, Image, Service};
 use crate::yaml::{Kind, Node, ScalarType};
 
 /// What a service decode needs to know about the rest of the project.
 pub struct Context<'a> {
+    /// The configs and secrets the services use, read.
+    pub definitions: &'a Definitions,
+    /// The project's merged tree, for the declared configs and secrets.
+    pub root: &'a Node,
     pub volume_names: &'a [String],
     pub environment: &'a Environment,
     /// The top-level `x-holo.protect`, for services without their own.
@@ -250,7 +255,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
             Some(dir) => format!("cd {} && {cmd}", shell_quote(dir)),
             None => cmd,
         };
-        cloud_init.runcmd.push(GuestCommand::Shell(cmd));
+        cloud_init.command = Some(cmd);
     }
     cloud_init.runcmd.extend(explicit_runcmd);
     for hook in field("post_start")
@@ -258,13 +263,33 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         .unwrap_or_default()
     {
         cloud_init
-            .runcmd
+            .post_start
             .push(GuestCommand::Shell(hook_to_shell(&hook)));
     }
     let pre_stop = field("pre_stop")
         .map(|n| decode_hooks(r, n, &fpath("pre_stop")))
         .unwrap_or_default();
 
+    let dns_search = field("dns_search")
+        .map(|n| r.string_or_list(n, &fpath("dns_search")))
+        .unwrap_or_default();
+    let mut files = Vec::new();
+    for (kind, key) in [
+        (GuestFileKind::Config, "configs"),
+        (GuestFileKind::Secret, "secrets"),
+    ] {
+        if let Some(n) = field(key) {
+            let declared = |name: &str| cx.root.get(key).and_then(|d| d.get(name)).is_some();
+            files.extend(decode_references(
+                r,
+                kind,
+                n,
+                &fpath(key),
+                cx.definitions,
+                &declared,
+            ));
+        }
+    }
     let healthcheck =
         field("healthcheck").and_then(|n| decode_healthcheck(r, n, &fpath("healthcheck")));
     let stop_grace_period_ms = field("stop_grace_period")
@@ -292,6 +317,8 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         environment,
         extra_hosts,
         cloud_init,
+        dns_search,
+        files,
         healthcheck,
         stop_grace_period_ms,
         pre_stop,

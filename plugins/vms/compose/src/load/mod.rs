@@ -156,6 +156,7 @@ pub fn load_file(
     }
     interpolate::interpolate_tree(&mut root, env, "", diags);
     paths::resolve_service_paths(&mut root, base_dir);
+    paths::resolve_top_level_paths(&mut root, base_dir);
     let root = include::apply_includes(root, path, env, stack, diags);
     let mut root = root;
     extends::apply_extends(&mut root, env, diags);

@@ -1,6 +1,6 @@
 //! Notes on "quiet semantics": Compose fields that holos accepts but that
-//! act differently in a VM (`networks`, `command`, `entrypoint`, `configs`,
-//! `secrets`, ports bound to 127.0.0.1 by default). `holos validate` prints
+//! act differently in a VM (`networks`, `command`, `entrypoint`, ports bound
+//! to 127.0.0.1 by default). `holos validate` prints
 //! them, and so will `holos up`, one `>>` line per field in use, naming the
 //! first place it occurs, so that a Compose user is never surprised.
 
@@ -32,26 +32,18 @@ impl fmt::Display for Note {
 }
 
 /// The fields with a note, in the order the notes are printed.
-const NOTES: [(&str, &str); 6] = [
+const NOTES: [(&str, &str); 4] = [
     (
         "networks",
-        "holos puts every VM on one flat internal network (10.10.0.0/24) plus a user-mode NIC; network declarations are accepted but change nothing",
+        "each network is a segment of its own between the VMs (a multicast group on the host's loopback, or a host bridge named in driver_opts); internet access and published ports go through a separate user-mode NIC",
     ),
     (
         "command",
-        "runs once, at first boot, as a cloud-init runcmd after the Dockerfile steps; it is not the VM's main process and is not restarted",
+        "runs at every boot, after the volume mounts, as a systemd unit (OpenRC: /etc/local.d); it is not the VM's main process and is not restarted when it exits",
     ),
     (
         "entrypoint",
-        "runs once, at first boot, as a cloud-init runcmd together with command; it is not the VM's main process",
-    ),
-    (
-        "configs",
-        "configs are not copied into the guest; use cloud_init.write_files for files the VM needs",
-    ),
-    (
-        "secrets",
-        "secrets are not copied into the guest; use cloud_init.write_files or a read-only bind mount for files the VM needs",
+        "runs at every boot together with command, after the volume mounts; it is not the VM's main process",
     ),
     (
         "ports",
@@ -83,9 +75,7 @@ pub fn quiet_semantics(project: &Project) -> Vec<Note> {
         for (key, value) in service.as_map().unwrap_or_default() {
             let Some(field) = key.as_str() else { continue };
             match field {
-                "networks" | "command" | "entrypoint" | "configs" | "secrets" if in_use(value) => {
-                    seen(field, &key.pos)
-                }
+                "networks" | "command" | "entrypoint" if in_use(value) => seen(field, &key.pos),
                 "ports" => {
                     for port in value.as_seq().unwrap_or_default() {
                         if !names_host_ip(port) {

@@ -66,6 +66,22 @@ fn rewrite_each(node: &mut Node, base: &Path) {
     }
 }
 
+/// Rewrites the `file:` of every top-level config and secret in `root`.
+pub fn resolve_top_level_paths(root: &mut Node, base: &Path) {
+    for section in ["configs", "secrets"] {
+        let Some(defs) = root.get_mut(section).and_then(Node::as_map_mut) else {
+            continue;
+        };
+        for (_, def) in defs.iter_mut() {
+            if def.as_map().is_some()
+                && let Some(file) = def.get_mut("file")
+            {
+                rewrite(file, base, false);
+            }
+        }
+    }
+}
+
 /// Rewrites the path-valued fields of every service in `root`.
 pub fn resolve_service_paths(root: &mut Node, base: &Path) {
     let Some(services) = root.get_mut("services").and_then(Node::as_map_mut) else {

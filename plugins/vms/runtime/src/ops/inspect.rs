@@ -46,6 +46,8 @@ pub struct InstanceView {
 
 #[derive(Debug, Serialize)]
 pub struct PortView {
+    /// `tcp` or `udp`.
+    pub protocol: &'static str,
     pub host_ip: String,
     pub host_port: u16,
     pub guest_port: u16,
@@ -83,6 +85,7 @@ pub struct PathsView {
 
 fn port(f: &HostForward) -> PortView {
     PortView {
+        protocol: f.protocol.name(),
         host_ip: f.host_ip.to_string(),
         host_port: f.host_port,
         guest_port: f.guest_port,
@@ -161,7 +164,12 @@ pub fn readable(v: &InstanceView) -> String {
     let ports = v
         .ports
         .iter()
-        .map(|p| format!("{}:{}->{}/tcp", p.host_ip, p.host_port, p.guest_port))
+        .map(|p| {
+            format!(
+                "{}:{}->{}/{}",
+                p.host_ip, p.host_port, p.guest_port, p.protocol
+            )
+        })
         .collect();
     let volumes = v
         .volumes

@@ -184,11 +184,12 @@ fn documents(compose: &str) -> (SeedDocuments, Manifest) {
     let first = &instances[0];
     let service = &manifest.services[first.service_index];
     let instance = &service.instances[first.instance_index];
+    let hosts = manifest.hosts_for(instance);
     let docs = cloud_init::render(&SeedInputs {
         spec: &first.spec,
         service,
         hostname: &instance.hostname,
-        hosts: &manifest.hosts,
+        hosts: &hosts,
         public_key: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTests holos@test\n",
     });
     (docs, manifest)
@@ -280,14 +281,18 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
             None => strings(c).join(" "),
         })
         .collect();
-    let command_at = texts
-        .iter()
-        .position(|t| t.contains("postgres -D /x"))
-        .unwrap();
     let user_at = texts.iter().position(|t| t == "echo user-runcmd").unwrap();
+    let enable_at = texts
+        .iter()
+        .position(|t| t.contains("systemctl enable holos-service-command.service"))
+        .unwrap();
     assert!(
-        command_at < user_at,
-        "command before the user's runcmd: {texts:#?}"
+        user_at < enable_at && enable_at == texts.len() - 1,
+        "the command is started after the user's runcmd: {texts:#?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("postgres -D /x")),
+        "the command is no first-boot runcmd: {texts:#?}"
     );
     // The mounts come first (the command writes into its volume): two
     // volumes, then the share.
@@ -303,6 +308,68 @@ fn user_data_is_cloud_config_with_mounts_then_runcmd() {
     );
     assert!(mounts[1].contains("/mnt/snap\\040shots ext4 ro,nofail 0 2"));
     assert!(mounts[2].contains("holos0 /mnt/share 9p trans=virtio"));
+}
+
+/// `command`/`entrypoint` run at every boot: a script that mounts the
+/// volumes and shares first, then execs the command, run by a systemd unit
+/// (or OpenRC's local.d), enabled and started once by the first boot's
+/// runcmd, after the user's runcmd and before post_start.
+#[test]
+fn the_command_runs_at_every_boot_after_the_mounts() {
+    let (docs, _) = documents(
+        "name: demo\nservices:\n  db:\n    image: debian\n    entrypoint: [\"/bin/app\"]\n    command: [serve, \"a b\"]\n    working_dir: /srv\n    post_start: [{command: touch /started}]\n    cloud_init: {runcmd: [\"echo first\"]}\n    volumes: [\"data:/data\", \"/srv/share:/mnt/share\"]\nvolumes:\n  data:\n",
+    );
+    let doc = yaml(&docs.user_data);
+    let files = doc["write_files"].as_vec().unwrap();
+    let file = |path: &str| -> (String, String) {
+        let f = files
+            .iter()
+            .find(|f| f["path"].as_str() == Some(path))
+            .unwrap_or_else(|| panic!("no {path} in {files:?}"));
+        (
+            f["content"].as_str().unwrap().to_string(),
+            f["permissions"].as_str().unwrap().to_string(),
+        )
+    };
+    let (script, mode) = file(cloud_init::SERVICE_COMMAND_SCRIPT);
+    assert_eq!(mode, "0755");
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    let volume_at = script.find("virtio-vol-data").unwrap();
+    let share_at = script.find("holos0 /mnt/share 9p").unwrap();
+    let exec_at = script
+        .find(r#"exec sh -c 'cd /srv && /bin/app serve '\''a b'\'''"#)
+        .unwrap_or_else(|| panic!("{script}"));
+    assert!(
+        volume_at < share_at && share_at < exec_at,
+        "mounts, then the command: {script}"
+    );
+    let (unit, _) = file(cloud_init::SERVICE_COMMAND_UNIT);
+    for line in [
+        "ExecStart=/usr/local/lib/holos/service-command",
+        "WantedBy=multi-user.target",
+        "EnvironmentFile=-/etc/environment",
+        "After=local-fs.target remote-fs.target network-online.target cloud-init.service",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "{line} missing:\n{unit}");
+    }
+    let runcmd: Vec<String> = doc["runcmd"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|c| match c.as_str() {
+            Some(s) => s.to_string(),
+            None => strings(c).join(" "),
+        })
+        .collect();
+    assert_eq!(runcmd.len(), 5, "{runcmd:#?}");
+    assert!(runcmd[0].contains("virtio-vol-data") && runcmd[1].contains("/mnt/share"));
+    assert_eq!(runcmd[2], "echo first");
+    assert!(runcmd[3].contains("systemctl enable holos-service-command.service"));
+    assert!(runcmd[3].contains("/etc/local.d/holos-service-command.start"));
+    assert!(runcmd[4].contains("touch /started"), "post_start last");
+    // Without a command: no script, no unit, no start step.
+    let (docs, _) = documents("services:\n  a: {image: debian}\n");
+    assert!(!docs.user_data.contains("holos-service-command"));
 }
 
 /// The mount scripts are real shell: run them with stand-ins for the
@@ -536,5 +603,90 @@ fn a_disk_size_has_cloud_init_grow_the_root_file_system() {
         !docs.user_data.contains("growpart") && !docs.user_data.contains("resize_rootfs"),
         "{}",
         docs.user_data
+    );
+}
+
+/// Configs and secrets are written at every boot by `bootcmd` scripts
+/// (after the host-key repair, before the service's own bootcmd), with
+/// their owner and mode; the secret is not in the user-data in clear. The
+/// script is real shell: run here, it writes the file.
+#[test]
+fn configs_and_secrets_are_written_by_bootcmd_with_owner_and_mode() {
+    let out = tempfile::tempdir().unwrap();
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let dir = out.path().display();
+    let (docs, _) = documents(&format!(
+        "services:\n  a:\n    image: debian\n    cloud_init: {{bootcmd: [\"echo mine\"]}}\n    configs: [{{source: c, target: {dir}/etc/app.conf}}]\n    secrets: [{{source: s, target: {dir}/run/secrets/token, uid: \"{uid}\", gid: \"{gid}\"}}]\nconfigs:\n  c: {{content: \"port=80\\n\"}}\nsecrets:\n  s: {{content: \"t0p-s3cr3t 'quoted'\"}}\n"
+    ));
+    assert!(!docs.user_data.contains("t0p-s3cr3t"), "{}", docs.user_data);
+    let doc = yaml(&docs.user_data);
+    let bootcmd = doc["bootcmd"].as_vec().unwrap();
+    assert_eq!(bootcmd.len(), 4, "{bootcmd:?}");
+    assert_eq!(bootcmd[3].as_str(), Some("echo mine"));
+    for entry in &bootcmd[1..3] {
+        let argv = strings(entry);
+        assert_eq!(argv[..2], ["sh", "-c"]);
+        let status = std::process::Command::new("sh")
+            .args(["-c", &argv[2]])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{}", argv[2]);
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let secret = out.path().join("run/secrets/token");
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "t0p-s3cr3t 'quoted'"
+    );
+    let meta = std::fs::metadata(&secret).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o400, "secrets: 0400");
+    assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+    let config = out.path().join("etc/app.conf");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "port=80\n");
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o444, "configs: 0444");
+    assert!(!out.path().join("run/secrets/token.holos-new").exists());
+}
+
+/// With named networks: one static NIC per network (its own prefix), a
+/// DHCP NIC on a host bridge without ipam, the DNS search domains on the
+/// user NIC, and `/etc/hosts` with the names of the networks the instance
+/// is on only.
+#[test]
+fn network_config_and_hosts_follow_the_services_networks() {
+    let (docs, manifest) = documents(
+        "services:\n  app:\n    image: debian\n    dns_search: [corp.example]\n    networks:\n      back: {aliases: [api]}\n      lan: {}\n  web:\n    image: debian\n    networks: [front]\nnetworks:\n  front: {}\n  back: {ipam: {config: [{subnet: 10.40.0.0/16}]}}\n  lan: {driver_opts: {com.docker.network.bridge.name: br0}}\n",
+    );
+    let app = &manifest.services[0].instances[0];
+    let doc = yaml(&docs.network_config);
+    let ethernets = &doc["ethernets"];
+    assert_eq!(
+        strings(&ethernets["internal0"]["addresses"]),
+        ["10.40.0.2/16"]
+    );
+    assert_eq!(
+        ethernets["internal0"]["match"]["macaddress"].as_str(),
+        Some(app.networks[0].mac.as_str())
+    );
+    assert_eq!(ethernets["internal1"]["dhcp4"].as_bool(), Some(true));
+    assert_eq!(
+        strings(&ethernets["user0"]["nameservers"]["search"]),
+        ["corp.example"]
+    );
+    let user_data = yaml(&docs.user_data);
+    let hosts = user_data["write_files"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str() == Some("/etc/hosts"))
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(hosts.contains("10.40.0.2 app-0 app api\n"), "{hosts}");
+    assert!(
+        !hosts.contains("web"),
+        "web shares no network with app: {hosts}"
     );
 }
