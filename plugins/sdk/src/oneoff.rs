@@ -547,7 +547,7 @@ impl RunLock {
             message
         };
         // In test mode the lock is resolved inside the root, like every path.
-        let fs = crate::root_fs::RootFs::of(env).map_err(|err| err.message().to_string())?;
+        let fs = env.root_fs().map_err(|err| err.message().to_string())?;
         if env.test_mode
             && let Some(parent) = path.parent()
         {

@@ -154,7 +154,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
         contents.push_str(&toml::to_string(&entity).map_err(|err| cannot_serialise(&err))?);
     }
     contents.push_str(&body);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     create_state_dir(&fs, &env.state_dir)?;
     let staging = atomic::staging();
     if staging != Some(true) {
@@ -247,7 +247,7 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
-    with_record_text(env, &RootFs::of(env)?, id, |text, origin| {
+    with_record_text(env, &env.root_fs()?, id, |text, origin| {
         // Most records start as this SDK writes them, with no `entity`
         // key: parsed straight into `T`. Anything else, or an error, takes
         // the checked way below, which says what is wrong.
@@ -281,7 +281,7 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
 /// newest record.
 pub fn remove(env: &Env, id: &str) -> Result<()> {
     let path = record_path(env, id);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     match fs.remove_file(&path) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -316,7 +316,7 @@ fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<S
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     // Scan lists the records each run: the place to remove what a killed
     // record write left, even when no record is written again.
     atomic::sweep_leftovers(&fs, &env.state_dir)?;
