@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::entity_file_name::encode_entity_id;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Action, EntityCtx, Scanned};
 use crate::root_fs::RootFs;
-use crate::state::encode_entity_id;
 
 const DIR_NAME: &str = "holo-plugin-scan";
 const ENTRIES: &str = "entries";

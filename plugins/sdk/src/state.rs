@@ -18,6 +18,8 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::atomic;
+// The encoding lives below the journal, which names entities the same way.
+pub use crate::entity_file_name::{decode_entity_id, encode_entity_id};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::journal::{self, Entry};
@@ -42,41 +44,6 @@ const HASHED_PREFIX_BYTES: usize = 120;
 /// Separates the prefix from the hash; never produced by the encoding.
 const HASH_SEPARATOR: char = '~';
 const SHA256_HEX_LEN: usize = 64;
-
-/// Encodes an entity id into a single file name: bytes outside
-/// `[A-Za-z0-9:_@+,=-]` and `.` (except a leading one) become `%XX`.
-pub fn encode_entity_id(id: &str) -> String {
-    let mut encoded = String::with_capacity(id.len() + 8);
-    for (index, byte) in id.bytes().enumerate() {
-        let keep = byte.is_ascii_alphanumeric()
-            || matches!(byte, b':' | b'_' | b'@' | b'+' | b',' | b'=' | b'-')
-            || (byte == b'.' && index > 0);
-        if keep {
-            encoded.push(char::from(byte));
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
-}
-
-/// Reverses [`encode_entity_id`]; `None` for a name it did not produce.
-pub fn decode_entity_id(encoded: &str) -> Option<String> {
-    let bytes = encoded.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = encoded.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
 
 /// A file name for entity `id` ending in `suffix`: `<encoded id><suffix>`
 /// when that fits in a file name, else
