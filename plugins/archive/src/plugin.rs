@@ -176,7 +176,7 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         return Ok(Outcome::Changed);
     }
     let archive = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     if plan.remove {
         remove(&fs, &archive, &spec.name)?;
         println!("Removed {}", spec.name);

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use holo_plugin::common::format_duration;
 use holo_plugin::process::{Command, Status, Stream};
-use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Env, Error, Result};
 
 use crate::model::ExecSpec;
@@ -90,7 +89,7 @@ pub fn creates_path(env: &Env, spec: &ExecSpec) -> Option<PathBuf> {
 /// resolve inside the root, as if it were `/`.
 pub fn creates_exists(env: &Env, spec: &ExecSpec) -> bool {
     creates_path(env, spec)
-        .is_some_and(|path| RootFs::of(env).is_ok_and(|fs| fs.metadata(&path).is_ok()))
+        .is_some_and(|path| env.root_fs().is_ok_and(|fs| fs.metadata(&path).is_ok()))
 }
 
 /// The scan report's reason line: why the command would run or be skipped,
@@ -145,7 +144,7 @@ pub fn command(env: &Env, spec: &ExecSpec, text: &str) -> Result<Command> {
     match &spec.cwd {
         Some(dir) if env.test_mode => {
             let below_root = env.root_join(dir);
-            let real = RootFs::of(env)?.real_path(&below_root).map_err(|err| {
+            let real = env.root_fs()?.real_path(&below_root).map_err(|err| {
                 Error::new(format!(
                     "cannot run {text}: working directory {dir} cannot be used in the root: {err}"
                 ))

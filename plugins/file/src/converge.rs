@@ -16,7 +16,7 @@ use crate::state::{OriginalKind, OriginalRecord, Record};
 
 /// Applies a declared entity.
 pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome> {
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let target = env.root_join(&spec.path);
     let context = |err: Error| err.context(id);
     let current = posix::status(&fs, &target).map_err(context)?;
@@ -258,7 +258,7 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
     let Some(record) = state::read::<Record>(env, id)? else {
         return Ok(Outcome::NotChanged);
     };
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let target = env.root_join(path);
     let current = posix::status(&fs, &target).map_err(context)?;
     let decision = apply::scrub(
@@ -328,7 +328,7 @@ pub fn scrub(env: &Env, id: &str, path: &str, mode: Mode) -> Result<Outcome> {
 /// The files to diff: the desired state (with the desired mode) and the
 /// path, and header lines for attribute drift.
 pub fn diff(env: &Env, id: &str, spec: Option<&FileSpec>, path: &str) -> Result<Option<Diff>> {
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let target = env.root_join(path);
     let context = |err: Error| err.context(id);
     let plain = |desired: PathBuf, current: PathBuf| Diff {

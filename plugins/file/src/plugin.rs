@@ -33,7 +33,7 @@ impl Plugin for FilePlugin {
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
-        let fs = RootFs::of(env)?;
+        let fs = env.root_fs()?;
         let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
         let mut found = resources::scan_each(declared, |mut declared| {
             let id = resources::Resource::entity_id(&declared.resource);
@@ -160,7 +160,7 @@ fn describe_target(env: &Env, fs: &RootFs, link: &str, target: &str) -> String {
 fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
     let path = path_of(&orphan.id)?;
     let base = converge::base_path(env, path);
-    let line = if RootFs::of(env)?.is_file(&base) {
+    let line = if env.root_fs()?.is_file(&base) {
         Some(("restore", base.display().to_string()))
     } else {
         match holo_plugin::state::read::<state::Record>(env, &orphan.id)? {
@@ -208,7 +208,7 @@ fn status_table(env: &Env, name: &str) -> Result<holo_plugin::oneoff::Table> {
             "holo-file status: {name:?} is not an absolute path; give the path as a [[file]] table names it, like /etc/motd"
         )));
     }
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let path = &env.root_join(path);
     let observed = provider::posix::status(&fs, path)?;
     let mut table = holo_plugin::oneoff::Table::new();

@@ -91,7 +91,7 @@ pub(crate) fn render(
     let files =
         render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
     let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
     if spec.ensure == Ensure::Absent {
         // After removal the render would list files to add; only what is
@@ -179,7 +179,7 @@ pub(crate) fn resolve_source(
         )
     };
     let real = if env.test_mode && source.starts_with(&env.root) {
-        let fs = RootFs::of(env).map_err(|err| err.to_string())?;
+        let fs = env.root_fs().map_err(|err| err.to_string())?;
         fs.real_path(source).map_err(|err| missing(&err))?
     } else {
         source.to_path_buf()
@@ -206,7 +206,7 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
     let context = template_context(env)?;
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let observed = rendering.observed();
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
         return Ok(Outcome::NotChanged);
@@ -384,7 +384,7 @@ fn write_files(
     record: &Record,
 ) -> Result<Vec<Managed>> {
     let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let shown_of = |rel: &Path| Path::new(&spec.name).join(rel).display().to_string();
     let changed = &rendering.lists.changed;
     let mut entries = record.by_rel();
@@ -563,7 +563,7 @@ pub(crate) fn scrub(env: &Env, id: &str, mode: Mode) -> Result<Outcome> {
         return Ok(Outcome::NotChanged);
     };
     let target = env.root_join(&record.target);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let mut unchanged = Vec::new();
     for (rel, managed) in record.by_rel() {
         match fs.read(&target.join(&rel)) {
@@ -610,7 +610,7 @@ pub(crate) fn render_file_diffs(env: &Env, id: &str, spec: &ScaffoldSpec) -> Res
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
     let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let dir = env.cache_dir.join(state::entity_file_name(id, ".diff"));
     match std::fs::remove_dir_all(&dir) {
         Ok(()) => {}
@@ -684,7 +684,7 @@ pub(crate) fn render_diff(
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
     let target = env.root_join(&spec.name);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let differing = differing_files(spec, &rendering.lists);
     if differing.is_empty() {
         return Ok(None);

@@ -38,10 +38,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use rustix::fs::{AtFlags, FlockOperation, OFlags};
 
 use crate::error::{Error, Result};
 use crate::root_fs::{RootFs, entry_names};
+use crate::temp_file::{TempFile, write_unsynced};
 
 /// Attributes of the written file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,8 +65,7 @@ impl WriteOptions {
     }
 }
 
-/// The name prefix of our temp files, so that they can be recognised.
-pub const TEMP_PREFIX: &str = ".holo-tmp-";
+pub use crate::temp_file::TEMP_PREFIX;
 
 /// Writes `contents` to `path` atomically. The parent directory must exist.
 /// In a staging batch the write is staged (see [`stage`]).
@@ -278,19 +278,6 @@ pub(crate) fn drop_record(fs: &RootFs, state_dir: &Path, id: &str) -> Result<()>
         .open(state_dir)
         .map_err(|err| Error::io("open state directory", state_dir, &err))?;
     crate::journal::append(&dir, state_dir, &[(id.to_string(), None)])
-}
-
-/// Writes `contents` to `name` in `dir` through a temp file and a rename,
-/// without syncing: the caller syncs the file system once for many.
-pub(crate) fn write_unsynced(
-    dir: &File,
-    name: &std::ffi::OsStr,
-    contents: &[u8],
-) -> io::Result<()> {
-    let temp = TempFile::create(dir)?;
-    temp.file.set_permissions(Permissions::from_mode(0o644))?;
-    (&temp.file).write_all(contents)?;
-    temp.rename_to(name)
 }
 
 /// Whether entity `owner` has staged writes that others may read.
@@ -715,61 +702,6 @@ fn sweep(dir: &File) -> io::Result<bool> {
     });
     rustix::fs::flock(dir, FlockOperation::Unlock)?;
     removed
-}
-
-/// A temp file in an open directory, removed again unless renamed.
-struct TempFile<'d> {
-    dir: &'d File,
-    name: String,
-    file: File,
-}
-
-impl<'d> TempFile<'d> {
-    fn create(dir: &'d File) -> io::Result<Self> {
-        let random = RandomState::new();
-        let mut attempt = 0u64;
-        loop {
-            let name = format!("{TEMP_PREFIX}{:016x}", random.hash_one(attempt));
-            match rustix::fs::openat(
-                dir,
-                name.as_str(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
-            ) {
-                Ok(fd) => {
-                    return Ok(TempFile {
-                        dir,
-                        name,
-                        file: File::from(fd),
-                    });
-                }
-                Err(rustix::io::Errno::EXIST) if attempt < 100 => attempt += 1,
-                Err(err) => return Err(err.into()),
-            }
-        }
-    }
-
-    /// Leaves the temp file in place and gives its name.
-    fn keep(mut self) -> String {
-        std::mem::take(&mut self.name)
-    }
-
-    fn rename_to(mut self, target: &std::ffi::OsStr) -> io::Result<()> {
-        let renamed = rustix::fs::renameat(self.dir, self.name.as_str(), self.dir, target);
-        if renamed.is_ok() {
-            // The name is the target's now: drop closes the file, unlinks nothing.
-            self.name.clear();
-        }
-        renamed.map_err(io::Error::from)
-    }
-}
-
-impl Drop for TempFile<'_> {
-    fn drop(&mut self) {
-        if !self.name.is_empty() {
-            let _ = rustix::fs::unlinkat(self.dir, self.name.as_str(), AtFlags::empty());
-        }
-    }
 }
 
 #[cfg(test)]

@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::entity_file_name::encode_entity_id;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Action, EntityCtx, Scanned};
 use crate::root_fs::RootFs;
-use crate::state::encode_entity_id;
 
 const DIR_NAME: &str = "holo-plugin-scan";
 const ENTRIES: &str = "entries";
@@ -71,7 +71,7 @@ fn hash(encoded_id: &str) -> u64 {
 /// Stores the scan result. Duplicate ids are an error naming the entity.
 pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<()> {
     let dir = cache_dir(env);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     match fs.remove_dir_all(&dir) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -156,7 +156,8 @@ fn write_new(fs: &RootFs, path: &Path, bytes: &[u8]) -> Result<()> {
 /// The slot count that the completion marker records.
 fn stored_slot_count(env: &Env) -> Result<u64> {
     let marker = cache_dir(env).join(COMPLETE_MARKER);
-    let text = RootFs::of(env)?
+    let text = env
+        .root_fs()?
         .read_to_string(&marker)
         .map_err(|err| Error::io("read scan cache", &marker, &err))?;
     text.trim()
@@ -202,7 +203,8 @@ fn unknown_entity(env: &Env, id: &str) -> Error {
 
 fn open(env: &Env, name: &str) -> Result<(std::fs::File, PathBuf)> {
     let path = cache_dir(env).join(name);
-    let file = RootFs::of(env)?
+    let file = env
+        .root_fs()?
         .open(&path)
         .map_err(|err| Error::io("read scan cache", &path, &err))?;
     Ok((file, path))
@@ -257,7 +259,8 @@ impl Loaded {
     /// Reads the entries file.
     pub(crate) fn read(env: &Env) -> Result<Loaded> {
         let path = cache_dir(env).join(ENTRIES);
-        let text = RootFs::of(env)?
+        let text = env
+            .root_fs()?
             .read_to_string(&path)
             .map_err(|err| Error::io("read scan cache", &path, &err))?;
         let entries = text

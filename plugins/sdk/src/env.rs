@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::root_fs::RootFs;
 
 /// The plugin interface version this SDK speaks.
 pub use holo_protocol::API_VERSION;
@@ -34,20 +35,20 @@ pub struct Env {
     pub refresh: bool,
     /// Keeps a private cache directory alive when the plugin runs by hand.
     _private_cache: Option<tempfile::TempDir>,
-    /// The root, opened by the first [`crate::root_fs::RootFs::of`].
+    /// The root, opened by the first [`Env::root_fs`].
     pub(crate) opened_root: OpenedRoot,
 }
 
 /// The root opened once for an [`Env`].
 #[derive(Default)]
-pub(crate) struct OpenedRoot(std::sync::OnceLock<crate::root_fs::RootFs>);
+pub(crate) struct OpenedRoot(std::sync::OnceLock<RootFs>);
 
 impl OpenedRoot {
-    pub(crate) fn get(&self) -> Option<&crate::root_fs::RootFs> {
+    pub(crate) fn get(&self) -> Option<&RootFs> {
         self.0.get()
     }
 
-    pub(crate) fn set(&self, opened: crate::root_fs::RootFs) -> std::result::Result<(), ()> {
+    pub(crate) fn set(&self, opened: RootFs) -> std::result::Result<(), ()> {
         self.0.set(opened).map_err(drop)
     }
 }
@@ -63,6 +64,22 @@ impl std::fmt::Debug for OpenedRoot {
 }
 
 impl Env {
+    /// File access as this environment asks for: contained in the root in
+    /// test mode. The root is opened once per `Env`: a batch asks for it
+    /// several times per entity.
+    pub fn root_fs(&self) -> Result<RootFs> {
+        if !self.test_mode {
+            return Ok(RootFs::unconfined());
+        }
+        if let Some(opened) = self.opened_root.get() {
+            return Ok(opened.clone());
+        }
+        let opened = RootFs::contained_in(&self.root)
+            .map_err(|err| Error::io("open the root directory", &self.root, &err))?;
+        let _ = self.opened_root.set(opened.clone());
+        Ok(opened)
+    }
+
     /// Reads the environment of this process for plugin `plugin_id`.
     pub fn from_process(plugin_id: &str) -> Result<Env> {
         Env::from_lookup(plugin_id, |key| std::env::var_os(key))

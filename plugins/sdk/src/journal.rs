@@ -106,7 +106,7 @@ fn encode(out: &mut Vec<u8>, id: &str, entry: Option<&str>) -> std::ops::Range<u
         Some(text) => ("put", text),
         None => ("drop", ""),
     };
-    let encoded = crate::state::encode_entity_id(id);
+    let encoded = crate::entity_file_name::encode_entity_id(id);
     let sum = check(op, id, text.as_bytes());
     out.extend_from_slice(format!("{op} {encoded} {} {sum}\n", text.len()).as_bytes());
     let start = out.len();
@@ -180,7 +180,7 @@ fn parse_entry(bytes: &[u8], at: usize) -> Option<(usize, String, Slot)> {
     if fields.next().is_some() {
         return None;
     }
-    let id = crate::state::decode_entity_id(encoded)?;
+    let id = crate::entity_file_name::decode_entity_id(encoded)?;
     let length: usize = length.parse().ok()?;
     let text_start = line_end + 1;
     let text = rest.get(text_start..text_start.checked_add(length)?)?;
@@ -371,7 +371,7 @@ fn compact(dir: &File, path: &Path, loaded: &mut Loaded) -> Result<()> {
         let range = encode(&mut bytes, &id, Some(&text));
         entries.insert(id, Slot::Put(range));
     }
-    let temp = format!("{}{JOURNAL_NAME}", crate::atomic::TEMP_PREFIX);
+    let temp = format!("{}{JOURNAL_NAME}", crate::temp_file::TEMP_PREFIX);
     let file = File::from(
         rustix::fs::openat(
             dir,
@@ -397,8 +397,8 @@ fn compact(dir: &File, path: &Path, loaded: &mut Loaded) -> Result<()> {
 /// it: every record file is written (temp file, rename), the file system
 /// is synced once, and only then is the journal removed. A crash on the
 /// way leaves the journal, which still takes precedence, so the fold is
-/// simply done again. `record_path` names an entity's record file.
-pub fn fold(fs: &RootFs, state_dir: &Path, record_path: impl Fn(&str) -> PathBuf) -> Result<()> {
+/// simply done again. `record_file` names an entity's record file.
+pub fn fold(fs: &RootFs, state_dir: &Path, record_file: impl Fn(&str) -> PathBuf) -> Result<()> {
     let mut guard = journals();
     let cache = guard.get_or_insert_with(HashMap::new);
     let loaded = load(cache, Dir::Root(fs), state_dir)?;
@@ -408,11 +408,11 @@ pub fn fold(fs: &RootFs, state_dir: &Path, record_path: impl Fn(&str) -> PathBuf
     let fail = |err: io::Error| Error::io("fold the record journal back into", state_dir, &err);
     let dir = fs.open(state_dir).map_err(fail)?;
     for (id, text) in loaded.live() {
-        let record = record_path(id);
+        let record = record_file(id);
         let Some(name) = record.file_name() else {
             continue;
         };
-        crate::atomic::write_unsynced(&dir, name, text.as_bytes()).map_err(fail)?;
+        crate::temp_file::write_unsynced(&dir, name, text.as_bytes()).map_err(fail)?;
     }
     rustix::fs::syncfs(&dir).map_err(|err| fail(err.into()))?;
     rustix::fs::unlinkat(&dir, JOURNAL_NAME, AtFlags::empty()).map_err(|err| fail(err.into()))?;
@@ -569,7 +569,10 @@ mod tests {
         .expect("append");
         append(&handle, &state, &[(String::from("f:/b"), None)]).expect("drop");
         fold(&fs, &state, |id| {
-            state.join(format!("{}.toml", crate::state::encode_entity_id(id)))
+            state.join(format!(
+                "{}.toml",
+                crate::entity_file_name::encode_entity_id(id)
+            ))
         })
         .expect("fold");
         assert!(!state.join(JOURNAL_NAME).exists());

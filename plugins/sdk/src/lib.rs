@@ -93,6 +93,7 @@ mod dispatch;
 #[cfg(feature = "download")]
 pub mod download;
 mod entity;
+mod entity_file_name;
 pub mod env;
 pub mod error;
 #[cfg(feature = "extract")]
@@ -107,6 +108,7 @@ pub mod report;
 pub mod resources;
 pub mod root_fs;
 pub mod state;
+mod temp_file;
 pub mod template;
 
 pub use dispatch::run;

@@ -40,22 +40,8 @@ use crate::resources::{Resource, closest};
 /// The table `status` gives and its values, for plugins.
 pub use toml::{Table, Value};
 
-/// What a property's value is in TOML, as the resource type asks for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValueType {
-    String,
-    Integer,
-    Bool,
-    /// An enum: one of these names.
-    OneOf(&'static [&'static str]),
-    /// A list of values of one type; a repeated flag adds an element.
-    Array(Box<ValueType>),
-    /// A table, given in TOML's inline syntax: `--data '{ port = 8080 }'`.
-    Table,
-    /// Several types (untagged enums, custom parsers): given as a string,
-    /// which such properties accept (`mode = "0644"`, `owner = "0"`).
-    Any,
-}
+// Defined beside `Plugin`, whose `property_types` returns it.
+pub use crate::plugin::ValueType;
 
 /// The value types of the properties of `[[R::KIND]]`, found by asking each
 /// field of the struct to deserialize from a probe. Empty for a type that is
@@ -547,7 +533,7 @@ impl RunLock {
             message
         };
         // In test mode the lock is resolved inside the root, like every path.
-        let fs = crate::root_fs::RootFs::of(env).map_err(|err| err.message().to_string())?;
+        let fs = env.root_fs().map_err(|err| err.message().to_string())?;
         if env.test_mode
             && let Some(parent) = path.parent()
         {

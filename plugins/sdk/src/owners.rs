@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::root_fs::RootFs;
 
 /// Resolves a user name or numeric uid.
 pub fn uid(env: &Env, user: &str) -> Result<u32> {
@@ -67,7 +66,7 @@ pub fn group_name(env: &Env, gid: u32) -> Option<String> {
 
 /// The first name with id `id` in a passwd/group style file.
 fn name_in_file(env: &Env, path: &Path, id: u32) -> Option<String> {
-    let text = RootFs::of(env).ok()?.read_to_string(path).ok()?;
+    let text = env.root_fs().ok()?.read_to_string(path).ok()?;
     text.lines().find_map(|line| {
         let mut fields = line.split(':');
         let name = fields.next()?;
@@ -78,7 +77,7 @@ fn name_in_file(env: &Env, path: &Path, id: u32) -> Option<String> {
 
 /// Finds `name` in a passwd/group style file (`name:x:id:...`).
 fn lookup_file(env: &Env, path: &Path, name: &str, kind: &str) -> Result<u32> {
-    let text = match RootFs::of(env)?.read_to_string(path) {
+    let text = match env.root_fs()?.read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(err) => return Err(Error::io("read", path, &err)),

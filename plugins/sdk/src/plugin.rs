@@ -37,6 +37,23 @@ impl Extension {
     }
 }
 
+/// What a property's value is in TOML, as the resource type asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueType {
+    String,
+    Integer,
+    Bool,
+    /// An enum: one of these names.
+    OneOf(&'static [&'static str]),
+    /// A list of values of one type; a repeated flag adds an element.
+    Array(Box<ValueType>),
+    /// A table, given in TOML's inline syntax: `--data '{ port = 8080 }'`.
+    Table,
+    /// Several types (untagged enums, custom parsers): given as a string,
+    /// which such properties accept (`mode = "0644"`, `owner = "0"`).
+    Any,
+}
+
 /// A holo plugin: one typed resource kind.
 ///
 /// Implement this and hand the plugin to [`crate::run`] from `main`.
@@ -114,7 +131,7 @@ pub trait Plugin {
     /// for the flags of `holo-ID ensure`; a plugin on [`crate::resources`]
     /// returns [`crate::oneoff::property_types`] for its resource type.
     /// Empty (the default) means the plugin has no `ensure`.
-    fn property_types(&self) -> Vec<(&'static str, crate::oneoff::ValueType)> {
+    fn property_types(&self) -> Vec<(&'static str, ValueType)> {
         Vec::new()
     }
 

@@ -23,9 +23,6 @@ use std::sync::Arc;
 use pathrs::flags::OpenFlags;
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Uid};
 
-use crate::env::Env;
-use crate::error::{Error, Result};
-
 /// Resolves and changes paths, contained in the root in test mode.
 #[derive(Clone)]
 pub struct RootFs {
@@ -36,22 +33,6 @@ pub struct RootFs {
 }
 
 impl RootFs {
-    /// Access as `env` asks for: contained in the root in test mode. The
-    /// root is opened once per `env`: a batch asks for it several times per
-    /// entity.
-    pub fn of(env: &Env) -> Result<RootFs> {
-        if !env.test_mode {
-            return Ok(RootFs::unconfined());
-        }
-        if let Some(opened) = env.opened_root.get() {
-            return Ok(opened.clone());
-        }
-        let opened = RootFs::contained_in(&env.root)
-            .map_err(|err| Error::io("open the root directory", &env.root, &err))?;
-        let _ = env.opened_root.set(opened.clone());
-        Ok(opened)
-    }
-
     /// Access where every path below `root` resolves inside it.
     pub fn contained_in(root: &Path) -> io::Result<RootFs> {
         match pathrs::Root::open(root).map_err(|err| io_error(&err)) {

@@ -18,6 +18,8 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::atomic;
+// The encoding lives below the journal, which names entities the same way.
+pub use crate::entity_file_name::{decode_entity_id, encode_entity_id};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::journal::{self, Entry};
@@ -42,41 +44,6 @@ const HASHED_PREFIX_BYTES: usize = 120;
 /// Separates the prefix from the hash; never produced by the encoding.
 const HASH_SEPARATOR: char = '~';
 const SHA256_HEX_LEN: usize = 64;
-
-/// Encodes an entity id into a single file name: bytes outside
-/// `[A-Za-z0-9:_@+,=-]` and `.` (except a leading one) become `%XX`.
-pub fn encode_entity_id(id: &str) -> String {
-    let mut encoded = String::with_capacity(id.len() + 8);
-    for (index, byte) in id.bytes().enumerate() {
-        let keep = byte.is_ascii_alphanumeric()
-            || matches!(byte, b':' | b'_' | b'@' | b'+' | b',' | b'=' | b'-')
-            || (byte == b'.' && index > 0);
-        if keep {
-            encoded.push(char::from(byte));
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
-}
-
-/// Reverses [`encode_entity_id`]; `None` for a name it did not produce.
-pub fn decode_entity_id(encoded: &str) -> Option<String> {
-    let bytes = encoded.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = encoded.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
 
 /// A file name for entity `id` ending in `suffix`: `<encoded id><suffix>`
 /// when that fits in a file name, else
@@ -154,7 +121,7 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
         contents.push_str(&toml::to_string(&entity).map_err(|err| cannot_serialise(&err))?);
     }
     contents.push_str(&body);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     create_state_dir(&fs, &env.state_dir)?;
     let staging = atomic::staging();
     if staging != Some(true) {
@@ -247,7 +214,7 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
-    with_record_text(env, &RootFs::of(env)?, id, |text, origin| {
+    with_record_text(env, &env.root_fs()?, id, |text, origin| {
         // Most records start as this SDK writes them, with no `entity`
         // key: parsed straight into `T`. Anything else, or an error, takes
         // the checked way below, which says what is wrong.
@@ -281,7 +248,7 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
 /// newest record.
 pub fn remove(env: &Env, id: &str) -> Result<()> {
     let path = record_path(env, id);
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     match fs.remove_file(&path) {
         Ok(()) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -316,7 +283,7 @@ fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<S
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     // Scan lists the records each run: the place to remove what a killed
     // record write left, even when no record is written again.
     atomic::sweep_leftovers(&fs, &env.state_dir)?;

@@ -19,7 +19,7 @@ const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// Reads the archive file (existence, checksum, owner, group) and the
 /// `creates` marker. Paths are below the root in test mode.
 pub fn status(env: &Env, spec: &ArchiveSpec) -> Result<Status> {
-    let fs = RootFs::of(env)?;
+    let fs = env.root_fs()?;
     let archive = env.root_join(&spec.name);
     let creates_exists = match &spec.creates {
         Some(creates) => exists(&fs, &env.root_join(creates))?,

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use holo_plugin::Env;
 use holo_plugin::download::Download;
 use holo_plugin::extract::{self, Limits, Options};
-use holo_plugin::root_fs::RootFs;
 
 use crate::model::{URL_CACHE, UrlSource};
 
@@ -21,7 +20,7 @@ pub const MAX_TREE_ENTRIES: u64 = 100_000;
 /// The extracted template tree of `source` (its real path), fetched and
 /// extracted first unless the cache holds it.
 pub fn template_tree(env: &Env, source: &UrlSource) -> Result<PathBuf, String> {
-    let fs = RootFs::of(env).map_err(|err| err.to_string())?;
+    let fs = env.root_fs().map_err(|err| err.to_string())?;
     let cache = env.root_join(URL_CACHE);
     fs.create_dir_all(&cache)
         .map_err(|err| format!("cannot create {URL_CACHE}: {err}"))?;

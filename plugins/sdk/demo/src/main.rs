@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use holo_plugin::resources::{self, Resource};
-use holo_plugin::root_fs::RootFs;
 use holo_plugin::{
     EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, atomic, process, state,
 };
@@ -105,7 +104,7 @@ impl Plugin for DemoPlugin {
             println!("Would have written {}", path.display());
             return Ok(Outcome::Changed);
         }
-        let fs = RootFs::of(env)?;
+        let fs = env.root_fs()?;
         if let Some(parent) = path.parent() {
             fs.create_dir_all(parent)
                 .map_err(|err| Error::io("create directory", parent, &err))?;
