@@ -622,6 +622,12 @@ pub enum Format {
     Json,
 }
 
+/// True when the program was started under the name `holos` (a symlink or a
+/// copy of the one binary counts).
+pub fn invoked_as_holos(program: &std::ffi::OsStr) -> bool {
+    std::path::Path::new(program).file_name() == Some(std::ffi::OsStr::new("holos"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ use crate::cli::{
     ConsoleArgs, ExecArgs, HolosCommand, LogsArgs, PsArgs, SnapshotsCommand, VerifyArgs,
     VolumesCommand,
 };
+use crate::compose_project::{describe, project_name, resolve};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
@@ -338,36 +339,6 @@ fn with_project(
     operation: impl FnOnce(&HostSettings, &str) -> Result<(), holos_runtime::error::Error>,
 ) -> Result<(), String> {
     with_runtime(|rt| Ok(operation(rt, &project_name(options)?)?))
-}
-
-/// Resolves the compose project, printing its errors the way `validate` does.
-pub(crate) fn resolve(
-    options: &Options,
-) -> Result<(holos_compose::load::Project, holos_compose::Manifest), String> {
-    holos_compose::resolve(options).map_err(|diags| describe(&diags))
-}
-
-fn describe(diags: &[holos_compose::Diag]) -> String {
-    let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
-    format!(
-        "the compose project has {} error{}:\n{}",
-        diags.len(),
-        if diags.len() == 1 { "" } else { "s" },
-        lines.join("\n")
-    )
-}
-
-/// The project a command acts on: the compose project's name (its `name:`,
-/// else `-p`, else its directory), or `-p` alone when there is no compose
-/// file to read (a project can be stopped after its file is gone).
-pub(crate) fn project_name(options: &Options) -> Result<String, String> {
-    match resolve(options) {
-        Ok((_, manifest)) => Ok(manifest.project),
-        Err(_) if options.files.is_empty() && options.project_name.is_some() => {
-            Ok(options.project_name.clone().unwrap_or_default())
-        }
-        Err(message) => Err(message),
-    }
 }
 
 fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Result<(), String> {

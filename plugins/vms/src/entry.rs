@@ -1,7 +1,5 @@
 //! The entry point of both binaries: one program, chosen by `argv[0]`.
 
-use std::ffi::OsStr;
-use std::path::Path;
 use std::process::ExitCode;
 
 /// The `holos` command line when `argv[0]` is `holos`, otherwise the holo
@@ -9,14 +7,8 @@ use std::process::ExitCode;
 pub fn main() -> ExitCode {
     let mut args = std::env::args_os();
     let program = args.next().unwrap_or_default();
-    if invoked_as_holos(&program) {
+    if crate::cli::invoked_as_holos(&program) {
         return crate::holos::run_holos(args);
     }
     holo_plugin::run(crate::plugin::VmsPlugin)
-}
-
-/// True when the program was started under the name `holos` (a symlink or a
-/// copy of the one binary counts).
-pub fn invoked_as_holos(program: &OsStr) -> bool {
-    Path::new(program).file_name() == Some(OsStr::new("holos"))
 }

@@ -2,7 +2,6 @@
 //! `validate`, `version` and `completions` here, and the runtime commands,
 //! and `images`, `pull` and `lock`, in `commands`.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,18 +14,6 @@ use holos_compose::load::Options;
 use holos_compose::yaml::{Kind, Node, Pos};
 
 use crate::cli::{Cli, Format, HolosCommand};
-
-/// The environment as interpolation sees it. Never panics: a variable whose
-/// name is not UTF-8 cannot be named in a compose file and is left out; a
-/// value that is not UTF-8 is taken with U+FFFD for the invalid bytes.
-pub fn process_environment() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(key, value)| {
-            let key = key.into_string().ok()?;
-            Some((key, value.to_string_lossy().into_owned()))
-        })
-        .collect()
-}
 
 /// Runs `holos` with `args` (without the program name).
 pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -53,7 +40,7 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if let Some(code) = run_without_project(&cli.command) {
         return code;
     }
-    let environment = process_environment();
+    let environment = crate::compose_project::process_environment();
     let working_dir = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = Options {
         files: cli.files(),

@@ -16,7 +16,7 @@ use holos_runtime::ops::install::{self, Scope, UnitRequest};
 use holos_runtime::settings::HostSettings;
 
 use crate::cli::{InstallArgs, UninstallArgs};
-use crate::commands::{project_name, resolve};
+use crate::compose_project::{project_name, resolve};
 
 fn scope(system: bool, user: bool) -> Scope {
     if system {
@@ -105,7 +105,7 @@ pub fn install(options: &Options, args: &InstallArgs) -> Result<(), String> {
     // The binary may be installed as holo-vms with holos a link to it: the
     // path it runs from then needs the `holos` subcommand.
     let holos_subcommand =
-        (!crate::entry::invoked_as_holos(holos.as_os_str())).then(|| "holos".to_string());
+        (!crate::cli::invoked_as_holos(holos.as_os_str())).then(|| "holos".to_string());
     let files = project
         .files
         .iter()

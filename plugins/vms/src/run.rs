@@ -212,7 +212,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         project_name: Some(name.clone()),
         profiles: Vec::new(),
         working_dir: dir.clone(),
-        environment: crate::holos::process_environment(),
+        environment: crate::compose_project::process_environment(),
     };
     let result = start_and_run(&runtime, &options, args, &name);
     if args.rm {
