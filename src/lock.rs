@@ -42,6 +42,10 @@ const MAX_ATTEMPTS: usize = 8;
 /// that still hold its lock (`HOLO_STALE_LOCK_WAIT`).
 const DEFAULT_STALE_WAIT: Duration = Duration::from_secs(60);
 
+/// How old a lock file without a complete pid must be before a takeover
+/// counts it as left by a killed run rather than one being created.
+const INCOMPLETE_LOCK_AGE: Duration = Duration::from_secs(10);
+
 /// How often a waiting takeover looks again.
 const STALE_POLL: Duration = Duration::from_millis(100);
 
@@ -104,6 +108,12 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<RunLock, i32> {
                 Stream::Err,
                 &format!(
                     "Lock file {path} names process {pid}, which is no longer running; taking the lock over"
+                ),
+            ),
+            Ok(Takeover::RemovedIncomplete) => out.warn(
+                Stream::Err,
+                &format!(
+                    "Lock file {path} holds no process ID (a run was killed while creating it) and nobody holds it; taking the lock over"
                 ),
             ),
             Ok(Takeover::Gone) => {}
@@ -214,6 +224,8 @@ enum Takeover {
     /// It names this dead process, but processes of that run still hold
     /// its `flock` after the wait.
     StillHeldByRun(u32),
+    /// It held no complete pid, nobody held it, and it was old: removed.
+    RemovedIncomplete,
 }
 
 /// `waiting` runs once when the takeover starts to wait for a dead
@@ -274,6 +286,20 @@ fn take_over_if_stale(
                 before_remove();
                 std::fs::remove_file(path)?;
                 Ok(Takeover::Removed(pid))
+            }
+            // A run killed between creating the lock and writing its pid:
+            // nobody holds the file, and it is older than any run takes
+            // for that one write. Holo 3's `0\n` is complete and stays held.
+            None if !content.ends_with('\n')
+                && opened
+                    .modified()
+                    .ok()
+                    .and_then(|at| at.elapsed().ok())
+                    .is_some_and(|age| age >= INCOMPLETE_LOCK_AGE) =>
+            {
+                before_remove();
+                std::fs::remove_file(path)?;
+                Ok(Takeover::RemovedIncomplete)
             }
             _ => Ok(Takeover::Held),
         };
@@ -351,6 +377,37 @@ mod tests {
         let second = second.unwrap().join().unwrap();
         assert!(matches!(second, Takeover::Gone | Takeover::Held));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "1\n");
+    }
+
+    #[test]
+    fn an_old_lock_without_a_pid_that_nobody_holds_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("holo.pid").to_str().unwrap().to_string();
+        let wait = Duration::from_secs(1);
+        std::fs::write(&path, "").unwrap();
+        // Fresh: a run may be about to write its pid.
+        let fresh = take_over_if_stale(&path, wait, &mut |_| {}, &mut || {}).unwrap();
+        assert!(matches!(fresh, Takeover::Held));
+        let old = std::time::SystemTime::now() - INCOMPLETE_LOCK_AGE * 2;
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let taken = take_over_if_stale(&path, wait, &mut |_| {}, &mut || {}).unwrap();
+        assert!(matches!(taken, Takeover::RemovedIncomplete));
+        assert!(!std::path::Path::new(&path).exists());
+        // Holo 3's `0` is a complete line and stays held, however old.
+        std::fs::write(&path, "0\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let zero = take_over_if_stale(&path, wait, &mut |_| {}, &mut || {}).unwrap();
+        assert!(matches!(zero, Takeover::Held));
     }
 
     #[test]
