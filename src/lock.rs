@@ -4,18 +4,20 @@
 //! (a crash, `kill -9`) is taken over instead of blocking every later run.
 //!
 //! The takeover is race-free between any number of new runs:
-//! - Holding the lock means having created the file with `O_EXCL` (Holo 3
-//!   does the same); nobody else ever replaces an existing lock file, and
-//!   only the holder or a takeover removes it.
+//! - Holding the lock means having created the file exclusively: Holo 3
+//!   with `O_EXCL`, we by hard-linking a temp file that already holds our
+//!   pid (so our lock file is never without one, even after a kill); nobody
+//!   else ever replaces an existing lock file, and only the holder or a
+//!   takeover removes it.
 //! - A takeover opens the lock file and takes `flock` on that open file,
 //!   then checks that the path still names the same inode. Under the flock
 //!   no other takeover can be between its own check and its `unlink`, so
 //!   the file it reads and the file it removes are the one that names the
 //!   dead process, never a fresh lock of another run.
-//! - After the removal the new lock is again an `O_EXCL` create, so when
+//! - After the removal the new lock is again an exclusive create, so when
 //!   several runs get there, exactly one wins and the others find its lock
-//!   (even before it wrote its pid: a lock without a complete `PID\n` counts
-//!   as held).
+//!   (a lock without a complete `PID\n`, Holo 3's before it wrote its pid,
+//!   counts as held until it is old and nobody holds it).
 //!
 //! The lock outlives a killed holo for as long as anything of its run does:
 //! the holder keeps a shared `flock` on its lock file and passes that open
@@ -72,18 +74,10 @@ pub fn acquire(root: &str, out: &mut Output) -> Result<RunLock, i32> {
     };
     let mut attempts = 0;
     loop {
-        let error = match create_exclusive(&path) {
+        let error = match create_held(&path) {
             Ok(file) => {
                 // An interrupted run removes it too, but only once nothing it
                 // started is alive (the caller releases it last).
-                let file = match hold(file) {
-                    Ok(file) => file,
-                    Err(error) => {
-                        // A lock without a pid would count as held for ever.
-                        let _ = std::fs::remove_file(&path);
-                        return Err(report_failure(out, &path, &error));
-                    }
-                };
                 crate::plugin::share_run_lock(Some(file.as_raw_fd()));
                 return Ok(RunLock { path, _held: file });
             }
@@ -163,33 +157,69 @@ fn stale_wait() -> Duration {
         .unwrap_or(DEFAULT_STALE_WAIT)
 }
 
-/// Takes the shared `flock` of the holder, writes `PID\n` and moves the
-/// descriptor above the plugins' standard descriptors, FD 3 and
-/// [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD), so that it can be passed
-/// on unchanged.
-fn hold(file: std::fs::File) -> std::io::Result<Flock<std::fs::File>> {
-    let moved = nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
+/// The prefix of a lock being made: its pid is written before it is linked
+/// into place, so our lock file is never without one.
+const MAKING_PREFIX: &str = ".holo.pid.";
+
+/// Makes the lock: a temp file beside it with `PID\n` and the holder's
+/// shared `flock`, hard-linked to `path` (which fails when a lock exists,
+/// as Holo 3's exclusive create does). The descriptor is moved above the
+/// plugins' standard descriptors, FD 3 and
+/// [`RUN_LOCK_FD`](holo_protocol::RUN_LOCK_FD), so that it can be passed on
+/// unchanged.
+fn create_held(path: &str) -> std::io::Result<Flock<std::fs::File>> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::Path::new(path)
+        .parent()
+        .unwrap_or(std::path::Path::new("/"));
+    remove_abandoned_makings(dir);
+    let making = tempfile::Builder::new()
+        .prefix(MAKING_PREFIX)
+        .tempfile_in(dir)?;
+    let moved = nix::fcntl::fcntl(making.as_file(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(10))?;
     // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
     let moved = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(moved) };
-    // Blocking: a takeover holds its exclusive lock only to read the file.
-    // The lock belongs to the open file, which both descriptors share.
+    // The lock belongs to the open file, which the link shares.
     let held = Flock::lock(moved, nix::fcntl::FlockArg::LockShared)
         .map_err(|(_, errno)| std::io::Error::from(errno))?;
-    write_pid(file);
+    making
+        .as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    write_pid(making.as_file())?;
+    std::fs::hard_link(making.path(), path)?;
+    // Dropping `making` removes the temp name; the lock file stays.
     Ok(held)
 }
 
-fn create_exclusive(path: &str) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
+/// Temp files of lock makings that a killed run left: nobody holds them
+/// and they are older than a making takes.
+fn remove_abandoned_makings(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(MAKING_PREFIX) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age >= INCOMPLETE_LOCK_AGE);
+        let Ok(file) = std::fs::File::open(entry.path()) else {
+            continue;
+        };
+        if old && Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
-fn write_pid(mut file: std::fs::File) {
-    // One write, so that a reader sees all of `PID\n` or nothing.
-    let _ = file.write_all(format!("{}\n", std::process::id()).as_bytes());
-    let _ = file.sync_all();
+fn write_pid(mut file: &std::fs::File) -> std::io::Result<()> {
+    file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
+    file.sync_all()
 }
 
 /// Holo 3's message; the two hint lines only when the file exists.
