@@ -39,27 +39,16 @@ pub fn resolve(
         diags: Diags::default(),
     };
     let root = &project.model;
-    r.mapping(root, "", keys::TOP_LEVEL);
-    if let Some(v) = root.get("version") {
-        r.string(v, "version");
-    }
-    let volumes = top_level_volumes(&mut r, root);
-    let volume_names: Vec<String> = volumes.iter().map(|v: &Volume| v.name.clone()).collect();
-    let metadata = top_level_metadata(&mut r, root);
-    let default_protect = root
-        .get("x-holo")
-        .filter(|n| !n.is_null())
-        .and_then(|n| service::decode_x_holo(&mut r, n, "x-holo"))
-        .unwrap_or(false);
-    let definitions = guest_files::decode_definitions(&mut r, root, &project.environment);
+    let top = decode_top_level(&mut r, project);
+    let volume_names: Vec<String> = top.volumes.iter().map(|v| v.name.clone()).collect();
     let network_defs = networks::decode_top(&mut r, root);
     let network_requests = networks::decode_requests(&mut r, root);
     let cx = Context {
-        definitions: &definitions,
+        definitions: &top.definitions,
         root,
         volume_names: &volume_names,
         environment: &project.environment,
-        default_protect,
+        default_protect: top.default_protect,
     };
     let (mut services, service_pos) = decode_services(&mut r, root, &cx);
     let inactive = check_inactive_services(&mut r, project, &cx);
@@ -75,17 +64,13 @@ pub fn resolve(
     let mut hosts = place_instances(project, &mut ordered, &ips)?;
     let mut segments = Vec::new();
     if network_requests.any() {
-        segments = networks::place(
+        segments = place_networks(
+            &mut r,
             project,
             &mut ordered,
-            &network_requests,
-            &network_defs,
+            (&network_requests, &network_defs),
             existing_ips,
-            &mut r,
-        );
-        if !r.diags.is_empty() {
-            return Err(r.diags.list);
-        }
+        )?;
         hosts.clear();
     }
     let (multicast_group, multicast_port) = network::multicast_for(&project.name);
@@ -100,9 +85,56 @@ pub fn resolve(
         hosts,
         networks: segments,
         services: ordered,
+        volumes: top.volumes,
+        metadata: top.metadata,
+    })
+}
+
+/// What the top level of the file declares besides services and networks.
+struct TopLevel {
+    volumes: Vec<Volume>,
+    metadata: BTreeMap<String, serde_json::Value>,
+    default_protect: bool,
+    definitions: guest_files::Definitions,
+}
+
+/// Checks the top-level keys and decodes volumes, metadata, `x-holo` and
+/// the configs and secrets services may use.
+fn decode_top_level(r: &mut Reader, project: &Project) -> TopLevel {
+    let root = &project.model;
+    r.mapping(root, "", keys::TOP_LEVEL);
+    if let Some(v) = root.get("version") {
+        r.string(v, "version");
+    }
+    let volumes = top_level_volumes(r, root);
+    let metadata = top_level_metadata(r, root);
+    let default_protect = root
+        .get("x-holo")
+        .filter(|n| !n.is_null())
+        .and_then(|n| service::decode_x_holo(r, n, "x-holo"))
+        .unwrap_or(false);
+    let definitions = guest_files::decode_definitions(r, root, &project.environment);
+    TopLevel {
         volumes,
         metadata,
-    })
+        default_protect,
+        definitions,
+    }
+}
+
+/// The named networks' segments, each service's NICs placed on them.
+fn place_networks(
+    r: &mut Reader,
+    project: &Project,
+    ordered: &mut [Service],
+    (requests, definitions): (&networks::Requests, &BTreeMap<String, networks::NetworkDef>),
+    existing_ips: &BTreeMap<String, Ipv4Addr>,
+) -> Result<Vec<crate::manifest::Segment>, Vec<Diag>> {
+    let segments = networks::place(project, ordered, requests, definitions, existing_ips, r);
+    if !r.diags.is_empty() {
+        return Err(std::mem::take(&mut r.diags.list));
+    }
+    Ok(segments)
 }
 
 /// The top-level `volumes:`: every key is a volume name; only x-* is special.
