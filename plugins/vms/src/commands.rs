@@ -286,7 +286,7 @@ fn images_command(
 
 /// `holos verify`: exits 1 when an image does not match.
 fn verify(options: &Options, args: &VerifyArgs) -> ExitCode {
-    let verdicts = with_runtime_value(|rt| {
+    let verdicts = with_runtime(|rt| {
         Ok(if args.all {
             image_verify::all(&rt.layout)
         } else if !args.images.is_empty() {
@@ -323,13 +323,7 @@ fn verify(options: &Options, args: &VerifyArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn with_runtime_value<T>(
-    body: impl FnOnce(&HostSettings) -> Result<T, String>,
-) -> Result<T, String> {
-    body(&HostSettings::from_env()?)
-}
-
-fn with_runtime(body: impl FnOnce(&HostSettings) -> Result<(), String>) -> Result<(), String> {
+fn with_runtime<T>(body: impl FnOnce(&HostSettings) -> Result<T, String>) -> Result<T, String> {
     body(&HostSettings::from_env()?)
 }
 

@@ -276,7 +276,7 @@ fn wait_until_ready(
             port,
             health::sshd_wait(service.healthcheck.as_ref(), SSHD_WAIT),
         )
-        .map_err(|e| Error::Request(format!("{name}: {e}")))?;
+        .map_err(|e| Error::Guest(format!("{name}: {e}")))?;
     }
     let mut waited = BTreeSet::new();
     for planned_instance in &launch.planned {
@@ -393,7 +393,7 @@ pub(crate) fn launch_with_ssh_retry(
             Err(LaunchError::Failed(message)) => return Err(Error::Instance(message)),
         }
     }
-    Err(Error::Request(format!(
+    Err(Error::Host(format!(
         "{}: no free SSH port after {SSH_PORT_ATTEMPTS} attempts",
         spec.name
     )))
@@ -401,7 +401,7 @@ pub(crate) fn launch_with_ssh_retry(
 
 fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
     match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Request(format!(
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::State(format!(
             "cannot remove {}: {e}",
             dir.display()
         ))),
