@@ -57,6 +57,27 @@ pub fn find_tool(tool: &str) -> Option<PathBuf> {
         .find(|candidate| is_executable(candidate))
 }
 
+/// The Go toolchain: `go` on `PATH` or in the system directories, else
+/// Debian's `golang-1.19-go`, which installs outside `PATH`.
+pub fn find_go() -> Option<PathBuf> {
+    find_tool("go").or_else(|| {
+        let debian = PathBuf::from("/usr/lib/go-1.19/bin/go");
+        is_executable(&debian).then_some(debian)
+    })
+}
+
+/// The Go toolchain (see [`find_go`]), or the test fails naming what to
+/// install.
+#[track_caller]
+pub fn require_go(for_what: &str) -> PathBuf {
+    find_go().unwrap_or_else(|| {
+        missing(
+            &format!("a Go toolchain (golang-go or golang-1.19-go) {for_what}"),
+            "neither `go` on PATH nor /usr/lib/go-1.19/bin/go exists",
+        )
+    })
+}
+
 /// Whether `tool` is installed (see [`find_tool`]).
 pub fn have_tool(tool: &str) -> bool {
     find_tool(tool).is_some()

@@ -35,12 +35,7 @@ fn holo3_fixture_suites_pass_with_our_driver() {
         "HOLO3_SOURCE={} is not a Holo 3 checkout (no util/holo-test or test/); point it at a checkout of holocm/holo v3",
         source.display()
     );
-    let Some(go) = find_go() else {
-        test_support::missing(
-            "a Go toolchain to build Holo 3 (golang-1.19-go)",
-            "neither `go` on PATH nor /usr/lib/go-1.19/bin/go exists",
-        );
-    };
+    let go = test_support::require_go("to build Holo 3");
 
     let work = tempfile::tempdir().expect("a temporary directory");
     let work = work.path();
@@ -104,16 +99,6 @@ fn holo3_fixture_suites_pass_with_our_driver() {
         cases.len(),
         failures.join("\n\n")
     );
-}
-
-fn find_go() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("go"));
-    on_path
-        .chain([PathBuf::from("/usr/lib/go-1.19/bin/go")])
-        .find(|go| go.is_file())
 }
 
 /// Copies the suites and scripts into `work`, builds Holo 3 there and lays

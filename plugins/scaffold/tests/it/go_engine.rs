@@ -69,10 +69,10 @@ fn go_corpus_renders_as_go_does() {
 #[test]
 #[ignore = "needs go (golang-go), to run the corpus through Go itself"]
 fn go_corpus_agrees_with_go() {
-    test_support::require_tools(&["go"], "golang-go");
+    let go = test_support::require_go("to run the corpus through Go's text/template");
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go-corpus");
     let cache = tempfile::tempdir().expect("tempdir");
-    let output = std::process::Command::new("go")
+    let output = std::process::Command::new(go)
         .arg("run")
         .arg(corpus.join("check.go"))
         .arg(corpus.join("corpus.txt"))
