@@ -180,11 +180,15 @@ fn real_root() -> Root {
 struct E2e {
     root: Root,
     compose: PathBuf,
+    /// The project: each test has its own, and so its own network segment
+    /// (the tests run at once, and one segment would give two guests one
+    /// address).
+    project: &'static str,
 }
 
 impl E2e {
     fn holos(&self, args: &[&str]) -> Command {
-        let mut all = vec!["-p", "e2e"];
+        let mut all = vec!["-p", self.project];
         all.extend_from_slice(args);
         self.root.holos(&all)
     }
@@ -323,6 +327,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     let e2e = E2e {
         compose: root.path().join("usr/share/holo/vms/e2e/holos.yaml"),
         root,
+        project: "e2e",
     };
 
     // 1. holo apply: db first, healthy, then web.
@@ -828,9 +833,9 @@ fn a_resized_volume_grows_in_the_debian_guest_at_its_next_boot() {
     let root = real_root();
     let shown = image.display();
     root.compose(
-        "e2e",
+        "e2e-resize",
         &format!(
-            r#"name: e2e
+            r#"name: e2e-resize
 services:
   db:
     image: {shown}/disk.qcow2
@@ -847,8 +852,9 @@ volumes:
         ),
     );
     let e2e = E2e {
-        compose: root.path().join("usr/share/holo/vms/e2e/holos.yaml"),
+        compose: root.path().join("usr/share/holo/vms/e2e-resize/holos.yaml"),
         root,
+        project: "e2e-resize",
     };
     let compose_file = e2e.compose.display().to_string();
     let booted = |what: &str| {
