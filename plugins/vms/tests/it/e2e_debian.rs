@@ -245,7 +245,7 @@ impl E2e {
     }
 
     fn instance_dir(&self, instance: &str) -> PathBuf {
-        self.root.state().join("instances/e2e").join(instance)
+        self.root.state().join("instances").join(self.project).join(instance)
     }
 
     fn console(&self, instance: &str) -> String {
