@@ -61,6 +61,22 @@ fn repo() -> PathBuf {
 /// The image directory, built or reused by `build-debian.sh`; fails the test
 /// naming what is missing when it cannot be.
 fn image() -> PathBuf {
+    // One build for the tests that run at once: a second build would
+    // replace the base image under the first test's running overlays.
+    static BUILT: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(image) = built.as_ref() {
+        return image.clone();
+    }
+    let image = build_image();
+    *built = Some(image.clone());
+    image
+}
+
+/// Builds (or finds up to date) the Debian guest image.
+fn build_image() -> PathBuf {
     test_support::require_tools(
         &["qemu-system-x86_64", "qemu-img", "ssh", "ssh-keygen"],
         "apt-get install qemu-system-x86 qemu-utils openssh-client",
@@ -245,7 +261,11 @@ impl E2e {
     }
 
     fn instance_dir(&self, instance: &str) -> PathBuf {
-        self.root.state().join("instances").join(self.project).join(instance)
+        self.root
+            .state()
+            .join("instances")
+            .join(self.project)
+            .join(instance)
     }
 
     fn console(&self, instance: &str) -> String {
