@@ -13,6 +13,8 @@
 //! the running test. Tests never build anything themselves: `cargo test
 //! --workspace` (or `cargo build --workspace`) builds every binary once.
 
+pub mod oneoff;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

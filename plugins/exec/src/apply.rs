@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use holo_plugin::common::format_duration;
+use holo_plugin::oneoff::EnsureResult;
 use holo_plugin::process::{Command, Status, Stream};
 use holo_plugin::{Env, Error, Result};
 
@@ -291,9 +292,94 @@ pub fn execute(env: &Env, spec: &ExecSpec, refresh: bool) -> Result<()> {
     Err(Error::new(message))
 }
 
+/// The notes of `holo-exec status` on what the last `holo-exec ensure`
+/// did (`at` is its time), and on the `creates` file now, one row each:
+/// the command ran and succeeded, was not run, failed (with the first
+/// line of the error), or was left alone; then whether `creates` exists.
+pub fn status_notes(
+    result: EnsureResult,
+    at: &str,
+    message: Option<&str>,
+    creates: Option<(&str, bool)>,
+) -> Vec<String> {
+    let mut notes = vec![match result {
+        EnsureResult::Changed => {
+            format!("holo-exec ensure ran the command at {at}, and it succeeded")
+        }
+        EnsureResult::NotChanged => format!(
+            "holo-exec ensure at {at} did not run the command (creates, refresh_only, onlyif or unless_command held it back)"
+        ),
+        EnsureResult::Failed => format!(
+            "holo-exec ensure ran the command at {at}, and it failed: {}",
+            message.unwrap_or("no message")
+        ),
+        EnsureResult::NeedsForce => {
+            format!("holo-exec ensure at {at} left a manual change alone")
+        }
+    }];
+    match creates {
+        Some((path, true)) => notes.push(format!(
+            "creates {path} exists now: ensure does not run the command again"
+        )),
+        Some((path, false)) => notes.push(format!(
+            "creates {path} does not exist now: ensure runs the command again"
+        )),
+        None => {}
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const AT: &str = "2026-01-02 03:04:05 UTC";
+
+    #[test]
+    fn status_note_ran_and_succeeded() {
+        assert_eq!(
+            status_notes(EnsureResult::Changed, AT, None, None),
+            ["holo-exec ensure ran the command at 2026-01-02 03:04:05 UTC, and it succeeded"]
+        );
+    }
+
+    #[test]
+    fn status_note_not_run() {
+        assert!(
+            status_notes(EnsureResult::NotChanged, AT, None, None)[0]
+                .contains("did not run the command")
+        );
+    }
+
+    #[test]
+    fn status_note_failed_gives_the_message() {
+        assert!(
+            status_notes(EnsureResult::Failed, AT, Some("exited with code 3"), None)[0]
+                .ends_with("and it failed: exited with code 3")
+        );
+    }
+
+    #[test]
+    fn status_note_left_alone() {
+        assert!(
+            status_notes(EnsureResult::NeedsForce, AT, None, None)[0]
+                .ends_with("left a manual change alone")
+        );
+    }
+
+    #[test]
+    fn status_note_creates_exists_or_not() {
+        let exists = status_notes(EnsureResult::Changed, AT, None, Some(("/m", true)));
+        assert_eq!(
+            exists[1],
+            "creates /m exists now: ensure does not run the command again"
+        );
+        let missing = status_notes(EnsureResult::Changed, AT, None, Some(("/m", false)));
+        assert_eq!(
+            missing[1],
+            "creates /m does not exist now: ensure runs the command again"
+        );
+    }
 
     #[test]
     fn a_tail_keeps_the_last_lines_each_cut_to_a_bounded_length() {

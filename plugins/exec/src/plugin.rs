@@ -2,7 +2,7 @@
 //! run) and apply (the decision table, the checks, then the run).
 
 use holo_plugin::resources;
-use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned};
+use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, StatusTable};
 
 use crate::apply::{self, Decision, Run};
 use crate::model::{ExecResource, ExecSpec};
@@ -21,6 +21,12 @@ impl Plugin for ExecPlugin {
 
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ExecResource>()
+    }
+
+    /// What the last `holo-exec ensure NAME` ran, with how it went as
+    /// comments; without one, a comment that a command cannot be observed.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
+        Some(status_table(env, name))
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ExecSpec>>> {
@@ -102,4 +108,40 @@ impl Plugin for ExecPlugin {
         }
         Ok(Outcome::Changed)
     }
+}
+
+/// The table of `holo-exec status NAME` (see [`ExecPlugin::status`]).
+fn status_table(env: &Env, name: &str) -> Result<StatusTable> {
+    let id = format!("exec:{name}");
+    let Some(ensured) = holo_plugin::oneoff::ensured(env, &id)? else {
+        return Ok(StatusTable {
+            unknown: vec![(
+                "command".to_string(),
+                format!(
+                    "holo-exec has no record of exec {name:?} (only holo-exec ensure keeps one), and a command leaves nothing to read back; fill in the command (without it the name runs as the command) and creates, onlyif or unless_command, so that it does not run on every apply"
+                ),
+            )],
+            ..StatusTable::default()
+        });
+    };
+    let creates = ensured
+        .table
+        .get("creates")
+        .and_then(|value| value.as_str())
+        .map(|path| {
+            let exists = env
+                .root_fs()
+                .is_ok_and(|fs| fs.metadata(&env.root_join(path)).is_ok());
+            (path, exists)
+        });
+    Ok(StatusTable {
+        notes: apply::status_notes(
+            ensured.result,
+            &ensured.at_text(),
+            ensured.message.as_deref(),
+            creates,
+        ),
+        properties: ensured.table.clone(),
+        unknown: Vec::new(),
+    })
 }

@@ -28,8 +28,8 @@ impl Plugin for FilePlugin {
         holo_plugin::oneoff::property_types::<FileResource>()
     }
 
-    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
-        Some(status_table(env, name))
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::StatusTable>> {
+        Some(status_table(env, name).map(Into::into))
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {

@@ -182,7 +182,7 @@ impl Plugin for PackagePlugin {
 
     /// The installed version as `ensure` (so the table pins it), or
     /// `absent`; the provider is chosen as for a table that names none.
-    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::StatusTable>> {
         let installed = || -> Result<Option<provider::Installed>> {
             let kind = model::choose_provider(None, &provider_hints(env)?)
                 .map_err(|message| Error::new(format!("holo-package status {name}: {message}")))?;
@@ -193,7 +193,7 @@ impl Plugin for PackagePlugin {
             let mut table = holo_plugin::oneoff::Table::new();
             let ensure = installed.map_or("absent".to_string(), |package| package.full_version());
             table.insert("ensure".to_string(), ensure.into());
-            table
+            table.into()
         }))
     }
 

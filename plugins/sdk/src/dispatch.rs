@@ -99,9 +99,11 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     let is_protocol_operation =
         operation == "scan" || operation == "diff" || entity_mode.is_some() || batch_mode.is_some();
     if operation == "ensure" || operation == "status" {
-        let result = match operation {
-            "ensure" => crate::oneoff::ensure(plugin, &env, rest),
-            _ => crate::oneoff::status(plugin, &env, rest),
+        // A plugin whose resources are not tables gives its own.
+        let result = match (plugin.subcommand(&env, operation, rest), operation) {
+            (Some(result), _) => result,
+            (None, "ensure") => crate::oneoff::ensure(plugin, &env, rest),
+            (None, _) => crate::oneoff::status(plugin, &env, rest),
         };
         return result.unwrap_or_else(|err| fail(&err));
     }

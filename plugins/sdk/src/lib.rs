@@ -115,4 +115,4 @@ pub use dispatch::run;
 pub use entity::fail;
 pub use env::Env;
 pub use error::{Error, Result};
-pub use plugin::{Action, Diff, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned};
+pub use plugin::{Action, Diff, EntityCtx, Extension, Mode, Outcome, Plugin, Scanned, StatusTable};

@@ -34,7 +34,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use crate::entity::{print_error, scan_and_cache};
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::plugin::{Plugin, Scanned};
+use crate::plugin::{Plugin, Scanned, StatusTable};
 use crate::resources::{Resource, closest};
 
 /// The table `status` gives and its values, for plugins.
@@ -287,12 +287,43 @@ impl<'de> de::SeqAccess<'de> for OneElement<'_> {
 /// What the command line asks of `ensure`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnsureRequest {
-    /// The one-table document, `[[KIND]]` and the properties.
-    pub document: String,
+    /// The resource directory of the one-off: for flags, one file holding
+    /// the one-table document, `[[KIND]]` and the properties.
+    pub resources: Vec<ResourceEntry>,
     /// `--noop`: say what would change.
     pub noop: bool,
     /// `--force-apply`: as `holo apply --force`.
     pub force: bool,
+}
+
+/// The name of the resource file that `ensure` writes from flags.
+const FLAGS_FILE: &str = "ensure.toml";
+
+impl EnsureRequest {
+    /// The table the flags gave (without `name`), for [`Ensured`]; `None`
+    /// for resources that are not one table.
+    fn flags_table(&self) -> Option<toml::Table> {
+        let [ResourceEntry::File { path, content }] = self.resources.as_slice() else {
+            return None;
+        };
+        if path != Path::new(FLAGS_FILE) {
+            return None;
+        }
+        let document: toml::Table = content.parse().ok()?;
+        let (_, tables) = document.into_iter().next()?;
+        let mut table = tables.as_array()?.first()?.as_table()?.clone();
+        table.remove("name");
+        Some(table)
+    }
+}
+
+/// One entry of a one-off's resource directory, at `path` below it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceEntry {
+    /// A file with this content.
+    File { path: PathBuf, content: String },
+    /// A symbolic link to `target`, an absolute path.
+    Link { path: PathBuf, target: PathBuf },
 }
 
 /// The flags of `ensure` for a plugin: its kind (the first section of
@@ -439,7 +470,10 @@ impl Flags {
         let document = toml::to_string(&document)
             .map_err(|err| Error::new(format!("{command}: cannot write the table: {err}")))?;
         Ok(EnsureRequest {
-            document,
+            resources: vec![ResourceEntry::File {
+                path: PathBuf::from(FLAGS_FILE),
+                content: document,
+            }],
             noop,
             force,
         })
@@ -602,7 +636,7 @@ struct RunDir {
 }
 
 impl RunDir {
-    fn create(plugin_id: &str, document: &str) -> Result<RunDir> {
+    fn create(plugin_id: &str, entries: &[ResourceEntry]) -> Result<RunDir> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("holo-{plugin_id}-ensure."))
             .tempdir()
@@ -619,9 +653,20 @@ impl RunDir {
             std::fs::create_dir(path)
                 .map_err(|err| Error::new(format!("cannot create {}: {err}", path.display())))?;
         }
-        let file = resources.join("ensure.toml");
-        std::fs::write(&file, document)
-            .map_err(|err| Error::new(format!("cannot write {}: {err}", file.display())))?;
+        for entry in entries {
+            let (ResourceEntry::File { path, .. } | ResourceEntry::Link { path, .. }) = entry;
+            let at = resources.join(path);
+            let cannot =
+                |err: std::io::Error| Error::new(format!("cannot write {}: {err}", at.display()));
+            if let Some(parent) = at.parent() {
+                std::fs::create_dir_all(parent).map_err(cannot)?;
+            }
+            match entry {
+                ResourceEntry::File { content, .. } => std::fs::write(&at, content),
+                ResourceEntry::Link { target, .. } => std::os::unix::fs::symlink(target, &at),
+            }
+            .map_err(cannot)?;
+        }
         Ok(RunDir {
             _dir: dir,
             resources,
@@ -661,7 +706,7 @@ impl RunDir {
     /// Error messages name the generated file; on the command line, the
     /// flags are what the user wrote.
     fn rewrite(&self, err: &Error, command: &str) -> Error {
-        let file = format!("{}", self.resources.join("ensure.toml").display());
+        let file = format!("{}", self.resources.join(FLAGS_FILE).display());
         // A relative path is taken next to the generated file: show it as given.
         let directory = format!("{}/", self.resources.display());
         let mut text = String::new();
@@ -686,15 +731,119 @@ impl RunDir {
     }
 }
 
-/// The state directory `ensure` uses for `id`: holo's own when it has a
-/// record for the entity, else the one-off directory (see the module
-/// documentation).
-fn state_dir_for(holo_env: &Env, id: &str) -> PathBuf {
-    if crate::state::record_path(holo_env, id).exists() {
+/// The state directory `ensure` uses for entities `ids`: holo's own when
+/// it has a record for one of them, else the one-off directory (see the
+/// module documentation).
+fn state_dir_for(holo_env: &Env, ids: &[&str]) -> PathBuf {
+    if ids
+        .iter()
+        .any(|id| crate::state::record_path(holo_env, id).exists())
+    {
         holo_env.state_dir.clone()
     } else {
-        holo_env.root_join(format!("var/lib/holo/ensure/{}", holo_env.plugin_id))
+        one_off_state_dir(holo_env)
     }
+}
+
+fn one_off_state_dir(env: &Env) -> PathBuf {
+    env.root_join(format!("var/lib/holo/ensure/{}", env.plugin_id))
+}
+
+/// Where `ensure` keeps [`Ensured`]: beside the one-off records, whichever
+/// state directory the records went to.
+fn ensured_dir(env: &Env) -> PathBuf {
+    env.root_join(format!("var/lib/holo/ensure/{}.ensured", env.plugin_id))
+}
+
+/// `env` with another state directory.
+fn env_with_state_dir(env: &Env, state_dir: &Path) -> Result<Env> {
+    let cache = env.cache_dir.clone().into_os_string();
+    let root = env.root.clone().into_os_string();
+    let origin = env.resource_origin.clone().into_os_string();
+    let resources = env.resource_dir.clone().into_os_string();
+    Env::from_lookup(&env.plugin_id, |key| match key {
+        "HOLO_STATE_DIR" => Some(state_dir.as_os_str().to_os_string()),
+        "HOLO_CACHE_DIR" => Some(cache.clone()),
+        "HOLO_ROOT_DIR" => Some(root.clone()),
+        "HOLO_RESOURCE_ORIGIN" => Some(origin.clone()),
+        "HOLO_RESOURCE_DIR" => Some(resources.clone()),
+        _ => std::env::var_os(key),
+    })
+}
+
+/// For `status`: `env` with the state directory that holds the record of
+/// entity `id`, holo's own when it has one, else the one-off directory
+/// (which may have none either).
+pub fn record_env(env: &Env, id: &str) -> Result<Env> {
+    env_with_state_dir(env, &state_dir_for(env, &[id]))
+}
+
+/// How the last `ensure` of an entity went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnsureResult {
+    /// The plugin changed something (for holo-exec: the command ran).
+    Changed,
+    /// Nothing needed changing.
+    NotChanged,
+    /// The apply failed.
+    Failed,
+    /// A manual change was left alone: it needs `--force-apply`.
+    NeedsForce,
+}
+
+/// What the last `ensure` of an entity converged and how it went, kept in
+/// `ROOT/var/lib/holo/ensure/ID.ensured/` for `status`: the properties the
+/// flags gave (as [`Plugin::redact_ensured`] leaves them), not a `--noop`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Ensured {
+    /// The properties but `name`.
+    pub table: toml::Table,
+    /// When it ran, in seconds since the epoch.
+    pub at: u64,
+    pub result: EnsureResult,
+    /// The first line of the error of a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Ensured {
+    /// `at` as `YYYY-MM-DD HH:MM:SS UTC`.
+    pub fn at_text(&self) -> String {
+        utc_text(self.at)
+    }
+}
+
+/// What the last `ensure` of entity `id` kept, `None` when none ran.
+pub fn ensured(env: &Env, id: &str) -> Result<Option<Ensured>> {
+    crate::state::read(&env_with_state_dir(env, &ensured_dir(env))?, id)
+}
+
+fn keep_ensured(env: &Env, id: &str, ensured: &Ensured) -> Result<()> {
+    crate::state::write(&env_with_state_dir(env, &ensured_dir(env))?, id, ensured)
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC` (the proleptic
+/// Gregorian calendar, as `date -u` prints it).
+fn utc_text(seconds: u64) -> String {
+    let days = i64::try_from(seconds / 86_400).unwrap_or(i64::MAX / 2);
+    let rest = seconds % 86_400;
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
 }
 
 /// `holo-ID ensure NAME --PROPERTY VALUE ...`.
@@ -707,6 +856,29 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
         )));
     };
     let request = flags.parse(&command, args)?;
+    converge(plugin, env, &command, &request)
+}
+
+/// Converges what `request` declares as `holo apply` would, printing what
+/// it prints and giving its exit code: every entity of the resources, in
+/// `REQUIRES` order, each skipped when one it requires failed. For a
+/// plugin's own `ensure` (see [`Plugin::subcommand`]); `command` names the
+/// one-off in messages.
+pub fn run_ensure<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    command: &str,
+    request: &EnsureRequest,
+) -> Result<ExitCode> {
+    converge(plugin, env, command, request)
+}
+
+fn converge<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    command: &str,
+    request: &EnsureRequest,
+) -> Result<ExitCode> {
     let _lock = match RunLock::acquire(env) {
         Ok(lock) => lock,
         Err(message) => {
@@ -714,32 +886,124 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
             return Ok(ExitCode::from(255));
         }
     };
-    let run_dir = RunDir::create(P::ID, &request.document)?;
-    let scan = |state_dir: &Path| -> Result<(Env, Scanned<P::Spec>)> {
+    let run_dir = RunDir::create(P::ID, &request.resources)?;
+    let scan = |state_dir: &Path| -> Result<Vec<Scanned<P::Spec>>> {
         let run_env = run_dir.env(P::ID, state_dir)?;
-        let entities =
-            scan_and_cache(plugin, &run_env).map_err(|err| run_dir.rewrite(&err, &command))?;
-        let entity = entities
+        let mut entities: Vec<Scanned<P::Spec>> = scan_and_cache(plugin, &run_env)
+            .map_err(|err| run_dir.rewrite(&err, command))?
             .into_iter()
-            .find(|entity| !entity.sources.is_empty())
-            .ok_or_else(|| Error::new(format!("{command}: the table declares no entity")))?;
-        Ok((run_env, entity))
+            .filter(|entity| !entity.sources.is_empty())
+            .collect();
+        if entities.is_empty() {
+            return Err(Error::new(format!(
+                "{command}: the resources declare no entity"
+            )));
+        }
+        entities.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(entities)
     };
-    let (_, entity) = scan(&run_dir.no_state)?;
-    let state_dir = state_dir_for(env, &entity.id);
-    let (_, entity) = scan(&state_dir)?;
+    let found = scan(&run_dir.no_state)?;
+    let ids: Vec<&str> = found.iter().map(|entity| entity.id.as_str()).collect();
+    let state_dir = state_dir_for(env, &ids);
+    let entities = scan(&state_dir)?;
+    let order = apply_order(&entities).map_err(|cycle| {
+        Error::new(format!(
+            "{command}: the entities require each other in a cycle: {}",
+            cycle.join(" -> ")
+        ))
+    })?;
     let operation = match (request.noop, request.force) {
         (true, _) => "noop",
         (false, true) => "force-apply",
         (false, false) => "apply",
     };
-    let ran = run_child(&run_dir.variables(&state_dir), operation, &entity.id)?;
-    Ok(report(&entity, &ran, request.noop, &|text| {
+    let ensured_table = request.flags_table().map(|mut table| {
+        plugin.redact_ensured(&mut table);
+        table
+    });
+    let rewrite = |text: String| {
         run_dir
-            .rewrite(&Error::new(text), &command)
+            .rewrite(&Error::new(text), command)
             .message()
             .to_string()
-    }))
+    };
+    let mut printer = Printer::default();
+    let mut results: Vec<Option<EnsureResult>> = vec![None; entities.len()];
+    for index in order {
+        let entity = &entities[index];
+        let failed_requirement = entities.iter().enumerate().find(|(other, required)| {
+            entity.requires.contains(&required.id)
+                && matches!(results[*other], Some(EnsureResult::Failed))
+        });
+        let ran = match failed_requirement {
+            Some((_, required)) => Ran::skipped(&required.id),
+            None => run_child(&run_dir.variables(&state_dir), operation, &entity.id)?,
+        };
+        let result = report(&mut printer, entity, &ran, &rewrite);
+        results[index] = Some(result);
+        if let (Some(table), false, false) = (&ensured_table, request.noop, ran.skipped) {
+            let message = (result == EnsureResult::Failed).then(|| ran.first_error(&rewrite));
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs());
+            let ensured = Ensured {
+                table: table.clone(),
+                at,
+                result,
+                message: message.flatten(),
+            };
+            keep_ensured(env, &entity.id, &ensured)?;
+        }
+    }
+    let failed = results.iter().any(|result| {
+        matches!(
+            result,
+            Some(EnsureResult::Failed | EnsureResult::NeedsForce)
+        )
+    });
+    let changed = results.contains(&Some(EnsureResult::Changed));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else if request.noop && changed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The order `holo apply` takes: by id, then each entity after those it
+/// requires or subscribes to (among these), the lowest ready index first.
+/// A cycle is returned as the ids around it.
+fn apply_order<S>(entities: &[Scanned<S>]) -> std::result::Result<Vec<usize>, Vec<String>> {
+    let after: Vec<Vec<usize>> = entities
+        .iter()
+        .map(|entity| {
+            entities
+                .iter()
+                .enumerate()
+                .filter(|(_, other)| {
+                    entity.requires.contains(&other.id) || entity.subscribes.contains(&other.id)
+                })
+                .map(|(index, _)| index)
+                .collect()
+        })
+        .collect();
+    let mut done = vec![false; entities.len()];
+    let mut order = Vec::with_capacity(entities.len());
+    while order.len() < entities.len() {
+        let ready = (0..entities.len())
+            .find(|index| !done[*index] && after[*index].iter().all(|other| done[*other]));
+        let Some(next) = ready else {
+            let stuck: Vec<String> = (0..entities.len())
+                .filter(|index| !done[*index])
+                .map(|index| entities[index].id.clone())
+                .collect();
+            return Err(stuck);
+        };
+        done[next] = true;
+        order.push(next);
+    }
+    Ok(order)
 }
 
 /// The signals a terminal sends to its foreground process group.
@@ -751,6 +1015,31 @@ struct Ran {
     stderr: Vec<u8>,
     fd3: Vec<u8>,
     exit: Option<i32>,
+    /// Not run: an entity it requires failed.
+    skipped: bool,
+}
+
+impl Ran {
+    /// An entity not run because `required` failed, with the driver's words.
+    fn skipped(required: &str) -> Ran {
+        Ran {
+            stdout: Vec::new(),
+            stderr: format!("!! {}\n", holo_protocol::skipped_message(required)).into_bytes(),
+            fd3: Vec::new(),
+            exit: Some(1),
+            skipped: true,
+        }
+    }
+
+    /// The first line of the error output, without `!! `.
+    fn first_error(&self, rewrite: &dyn Fn(String) -> String) -> Option<String> {
+        let stderr = rewrite(String::from_utf8_lossy(&self.stderr).into_owned());
+        stderr
+            .lines()
+            .map(|line| line.trim_start_matches("!! ").trim())
+            .find(|line| !line.is_empty())
+            .map(str::to_string)
+    }
 }
 
 fn run_child(variables: &[(&'static str, OsString)], operation: &str, id: &str) -> Result<Ran> {
@@ -813,19 +1102,20 @@ fn run_child(variables: &[(&'static str, OsString)], operation: &str, id: &str) 
         stderr: join(stderr),
         fd3: join(Some(fd3)),
         exit: status.code(),
+        skipped: false,
     })
 }
 
-/// Prints the entity as `holo apply` does and gives its exit code: nothing
+/// Prints the entity as `holo apply` does and says how it went: nothing
 /// for an entity that did not change; otherwise `Working on ID` with the
 /// scan's info lines, the plugin's output, and the messages for a failure
 /// or an entity that needs `--force-apply`.
 fn report<S>(
+    printer: &mut Printer,
     entity: &Scanned<S>,
     ran: &Ran,
-    noop: bool,
     rewrite: &dyn Fn(String) -> String,
-) -> ExitCode {
+) -> EnsureResult {
     let fd3 = String::from_utf8_lossy(&ran.fd3);
     let fd3_lines: Vec<&str> = fd3.lines().collect();
     let failed = ran.exit != Some(0);
@@ -834,7 +1124,7 @@ fn report<S>(
         && ran.stdout.is_empty()
         && ran.stderr.is_empty();
     if unchanged {
-        return ExitCode::SUCCESS;
+        return EnsureResult::NotChanged;
     }
     let mut out = String::new();
     let verb = entity
@@ -853,7 +1143,6 @@ fn report<S>(
     // Paragraphs as the driver prints them: a blank line after the
     // header, and the entity's output ends with one.
     out.push('\n');
-    let mut printer = Printer::default();
     printer.write(false, out.as_bytes());
     printer.write(false, &ran.stdout);
     let mut stderr = rewrite(String::from_utf8_lossy(&ran.stderr).into_owned());
@@ -875,21 +1164,19 @@ fn report<S>(
         needs_force = true;
         printer.write(true, message.as_bytes());
     }
-    if failed {
+    if failed && !ran.skipped {
         let status = ran.exit.map_or("killed by a signal".to_string(), |code| {
             format!("exit status {code}")
         });
         printer.write(true, format!("!! {status}\n").as_bytes());
     }
-    while printer.trailing_newlines < 2 {
-        printer.write(false, b"\n");
-    }
-    if failed || needs_force {
-        ExitCode::from(1)
-    } else if noop {
-        ExitCode::from(2)
+    printer.end_paragraph();
+    if failed {
+        EnsureResult::Failed
+    } else if needs_force {
+        EnsureResult::NeedsForce
     } else {
-        ExitCode::SUCCESS
+        EnsureResult::Changed
     }
 }
 
@@ -903,6 +1190,13 @@ struct Printer {
 }
 
 impl Printer {
+    /// Ends the entity's paragraph with a blank line.
+    fn end_paragraph(&mut self) {
+        while self.trailing_newlines < 2 {
+            self.write(false, b"\n");
+        }
+    }
+
     fn write(&mut self, to_stderr: bool, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
@@ -952,9 +1246,41 @@ pub(crate) fn status<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
             P::ID
         )));
     };
-    print!("{}", status_table(&kind, name, &found?)?);
+    let found = found?;
+    print!("{}", render_status(&kind, name, &found)?);
     let _ = std::io::stdout().flush();
-    Ok(ExitCode::SUCCESS)
+    Ok(if found.unknown.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+/// The `[[KIND]]` table of `status`: `name`, then the notes and the
+/// properties to fill in as comments, then the properties.
+pub fn render_status(kind: &str, name: &str, found: &StatusTable) -> Result<String> {
+    let table = status_table(kind, name, &found.properties)?;
+    let Some((head, rest)) = table.split_once('\n').and_then(|(header, rest)| {
+        let (name_line, rest) = rest.split_once('\n')?;
+        Some((format!("{header}\n{name_line}\n"), rest.to_string()))
+    }) else {
+        return Ok(table);
+    };
+    let mut comments = String::new();
+    let lines = found
+        .notes
+        .iter()
+        .flat_map(|note| note.lines().map(str::to_string))
+        .chain(
+            found
+                .unknown
+                .iter()
+                .map(|(property, what)| format!("{property}: {what}")),
+        );
+    for line in lines {
+        comments.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
+    }
+    Ok(format!("{head}{comments}{rest}"))
 }
 
 /// A `[[KIND]]` table with `name` first, then `properties` (plain values
@@ -1013,6 +1339,13 @@ mod tests {
         }
     }
 
+    fn document(request: &EnsureRequest) -> &str {
+        match request.resources.as_slice() {
+            [ResourceEntry::File { content, .. }] => content,
+            other => panic!("one file, not {other:?}"),
+        }
+    }
+
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|arg| arg.to_string()).collect()
     }
@@ -1058,7 +1391,7 @@ mod tests {
             )
             .expect("parses");
         assert!(request.noop && !request.force);
-        let table: toml::Table = request.document.parse().expect("toml");
+        let table: toml::Table = document(&request).parse().expect("toml");
         let demo = &table["demo"][0];
         assert_eq!(demo["name"].as_str(), Some("x"));
         assert_eq!(demo["mode"].as_str(), Some("0644"));
@@ -1076,7 +1409,7 @@ mod tests {
         let flags = flags();
         let parse = |list: &[&str]| flags.parse("holo-demo ensure", &args(list));
         let request = parse(&["x", "--no-force", "--version", "1.2"]).expect("parses");
-        let table: toml::Table = request.document.parse().expect("toml");
+        let table: toml::Table = document(&request).parse().expect("toml");
         assert_eq!(table["demo"][0]["force"].as_bool(), Some(false));
         assert_eq!(table["demo"][0]["ensure"].as_str(), Some("1.2"));
         let message = |list: &[&str]| parse(list).expect_err("fails").message().to_string();
@@ -1104,6 +1437,44 @@ mod tests {
         assert_eq!(
             status_table("file", "/etc/motd", &properties).expect("table"),
             "[[file]]\nname = \"/etc/motd\"\nensure = \"present\"\nmode = \"0644\"\n"
+        );
+    }
+
+    #[test]
+    fn status_comments_follow_the_name() {
+        let mut properties = toml::Table::new();
+        properties.insert("checksum".to_string(), "abc".into());
+        let found = StatusTable {
+            properties,
+            notes: vec!["last run: ok".to_string()],
+            unknown: vec![("url".to_string(), "fill in the URL".to_string())],
+        };
+        assert_eq!(
+            render_status("archive", "/a.tgz", &found).expect("table"),
+            "[[archive]]\nname = \"/a.tgz\"\n# last run: ok\n# url: fill in the URL\nchecksum = \"abc\"\n"
+        );
+    }
+
+    #[test]
+    fn times_are_utc_dates() {
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_text(1_795_657_255), "2026-11-26 01:40:55 UTC");
+    }
+
+    #[test]
+    fn apply_order_puts_requirements_first() {
+        let entity = |id: &str, requires: &[&str]| {
+            let mut scanned = Scanned::new(id, ());
+            scanned.requires = requires.iter().map(|r| r.to_string()).collect();
+            scanned
+        };
+        let entities = [entity("vm:a/app", &["vm:a/db"]), entity("vm:a/db", &[])];
+        assert_eq!(apply_order(&entities), Ok(vec![1, 0]));
+        let cycle = [entity("x:a", &["x:b"]), entity("x:b", &["x:a"])];
+        assert_eq!(
+            apply_order(&cycle),
+            Err(vec!["x:a".to_string(), "x:b".to_string()])
         );
     }
 }

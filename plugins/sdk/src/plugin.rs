@@ -142,19 +142,55 @@ pub trait Plugin {
         &[]
     }
 
-    /// For `holo-ID status NAME`: the properties (other than `name`) of the
-    /// table that would declare the current state of `NAME`. `None` (the
-    /// default) means the plugin has no `status`.
-    fn status(&self, env: &Env, name: &str) -> Option<Result<toml::Table>> {
+    /// For `holo-ID status NAME`: the table that would declare the current
+    /// state of `NAME` (see [`StatusTable`]). `None` (the default) means the
+    /// plugin has no `status`.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
         let _ = (env, name);
         None
     }
 
+    /// What `holo-ID ensure` keeps of the table it converged, for `status`
+    /// (see [`crate::oneoff::ensured`]): a plugin removes or redacts here
+    /// what must not be written to disk, such as credentials. By default
+    /// the table is kept as given.
+    fn redact_ensured(&self, table: &mut toml::Table) {
+        let _ = table;
+    }
+
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return
-    /// `None` when `name` is not one of them.
+    /// `None` when `name` is not one of them. A plugin whose resources are
+    /// not TOML tables may answer `ensure` and `status` here itself (with
+    /// [`crate::oneoff::run_ensure`] for the run).
     fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
         let _ = (env, name, args);
         None
+    }
+}
+
+/// What `holo-ID status NAME` prints: a `[[KIND]]` table with `name`
+/// first, the notes and the properties to fill in as comments, then
+/// `properties`. `status` exits 3 when `unknown` is not empty, so that a
+/// script can tell a table that declares the whole state from one that
+/// needs filling in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatusTable {
+    /// The properties (other than `name`), plain values and lists of them.
+    pub properties: toml::Table,
+    /// What is known that no property holds (such as how the last run
+    /// went), one comment line each.
+    pub notes: Vec<String>,
+    /// The properties that cannot be read back: `(property, what to fill
+    /// in)`.
+    pub unknown: Vec<(String, String)>,
+}
+
+impl From<toml::Table> for StatusTable {
+    fn from(properties: toml::Table) -> Self {
+        StatusTable {
+            properties,
+            ..StatusTable::default()
+        }
     }
 }
 

@@ -71,7 +71,7 @@ impl Plugin for ServicePlugin {
     }
 
     /// Whether the service runs and starts at boot, as `ensure` and `enable`.
-    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::oneoff::Table>> {
+    fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::StatusTable>> {
         let status = provider::open(env).status(name);
         Some(status.map(|status| {
             let mut table = holo_plugin::oneoff::Table::new();
@@ -82,7 +82,7 @@ impl Plugin for ServicePlugin {
             };
             table.insert("ensure".to_string(), ensure.into());
             table.insert("enable".to_string(), status.enabled.into());
-            table
+            table.into()
         }))
     }
 

@@ -1,36 +1,15 @@
 //! `holo-exec ensure NAME --command ...`: one command from flags, run as
 //! `holo apply` runs the same `[[exec]]` table.
 
-use std::fs;
-use std::path::PathBuf;
-use std::process::Output;
+use test_support::oneoff::{OneOffRoot, text};
 
-fn root() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("root");
-    fs::create_dir_all(&root).expect("mkdir");
-    fs::create_dir_all(dir.path().join("tmp")).expect("mkdir");
-    (dir, root)
-}
-
-fn run(root: &PathBuf, args: &[&str]) -> Output {
-    std::process::Command::new(test_support::binary("holo-exec"))
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_ROOT_DIR", root)
-        .env("TMPDIR", root.parent().expect("parent").join("tmp"))
-        .output()
-        .expect("run holo-exec")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn root() -> OneOffRoot {
+    OneOffRoot::new("holo-exec")
 }
 
 #[test]
 fn ensure_runs_until_creates_exists() {
-    let (_dir, root) = root();
+    let root = root();
     // In test mode the command runs in the root.
     let args = [
         "ensure",
@@ -40,7 +19,7 @@ fn ensure_runs_until_creates_exists() {
         "--creates",
         "/marker",
     ];
-    let first = run(&root, &args);
+    let first = root.run(&args);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     assert!(
         text(&first.stdout)
@@ -48,35 +27,32 @@ fn ensure_runs_until_creates_exists() {
         "{}",
         text(&first.stdout)
     );
-    assert!(root.join("marker").is_file());
-    let second = run(&root, &args);
+    assert!(root.path("marker").is_file());
+    let second = root.run(&args);
     assert_eq!(second.status.code(), Some(0));
     assert_eq!(text(&second.stdout), "");
 }
 
 #[test]
 fn returns_is_a_list_of_integers_and_a_failure_exits_1() {
-    let (_dir, root) = root();
-    let accepted = run(
-        &root,
-        &[
-            "ensure",
-            "three",
-            "--command",
-            "sh -c 'exit 3'",
-            "--returns",
-            "0",
-            "--returns",
-            "3",
-        ],
-    );
+    let root = root();
+    let accepted = root.run(&[
+        "ensure",
+        "three",
+        "--command",
+        "sh -c 'exit 3'",
+        "--returns",
+        "0",
+        "--returns",
+        "3",
+    ]);
     assert_eq!(
         accepted.status.code(),
         Some(0),
         "{}",
         text(&accepted.stderr)
     );
-    let failed = run(&root, &["ensure", "three", "--command", "sh -c 'exit 3'"]);
+    let failed = root.run(&["ensure", "three", "--command", "sh -c 'exit 3'"]);
     assert_eq!(failed.status.code(), Some(1));
     let stderr = text(&failed.stderr);
     assert!(stderr.ends_with("!! exit status 1\n"), "{stderr}");
@@ -86,13 +62,13 @@ fn returns_is_a_list_of_integers_and_a_failure_exits_1() {
 #[test]
 fn ctrl_c_ends_the_command_and_releases_the_lock() {
     use std::os::unix::process::CommandExt;
-    let (_dir, root) = root();
+    let root = root();
     let child = std::process::Command::new(test_support::binary("holo-exec"))
         .args(["ensure", "slow", "--command", "sleep 30"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_ROOT_DIR", &root)
-        .env("TMPDIR", root.parent().expect("parent").join("tmp"))
+        .env("HOLO_ROOT_DIR", root.root())
+        .env("TMPDIR", root.tmp())
         .process_group(0)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -100,7 +76,7 @@ fn ctrl_c_ends_the_command_and_releases_the_lock() {
         .expect("start holo-exec");
     // The command runs once the lock is held.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !root.join("run/holo.pid").exists() && std::time::Instant::now() < deadline {
+    while !root.path("run/holo.pid").exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -118,5 +94,87 @@ fn ctrl_c_ends_the_command_and_releases_the_lock() {
         "{}",
         text(&output.stderr)
     );
-    assert!(!root.join("run/holo.pid").exists());
+    assert!(!root.path("run/holo.pid").exists());
+}
+
+#[test]
+fn status_gives_the_ensured_table_and_how_it_went() {
+    let root = root();
+    let args = [
+        "ensure",
+        "make-marker",
+        "--command",
+        "touch marker",
+        "--creates",
+        "/marker",
+    ];
+    assert_eq!(root.run(&args).status.code(), Some(0));
+    let status = root.run(&["status", "make-marker"]);
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
+    let stdout = text(&status.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[..2],
+        ["[[exec]]", "name = \"make-marker\""],
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("# holo-exec ensure ran the command at ")
+            && lines[2].ends_with(" UTC, and it succeeded"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[3..],
+        [
+            "# creates /marker exists now: ensure does not run the command again",
+            "command = \"touch marker\"",
+            "creates = \"/marker\"",
+        ],
+        "{stdout}"
+    );
+    // The table is one for a resource file: ensure with it changes nothing.
+    let table: toml::Table = toml::from_str(&stdout).expect("toml");
+    assert_eq!(table["exec"][0]["command"].as_str(), Some("touch marker"));
+    // A run that does nothing is recorded as such.
+    assert_eq!(root.run(&args).status.code(), Some(0));
+    let again = text(&root.run(&["status", "make-marker"]).stdout);
+    assert!(again.contains(" did not run the command ("), "{again}");
+}
+
+#[test]
+fn status_of_a_failed_command_gives_its_error() {
+    let root = root();
+    let failed = root.run(&["ensure", "three", "--command", "sh -c 'exit 3'"]);
+    assert_eq!(failed.status.code(), Some(1));
+    let status = root.run(&["status", "three"]);
+    assert_eq!(status.status.code(), Some(0));
+    let stdout = text(&status.stdout);
+    assert!(
+        stdout.contains(", and it failed: ") && stdout.contains("exited with code 3"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("command = \"sh -c 'exit 3'\"\n"),
+        "{stdout}"
+    );
+    // --noop runs nothing, so it records nothing.
+    let noop = root.run(&["ensure", "other", "--command", "true", "--noop"]);
+    assert_eq!(noop.status.code(), Some(2), "{}", text(&noop.stderr));
+    assert_eq!(root.run(&["status", "other"]).status.code(), Some(3));
+}
+
+#[test]
+fn status_without_a_record_says_what_to_fill_in_and_exits_3() {
+    let root = root();
+    let status = root.run(&["status", "update-ca"]);
+    assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
+    let stdout = text(&status.stdout);
+    assert!(
+        stdout.starts_with(
+            "[[exec]]\nname = \"update-ca\"\n# command: holo-exec has no record of exec \"update-ca\""
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fill in the command"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
 }
