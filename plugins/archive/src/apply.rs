@@ -237,9 +237,83 @@ pub fn noop_message(plan: &Plan) -> Option<String> {
 
 pub use holo_plugin::extract::{Limits, Room, Survey, room};
 
+/// What `holo-archive status` reads back as `ensure` and `cleanup`, with a
+/// note where it had to conclude something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBack {
+    pub ensure: Ensure,
+    pub cleanup: bool,
+    pub note: Option<&'static str>,
+}
+
+/// One row each: an archive on disk is present; a missing one is absent,
+/// unless the record says present and its `creates` exists, which only
+/// `cleanup = true` leaves behind; a missing one that the record says is
+/// present was removed since.
+pub fn read_back(
+    archive_exists: bool,
+    recorded: Option<Ensure>,
+    recorded_creates_exists: bool,
+) -> ReadBack {
+    let plain = |ensure| ReadBack {
+        ensure,
+        cleanup: false,
+        note: None,
+    };
+    match (archive_exists, recorded) {
+        (true, _) => plain(Ensure::Present),
+        (false, None | Some(Ensure::Absent)) => plain(Ensure::Absent),
+        (false, Some(Ensure::Present)) if recorded_creates_exists => ReadBack {
+            ensure: Ensure::Present,
+            cleanup: true,
+            note: Some(
+                "the archive is gone and what it created is there, which only cleanup = true leaves",
+            ),
+        },
+        (false, Some(Ensure::Present)) => ReadBack {
+            ensure: Ensure::Absent,
+            cleanup: false,
+            note: Some(
+                "the record says the archive was present, but it is gone and nothing says it was cleaned up",
+            ),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_back_an_archive_on_disk_is_present() {
+        for recorded in [None, Some(Ensure::Absent), Some(Ensure::Present)] {
+            assert_eq!(read_back(true, recorded, false).ensure, Ensure::Present);
+            assert!(!read_back(true, recorded, true).cleanup);
+        }
+    }
+
+    #[test]
+    fn read_back_a_missing_archive_without_a_record_is_absent() {
+        assert_eq!(read_back(false, None, false).ensure, Ensure::Absent);
+        assert_eq!(
+            read_back(false, Some(Ensure::Absent), false).ensure,
+            Ensure::Absent
+        );
+    }
+
+    #[test]
+    fn read_back_a_cleaned_up_archive_is_present_with_cleanup() {
+        let found = read_back(false, Some(Ensure::Present), true);
+        assert_eq!((found.ensure, found.cleanup), (Ensure::Present, true));
+        assert!(found.note.is_some());
+    }
+
+    #[test]
+    fn read_back_a_removed_archive_is_absent_with_a_note() {
+        let found = read_back(false, Some(Ensure::Present), false);
+        assert_eq!((found.ensure, found.cleanup), (Ensure::Absent, false));
+        assert!(found.note.is_some_and(|note| note.contains("it is gone")));
+    }
 
     const SUM: &str = "aaaa";
 

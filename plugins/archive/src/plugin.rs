@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use holo_plugin::resources::{self, Resource};
 use holo_plugin::root_fs::RootFs;
-use holo_plugin::{EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, owners, state};
+use holo_plugin::{
+    EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, StatusTable, owners, state,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::apply::{self, Desired, Protection, Status};
@@ -55,6 +57,30 @@ impl Plugin for ArchivePlugin {
 
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ArchiveTable>()
+    }
+
+    /// The credentials never reach the disk: the password and the header
+    /// values become `***`, and the URL loses its userinfo and query.
+    fn redact_ensured(&self, table: &mut holo_plugin::oneoff::Table) {
+        use holo_plugin::oneoff::Value;
+        if let Some(url) = table.get_mut("url")
+            && let Some(text) = url.as_str()
+        {
+            *url = Value::String(holo_plugin::download::redact_url(text));
+        }
+        if let Some(password) = table.get_mut("password") {
+            *password = Value::String(REDACTED.to_string());
+        }
+        if let Some(Value::Table(headers)) = table.get_mut("headers") {
+            for (_, value) in headers.iter_mut() {
+                *value = Value::String(REDACTED.to_string());
+            }
+        }
+    }
+
+    /// The archive at `name` and what holo-archive recorded of it.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
+        Some(status_table(env, name))
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ArchiveSpec>>> {
@@ -420,4 +446,160 @@ fn render_diff(env: &Env, id: &str, spec: &ArchiveSpec) -> Result<Option<(PathBu
         write_side("desired.toml", &desired_side)?,
         write_side("current.toml", &current_side)?,
     )))
+}
+
+/// What redaction leaves in place of a credential.
+const REDACTED: &str = "***";
+
+/// The table of `holo-archive status NAME`: the archive on disk (whether
+/// it is there, its checksum, owner and group), then holo-archive's
+/// record (the URL, `extract_parent`, `creates`), then the table of the
+/// last `holo-archive ensure`; what none of them holds is to fill in.
+fn status_table(env: &Env, name: &str) -> Result<StatusTable> {
+    use holo_plugin::oneoff::Value;
+    crate::model::validate_absolute("name", name)
+        .map_err(|message| Error::new(format!("holo-archive status: {message}")))?;
+    let id = format!("archive:{name}");
+    let record: Option<Record> = state::read(&holo_plugin::oneoff::record_env(env, &id)?, &id)?;
+    let ensured = holo_plugin::oneoff::ensured(env, &id)?;
+    let fs = env.root_fs()?;
+    let archive = env.root_join(name);
+    let on_disk = match fs.metadata(&archive) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(_) => {
+            return Err(Error::new(format!(
+                "holo-archive status: {name} exists but is not a regular file, so it is no archive holo-archive manages"
+            )));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Error::io("read", &archive, &err)),
+    };
+    let exists = |path: &str| fs.metadata(&env.root_join(path)).is_ok();
+    let mut found = StatusTable {
+        properties: ensured.map(|ensured| ensured.table).unwrap_or_default(),
+        ..StatusTable::default()
+    };
+    let properties = &mut found.properties;
+    if let Some(record) = &record {
+        properties.insert("url".to_string(), Value::String(record.url.clone()));
+        for (key, value) in [
+            ("extract_parent", &record.extract_parent),
+            ("creates", &record.creates),
+            ("checksum", &record.checksum),
+        ] {
+            match value {
+                Some(value) => properties.insert(key.to_string(), Value::String(value.clone())),
+                None => properties.remove(key),
+            };
+        }
+    }
+    let creates = properties
+        .get("creates")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let extracted =
+        properties.contains_key("extract_parent") && creates.as_deref().is_some_and(&exists);
+    let read = apply::read_back(
+        on_disk.is_some(),
+        record.as_ref().map(|record| record.ensure),
+        extracted,
+    );
+    properties.insert(
+        "ensure".to_string(),
+        Value::String(read.ensure.as_str().to_string()),
+    );
+    if read.cleanup {
+        properties.insert("cleanup".to_string(), Value::Boolean(true));
+    } else {
+        properties.remove("cleanup");
+    }
+    let ids = match &on_disk {
+        Some(meta) => {
+            use std::os::unix::fs::MetadataExt;
+            let real = in_root::real_path(env, &fs, &archive)?;
+            properties.insert(
+                "checksum".to_string(),
+                Value::String(holo_plugin::download::sha256_file(&real)?),
+            );
+            Some((meta.uid(), meta.gid()))
+        }
+        None => record
+            .as_ref()
+            .and_then(|record| Some((record.uid?, record.gid?))),
+    };
+    if let Some((uid, gid)) = ids {
+        let user = owners::user_name(env, uid).map_or(Value::Integer(uid.into()), Value::String);
+        let group = owners::group_name(env, gid).map_or(Value::Integer(gid.into()), Value::String);
+        properties.insert("owner".to_string(), user);
+        properties.insert("group".to_string(), group);
+    }
+    if let Some(note) = read.note {
+        found.notes.push(note.to_string());
+    }
+    if record.as_ref().is_some_and(|record| record.extracting) {
+        found.notes.push(
+            "an extraction started and did not finish: the next apply extracts again".to_string(),
+        );
+    }
+    match &creates {
+        Some(path) if exists(path) => found.notes.push(format!("creates {path} exists")),
+        Some(path) => found.notes.push(format!(
+            "creates {path} does not exist: the next apply extracts the archive"
+        )),
+        None if on_disk.is_some() => found.notes.push(
+            "whether the archive was extracted, and where, is not recorded: add extract_parent and creates if it is to be"
+                .to_string(),
+        ),
+        None => {}
+    }
+    let properties = &mut found.properties;
+    match properties.get("url").and_then(Value::as_str) {
+        None => found.unknown.push((
+            "url".to_string(),
+            format!(
+                "holo-archive has no record of where {name} comes from; fill in the URL it is downloaded from"
+            ),
+        )),
+        Some(url) if url.contains(REDACTED) => {
+            found.unknown.push((
+                "url".to_string(),
+                format!(
+                    "recorded as {url}, without its credentials and query string, which are never written down; fill in the whole URL"
+                ),
+            ));
+            properties.remove("url");
+        }
+        Some(_) => {}
+    }
+    if properties.get("password").and_then(Value::as_str) == Some(REDACTED) {
+        properties.remove("password");
+        found.unknown.push((
+            "password".to_string(),
+            "a credential, never written down; fill it in".to_string(),
+        ));
+    }
+    let redacted_headers: Vec<String> = match properties.get("headers") {
+        Some(Value::Table(headers)) => headers.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    if !redacted_headers.is_empty() {
+        properties.remove("headers");
+        found.unknown.push((
+            "headers".to_string(),
+            format!(
+                "the values of {} may be credentials and are never written down; fill them in",
+                redacted_headers.join(", ")
+            ),
+        ));
+    }
+    for key in ["owner", "group"] {
+        if !properties.contains_key(key) {
+            found.unknown.push((
+                key.to_string(),
+                "required, and nothing on disk or in a record gives it; fill in a name or a numeric id"
+                    .to_string(),
+            ));
+        }
+    }
+    Ok(found)
 }
