@@ -95,9 +95,61 @@ pub fn noop_message(ensure: Ensure, affected: usize) -> String {
     format!("Would have {verb} {affected} scaffold files")
 }
 
+/// What `holo-scaffold status` reads back as `ensure`, one row each: a
+/// target directory that exists is present, one that does not is absent.
+/// A note says when the record lists files of a target that is gone.
+pub fn read_back(target_exists: bool, recorded_files: usize) -> (Ensure, Option<&'static str>) {
+    match (target_exists, recorded_files) {
+        (true, _) => (Ensure::Present, None),
+        (false, 0) => (Ensure::Absent, None),
+        (false, _) => (
+            Ensure::Absent,
+            Some("the record lists files, but the target directory is gone"),
+        ),
+    }
+}
+
+/// How a file the record lists stands now, by the checksum it was written
+/// with and the one it has (`None`: missing).
+pub fn managed_file_state(written: &str, current: Option<&str>) -> &'static str {
+    match current {
+        None => "missing",
+        Some(current) if current == written => "as written",
+        Some(_) => "changed since it was written",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_back_an_existing_target_is_present() {
+        assert_eq!(read_back(true, 0), (Ensure::Present, None));
+        assert_eq!(read_back(true, 3), (Ensure::Present, None));
+    }
+
+    #[test]
+    fn read_back_a_missing_target_is_absent() {
+        assert_eq!(read_back(false, 0), (Ensure::Absent, None));
+    }
+
+    #[test]
+    fn read_back_a_missing_target_with_recorded_files_says_so() {
+        let (ensure, note) = read_back(false, 2);
+        assert_eq!(ensure, Ensure::Absent);
+        assert!(note.is_some_and(|note| note.contains("gone")));
+    }
+
+    #[test]
+    fn managed_files_are_as_written_changed_or_missing() {
+        assert_eq!(managed_file_state("a", Some("a")), "as written");
+        assert_eq!(
+            managed_file_state("a", Some("b")),
+            "changed since it was written"
+        );
+        assert_eq!(managed_file_state("a", None), "missing");
+    }
 
     fn seen(target_exists: bool, changed: usize, stable: usize, purged: usize) -> Observed {
         Observed {

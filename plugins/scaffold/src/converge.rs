@@ -743,6 +743,116 @@ fn append_section(out: &mut Vec<u8>, shown: &str, content: Option<Vec<u8>>) {
     }
 }
 
+/// The most files `status` lists in a comment.
+const STATUS_FILES_SHOWN: usize = 50;
+
+/// The table of `holo-scaffold status DIR`: `ensure` from the target
+/// directory, the managed files of the record (or, without one, the files
+/// present) as comments, and the properties of the last `holo-scaffold
+/// ensure`; without those, `source` is to fill in.
+pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusTable> {
+    use holo_plugin::oneoff::Value;
+    if !Path::new(name).is_absolute() {
+        return Err(Error::new(format!(
+            "holo-scaffold status: {name:?} is not an absolute path; give the target directory as a [[scaffold]] table names it, like /etc/app"
+        )));
+    }
+    let id = format!("scaffold:{name}");
+    let record: Option<Record> = state::read(&holo_plugin::oneoff::record_env(env, &id)?, &id)?;
+    let ensured = holo_plugin::oneoff::ensured(env, &id)?;
+    let fs = env.root_fs()?;
+    let target = env.root_join(name);
+    let target_exists = fs.is_dir(&target);
+    let managed = record.as_ref().map_or(&[][..], |record| &record.files[..]);
+    let (ensure, note) = apply::read_back(target_exists, managed.len());
+    let mut found = holo_plugin::StatusTable {
+        properties: ensured.map(|ensured| ensured.table).unwrap_or_default(),
+        ..holo_plugin::StatusTable::default()
+    };
+    found.properties.insert(
+        "ensure".to_string(),
+        Value::String(ensure.as_str().to_string()),
+    );
+    found.notes.extend(note.map(str::to_string));
+    let total = if record.is_some() {
+        found.notes.push(format!(
+            "holo-scaffold's record lists {} managed file{}:",
+            managed.len(),
+            if managed.len() == 1 { "" } else { "s" }
+        ));
+        for file in managed.iter().take(STATUS_FILES_SHOWN) {
+            let current = fs
+                .read(&env.root_join(&file.path))
+                .ok()
+                .map(|bytes| render::sha256(&bytes));
+            found.notes.push(format!(
+                "  {} ({})",
+                file.path,
+                apply::managed_file_state(&file.written, current.as_deref())
+            ));
+        }
+        managed.len()
+    } else if target_exists {
+        let (present, total) = files_below(&fs, &target);
+        found.notes.push(format!(
+            "holo-scaffold has no record of {name}; {total} file{} there now:",
+            if total == 1 { " is" } else { "s are" }
+        ));
+        for rel in present.iter().take(STATUS_FILES_SHOWN) {
+            found
+                .notes
+                .push(format!("  {}", Path::new(name).join(rel).display()));
+        }
+        total
+    } else {
+        0
+    };
+    if total > STATUS_FILES_SHOWN {
+        found
+            .notes
+            .push(format!("  and {} more", total - STATUS_FILES_SHOWN));
+    }
+    if !found.properties.contains_key("source") {
+        found.unknown.push((
+            "source".to_string(),
+            "only holo-scaffold ensure keeps the table, and the files do not say what they were rendered from; fill in the template directory or URL (and engine, unless minijinja)".to_string(),
+        ));
+    }
+    Ok(found)
+}
+
+/// The most paths `status` collects below a target without a record.
+const STATUS_FILES_KEPT: usize = 10_000;
+
+/// The files below `dir` (symbolic links not followed), relative and
+/// sorted, at most [`STATUS_FILES_KEPT`] of them, and how many there are.
+fn files_below(fs: &RootFs, dir: &Path) -> (Vec<PathBuf>, usize) {
+    let mut found = Vec::new();
+    let mut total = 0;
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let Ok(names) = fs.read_dir_names(&dir.join(&rel)) else {
+            continue;
+        };
+        for name in names {
+            let child = rel.join(&name);
+            let is_dir = fs
+                .symlink_metadata(&dir.join(&child))
+                .is_ok_and(|meta| meta.is_dir());
+            if is_dir {
+                pending.push(child);
+            } else {
+                total += 1;
+                if found.len() < STATUS_FILES_KEPT {
+                    found.push(child);
+                }
+            }
+        }
+    }
+    found.sort();
+    (found, total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use holo_plugin::resources::{self, Resource};
-use holo_plugin::{Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, state};
+use holo_plugin::{
+    Diff, EntityCtx, Env, Error, Mode, Outcome, Plugin, Result, Scanned, StatusTable, state,
+};
 
 use crate::converge::{
     converge, read_record, render, render_diff, render_file_diffs, resolve_source, scrub,
@@ -53,6 +55,12 @@ impl Plugin for ScaffoldPlugin {
 
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ScaffoldTable>()
+    }
+
+    /// The target directory, the files holo-scaffold's record lists (or
+    /// those present) and the last ensure's table.
+    fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
+        Some(crate::converge::status_table(env, name))
     }
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<ScaffoldSpec>>> {

@@ -1286,8 +1286,29 @@ pub fn render_status(kind: &str, name: &str, found: &StatusTable) -> Result<Stri
 /// A `[[KIND]]` table with `name` first, then `properties` (plain values
 /// and lists of them) in sorted order.
 pub fn status_table(kind: &str, name: &str, properties: &toml::Table) -> Result<String> {
-    let rest = toml::to_string(properties)
-        .map_err(|err| Error::new(format!("cannot write the table: {err}")))?;
+    let mut rest = String::new();
+    for (key, value) in properties {
+        // A table inside the table is inline, or it would start a table of
+        // its own after `[[KIND]]`.
+        let holds_table = match value {
+            toml::Value::Table(_) => true,
+            toml::Value::Array(items) => items.iter().any(toml::Value::is_table),
+            _ => false,
+        };
+        if holds_table {
+            let key = toml::Table::from_iter([(key.clone(), toml::Value::Boolean(true))]);
+            let key = toml::to_string(&key)
+                .map_err(|err| Error::new(format!("cannot write the table: {err}")))?;
+            let key = key.trim_end().trim_end_matches("true").trim_end();
+            rest.push_str(&format!("{key} {value}\n"));
+            continue;
+        }
+        let one = toml::Table::from_iter([(key.clone(), value.clone())]);
+        rest.push_str(
+            &toml::to_string(&one)
+                .map_err(|err| Error::new(format!("cannot write the table: {err}")))?,
+        );
+    }
     Ok(format!(
         "[[{kind}]]\nname = {}\n{rest}",
         toml::Value::String(name.to_string())
@@ -1438,6 +1459,22 @@ mod tests {
             status_table("file", "/etc/motd", &properties).expect("table"),
             "[[file]]\nname = \"/etc/motd\"\nensure = \"present\"\nmode = \"0644\"\n"
         );
+    }
+
+    #[test]
+    fn tables_inside_status_tables_are_inline() {
+        let properties: toml::Table =
+            "data = { port = 8080, \"a b\" = [1] }\npost = [{ glob = \"*\" }]\nsource = \"/srv\"\n"
+                .parse()
+                .expect("toml");
+        let text = status_table("scaffold", "/etc/app", &properties).expect("table");
+        let parsed: toml::Table = text.parse().expect("parses back");
+        assert_eq!(parsed.len(), 1, "{text}");
+        let scaffold = &parsed["scaffold"][0];
+        assert_eq!(scaffold["data"]["port"].as_integer(), Some(8080));
+        assert_eq!(scaffold["data"]["a b"][0].as_integer(), Some(1));
+        assert_eq!(scaffold["post"][0]["glob"].as_str(), Some("*"));
+        assert_eq!(scaffold["source"].as_str(), Some("/srv"));
     }
 
     #[test]
