@@ -3,43 +3,15 @@
 //! status PATH` prints the table that declares what is there.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
-struct Root {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
+use test_support::oneoff::{OneOffRoot, text};
 
-impl Root {
-    fn new() -> Root {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("root");
-        fs::create_dir_all(root.join("etc")).expect("mkdir");
-        fs::create_dir_all(dir.path().join("tmp")).expect("mkdir");
-        fs::write(root.join("etc/passwd"), "root:x:0:0::/root:/bin/sh\n").expect("passwd");
-        fs::write(root.join("etc/group"), "root:x:0:\n").expect("group");
-        Root { _dir: dir, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        std::process::Command::new(test_support::binary("holo-file"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOLO_ROOT_DIR", &self.root)
-            .env("TMPDIR", self.root.parent().expect("parent").join("tmp"))
-            .output()
-            .expect("run holo-file")
-    }
-
-    fn path(&self, path: &str) -> PathBuf {
-        self.root.join(path.trim_start_matches('/'))
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn root() -> OneOffRoot {
+    let root = OneOffRoot::new("holo-file");
+    root.write("etc/passwd", "root:x:0:0::/root:/bin/sh\n")
+        .write("etc/group", "root:x:0:\n");
+    root
 }
 
 const MOTD: &[&str] = &[
@@ -57,7 +29,7 @@ const MOTD: &[&str] = &[
 
 #[test]
 fn ensure_converges_once_and_then_reports_nothing() {
-    let root = Root::new();
+    let root = root();
     let first = root.run(MOTD);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     let stdout = text(&first.stdout);
@@ -88,7 +60,7 @@ fn ensure_converges_once_and_then_reports_nothing() {
 
 #[test]
 fn ensure_protects_manual_edits_like_holo_apply() {
-    let root = Root::new();
+    let root = root();
     assert_eq!(root.run(MOTD).status.code(), Some(0));
     fs::write(root.path("/etc/motd"), "edited\n").expect("edit");
     let refused = root.run(MOTD);
@@ -114,7 +86,7 @@ fn ensure_protects_manual_edits_like_holo_apply() {
 
 #[test]
 fn ensure_uses_holos_records_when_holo_manages_the_entity() {
-    let root = Root::new();
+    let root = root();
     let records = root.path("/var/lib/holo/file");
     fs::create_dir_all(&records).expect("mkdir");
     fs::write(root.path("/etc/motd"), "hello\n").expect("motd");
@@ -136,7 +108,7 @@ fn ensure_uses_holos_records_when_holo_manages_the_entity() {
 
 #[test]
 fn noop_changes_nothing_and_exits_2() {
-    let root = Root::new();
+    let root = root();
     let mut noop = MOTD.to_vec();
     noop.push("--noop");
     let output = root.run(&noop);
@@ -147,7 +119,7 @@ fn noop_changes_nothing_and_exits_2() {
 
 #[test]
 fn bad_flags_name_the_flag_and_what_to_do() {
-    let root = Root::new();
+    let root = root();
     let typo = root.run(&["ensure", "/etc/motd", "--modee", "0644"]);
     assert_eq!(typo.status.code(), Some(1));
     assert!(
@@ -169,7 +141,7 @@ fn bad_flags_name_the_flag_and_what_to_do() {
 
 #[test]
 fn ensure_values_are_flags_of_their_own() {
-    let root = Root::new();
+    let root = root();
     let output = root.run(&[
         "ensure",
         "/srv/data",
@@ -193,7 +165,7 @@ fn ensure_values_are_flags_of_their_own() {
 
 #[test]
 fn status_prints_the_table_that_declares_the_file() {
-    let root = Root::new();
+    let root = root();
     fs::write(
         root.path("/etc/sshd_config"),
         "Port 22\nBanner {{ none }}\n",
@@ -259,7 +231,7 @@ fn status_prints_the_table_that_declares_the_file() {
 
 #[test]
 fn ensure_holds_the_lock_of_a_holo_run() {
-    let root = Root::new();
+    let root = root();
     fs::create_dir_all(root.path("/run")).expect("mkdir");
     fs::write(root.path("/run/holo.pid"), "1\n").expect("lock");
     let output = root.run(MOTD);
