@@ -20,6 +20,7 @@
 //! The SDK state record (`$HOLO_STATE_DIR/<entity>.toml`) keeps the spec hash
 //! and the resolved service of the last apply.
 
+mod oneoff;
 mod project_file;
 
 use std::collections::BTreeMap;
@@ -156,8 +157,13 @@ impl Plugin for VmsPlugin {
         holo_plugin::report::diff_texts(env, &entity.id, desired, current).map(Some)
     }
 
-    fn subcommand(&self, _env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
-        (name == "holos").then(|| Ok(crate::holos::run_holos(args.iter().map(Into::into))))
+    fn subcommand(&self, env: &Env, name: &str, args: &[String]) -> Option<Result<ExitCode>> {
+        match name {
+            "holos" => Some(Ok(crate::holos::run_holos(args.iter().map(Into::into)))),
+            "ensure" => Some(oneoff::ensure(self, env, args)),
+            "status" => Some(oneoff::status(env, args)),
+            _ => None,
+        }
     }
 }
 

@@ -111,6 +111,14 @@ pub fn discover(env: &Env) -> Result<Vec<ProjectFile>> {
         } else {
             resource.clone()
         };
+        // A linked holos.yaml (holo-vms ensure links the file it is given)
+        // is read where it points, where the files beside it are.
+        let compose = match std::fs::symlink_metadata(&compose) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                std::fs::canonicalize(&compose).unwrap_or(compose)
+            }
+            _ => compose,
+        };
         found.push(ProjectFile {
             directory,
             compose,

@@ -29,6 +29,7 @@ mod one_off;
 mod one_validator;
 mod ops;
 mod plugin;
+mod plugin_oneoff;
 mod plugin_support;
 mod projects;
 mod replica_ports;

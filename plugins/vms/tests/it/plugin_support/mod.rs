@@ -154,6 +154,14 @@ impl Root {
         command
     }
 
+    /// `holo-vms ARGS` (such as `ensure`, `status`) on this root, run by hand.
+    pub fn plugin(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_holo-vms"));
+        command.args(args);
+        self.environment(&mut command);
+        command
+    }
+
     /// `holos ARGS` on this root's state (test mode puts it below the root).
     pub fn holos(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_holos"));

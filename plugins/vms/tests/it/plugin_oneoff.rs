@@ -1,0 +1,182 @@
+//! `holo-vms ensure PROJECT --file FILE` against `holo apply` of the same
+//! project as a resource, in two roots with the fake QEMU: the same output
+//! (but for the `found in` line and the root's path), exit status and VMs;
+//! then `holo-vms status PROJECT` of what each brought up.
+
+use crate::plugin_support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use plugin_support::Root;
+
+/// Two services, `app` after `db`.
+fn shop(root: &Root) -> String {
+    format!(
+        "services:\n  app:\n    image: {image}\n    image_format: qcow2\n    image_os: systemd\n    replicas: 2\n    depends_on: [db]\n  db:\n    image: {image}\n    image_format: qcow2\n    image_os: systemd\n",
+        image = root.image(),
+    )
+}
+
+/// Exit status and output without `found in` lines, the root as `ROOT`,
+/// and pids and ports, which differ from run to run, as `N`.
+fn comparable(root: &Root, output: &Output) -> (Option<i32>, String, String) {
+    let shown = root.path().display().to_string();
+    let stdout: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("found in "))
+        .map(|line| line.replace(&shown, "ROOT"))
+        .collect();
+    (
+        output.status.code(),
+        stdout.join("\n"),
+        numbers_after(
+            &String::from_utf8_lossy(&output.stderr).replace(&shown, "ROOT"),
+            &["(pid ", "127.0.0.1:"],
+        ),
+    )
+}
+
+/// `text` with the digits that follow each of `marks` replaced by `N`.
+fn numbers_after(text: &str, marks: &[&str]) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((at, mark)) = marks
+        .iter()
+        .filter_map(|mark| rest.find(mark).map(|at| (at, *mark)))
+        .min()
+    {
+        out.push_str(&rest[..at + mark.len()]);
+        rest = rest[at + mark.len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('N');
+    }
+    out.push_str(rest);
+    out
+}
+
+fn ensure(root: &Root, args: &[&str]) -> Output {
+    let mut all = vec!["ensure"];
+    all.extend(args);
+    root.run_within(root.plugin(&all), Duration::from_secs(60))
+}
+
+fn status(root: &Root, project: &str) -> (Option<i32>, String) {
+    let out = root.plugin(&["status", project]).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
+    let applied = Root::new();
+    let ensured = Root::new();
+    applied.compose("shop", &shop(&applied));
+    let file = ensured.path().join("srv/shop/compose.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, shop(&ensured)).unwrap();
+    for round in ["first", "second"] {
+        let by_holo = applied.run_within(applied.holo(&["apply"]), Duration::from_secs(60));
+        let by_flags = ensure(&ensured, &["shop", "--file", "/srv/shop/compose.yaml"]);
+        assert_eq!(
+            comparable(&ensured, &by_flags),
+            comparable(&applied, &by_holo),
+            "{round} run: ensure (left) and holo apply (right) differ"
+        );
+        if round == "first" {
+            let text = String::from_utf8_lossy(&by_flags.stdout);
+            let db = text.find("Working on vm:shop/db").expect("db applied");
+            let app = text.find("Working on vm:shop/app").expect("app applied");
+            assert!(db < app, "the dependency comes first:\n{text}");
+        }
+    }
+    assert!(applied.pids("shop").iter().all(|(_, pid)| pid.is_some()));
+    let pids = ensured.pids("shop");
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    assert!(pids.iter().all(|(_, pid)| pid.is_some()), "{pids:?}");
+    // One-off records: the next holo run does not scrub the project.
+    assert!(
+        ensured
+            .path()
+            .join("var/lib/holo/ensure/vms/vm:shop%2Fapp.toml")
+            .is_file()
+    );
+    let (code, text) = ensured.holo_text(&["apply"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("Stopping"), "{text}");
+    assert_eq!(ensured.pids("shop"), pids);
+
+    let (code, text) = status(&ensured, "shop");
+    assert_eq!(code, Some(0), "{text}");
+    let real = std::fs::canonicalize(&file).unwrap();
+    let header = format!("# project shop, brought up from {}\n", real.display());
+    assert!(text.starts_with(&header), "{text}");
+    for (name, pid) in &pids {
+        assert!(
+            text.contains(&format!("# {name}: running (pid {})\n", pid.unwrap())),
+            "{text}"
+        );
+    }
+    assert!(
+        text.ends_with(&format!(
+            "# the compose file as it is now:\nname: shop\n{}",
+            shop(&ensured)
+        )),
+        "{text}"
+    );
+    let (code, text) = status(&applied, "shop");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("usr/share/holo/vms/shop/holos.yaml\n"),
+        "{text}"
+    );
+
+    // A stopped instance shows as such.
+    let out = ensured
+        .holos(&["-p", "shop", "stop", "db"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, text) = status(&ensured, "shop");
+    assert!(text.contains("# db-0: stopped\n"), "{text}");
+}
+
+#[test]
+fn status_of_an_unknown_project_and_bad_ensure_arguments() {
+    let root = Root::new();
+    let (code, text) = status(&root, "none");
+    assert_eq!(code, Some(3), "{text}");
+    assert_eq!(
+        text,
+        "# holo-vms: no project none is recorded: it was never brought up, or it was taken down\n"
+    );
+    let missing = ensure(&root, &["shop", "--file", "/srv/none.yaml"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .starts_with("!! holo-vms ensure: cannot read /srv/none.yaml: "),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    let usage = ensure(&root, &["--file", "x.yaml"]);
+    assert_eq!(
+        String::from_utf8_lossy(&usage.stderr),
+        "!! usage: holo-vms ensure PROJECT [--file COMPOSE_FILE] [--noop] [--force-apply]\n"
+    );
+    // A compose error names the given file and line.
+    std::fs::create_dir_all(root.path().join("srv")).unwrap();
+    std::fs::write(
+        root.path().join("srv/bad.yaml"),
+        "services:\n  app: {imagee: x}\n",
+    )
+    .unwrap();
+    let bad = ensure(&root, &["shop", "--file", "/srv/bad.yaml", "--noop"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("srv/bad.yaml:2:"), "{stderr}");
+}
