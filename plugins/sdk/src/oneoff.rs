@@ -20,7 +20,21 @@
 //! take the entity for a deleted resource and scrub it. The scan cache and
 //! the generated resource file live in a private directory below `TMPDIR`,
 //! as a driver's run directory does, and are removed at the end. The one-off
-//! holds holo's run lock, `ROOT/run/holo.pid`, while it runs.
+//! holds holo's run lock, `ROOT/run/holo.pid`, while it runs. Each run that
+//! is not a noop keeps the table the flags gave (as
+//! [`Plugin::redact_ensured`] leaves it) and how it went, an [`Ensured`],
+//! in `ROOT/var/lib/holo/ensure/ID.ensured`, which `status` of a kind whose
+//! state cannot be read back from the system (a command, a rendered tree)
+//! reads.
+//!
+//! A plugin whose resources are not one table per entity (holo-vms: a
+//! compose project) answers `ensure` itself and hands a resource tree to
+//! [`run_ensure`], which applies every entity in it in `REQUIRES` order, as
+//! the driver does, skipping one whose requirement failed.
+//!
+//! `status` prints a [`StatusTable`]: what the plugin read back, with notes
+//! and the properties to fill in as comments; it exits 3 when there are
+//! properties to fill in.
 
 use std::ffi::OsString;
 use std::fmt;
