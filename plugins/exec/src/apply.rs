@@ -311,7 +311,11 @@ pub fn status_notes(
         ),
         EnsureResult::Failed => format!(
             "holo-exec ensure ran the command at {at}, and it failed: {}",
-            message.unwrap_or("no message")
+            // The first line announces the output's tail, which is not kept.
+            message.map_or("no message", |message| message
+                .split("; the last lines of its ")
+                .next()
+                .unwrap_or(message))
         ),
         EnsureResult::NeedsForce => {
             format!("holo-exec ensure at {at} left a manual change alone")
@@ -356,6 +360,15 @@ mod tests {
         assert!(
             status_notes(EnsureResult::Failed, AT, Some("exited with code 3"), None)[0]
                 .ends_with("and it failed: exited with code 3")
+        );
+        assert!(
+            status_notes(
+                EnsureResult::Failed,
+                AT,
+                Some("exited with code 3; the last lines of its stdout:"),
+                None
+            )[0]
+            .ends_with("and it failed: exited with code 3")
         );
     }
 
