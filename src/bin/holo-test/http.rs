@@ -20,6 +20,9 @@ use sha2::{Digest, Sha256};
 pub const URL_PLACEHOLDER: &str = "@HOLO_TEST_HTTP@";
 /// `@HOLO_TEST_SHA256:NAME@` is replaced by the SHA-256 of the served NAME.
 const CHECKSUM_PREFIX: &str = "@HOLO_TEST_SHA256:";
+/// `@HOLO_TEST_URL_SHA256:NAME@`: the SHA-256 of NAME's URL, which holds
+/// the port, for state that a plugin keys by the URL.
+const URL_CHECKSUM_PREFIX: &str = "@HOLO_TEST_URL_SHA256:";
 
 /// All that `http-root/` may serve, so that one case cannot fill the memory.
 const MAX_SERVED_BYTES: usize = 64 << 20;
@@ -364,14 +367,17 @@ pub struct Placeholders {
 
 impl Placeholders {
     pub fn new(url: String, served: &Served) -> Placeholders {
-        let checksums = served
-            .iter()
-            .map(|(name, body)| {
-                let digest = Sha256::digest(body.as_slice());
-                let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-                (format!("{CHECKSUM_PREFIX}{name}@"), hex)
-            })
-            .collect();
+        let mut checksums = Vec::new();
+        for (name, body) in served {
+            checksums.push((
+                format!("{CHECKSUM_PREFIX}{name}@"),
+                sha256_hex(body.as_slice()),
+            ));
+            checksums.push((
+                format!("{URL_CHECKSUM_PREFIX}{name}@"),
+                sha256_hex(format!("{url}/{name}").as_bytes()),
+            ));
+        }
         Placeholders { url, checksums }
     }
 
@@ -382,13 +388,15 @@ impl Placeholders {
         for (placeholder, hex) in &self.checksums {
             result = replace(&result, placeholder.as_bytes(), hex.as_bytes());
         }
-        if let Some(start) = find(&result, CHECKSUM_PREFIX.as_bytes()) {
-            let rest = &result[start + CHECKSUM_PREFIX.len()..];
-            let name = rest.split(|byte| *byte == b'@' || *byte == b'\n').next();
-            return Err(format!(
-                "{CHECKSUM_PREFIX}{}@ names no file that http-root serves",
-                String::from_utf8_lossy(name.unwrap_or_default())
-            ));
+        for prefix in [CHECKSUM_PREFIX, URL_CHECKSUM_PREFIX] {
+            if let Some(start) = find(&result, prefix.as_bytes()) {
+                let rest = &result[start + prefix.len()..];
+                let name = rest.split(|byte| *byte == b'@' || *byte == b'\n').next();
+                return Err(format!(
+                    "{prefix}{}@ names no file that http-root serves",
+                    String::from_utf8_lossy(name.unwrap_or_default())
+                ));
+            }
         }
         Ok(result)
     }
@@ -402,6 +410,13 @@ impl Placeholders {
         }
         result
     }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -581,6 +596,17 @@ mod tests {
             format!("url = \"http://127.0.0.1:4711/app.tar.gz\"\nchecksum = \"{empty_sha256}\"\n")
         );
         assert_eq!(placeholders.restore(&filled), declared);
+        let url_sha256 = sha256_hex(b"http://127.0.0.1:4711/app.tar.gz");
+        assert_eq!(
+            placeholders
+                .fill(b"@HOLO_TEST_URL_SHA256:app.tar.gz@")
+                .expect("fill"),
+            url_sha256.as_bytes()
+        );
+        assert_eq!(
+            placeholders.restore(format!("url_sha256 = \"{url_sha256}\"").as_bytes()),
+            b"url_sha256 = \"@HOLO_TEST_URL_SHA256:app.tar.gz@\""
+        );
         // other ports, longer hex strings and other text stay as they are
         let other =
             format!("http://127.0.0.1:47110 0{empty_sha256} {empty_sha256}0 @HOLO_TEST_HTTP");
