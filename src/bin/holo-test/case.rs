@@ -1213,6 +1213,24 @@ fi
     }
 
     #[test]
+    fn commands_see_env_sh_and_find_the_driver_on_path() {
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::write(case.join("env.sh"), "export GREETING=hello\n").expect("write env.sh");
+        fs::write(
+            case.join("commands"),
+            "sh -c 'echo $GREETING'\nfake-holo status\n",
+        )
+        .expect("write commands");
+        runner.run(&case, &mut Vec::new()).expect("run");
+        assert_eq!(
+            fs::read_to_string(case.join("expected-commands-output")).expect("written"),
+            "$ sh -c 'echo $GREETING'\nhello\nexit status 0\n\
+             $ fake-holo status\nran: status (root ./target/)\nto stderr\nexit status 0\n"
+        );
+    }
+
+    #[test]
     fn http_root_is_served_and_its_address_kept_out_of_the_expectations() {
         test_support::require_tools(&["curl"], "curl");
         let (dir, runner) = fake_case();
