@@ -465,7 +465,12 @@ fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), St
         let ports: Vec<String> = v
             .ports
             .iter()
-            .map(|p| format!("{}:{}->{}", p.host_ip, p.host_port, p.guest_port))
+            .map(|p| {
+                format!(
+                    "{}:{}->{}/{}",
+                    p.host_ip, p.host_port, p.guest_port, p.protocol
+                )
+            })
             .collect();
         text.push_str(&format!(
             "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}\n",
