@@ -71,7 +71,7 @@ impl Cli {
                 | SnapshotsCommand::Export(SnapshotExportArgs { file_args, .. }),
             ) => &file_args.files,
             HolosCommand::Logs(logs) => &logs.files,
-            HolosCommand::Images
+            HolosCommand::Images(_)
             | HolosCommand::Version(_)
             | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
@@ -119,7 +119,7 @@ pub enum HolosCommand {
         network: bool,
     },
     /// List the built-in image aliases and tags, and which are cached.
-    Images,
+    Images(ImagesArgs),
     /// Download image aliases into the cache; the project's when none is named.
     Pull(PullArgs),
     /// Pin the project's base images by SHA-256 in holos.images.lock.
@@ -187,6 +187,14 @@ pub struct UpArgs {
     /// Services to start (with their dependencies); all when none is given.
     #[arg(value_name = "SERVICE")]
     pub services: Vec<String>,
+}
+
+/// `holos images [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ImagesArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos pull [IMAGE...]`.
