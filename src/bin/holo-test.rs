@@ -3,13 +3,17 @@
 //!
 //! A case directory holds `source-tree` (a tree dump, or a directory),
 //! `expected-tree`, `expected-{scan,diff,apply}-output`, optionally
-//! `expected-apply-force-output` and `env.sh`. This binary owns the command
-//! line; `case` runs one case and `dump` reads and writes tree dumps.
+//! `expected-apply-force-output`, `env.sh`, `commands` with
+//! `expected-commands-output`, and `http-root`. This binary owns the command
+//! line; `case` runs one case, `dump` reads and writes tree dumps and
+//! `http` serves `http-root`.
 
 #[path = "holo-test/case.rs"]
 mod case;
 #[path = "holo-test/dump.rs"]
 mod dump;
+#[path = "holo-test/http.rs"]
+mod http;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -20,8 +24,10 @@ Usage: holo-test [--plugin-dir DIR]... [--update] CASE_DIR...
 
 Runs each fixture case: prepares CASE_DIR/target from source-tree, runs
 `holo scan`, `holo diff`, `holo apply` (and `holo apply --force` when apply
-asks for it) with HOLO_ROOT_DIR=./target/, and compares the outputs and the
-resulting tree with the expected-* files.
+asks for it) with HOLO_ROOT_DIR=./target/, then the lines of an optional
+`commands` file (plugin directories first on PATH), and compares the outputs
+and the resulting tree with the expected-* files. An optional http-root/ is
+served on 127.0.0.1 meanwhile (@HOLO_TEST_HTTP@ in the tree is its URL).
 
   --plugin-dir DIR  where to find plugin binaries holo-ID (repeatable, first
                     match wins; default: the directory of holo-test)

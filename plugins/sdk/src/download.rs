@@ -490,6 +490,9 @@ impl Download {
         let target = &self.target;
         let cannot =
             |what: &str| format!("cannot download {shown} to {}: {what}", target.display());
+        // What the server or the network did has nothing to do with the
+        // target, which may be a caller's staging file with a random name.
+        let cannot_fetch = |what: &str| format!("cannot download {shown}: {what}");
         let parent = match target.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => Path::new("."),
@@ -500,10 +503,10 @@ impl Download {
                 parent.display()
             )));
         }
-        let response = self.get().map_err(|what| cannot(&what))?;
+        let response = self.get().map_err(|what| cannot_fetch(&what))?;
         let status = response.status();
         if status != ureq::http::StatusCode::OK {
-            return Err(cannot(&format!(
+            return Err(cannot_fetch(&format!(
                 "the server answered {status} instead of 200 OK; check the URL{}",
                 if status == 401 || status == 403 {
                     " and the credentials"
@@ -567,7 +570,7 @@ impl Download {
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(err) => {
                     bar.finish_and_clear();
-                    return Err(cannot(&self.describe_io(&err)));
+                    return Err(cannot_fetch(&self.describe_io(&err)));
                 }
             };
             hasher.update(&buffer[..read]);
@@ -590,9 +593,8 @@ impl Download {
                     Algorithm::Sha256 => "checksum",
                     Algorithm::Sha512 => "sha512 checksum",
                 };
-                return Err(cannot(&format!(
-                    "{name} mismatch, expected {expected:?} got {got:?}; {} is unchanged",
-                    target.display()
+                return Err(cannot_fetch(&format!(
+                    "{name} mismatch, expected {expected:?} got {got:?}; nothing was written"
                 )));
             }
         }
@@ -929,11 +931,16 @@ mod tests {
             .expect_err("mismatch");
         assert!(err.message().contains(&wanted), "{err}");
         assert!(err.message().contains(&sha(b"new content")), "{err}");
+        // the target may be a caller's staging file: what the server did is
+        // said without it
+        let target_shown = target.display().to_string();
+        assert!(!err.message().contains(&target_shown), "{err}");
         let err = Download::new(&format!("{base}/missing.zip"), &target)
             .expect("valid")
             .fetch()
             .expect_err("404");
         assert!(err.message().contains("404 Not Found"), "{err}");
+        assert!(!err.message().contains(&target_shown), "{err}");
         server.join().expect("server");
         assert_eq!(std::fs::read(&target).expect("read"), b"old");
         let names: Vec<_> = std::fs::read_dir(dir.path())

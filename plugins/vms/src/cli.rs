@@ -71,7 +71,7 @@ impl Cli {
                 | SnapshotsCommand::Export(SnapshotExportArgs { file_args, .. }),
             ) => &file_args.files,
             HolosCommand::Logs(logs) => &logs.files,
-            HolosCommand::Images
+            HolosCommand::Images(_)
             | HolosCommand::Version(_)
             | HolosCommand::Doctor(_)
             | HolosCommand::Devices(_)
@@ -119,7 +119,7 @@ pub enum HolosCommand {
         network: bool,
     },
     /// List the built-in image aliases and tags, and which are cached.
-    Images,
+    Images(ImagesArgs),
     /// Download image aliases into the cache; the project's when none is named.
     Pull(PullArgs),
     /// Pin the project's base images by SHA-256 in holos.images.lock.
@@ -187,6 +187,14 @@ pub struct UpArgs {
     /// Services to start (with their dependencies); all when none is given.
     #[arg(value_name = "SERVICE")]
     pub services: Vec<String>,
+}
+
+/// `holos images [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct ImagesArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos pull [IMAGE...]`.
@@ -603,6 +611,34 @@ pub struct DevicesArgs {
     pub json: bool,
 }
 
+/// Where the command `run` stands in `args` (without the program name):
+/// the first word that is neither an option nor the value of one.
+pub fn run_position(args: &[OsString]) -> Option<usize> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let takes_value: Vec<&clap::Arg> = command
+        .get_arguments()
+        .filter(|arg| arg.get_action().takes_values())
+        .collect();
+    let long_takes_value = |name: &str| takes_value.iter().any(|arg| arg.get_long() == Some(name));
+    let short_takes_value = |c: char| takes_value.iter().any(|arg| arg.get_short() == Some(c));
+    let mut at = 0;
+    while let Some(word) = args.get(at) {
+        let word = word.to_string_lossy();
+        let skip_value = if word == "--" {
+            return None;
+        } else if let Some(long) = word.strip_prefix("--") {
+            !long.contains('=') && long_takes_value(long)
+        } else if let Some(shorts) = word.strip_prefix('-').filter(|s| !s.is_empty()) {
+            // `-fFILE` carries its value; `-f FILE` takes the next word.
+            shorts.chars().next().is_some_and(short_takes_value) && shorts.chars().count() == 1
+        } else {
+            return (word == "run").then_some(at);
+        };
+        at += if skip_value { 2 } else { 1 };
+    }
+    None
+}
+
 /// `-w WAIT`: a Compose duration (a bare number is seconds).
 fn parse_wait(text: &str) -> Result<Duration, String> {
     holos_compose::decode::reader::parse_duration_ms(text)
@@ -663,6 +699,28 @@ mod tests {
             panic!("not exec");
         };
         assert_eq!(exec.command, ["ls", "-la", "--", "x"]);
+    }
+
+    #[test]
+    fn run_is_found_after_the_global_options_and_their_values() {
+        let at = |args: &[&str]| run_position(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(at(&["run", "-p", "80:80", "debian"]), Some(0));
+        assert_eq!(
+            at(&[
+                "-p",
+                "run",
+                "--state-dir=s",
+                "--profile",
+                "x",
+                "run",
+                "debian"
+            ]),
+            Some(5)
+        );
+        assert_eq!(at(&["-frun", "--lock-timeout", "5", "run"]), Some(3));
+        assert_eq!(at(&["ps", "run"]), None);
+        assert_eq!(at(&["-f", "a.yaml", "exec", "web-0", "--", "run"]), None);
+        assert_eq!(at(&["--", "run"]), None);
     }
 
     #[test]

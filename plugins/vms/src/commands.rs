@@ -96,7 +96,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Install(args) => crate::install::install(options, args),
         HolosCommand::Import(args) => crate::import::run(args),
         HolosCommand::Uninstall(args) => crate::install::uninstall(options, args),
-        HolosCommand::Images | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
+        HolosCommand::Images(_) | HolosCommand::Pull(_) | HolosCommand::Lock(_) => {
             with_runtime(|rt| images_command(rt, options, command))
         }
         _ => return None,
@@ -238,9 +238,18 @@ fn images_command(
     let layout = &runtime.layout;
     let mut stdout = std::io::stdout().lock();
     match command {
-        HolosCommand::Images => {
+        HolosCommand::Images(args) => {
+            let text = if args.json {
+                let rows = image_cache::image_rows(layout);
+                let mut text = serde_json::to_string_pretty(&rows)
+                    .map_err(|e| format!("cannot write the images as JSON: {e}"))?;
+                text.push('\n');
+                text
+            } else {
+                image_cache::images_table(layout)
+            };
             // A closed stdout (holos images | head) is not an error.
-            let _ = stdout.write_all(image_cache::images_table(layout).as_bytes());
+            let _ = stdout.write_all(text.as_bytes());
         }
         HolosCommand::Pull(args) => {
             let pull_options = PullOptions::from_env()?;
@@ -465,7 +474,12 @@ fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), St
         let ports: Vec<String> = v
             .ports
             .iter()
-            .map(|p| format!("{}:{}->{}", p.host_ip, p.host_port, p.guest_port))
+            .map(|p| {
+                format!(
+                    "{}:{}->{}/{}",
+                    p.host_ip, p.host_port, p.guest_port, p.protocol
+                )
+            })
             .collect();
         text.push_str(&format!(
             "{:<20} {:<8} {:<10} {:<8} {:<16} {:<30} {}\n",

@@ -17,13 +17,12 @@ use crate::cli::{Cli, Format, HolosCommand};
 
 /// Runs `holos` with `args` (without the program name).
 pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let mut args = args.into_iter().peekable();
-    // `holos run` parses its own options: its -p is docker run's.
-    if args.peek().is_some_and(|first| first == "run") {
-        return crate::run::main(args.skip(1));
-    }
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    // What follows `run` is for its own parser alone: there `-p` is docker
+    // run's --publish, which clap would take for the global project name.
+    let after_run = crate::cli::run_position(&args).map(|at| args.split_off(at + 1));
     let argv = std::iter::once(OsString::from("holos")).chain(args);
-    let cli = match Cli::try_parse_from(argv) {
+    let mut cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version go to stdout with 0, usage errors to stderr with 2.
@@ -37,7 +36,10 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if let Some(limit) = cli.lock_timeout {
         holos_runtime::state::use_lock_timeout(limit);
     }
-    if let Some(code) = run_without_project(&cli.command) {
+    if let (Some(rest), HolosCommand::Run { args }) = (after_run, &mut cli.command) {
+        *args = rest;
+    }
+    if let Some(code) = run_without_project(&cli) {
         return code;
     }
     let environment = crate::compose_project::process_environment();
@@ -79,9 +81,10 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
-/// The commands that load no compose file: `version` and `completions`.
-fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
-    match command {
+/// The commands that load no compose file: `version`, `run` (which writes
+/// its own) and `completions`.
+fn run_without_project(cli: &Cli) -> Option<ExitCode> {
+    match &cli.command {
         HolosCommand::Version(args) => {
             if args.short {
                 println!("{}", env!("CARGO_PKG_VERSION"));
@@ -91,7 +94,14 @@ fn run_without_project(command: &HolosCommand) -> Option<ExitCode> {
             Some(ExitCode::SUCCESS)
         }
         // Global options came before `run`; its own parser takes the rest.
-        HolosCommand::Run { args } => Some(crate::run::main(args.clone())),
+        HolosCommand::Run { args } => Some(crate::run::main(
+            args.clone(),
+            crate::run::Globals {
+                files: cli.files(),
+                project_name: cli.project_name.clone(),
+                profiles: cli.profiles.clone(),
+            },
+        )),
         HolosCommand::Completions { shell } => {
             let mut script = Vec::new();
             let mut cli = <Cli as clap::CommandFactory>::command();

@@ -35,7 +35,14 @@ pub struct RunArgs {
     /// How long to wait for another holos command on the same project.
     #[arg(long = "lock-timeout", value_name = "WAIT", value_parser = parse_wait)]
     pub lock_timeout: Option<Duration>,
-    /// The VM's name (its project, service and hostname); run-SECONDS by default.
+    /// The project name (as `-p` before `run`); the VM's name by default.
+    #[arg(long = "project-name", value_name = "NAME")]
+    pub project_name: Option<String>,
+    /// Enable a profile, as for other commands (the run's one service has none).
+    #[arg(long = "profile", value_name = "PROFILE")]
+    pub profiles: Vec<String>,
+    /// The VM's name (its service and hostname, and its project unless
+    /// --project-name); run-SECONDS by default.
     #[arg(long)]
     pub name: Option<String>,
     /// Virtual CPUs.
@@ -83,8 +90,17 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
 }
 
-/// `holos run ARGS` (ARGS after `run`).
-pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+/// The global options given before `run`.
+#[derive(Debug, Default)]
+pub struct Globals {
+    pub files: Vec<PathBuf>,
+    pub project_name: Option<String>,
+    pub profiles: Vec<String>,
+}
+
+/// `holos run ARGS` (ARGS after `run`), with the global options given
+/// before it; an option after `run` wins over the same one before.
+pub fn main(args: impl IntoIterator<Item = OsString>, globals: Globals) -> ExitCode {
     let argv = std::iter::once(OsString::from("holos run")).chain(args);
     let args = match RunArgs::try_parse_from(argv) {
         Ok(args) => args,
@@ -99,6 +115,19 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if let Some(limit) = args.lock_timeout {
         holos_runtime::state::use_lock_timeout(limit);
     }
+    if let Some(file) = globals.files.first() {
+        eprintln!(
+            "holos: run reads no compose file (it writes its own), but -f {} was given; \
+             drop -f, or use holos up for a project",
+            file.display()
+        );
+        return ExitCode::from(2);
+    }
+    let mut args = args;
+    if args.project_name.is_none() {
+        args.project_name = globals.project_name;
+    }
+    args.profiles.splice(0..0, globals.profiles);
     match run(&args) {
         Ok(code) => code,
         Err(message) => {
@@ -117,8 +146,14 @@ fn is_path(text: &str) -> bool {
     text.starts_with('.') || text.starts_with('/') || text.starts_with('~')
 }
 
-/// The compose file of the run, as JSON.
-pub fn compose(args: &RunArgs, name: &str, cwd: &Path) -> Result<Value, String> {
+/// The compose file of the run, as JSON: project `name`, one service
+/// `service_name`.
+pub fn compose(
+    args: &RunArgs,
+    name: &str,
+    service_name: &str,
+    cwd: &Path,
+) -> Result<Value, String> {
     let mut service = Map::new();
     let image = if holos_compose::images::is_image_path(&args.image) || is_path(&args.image) {
         absolute(&args.image, cwd)
@@ -126,7 +161,7 @@ pub fn compose(args: &RunArgs, name: &str, cwd: &Path) -> Result<Value, String> 
         args.image.clone()
     };
     service.insert("image".into(), json!(image));
-    service.insert("hostname".into(), json!(name));
+    service.insert("hostname".into(), json!(service_name));
     let mut vm = Map::new();
     if let Some(vcpu) = args.vcpu {
         vm.insert("vcpu".into(), json!(vcpu));
@@ -175,7 +210,7 @@ pub fn compose(args: &RunArgs, name: &str, cwd: &Path) -> Result<Value, String> 
     }
     let mut file = json!({
         "name": name,
-        "services": { name: Value::Object(service) },
+        "services": { service_name: Value::Object(service) },
     });
     if !named.is_empty() {
         file["volumes"] = Value::Object(named);
@@ -185,7 +220,7 @@ pub fn compose(args: &RunArgs, name: &str, cwd: &Path) -> Result<Value, String> 
 
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let runtime = HostSettings::from_env()?;
-    let name = match &args.name {
+    let name = match args.project_name.as_ref().or(args.name.as_ref()) {
         Some(name) => name.clone(),
         None => format!(
             "run-{}",
@@ -195,6 +230,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
                 .unwrap_or(0)
         ),
     };
+    let vm = args.name.clone().unwrap_or_else(|| name.clone());
     if ProjectRecord::load(&runtime.layout, &name)?.is_some() {
         return Err(format!(
             "a project named {name} exists; pick another --name or remove it with holos down {name}"
@@ -204,17 +240,17 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let dir = runtime.layout.root.join("runs").join(&name);
     holos_runtime::state::make_private_dir(&dir)?;
     let file = dir.join("holos.yaml");
-    let text = serde_json::to_string_pretty(&compose(args, &name, &cwd)?)
+    let text = serde_json::to_string_pretty(&compose(args, &name, &vm, &cwd)?)
         .map_err(|e| format!("cannot write the compose file: {e}"))?;
     std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
     let options = Options {
         files: vec![file.clone()],
         project_name: Some(name.clone()),
-        profiles: Vec::new(),
+        profiles: args.profiles.clone(),
         working_dir: dir.clone(),
         environment: crate::compose_project::process_environment(),
     };
-    let result = start_and_run(&runtime, &options, args, &name);
+    let result = start_and_run(&runtime, &options, args, &name, &vm);
     if args.rm {
         let down = project::down(&runtime, &name);
         remove_volumes(&runtime, &name);
@@ -231,6 +267,7 @@ fn start_and_run(
     options: &Options,
     args: &RunArgs,
     name: &str,
+    vm: &str,
 ) -> Result<ExitCode, String> {
     let (project, manifest) = holos_compose::resolve(options).map_err(|diags| {
         let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
@@ -253,7 +290,7 @@ fn start_and_run(
     }
     let record = ProjectRecord::load(&runtime.layout, name)?
         .ok_or_else(|| format!("{name} has no record after up"))?;
-    let instance = project::find_instance(&record, name)?;
+    let instance = project::find_instance(&record, vm)?;
     ssh::wait_for_sshd(instance.spec.ssh_port, SSH_WAIT)
         .map_err(|e| format!("{}: {e}", instance.spec.name))?;
     let key = runtime.layout.ssh_key(name);
@@ -322,7 +359,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(args.command, ["ls", "-la"]);
-        let file = compose(&args, "box", Path::new("/work")).unwrap();
+        let file = compose(&args, "box", "box", Path::new("/work")).unwrap();
         assert_eq!(
             file,
             json!({
@@ -340,7 +377,7 @@ mod tests {
         );
         let alias = RunArgs::try_parse_from(["holos run", "debian"]).unwrap();
         assert_eq!(
-            compose(&alias, "r", Path::new("/"))
+            compose(&alias, "r", "r", Path::new("/"))
                 .unwrap()
                 .pointer("/services/r/image"),
             Some(&json!("debian"))

@@ -13,6 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::dump;
+use crate::http::{self, Placeholders};
 
 /// The operations of one case, in the order they run. The name doubles as
 /// the suffix of the `expected-*` file.
@@ -35,6 +36,39 @@ const SCRUBBED_VARIABLES: [&str; 8] = [
     "HOLO_REFRESH",
     "HOLO_RESOURCE_ROOT",
 ];
+
+/// The optional file of command lines that run after the driver.
+const COMMANDS: &str = "commands";
+/// What they print, as the suffix of the `expected-*` file.
+const COMMANDS_OUTPUT: &str = "commands-output";
+/// The optional directory that holo-test serves over HTTP.
+const HTTP_ROOT: &str = "http-root";
+/// What is kept of one run's output; the rest is counted, not stored.
+const MAX_OUTPUT: u64 = 8 << 20;
+
+/// Why a run gave no output to compare.
+#[derive(Debug)]
+enum Failure {
+    /// The program could not be started.
+    Spawn(io::Error),
+    /// It ran, but timed out or could not be read.
+    Run(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Run(message)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Spawn(err) => write!(f, "{err}"),
+            Failure::Run(message) => f.write_str(message),
+        }
+    }
+}
 
 /// How cases are run; shared by all cases of one invocation.
 pub struct Runner {
@@ -87,8 +121,22 @@ impl Runner {
             )?;
             return Ok(Outcome::Updated);
         }
+        // the server lives until the case's commands have run
+        let (server, placeholders) = match start_http(case_dir) {
+            Ok(Some((server, placeholders))) => (Some(server), Some(placeholders)),
+            Ok(None) => (None, None),
+            Err(message) => {
+                writeln!(report, "!! {message}")?;
+                return Ok(Outcome::Failed);
+            }
+        };
+        let placeholders = placeholders.as_ref();
+        let restore = |output: Vec<u8>| match placeholders {
+            Some(placeholders) => placeholders.restore(&output),
+            None => output,
+        };
         let target = case_dir.join("target");
-        if let Err(message) = self.prepare(case_dir, &target) {
+        if let Err(message) = self.prepare(case_dir, &target, placeholders) {
             writeln!(report, "!! {message}")?;
             return Ok(Outcome::Failed);
         }
@@ -107,7 +155,7 @@ impl Runner {
                 }
             }
             match self.run_driver(case_dir, args) {
-                Ok(output) => actual.push((name, normalize_output(&output))),
+                Ok(output) => actual.push((name, restore(normalize_output(&output)))),
                 Err(message) => {
                     writeln!(
                         report,
@@ -121,10 +169,20 @@ impl Runner {
                 }
             }
         }
+        if case_dir.join(COMMANDS).exists() {
+            match self.run_commands(case_dir, placeholders) {
+                Ok(output) => actual.push((COMMANDS_OUTPUT, restore(output))),
+                Err(message) => {
+                    writeln!(report, "!! {message}")?;
+                    return Ok(Outcome::Failed);
+                }
+            }
+        }
+        drop(server);
         // The whole tree but the plugins: in test mode holo writes no run
         // report into the root unless asked, so a leaked report shows here.
         match dump::dump(&target, &[Path::new("usr/lib/holo")]) {
-            Ok(tree) => actual.insert(0, ("tree", tree)),
+            Ok(tree) => actual.insert(0, ("tree", restore(tree))),
             Err(err) => {
                 writeln!(
                     report,
@@ -159,7 +217,12 @@ impl Runner {
     }
 
     /// Builds `target/` from `source-tree` and the plugins that holorc names.
-    fn prepare(&self, case_dir: &Path, target: &Path) -> Result<(), String> {
+    fn prepare(
+        &self,
+        case_dir: &Path,
+        target: &Path,
+        placeholders: Option<&Placeholders>,
+    ) -> Result<(), String> {
         let source = case_dir.join("source-tree");
         remove_tree(target)
             .map_err(|err| format!("cannot remove the old {}: {}", target.display(), err))?;
@@ -188,6 +251,9 @@ impl Runner {
             }
         }
 
+        if let Some(placeholders) = placeholders {
+            fill_placeholders(target, placeholders)?;
+        }
         for directory in ["run", "tmp"] {
             let path = target.join(directory);
             fs::create_dir_all(&path)
@@ -244,7 +310,7 @@ impl Runner {
     /// variables or wrap `$HOLO_BINARY` in a function (as in Holo's suites).
     fn run_driver(&self, case_dir: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
         let with_env_sh = case_dir.join("env.sh").is_file();
-        let mut command = if with_env_sh {
+        let command = if with_env_sh {
             let mut command = Command::new("sh");
             command
                 .arg("-c")
@@ -263,13 +329,29 @@ impl Runner {
             command.args(words).args(args);
             command
         };
+        self.capture(command, case_dir, with_env_sh, "driver")
+            .map_err(|failure| failure.to_string())
+    }
+
+    /// Runs `command` in the case directory with the environment of a case
+    /// (see holo-test(7)) in a process group of its own, and gives its
+    /// combined output (cut at `MAX_OUTPUT` bytes) and `exit status N`.
+    /// With `stderr_is_ours`, the command's stderr is holo-test's (for
+    /// `sh`, which joins what it runs to stdout itself).
+    fn capture(
+        &self,
+        mut command: Command,
+        case_dir: &Path,
+        stderr_is_ours: bool,
+        what: &str,
+    ) -> Result<Vec<u8>, Failure> {
         for variable in SCRUBBED_VARIABLES {
             command.env_remove(variable);
         }
         let (reader, writer) = io::pipe().map_err(|err| format!("cannot create a pipe: {err}"))?;
         // every copy of the write end must be gone after the spawn, or the
         // reader never sees the end of the output
-        let stderr = if with_env_sh {
+        let stderr = if stderr_is_ours {
             Stdio::inherit()
         } else {
             Stdio::from(
@@ -288,15 +370,13 @@ impl Runner {
             .stderr(stderr)
             // a group of its own, so that a timeout kills the plugins as well
             .process_group(0);
-        let mut child = command.spawn().map_err(|err| err.to_string())?;
+        let mut child = command.spawn().map_err(Failure::Spawn)?;
         drop(command); // closes our copies of the pipe's write end
 
         let (sender, receiver) = std::sync::mpsc::channel();
         thread::spawn(move || {
-            let mut output = Vec::new();
-            let mut reader = reader;
             // the receiver is gone only when we gave up on this run
-            let _ = sender.send(reader.read_to_end(&mut output).map(|_| output));
+            let _ = sender.send(read_bounded(reader));
         });
         let group = nix::unistd::Pid::from_raw(child.id() as i32);
         let kill_group = || {
@@ -315,10 +395,10 @@ impl Runner {
                 Ok(None) if started.elapsed() > self.timeout => {
                     kill_group();
                     let _ = child.wait();
-                    return Err(timed_out());
+                    return Err(timed_out().into());
                 }
                 Ok(None) => thread::sleep(Duration::from_millis(5)),
-                Err(err) => return Err(err.to_string()),
+                Err(err) => return Err(err.to_string().into()),
             }
         };
         // a process that the driver left behind may still hold the output open
@@ -328,9 +408,10 @@ impl Runner {
             Err(_) => {
                 kill_group();
                 return Err(format!(
-                    "{}: the driver exited, but a process it started kept the output open",
+                    "{}: the {what} exited, but a process it started kept the output open",
                     timed_out()
-                ));
+                )
+                .into());
             }
         };
         // the shell's `$?`: a signal shows as 128 + its number
@@ -340,6 +421,93 @@ impl Runner {
             .unwrap_or(255);
         output.extend_from_slice(format!("exit status {code}\n").as_bytes());
         Ok(output)
+    }
+
+    /// Runs each line of the case's `commands` (split as a shell would,
+    /// run without one) and records `$ LINE`, the combined output and the
+    /// exit status of each. A program that is not found is recorded as
+    /// the shell would, with exit status 127.
+    fn run_commands(
+        &self,
+        case_dir: &Path,
+        placeholders: Option<&Placeholders>,
+    ) -> Result<Vec<u8>, String> {
+        let file = case_dir.join(COMMANDS);
+        let text =
+            fs::read(&file).map_err(|err| format!("cannot read {}: {}", file.display(), err))?;
+        let text = String::from_utf8(text)
+            .map_err(|_| format!("{}: is not UTF-8 text", file.display()))?;
+        let with_env_sh = case_dir.join("env.sh").is_file();
+        let search_path = self.command_path();
+        let mut recorded = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at_line =
+                |message: String| format!("{}:{}: {}", file.display(), index + 1, message);
+            let filled = match placeholders {
+                Some(placeholders) => {
+                    let filled = placeholders.fill(line.as_bytes()).map_err(at_line)?;
+                    String::from_utf8_lossy(&filled).into_owned()
+                }
+                None => line.to_string(),
+            };
+            let words = shell_words::split(&filled).map_err(|err| {
+                at_line(format!(
+                    "{err} (a line is split as sh(1) splits words, without expansions)"
+                ))
+            })?;
+            let Some((program, args)) = words.split_first() else {
+                continue;
+            };
+            let mut command = if with_env_sh {
+                let mut command = Command::new("sh");
+                command
+                    .arg("-c")
+                    .arg(". ./env.sh >&2\n\"$@\" 2>&1")
+                    .arg("holo-test")
+                    .args(&words);
+                command
+            } else {
+                let mut command = Command::new(program);
+                command.args(args);
+                command
+            };
+            command.env("PATH", &search_path);
+            recorded.extend_from_slice(format!("$ {line}\n").as_bytes());
+            match self.capture(command, case_dir, with_env_sh, "command") {
+                Ok(output) => recorded.extend_from_slice(&normalize_output(&output)),
+                Err(Failure::Spawn(err)) if err.kind() == io::ErrorKind::NotFound => {
+                    recorded.extend_from_slice(
+                        format!("holo-test: {program}: not found\nexit status 127\n").as_bytes(),
+                    );
+                }
+                Err(failure) => return Err(at_line(format!("cannot run `{line}`: {failure}"))),
+            }
+        }
+        Ok(recorded)
+    }
+
+    /// `PATH` for the commands: the plugin directories first, so that
+    /// `holo-ID` is the plugin under test, then the driver's directory,
+    /// then the caller's `PATH`.
+    fn command_path(&self) -> OsString {
+        let mut dirs: Vec<PathBuf> = self.plugin_dirs.clone();
+        if let Some(driver_dir) = self
+            .driver
+            .split_whitespace()
+            .next()
+            .filter(|program| program.starts_with('/'))
+            .and_then(|program| Path::new(program).parent())
+        {
+            dirs.push(driver_dir.to_path_buf());
+        }
+        if let Some(path) = std::env::var_os("PATH") {
+            dirs.extend(std::env::split_paths(&path));
+        }
+        std::env::join_paths(dirs).unwrap_or_default()
     }
 
     fn update_expectations(
@@ -360,10 +528,12 @@ impl Runner {
                 writeln!(report, ">> updated {}", path.display())?;
             }
         }
-        let force = case_dir.join("expected-apply-force-output");
-        if !actual.iter().any(|(name, _)| *name == "apply-force-output") && force.exists() {
-            fs::remove_file(&force)?;
-            writeln!(report, ">> removed {}", force.display())?;
+        for name in ["apply-force-output", COMMANDS_OUTPUT] {
+            let leftover = case_dir.join(format!("expected-{name}"));
+            if !actual.iter().any(|(actual, _)| *actual == name) && leftover.exists() {
+                fs::remove_file(&leftover)?;
+                writeln!(report, ">> removed {}", leftover.display())?;
+            }
         }
         Ok(Outcome::Updated)
     }
@@ -423,7 +593,72 @@ fn compare_with_expectations(
         )?;
         outcome = Outcome::Failed;
     }
+    let commands_output = case_dir.join(format!("expected-{COMMANDS_OUTPUT}"));
+    if !actual.iter().any(|(name, _)| *name == COMMANDS_OUTPUT) && commands_output.exists() {
+        writeln!(
+            report,
+            "!! {} exists, but the case has no {COMMANDS} file (delete it or run holo-test --update)",
+            commands_output.display()
+        )?;
+        outcome = Outcome::Failed;
+    }
     Ok(outcome)
+}
+
+/// Starts the server of the case's `http-root/`, when it has one.
+fn start_http(case_dir: &Path) -> Result<Option<(http::Server, Placeholders)>, String> {
+    let http_root = case_dir.join(HTTP_ROOT);
+    if !http_root.is_dir() {
+        return Ok(None);
+    }
+    let served = http::collect(&http_root)?;
+    let placeholders_served = served.clone();
+    let server = http::Server::start(served)
+        .map_err(|err| format!("cannot serve {}: {}", http_root.display(), err))?;
+    let placeholders = Placeholders::new(server.url(), &placeholders_served);
+    Ok(Some((server, placeholders)))
+}
+
+/// Replaces the placeholders in every regular file below `target`.
+fn fill_placeholders(target: &Path, placeholders: &Placeholders) -> Result<(), String> {
+    let entries =
+        fs::read_dir(target).map_err(|err| format!("cannot read {}: {}", target.display(), err))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|err| format!("cannot read {}: {}", target.display(), err))?
+            .path();
+        let metadata = fs::symlink_metadata(&path)
+            .map_err(|err| format!("cannot read {}: {}", path.display(), err))?;
+        if metadata.is_dir() {
+            fill_placeholders(&path, placeholders)?;
+        } else if metadata.is_file() {
+            let text = fs::read(&path)
+                .map_err(|err| format!("cannot read {}: {}", path.display(), err))?;
+            if !contains(&text, b"@HOLO_TEST_") {
+                continue;
+            }
+            let filled = placeholders
+                .fill(&text)
+                .map_err(|message| format!("{}: {}", path.display(), message))?;
+            fs::write(&path, filled)
+                .map_err(|err| format!("cannot write {}: {}", path.display(), err))?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads all of `reader`, keeping the first `MAX_OUTPUT` bytes and saying
+/// how many more there were.
+fn read_bounded(mut reader: impl Read) -> io::Result<Vec<u8>> {
+    let mut output = Vec::new();
+    (&mut reader).take(MAX_OUTPUT).read_to_end(&mut output)?;
+    let left_out = io::copy(&mut reader, &mut io::sink())?;
+    if left_out > 0 {
+        output.extend_from_slice(
+            format!("\n[holo-test: {left_out} more bytes of output left out]\n").as_bytes(),
+        );
+    }
+    Ok(output)
 }
 
 /// Whether the suite's KNOWN_FAILURES file (beside the case directory, one
@@ -910,6 +1145,156 @@ fi
             "{}",
             String::from_utf8_lossy(&report)
         );
+    }
+
+    #[test]
+    fn commands_run_after_the_driver_with_the_plugins_on_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, mut runner) = fake_case();
+        let case = dir.path().join("case");
+        let plugins = dir.path().join("plugins");
+        fs::create_dir(&plugins).expect("mkdir");
+        fs::write(
+            plugins.join("holo-x"),
+            "#!/bin/sh\nprintf '%s|' \"$@\"; echo \" root=$HOLO_ROOT_DIR\"\necho oops >&2\necho ensured > target/etc/ensured\nexit 3\n",
+        )
+        .expect("write plugin");
+        fs::set_permissions(plugins.join("holo-x"), fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        runner.plugin_dirs = vec![plugins];
+        fs::write(
+            case.join("commands"),
+            "# a comment\n\nholo-x ensure /etc/motd --content 'hello world' \"a\\\"b\"\nno-such-program --flag\n",
+        )
+        .expect("write commands");
+        runner.run(&case, &mut Vec::new()).expect("run");
+        assert_eq!(
+            fs::read_to_string(case.join("expected-commands-output")).expect("written"),
+            "$ holo-x ensure /etc/motd --content 'hello world' \"a\\\"b\"\n\
+             ensure|/etc/motd|--content|hello world|a\"b| root=./target/\noops\nexit status 3\n\
+             $ no-such-program --flag\nholo-test: no-such-program: not found\nexit status 127\n"
+        );
+        // the tree is dumped after the commands
+        assert!(
+            fs::read_to_string(case.join("expected-tree"))
+                .expect("written")
+                .contains("./etc/ensured\nensured\n")
+        );
+
+        runner.update = false;
+        assert_eq!(
+            runner.run(&case, &mut Vec::new()).expect("run"),
+            Outcome::Passed
+        );
+        fs::write(case.join("commands"), "holo-x 'unclosed\n").expect("write commands");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        assert!(
+            String::from_utf8_lossy(&report).contains("commands:1: "),
+            "{}",
+            String::from_utf8_lossy(&report)
+        );
+
+        // an expectation for commands that are gone fails, and --update
+        // removes it
+        fs::remove_file(case.join("commands")).expect("rm");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        assert!(String::from_utf8_lossy(&report).contains("has no commands file"));
+        runner.update = true;
+        runner.run(&case, &mut Vec::new()).expect("run");
+        assert!(!case.join("expected-commands-output").exists());
+    }
+
+    #[test]
+    fn commands_see_env_sh_and_find_the_driver_on_path() {
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::write(case.join("env.sh"), "export GREETING=hello\n").expect("write env.sh");
+        fs::write(
+            case.join("commands"),
+            "sh -c 'echo $GREETING'\nfake-holo status\n",
+        )
+        .expect("write commands");
+        runner.run(&case, &mut Vec::new()).expect("run");
+        assert_eq!(
+            fs::read_to_string(case.join("expected-commands-output")).expect("written"),
+            "$ sh -c 'echo $GREETING'\nhello\nexit status 0\n\
+             $ fake-holo status\nran: status (root ./target/)\nto stderr\nexit status 0\n"
+        );
+    }
+
+    #[test]
+    fn http_root_is_served_and_its_address_kept_out_of_the_expectations() {
+        test_support::require_tools(&["curl"], "curl");
+        let (dir, runner) = fake_case();
+        let case = dir.path().join("case");
+        fs::create_dir_all(case.join("http-root/site.tar.gz.d")).expect("mkdir");
+        fs::write(case.join("http-root/site.tar.gz.d/index.html"), "hi\n").expect("write");
+        fs::write(case.join("http-root/hello.txt"), "hello over http\n").expect("write");
+        fs::write(
+            case.join("source-tree"),
+            "file      0644 ./etc/holorc\nplugin none=/bin/false\n----------------------------------------\n\
+             file      0644 ./etc/url\n@HOLO_TEST_HTTP@/hello.txt @HOLO_TEST_SHA256:site.tar.gz@\n----------------------------------------\n",
+        )
+        .expect("write source-tree");
+        // the fake driver fetches the URL that the prepared tree holds
+        fs::write(
+            dir.path().join("fake-holo"),
+            "#!/bin/sh\nset -- $(cat target/etc/url)\necho \"$1\"\ncase $1 in @*) exit 9;; esac\n\
+             curl -sS \"$1\"\n\
+             [ ${#2} = 64 ] && echo \"sha $2\"\n",
+        )
+        .expect("write driver");
+        fs::write(case.join("commands"), "cat target/etc/url\n").expect("write commands");
+        let mut report = Vec::new();
+        runner.run(&case, &mut report).expect("run");
+        let scan = fs::read_to_string(case.join("expected-scan-output")).expect("written");
+        assert_eq!(
+            scan,
+            "@HOLO_TEST_HTTP@/hello.txt\nhello over http\nsha @HOLO_TEST_SHA256:site.tar.gz@\nexit status 0\n",
+            "{}",
+            String::from_utf8_lossy(&report)
+        );
+        assert_eq!(
+            fs::read_to_string(case.join("expected-commands-output")).expect("written"),
+            "$ cat target/etc/url\n@HOLO_TEST_HTTP@/hello.txt @HOLO_TEST_SHA256:site.tar.gz@\nexit status 0\n"
+        );
+        assert!(
+            fs::read_to_string(case.join("expected-tree"))
+                .expect("written")
+                .contains("./etc/url\n@HOLO_TEST_HTTP@/hello.txt @HOLO_TEST_SHA256:site.tar.gz@\n")
+        );
+
+        fs::write(case.join("commands"), "echo @HOLO_TEST_SHA256:nothing@\n").expect("write");
+        let mut report = Vec::new();
+        assert_eq!(
+            runner.run(&case, &mut report).expect("run"),
+            Outcome::Failed
+        );
+        assert!(
+            String::from_utf8_lossy(&report)
+                .contains("commands:1: @HOLO_TEST_SHA256:nothing@ names no file"),
+            "{}",
+            String::from_utf8_lossy(&report)
+        );
+    }
+
+    #[test]
+    fn outputs_are_cut_at_a_bound() {
+        let output = read_bounded(io::repeat(b'x').take(MAX_OUTPUT + 10)).expect("read");
+        assert_eq!(
+            output.len() as u64,
+            MAX_OUTPUT + "\n[holo-test: 10 more bytes of output left out]\n".len() as u64
+        );
+        assert!(output.ends_with(b"\n[holo-test: 10 more bytes of output left out]\n"));
+        assert_eq!(read_bounded(&b"short"[..]).expect("read"), b"short");
     }
 
     #[test]

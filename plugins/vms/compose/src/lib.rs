@@ -18,22 +18,20 @@ pub mod manifest;
 pub mod network;
 pub mod yaml;
 
-use std::collections::BTreeMap;
-
 pub use diag::Diag;
 pub use manifest::Manifest;
 
 /// Loads and resolves a project in one call, with no prior IP allocations.
 /// Errors come sorted by file and position.
 pub fn resolve(options: &load::Options) -> Result<(load::Project, Manifest), Vec<Diag>> {
-    resolve_with_allocations(options, &BTreeMap::new())
+    resolve_with_allocations(options, &network::Allocations::default())
 }
 
-/// Like [`resolve`], keeping the instance IPs the runtime already assigned
-/// (instance name to address), so that running instances keep theirs.
+/// Like [`resolve`], keeping the addresses (and named networks' subnets)
+/// the runtime already assigned, so that running instances keep theirs.
 pub fn resolve_with_allocations(
     options: &load::Options,
-    existing_ips: &BTreeMap<String, std::net::Ipv4Addr>,
+    existing_ips: &network::Allocations,
 ) -> Result<(load::Project, Manifest), Vec<Diag>> {
     let sorted = |mut diags: Vec<Diag>| {
         diags.sort_by(|a, b| {

@@ -69,6 +69,65 @@ fn find_cycle(remaining: &BTreeMap<&str, BTreeSet<&str>>) -> Vec<String> {
     }
 }
 
+/// The addresses instances already hold, so that resolving a project again
+/// keeps them: by instance, their place in the flat plan (which names the
+/// user-mode NIC's MAC), their address on the `default` network, and on
+/// each named network, with the subnet the network had. A project without
+/// named networks has the same `flat` and `default`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocations {
+    pub flat: BTreeMap<String, Ipv4Addr>,
+    pub default: BTreeMap<String, Ipv4Addr>,
+    pub named: BTreeMap<String, NetworkAllocation>,
+}
+
+/// One named network's addresses from an earlier run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetworkAllocation {
+    /// The network's subnet (base address and prefix).
+    pub subnet: Option<(Ipv4Addr, u8)>,
+    pub ips: BTreeMap<String, Ipv4Addr>,
+}
+
+impl Allocations {
+    /// Records that `instance` holds `ip`/`prefix` on `network`.
+    pub fn add(&mut self, network: &str, instance: &str, ip: Ipv4Addr, prefix: u8) {
+        if network == crate::decode::networks::DEFAULT {
+            self.default.insert(instance.to_string(), ip);
+            return;
+        }
+        let entry = self.named.entry(network.to_string()).or_default();
+        let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+        entry
+            .subnet
+            .get_or_insert((Ipv4Addr::from(u32::from(ip) & mask), prefix));
+        entry.ips.insert(instance.to_string(), ip);
+    }
+
+    /// The addresses held on `network` (the default one included).
+    pub fn on(&self, network: &str) -> BTreeMap<String, Ipv4Addr> {
+        if network == crate::decode::networks::DEFAULT {
+            return self.default.clone();
+        }
+        self.named
+            .get(network)
+            .map(|n| n.ips.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Addresses on the flat default network, by instance.
+impl FromIterator<(String, Ipv4Addr)> for Allocations {
+    fn from_iter<I: IntoIterator<Item = (String, Ipv4Addr)>>(iter: I) -> Self {
+        let default: BTreeMap<String, Ipv4Addr> = iter.into_iter().collect();
+        Allocations {
+            flat: default.clone(),
+            default,
+            named: BTreeMap::new(),
+        }
+    }
+}
+
 /// Assigns an IP to every instance name in `wanted` (in order), keeping the
 /// addresses in `existing` and filling the lowest free ones.
 pub fn allocate_ips(
@@ -121,6 +180,14 @@ pub fn internal_mac(ip: Ipv4Addr) -> String {
 /// The MAC of the user-mode NIC (host port forwards).
 pub fn user_mac(ip: Ipv4Addr) -> String {
     format!("52:54:01:0a:0a:{:02x}", ip.octets()[3])
+}
+
+/// The flat plan's address that [`user_mac`] was made from.
+pub fn user_mac_address(mac: &str) -> Option<Ipv4Addr> {
+    let last = mac.strip_prefix("52:54:01:0a:0a:")?;
+    u8::from_str_radix(last, 16)
+        .ok()
+        .map(|octet| Ipv4Addr::new(10, 10, 0, octet))
 }
 
 /// A MAC for a NIC without an address of its own (DHCP on a host bridge):
@@ -219,6 +286,23 @@ mod tests {
         let ip = Ipv4Addr::new(10, 10, 0, 17);
         assert_eq!(internal_mac(ip), "52:54:00:0a:0a:11");
         assert_eq!(user_mac(ip), "52:54:01:0a:0a:11");
+        assert_eq!(user_mac_address(&user_mac(ip)), Some(ip));
+        assert_eq!(user_mac_address("52:54:00:0a:0a:11"), None);
+    }
+
+    #[test]
+    fn allocations_file_named_networks_with_their_subnet() {
+        let mut a = Allocations::default();
+        a.add("default", "web-0", Ipv4Addr::new(10, 10, 0, 4), 24);
+        a.add("back", "db-0", Ipv4Addr::new(10, 30, 1, 7), 23);
+        a.add("back", "app-0", Ipv4Addr::new(10, 30, 0, 9), 23);
+        assert_eq!(a.on("default")["web-0"], Ipv4Addr::new(10, 10, 0, 4));
+        assert_eq!(
+            a.named["back"].subnet,
+            Some((Ipv4Addr::new(10, 30, 0, 0), 23))
+        );
+        assert_eq!(a.on("back").len(), 2);
+        assert!(a.on("front").is_empty());
     }
 
     #[test]

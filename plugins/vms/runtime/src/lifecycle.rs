@@ -66,11 +66,14 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let previous = ProjectRecord::load(&runtime.layout, project)?;
     let spec_hash = plan::manifest_hash(manifest);
     if request.services.is_empty()
-        && previous
+        && let Some(record) = previous
             .as_ref()
-            .is_some_and(|record| is_up_to_date(record, &spec_hash))
+            .filter(|record| is_up_to_date(record, &spec_hash))
     {
         eprintln!("holos: project {project} is up to date");
+        if !request.no_wait {
+            wait_until_running_ready(runtime, manifest, record)?;
+        }
         return Ok(());
     }
     let launch = prepare_launch(runtime, request, previous.as_ref())?;
@@ -284,6 +287,49 @@ fn wait_until_ready(
         if waited.insert(service.name.as_str()) {
             health::wait_service_healthy(runtime, &launch.key, service, record, healthy)?;
         }
+    }
+    Ok(())
+}
+
+/// `up` on a project that is up to date still waits, as `docker compose
+/// up --wait` does on a running project: for every guest's sshd, then for
+/// the health of each instance with a check that was not found healthy
+/// (after `up --no-wait`, or an unhealthy one, which is probed again).
+fn wait_until_running_ready(
+    runtime: &HostSettings,
+    manifest: &Manifest,
+    record: &ProjectRecord,
+) -> Result<(), Error> {
+    let key = runtime.layout.ssh_key(&manifest.project);
+    let mut instances: Vec<&InstanceRecord> = record.instances.values().collect();
+    instances.sort_by_key(|i| i.start_order);
+    let check_of = |instance: &InstanceRecord| {
+        manifest
+            .services
+            .iter()
+            .find(|s| s.name == instance.spec.service)
+            .and_then(|s| s.healthcheck.as_ref())
+    };
+    for instance in &instances {
+        ssh::wait_for_sshd(
+            instance.spec.ssh_port,
+            health::sshd_wait(check_of(instance), SSHD_WAIT),
+        )
+        .map_err(|e| Error::Guest(format!("{}: {e}", instance.spec.name)))?;
+    }
+    for instance in &instances {
+        let Some(check) = check_of(instance) else {
+            continue;
+        };
+        match health::read_state(&instance.spec) {
+            Some(health::HealthState::Healthy) => continue,
+            Some(health::HealthState::Bypassed) if runtime.health_bypass => continue,
+            _ => {}
+        }
+        if !runtime.health_bypass {
+            eprintln!("holos: waiting for {} to be healthy", instance.spec.name);
+        }
+        health::wait_healthy(runtime, &key, &instance.spec, check)?;
     }
     Ok(())
 }

@@ -116,13 +116,25 @@ pub struct InstanceRecord {
 pub const RECORD_VERSION: u32 = 1;
 
 impl ProjectRecord {
-    /// The address each recorded instance has, so that resolving the project
+    /// The addresses each recorded instance has, on the flat network or on
+    /// each named network (with its subnet), so that resolving the project
     /// again keeps them.
-    pub fn allocated_ips(&self) -> BTreeMap<String, std::net::Ipv4Addr> {
-        self.instances
-            .iter()
-            .map(|(name, instance)| (name.clone(), instance.spec.ip))
-            .collect()
+    pub fn allocated_ips(&self) -> holos_compose::network::Allocations {
+        let mut out = holos_compose::network::Allocations::default();
+        for (name, instance) in &self.instances {
+            let flat = holos_compose::network::user_mac_address(&instance.spec.mac_user);
+            out.flat
+                .insert(name.clone(), flat.unwrap_or(instance.spec.ip));
+            if instance.spec.networks.is_empty() {
+                out.default.insert(name.clone(), instance.spec.ip);
+            }
+            for nic in &instance.spec.networks {
+                if let Some(ip) = nic.ip {
+                    out.add(&nic.network, name, ip, nic.prefix);
+                }
+            }
+        }
+        out
     }
 
     pub fn load(layout: &Layout, project: &str) -> Result<Option<ProjectRecord>, Error> {

@@ -293,22 +293,57 @@ fn images_lists_the_aliases_without_a_project() {
             .map(str::to_string)
             .collect()
     };
-    // ALIAS TAG DEFAULT OS USER MIN_MB CACHED; nothing is cached yet.
+    // ALIAS TAG ALSO DEFAULT OS USER MIN_MB CACHED; nothing is cached yet.
     assert_eq!(
         words("ubuntu", "noble"),
-        ["ubuntu", "noble", "*", "systemd", "ubuntu", "512", "no"]
+        [
+            "ubuntu", "noble", "24.04", "*", "systemd", "ubuntu", "512", "no"
+        ]
     );
+    assert_eq!(words("debian", "bookworm")[2], "12");
+    assert_eq!(words("alpine", "3.23")[2], "-", "a tag with no other name");
     assert_eq!(
         words("ubuntu", "jammy"),
-        ["ubuntu", "jammy", "systemd", "ubuntu", "512", "no"]
+        ["ubuntu", "jammy", "22.04", "systemd", "ubuntu", "512", "no"]
     );
-    assert_eq!(words("alpine", "3.23")[3], "openrc");
+    assert_eq!(words("alpine", "3.23")[4], "openrc");
     let tags: usize = holos_compose::images::table()
         .image
         .iter()
         .map(|i| i.tags.len())
         .sum();
     assert_eq!(text.lines().count(), 1 + tags);
+
+    // --json: one object per tag, the other names as a list.
+    let json = stdout(
+        holos(&f)
+            .env("HOLOS_STATE_DIR", &state)
+            .args(["images", "--json"]),
+    );
+    let rows: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let rows = rows.as_array().expect("an array");
+    assert_eq!(rows.len(), tags);
+    let trixie = rows
+        .iter()
+        .find(|r| r["alias"] == "debian" && r["tag"] == "trixie")
+        .expect("debian trixie");
+    assert_eq!(
+        trixie,
+        &serde_json::json!({
+            "alias": "debian",
+            "tag": "trixie",
+            "also": ["13"],
+            "default": false,
+            "os": "systemd",
+            "user": "debian",
+            "min_memory_mb": 512,
+            "cached": false,
+        })
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["tag"] == "noble" && r["default"] == true)
+    );
     assert!(!state.exists(), "listing creates no state");
 }
 

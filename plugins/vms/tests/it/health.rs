@@ -243,3 +243,53 @@ fn without_a_healthcheck_a_dependent_waits_only_until_started() {
     let web = said.find("web-0 started").expect(&said);
     assert!(db < web, "{said}");
 }
+
+/// `up` on a project that `up --no-wait` left running waits for the health
+/// it did not wait for, as `docker compose up --wait` does on a running
+/// project: it fails while the check fails (stopping nothing) and passes
+/// once the check does; an instance already found healthy is not probed
+/// again, and `--no-wait` still returns at once.
+#[test]
+fn up_waits_for_the_health_that_up_no_wait_skipped() {
+    let p = project("");
+    let ready = p.path().join("ready");
+    p.write(&format!(
+        "name: hc\nservices:\n  db:\n    image: ./base.qcow2\n    healthcheck:\n      test: [\"test\", \"-e\", \"{}\"]\n      interval: 100ms\n      retries: 2\n",
+        ready.display()
+    ));
+    let (ok, said) = holos(&p, &["up", "--no-wait"], false);
+    assert!(ok, "{said}");
+    assert!(ssh_calls(&p).is_empty());
+    assert_eq!(p.ps()[0]["health"], "starting");
+
+    let (ok, said) = holos(&p, &["up"], false);
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("project hc is up to date")
+            && said.contains("waiting for db-0 to be healthy")
+            && said.contains("db-0 did not become healthy: 2 consecutive failed probes"),
+        "{said}"
+    );
+    assert_eq!(p.ps()[0]["health"], "unhealthy");
+    assert!(p.pid_of("db-0").is_some(), "a failed wait stops nothing");
+
+    let (ok, said) = holos(&p, &["up", "--no-wait"], false);
+    assert!(ok, "{said}");
+    assert_eq!(ssh_calls(&p).len(), 2, "--no-wait probes nothing");
+
+    std::fs::write(&ready, "").unwrap();
+    let (ok, said) = holos(&p, &["up"], false);
+    assert!(ok, "{said}");
+    assert!(said.contains("waiting for db-0 to be healthy"), "{said}");
+    assert_eq!(p.ps()[0]["health"], "healthy");
+    assert_eq!(ssh_calls(&p).len(), 3);
+
+    let (ok, said) = holos(&p, &["up"], false);
+    assert!(ok, "{said}");
+    assert!(!said.contains("waiting for"), "{said}");
+    assert_eq!(
+        ssh_calls(&p).len(),
+        3,
+        "a healthy instance is not probed again"
+    );
+}

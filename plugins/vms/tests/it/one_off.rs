@@ -71,3 +71,69 @@ fn run_detached_starts_a_project_and_rm_removes_it_after_the_command() {
     assert!(!p.state().join("runs/gone").exists());
     assert!(!p.state().join("instances/gone").exists());
 }
+
+/// The global options before `run` apply to the run as to any command:
+/// `-p` names its project, `--profile`, `--state-dir` and `--lock-timeout`
+/// are taken, and after `run` `-p` still publishes a port. A compose file
+/// (`-f`) is refused, since a run writes its own.
+#[test]
+#[ignore = "needs qemu-img"]
+fn global_options_before_run_apply_to_the_run() {
+    runtime_support::require_qemu_img();
+    let p = Project::new("services: {}\n", Qemu::Fake);
+    let state = p.state().display().to_string();
+    let out = p.run(&[
+        "--state-dir",
+        &state,
+        "--lock-timeout",
+        "5s",
+        "-p",
+        "tools",
+        "--profile",
+        "dev",
+        "run",
+        "--detach",
+        "--name",
+        "box",
+        "-p",
+        "0:80",
+        "./base.qcow2",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tools\n");
+    let out = p.run(&["-p", "tools", "ps", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["project"], "tools", "{rows}");
+    assert_eq!(rows[0]["instance"], "box-0");
+    assert_eq!(
+        rows[0]["ports"][0]["guest_port"], 80,
+        "-p after run publishes"
+    );
+
+    // After `run`, the long forms do the same.
+    let out = p.run(&[
+        "run",
+        "--project-name",
+        "other",
+        "--profile",
+        "dev",
+        "--detach",
+        "./base.qcow2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "other\n");
+    assert!(p.state().join("projects/other.json").is_file());
+
+    let out = p.run(&["-f", "holos.yaml", "run", "--detach", "./base.qcow2"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("run reads no compose file") && said.contains("-f holos.yaml"),
+        "{said}"
+    );
+}

@@ -61,5 +61,11 @@ fn udp_forwards_reach_the_qemu_argv() {
     let ps = p.ps();
     assert_eq!(ps[0]["ports"][0]["protocol"], "udp", "{ps:?}");
     assert_eq!(ps[0]["ports"][0]["host_port"], udp, "{ps:?}");
+    // The table marks the protocol as docker ps does.
+    let table = String::from_utf8_lossy(&p.run(&["ps"]).stdout).into_owned();
+    assert!(
+        table.contains(&format!(" 127.0.0.1:{udp}->53/udp ")),
+        "{table}"
+    );
     p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
 }

@@ -321,7 +321,7 @@ fn an_ephemeral_port_is_picked_at_up_recorded_and_shown() {
     );
     let table = String::from_utf8_lossy(&p.run(&["ps"]).stdout).into_owned();
     assert!(
-        table.contains(&format!("127.0.0.1:{picked}->80")),
+        table.contains(&format!("127.0.0.1:{picked}->80/tcp")),
         "{table}"
     );
     let inspect = String::from_utf8_lossy(&p.run(&["inspect", "web-0"]).stdout).into_owned();

@@ -33,7 +33,7 @@ const SERVICES_REQUIRED: &str = "is required: a mapping of service names to serv
 /// runtime already holds (empty for `holos config`).
 pub fn resolve(
     project: &Project,
-    existing_ips: &BTreeMap<String, Ipv4Addr>,
+    existing_ips: &network::Allocations,
 ) -> Result<Manifest, Vec<Diag>> {
     let mut r = Reader {
         diags: Diags::default(),
@@ -60,7 +60,7 @@ pub fn resolve(
         return Err(r.diags.list);
     }
     let mut ordered = dependency_order(project, services, &service_pos)?;
-    let ips = allocate_ips(project, &ordered, existing_ips)?;
+    let ips = allocate_ips(project, &ordered, &existing_ips.flat)?;
     let mut hosts = place_instances(project, &mut ordered, &ips)?;
     let mut segments = Vec::new();
     if network_requests.any() {
@@ -128,7 +128,7 @@ fn place_networks(
     project: &Project,
     ordered: &mut [Service],
     (requests, definitions): (&networks::Requests, &BTreeMap<String, networks::NetworkDef>),
-    existing_ips: &BTreeMap<String, Ipv4Addr>,
+    existing_ips: &network::Allocations,
 ) -> Result<Vec<crate::manifest::Segment>, Vec<Diag>> {
     let segments = networks::place(project, ordered, requests, definitions, existing_ips, r);
     if !r.diags.is_empty() {

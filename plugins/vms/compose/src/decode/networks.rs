@@ -267,13 +267,13 @@ fn host_range(base: Ipv4Addr, prefix: u8) -> std::ops::RangeInclusive<u32> {
 }
 
 /// Gives every instance of `services` its NICs and returns the segments.
-/// `default_ips` are the flat network's addresses (kept across runs).
+/// `existing` are the addresses and subnets of an earlier run, kept.
 pub fn place(
     project: &Project,
     services: &mut [Service],
     requests: &Requests,
     defs: &BTreeMap<String, NetworkDef>,
-    existing_ips: &BTreeMap<String, Ipv4Addr>,
+    existing: &network::Allocations,
     r: &mut Reader,
 ) -> Vec<Segment> {
     // Which networks each service is on, in the order written.
@@ -330,24 +330,34 @@ pub fn place(
             .filter(|n| n.as_str() != DEFAULT && defs.contains_key(n.as_str()))
             .map(|n| n.to_string()),
     );
-    let taken: Vec<(Ipv4Addr, u8)> = defs.values().filter_map(|d| d.subnet).collect();
-    let mut next_auto = 1u8;
+    let mut auto_subnets = auto_subnets(&names, defs, existing);
     let mut segments = Vec::new();
     // Per network: instance -> (attachment), filled in service order.
     let mut attachments: BTreeMap<String, Vec<Attachment>> = BTreeMap::new();
-    for (index, name) in names.iter().enumerate() {
+    // The MACs services set, which a generated one must not repeat.
+    let mut given_macs: BTreeSet<String> = memberships
+        .values()
+        .flatten()
+        .filter_map(|m| m.mac_address.clone())
+        .chain(requests.by_service.values().filter_map(|r| r.mac.clone()))
+        .collect();
+    for name in &names {
         let def = defs.get(name).cloned().unwrap_or_default();
         let subnet = match (name.as_str(), def.subnet, &def.bridge) {
             (_, Some(subnet), _) => Some(subnet),
             (DEFAULT, None, _) => Some((Ipv4Addr::new(10, 10, 0, 0), 24)),
             (_, None, Some(_)) => None,
-            (_, None, None) => loop {
-                let candidate = (Ipv4Addr::new(10, 10, next_auto, 0), 24);
-                next_auto = next_auto.wrapping_add(1);
-                if !taken.contains(&candidate) {
-                    break Some(candidate);
+            (_, None, None) => {
+                let subnet = auto_subnets.remove(name);
+                if subnet.is_none() {
+                    r.diags.push(
+                        &project.model.pos,
+                        format!("networks.{name}"),
+                        "no free subnet left in 10.10.0.0/16; give the network one under ipam.config",
+                    );
                 }
-            },
+                subnet
+            }
         };
         let backend = match &def.bridge {
             Some(bridge) => SegmentBackend::Bridge {
@@ -395,7 +405,7 @@ pub fn place(
                     .iter()
                     .filter_map(|m| m.3.ipv4_address.map(|ip| (m.0.clone(), ip)))
                     .collect();
-                let mut keep = existing_ips.clone();
+                let mut keep = existing.default.clone();
                 keep.extend(pinned.clone());
                 match network::allocate_ips(&wanted, &keep) {
                     Ok(ips) => {
@@ -419,19 +429,30 @@ pub fn place(
                     }
                 }
             }
-            Some((base, prefix)) => allocate_in(base, prefix, name, &members, r),
+            Some((base, prefix)) => {
+                allocate_in(base, prefix, name, &members, &existing.on(name), r)
+            }
         };
         let mut hosts = Vec::new();
         for (instance, replica, service, m, mac) in &members {
             let ip = ips.get(instance).copied();
-            let mac = mac.clone().unwrap_or_else(|| match (ip, name == DEFAULT) {
-                (Some(ip), true) => network::internal_mac(ip),
-                (Some(ip), false) => {
+            let hashed = || network::hashed_mac(&format!("{}/{name}/{instance}", project.name));
+            let mac = match (mac, ip, name == DEFAULT) {
+                (Some(mac), _, _) => mac.clone(),
+                (None, Some(ip), true) => network::internal_mac(ip),
+                // From the address alone, so that it stays while the address
+                // does; the rare clash (10.20.0.5 and 172.20.0.5) is hashed.
+                (None, Some(ip), false) => {
                     let o = ip.octets();
-                    format!("52:54:02:{index:02x}:{:02x}:{:02x}", o[2], o[3])
+                    let mac = format!("52:54:02:{:02x}:{:02x}:{:02x}", o[1], o[2], o[3]);
+                    if given_macs.insert(mac.clone()) {
+                        mac
+                    } else {
+                        hashed()
+                    }
                 }
-                (None, _) => network::hashed_mac(&format!("{}/{name}/{instance}", project.name)),
-            });
+                (None, None, _) => hashed(),
+            };
             if let Some(ip) = ip {
                 let mut names = vec![instance.clone()];
                 if *replica == 0 {
@@ -497,12 +518,58 @@ pub fn place(
     segments
 }
 
-/// Addresses in a named network: `ipv4_address` first, the rest in order.
+/// The subnets of the named networks that give none (no `ipam`, no host
+/// bridge): the one an earlier run recorded when it is still free, else
+/// 10.10.N.0/24 from N = 1 up, in name order, skipping those `ipam` and
+/// earlier runs take (a network that went away may still have members
+/// running).
+fn auto_subnets(
+    names: &[String],
+    defs: &BTreeMap<String, NetworkDef>,
+    existing: &network::Allocations,
+) -> BTreeMap<String, (Ipv4Addr, u8)> {
+    let wanting: Vec<&String> = names
+        .iter()
+        .filter(|n| n.as_str() != DEFAULT)
+        .filter(|n| {
+            defs.get(n.as_str())
+                .is_some_and(|d| d.subnet.is_none() && d.bridge.is_none())
+        })
+        .collect();
+    let mut used: BTreeSet<(Ipv4Addr, u8)> = defs.values().filter_map(|d| d.subnet).collect();
+    used.insert((Ipv4Addr::new(10, 10, 0, 0), 24));
+    let mut out = BTreeMap::new();
+    for name in &wanting {
+        if let Some(subnet) = existing.named.get(name.as_str()).and_then(|n| n.subnet)
+            && used.insert(subnet)
+        {
+            out.insert(name.to_string(), subnet);
+        }
+    }
+    used.extend(existing.named.values().filter_map(|n| n.subnet));
+    let mut free = (1..=u8::MAX)
+        .map(|n| (Ipv4Addr::new(10, 10, n, 0), 24))
+        .filter(|candidate| !used.contains(candidate));
+    for name in wanting {
+        if !out.contains_key(name.as_str())
+            && let Some(subnet) = free.next()
+        {
+            out.insert(name.clone(), subnet);
+        }
+    }
+    out
+}
+
+/// Addresses in a named network: `ipv4_address` first, then the addresses
+/// members held in an earlier run (`existing`), then the lowest free ones
+/// in start order; a new member never takes an address an earlier run gave
+/// an instance that is no longer a member (it may still run).
 fn allocate_in(
     base: Ipv4Addr,
     prefix: u8,
     name: &str,
     members: &[(String, u32, String, Membership, Option<String>)],
+    existing: &BTreeMap<String, Ipv4Addr>,
     r: &mut Reader,
 ) -> BTreeMap<String, Ipv4Addr> {
     let range = host_range(base, prefix);
@@ -521,7 +588,19 @@ fn allocate_in(
             out.insert(instance.clone(), ip);
         }
     }
-    let mut free = range.filter(|a| !used.contains(a));
+    for (instance, _, _, m, _) in members {
+        if m.ipv4_address.is_some() {
+            continue;
+        }
+        if let Some(ip) = existing.get(instance)
+            && range.contains(&u32::from(*ip))
+            && used.insert(u32::from(*ip))
+        {
+            out.insert(instance.clone(), *ip);
+        }
+    }
+    let held: BTreeSet<u32> = existing.values().map(|ip| u32::from(*ip)).collect();
+    let mut free = range.filter(|a| !used.contains(a) && !held.contains(a));
     for (instance, _, _, m, _) in members {
         if out.contains_key(instance) || m.ipv4_address.is_some() {
             continue;

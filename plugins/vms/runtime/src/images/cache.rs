@@ -593,35 +593,70 @@ pub fn find_checksum(
     )))
 }
 
-/// `holos images`: one line per alias and tag; `*` marks the default tag,
-/// CACHED says whether a build is in the cache.
+/// `holos images`: one line per alias and tag; ALSO has the tag's other
+/// names, `*` marks the default tag, CACHED says whether a build is in the
+/// cache.
 pub fn images_table(layout: &Layout) -> String {
-    let row = |cells: [&str; 7]| {
+    let row = |cells: [&str; 8]| {
         format!(
-            "{:<14} {:<9} {:<7} {:<7} {:<10} {:>6}  {}\n",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6]
+            "{:<14} {:<9} {:<7} {:<7} {:<7} {:<10} {:>6}  {}\n",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
         )
     };
-    let mut out = row(["ALIAS", "TAG", "DEFAULT", "OS", "USER", "MIN_MB", "CACHED"]);
-    for image in &images::table().image {
-        for tag in image.tags.keys() {
-            let cached = if is_cached(layout, &image.alias, tag) {
-                "yes"
+    let mut out = row([
+        "ALIAS", "TAG", "ALSO", "DEFAULT", "OS", "USER", "MIN_MB", "CACHED",
+    ]);
+    for image in image_rows(layout) {
+        out.push_str(&row([
+            image.alias,
+            image.tag,
+            &if image.also.is_empty() {
+                "-".to_string()
             } else {
-                "no"
-            };
-            out.push_str(&row([
-                &image.alias,
-                tag,
-                if *tag == image.default_tag { "*" } else { "" },
-                &image.os,
-                &image.user,
-                &image.min_memory_mb.to_string(),
-                cached,
-            ]));
-        }
+                image.also.join(",")
+            },
+            if image.default { "*" } else { "" },
+            image.os,
+            image.user,
+            &image.min_memory_mb.to_string(),
+            if image.cached { "yes" } else { "no" },
+        ]));
     }
     out
+}
+
+/// One tag of a built-in alias, as `holos images` lists it.
+#[derive(Debug, serde::Serialize)]
+pub struct ImageRow<'a> {
+    pub alias: &'a str,
+    pub tag: &'a str,
+    /// The tag's other names (a release's version number).
+    pub also: &'a [String],
+    pub default: bool,
+    pub os: &'a str,
+    pub user: &'a str,
+    pub min_memory_mb: u64,
+    pub cached: bool,
+}
+
+/// Every tag of every built-in alias, in the table's order.
+pub fn image_rows(layout: &Layout) -> Vec<ImageRow<'static>> {
+    let mut rows = Vec::new();
+    for image in &images::table().image {
+        for (tag, entry) in &image.tags {
+            rows.push(ImageRow {
+                alias: &image.alias,
+                tag,
+                also: &entry.also,
+                default: *tag == image.default_tag,
+                os: &image.os,
+                user: &image.user,
+                min_memory_mb: image.min_memory_mb,
+                cached: is_cached(layout, &image.alias, tag),
+            });
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
