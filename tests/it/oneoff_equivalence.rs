@@ -1,8 +1,9 @@
 //! `holo-ID ensure NAME --FLAGS` against `holo apply` of the same table, in
 //! two fresh roots: the same output (but for the `found in` line, which names
 //! the resource file or the command), the same exit status and the same
-//! result on disk, for file, package (the test-mode mock) and service (the
-//! systemctl stand-in).
+//! result on disk, for file, package (the test-mode mock), service (the
+//! systemctl stand-in), exec and scaffold; and what `holo-ID status` then
+//! prints, as the resource file of `holo apply`, changes nothing.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -100,6 +101,26 @@ fn check(case: &Case) {
             case.plugin
         );
     }
+    // What status prints declares that state: as the resource file of the
+    // holo root, it changes nothing.
+    let name = case.flags[0];
+    let status = run(&ensured, &plugin, &["status", name]);
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}: status: {}",
+        case.plugin,
+        String::from_utf8_lossy(&status.stderr)
+    );
+    fs::write(resources.join("one.toml"), &status.stdout).expect("table");
+    let again = run(&applied, &holo, &["apply"]);
+    assert_eq!(
+        comparable(&again, &applied),
+        (Some(0), String::new(), String::new()),
+        "{}: holo apply of what status printed changed something:\n{}",
+        case.plugin,
+        String::from_utf8_lossy(&status.stdout)
+    );
 }
 
 #[test]

@@ -59,9 +59,12 @@ impl Plugin for ArchivePlugin {
         holo_plugin::oneoff::property_types::<ArchiveTable>()
     }
 
-    /// The credentials never reach the disk: the password and the header
+    /// Kept for `status` without credentials: the password and the header
     /// values become `***`, and the URL loses its userinfo and query.
-    fn redact_ensured(&self, table: &mut holo_plugin::oneoff::Table) {
+    fn ensured_table(
+        &self,
+        mut table: holo_plugin::oneoff::Table,
+    ) -> Option<holo_plugin::oneoff::Table> {
         use holo_plugin::oneoff::Value;
         if let Some(url) = table.get_mut("url")
             && let Some(text) = url.as_str()
@@ -76,6 +79,7 @@ impl Plugin for ArchivePlugin {
                 *value = Value::String(REDACTED.to_string());
             }
         }
+        Some(table)
     }
 
     /// The archive at `name` and what holo-archive recorded of it.

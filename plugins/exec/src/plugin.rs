@@ -25,6 +25,14 @@ impl Plugin for ExecPlugin {
 
     /// What the last `holo-exec ensure NAME` ran, with how it went as
     /// comments; without one, a comment that a command cannot be observed.
+    /// Kept as given: `status` has nothing else to read back.
+    fn ensured_table(
+        &self,
+        table: holo_plugin::oneoff::Table,
+    ) -> Option<holo_plugin::oneoff::Table> {
+        Some(table)
+    }
+
     fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
         Some(status_table(env, name))
     }

@@ -59,6 +59,14 @@ impl Plugin for ScaffoldPlugin {
 
     /// The target directory, the files holo-scaffold's record lists (or
     /// those present) and the last ensure's table.
+    /// Kept as given: `status` has nothing else to read back.
+    fn ensured_table(
+        &self,
+        table: holo_plugin::oneoff::Table,
+    ) -> Option<holo_plugin::oneoff::Table> {
+        Some(table)
+    }
+
     fn status(&self, env: &Env, name: &str) -> Option<Result<StatusTable>> {
         Some(crate::converge::status_table(env, name))
     }

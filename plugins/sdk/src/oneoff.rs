@@ -21,11 +21,11 @@
 //! the generated resource file live in a private directory below `TMPDIR`,
 //! as a driver's run directory does, and are removed at the end. The one-off
 //! holds holo's run lock, `ROOT/run/holo.pid`, while it runs. Each run that
-//! is not a noop keeps the table the flags gave (as
-//! [`Plugin::redact_ensured`] leaves it) and how it went, an [`Ensured`],
-//! in `ROOT/var/lib/holo/ensure/ID.ensured`, which `status` of a kind whose
-//! state cannot be read back from the system (a command, a rendered tree)
-//! reads.
+//! is not a noop keeps, for a plugin that asks for it
+//! ([`Plugin::ensured_table`]), the table the flags gave and how it went,
+//! an [`Ensured`], in `ROOT/var/lib/holo/ensure/ID.ensured`, readable by
+//! its owner only, which `status` of a kind whose state cannot be read
+//! back from the system (a command, a rendered tree) reads.
 //!
 //! A plugin whose resources are not one table per entity (holo-vms: a
 //! compose project) answers `ensure` itself and hands a resource tree to
@@ -808,7 +808,7 @@ pub enum EnsureResult {
 
 /// What the last `ensure` of an entity converged and how it went, kept in
 /// `ROOT/var/lib/holo/ensure/ID.ensured/` for `status`: the properties the
-/// flags gave (as [`Plugin::redact_ensured`] leaves them), not a `--noop`.
+/// flags gave (as [`Plugin::ensured_table`] leaves them), not a `--noop`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Ensured {
     /// The properties but `name`.
@@ -828,13 +828,45 @@ impl Ensured {
     }
 }
 
-/// What the last `ensure` of entity `id` kept, `None` when none ran.
-pub fn ensured(env: &Env, id: &str) -> Result<Option<Ensured>> {
-    crate::state::read(&env_with_state_dir(env, &ensured_dir(env))?, id)
+fn ensured_path(env: &Env, id: &str) -> PathBuf {
+    ensured_dir(env).join(crate::state::entity_file_name(id, ".toml"))
 }
 
+/// What the last `ensure` of entity `id` kept, `None` when none ran or the
+/// plugin keeps nothing ([`Plugin::ensured_table`]).
+pub fn ensured(env: &Env, id: &str) -> Result<Option<Ensured>> {
+    let fs = env.root_fs()?;
+    let path = ensured_path(env, id);
+    let text = match fs.read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(Error::io("read", &path, &err)),
+    };
+    toml::from_str(&text).map(Some).map_err(|err| {
+        Error::new(format!(
+            "{}: not what holo-{} ensure writes ({}); remove it, and ensure writes it again",
+            path.display(),
+            env.plugin_id,
+            err.message()
+        ))
+    })
+}
+
+/// Writes what `ensure` keeps, readable by its owner only: commands and
+/// template data may hold what others must not read.
 fn keep_ensured(env: &Env, id: &str, ensured: &Ensured) -> Result<()> {
-    crate::state::write(&env_with_state_dir(env, &ensured_dir(env))?, id, ensured)
+    let fs = env.root_fs()?;
+    let dir = ensured_dir(env);
+    fs.create_dir_all(&dir)
+        .map_err(|err| Error::io("create", &dir, &err))?;
+    let text = toml::to_string(ensured)
+        .map_err(|err| Error::new(format!("cannot write what ensure converged: {err}")))?;
+    crate::atomic::write(
+        &fs,
+        &ensured_path(env, id),
+        text.as_bytes(),
+        &crate::atomic::WriteOptions::mode(0o600),
+    )
 }
 
 /// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC` (the proleptic
@@ -931,10 +963,9 @@ fn converge<P: Plugin>(
         (false, true) => "force-apply",
         (false, false) => "apply",
     };
-    let ensured_table = request.flags_table().map(|mut table| {
-        plugin.redact_ensured(&mut table);
-        table
-    });
+    let ensured_table = request
+        .flags_table()
+        .and_then(|table| plugin.ensured_table(table));
     let rewrite = |text: String| {
         run_dir
             .rewrite(&Error::new(text), command)

@@ -151,11 +151,14 @@ pub trait Plugin {
     }
 
     /// What `holo-ID ensure` keeps of the table it converged, for `status`
-    /// (see [`crate::oneoff::ensured`]): a plugin removes or redacts here
-    /// what must not be written to disk, such as credentials. By default
-    /// the table is kept as given.
-    fn redact_ensured(&self, table: &mut toml::Table) {
+    /// (see [`crate::oneoff::ensured`]), in a file only its owner reads.
+    /// `None` (the default) keeps nothing: for a plugin whose `status` reads
+    /// everything back from the system. A plugin that keeps the table
+    /// removes or redacts what must not be written down, such as
+    /// credentials.
+    fn ensured_table(&self, table: toml::Table) -> Option<toml::Table> {
         let _ = table;
+        None
     }
 
     /// Plugin-specific subcommands (`facts`, `version-compare`, ...): return

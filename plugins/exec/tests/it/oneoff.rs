@@ -132,7 +132,12 @@ fn status_gives_the_ensured_table_and_how_it_went() {
         ],
         "{stdout}"
     );
-    // The table is one for a resource file: ensure with it changes nothing.
+    // Commands may hold what others must not read.
+    use std::os::unix::fs::PermissionsExt;
+    let kept = root.path("var/lib/holo/ensure/exec.ensured/exec:make-marker.toml");
+    let mode = std::fs::metadata(&kept).expect("kept").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // The table is one for a resource file.
     let table: toml::Table = toml::from_str(&stdout).expect("toml");
     assert_eq!(table["exec"][0]["command"].as_str(), Some("touch marker"));
     // A run that does nothing is recorded as such.

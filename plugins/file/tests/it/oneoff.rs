@@ -98,10 +98,7 @@ fn ensure_uses_holos_records_when_holo_manages_the_entity() {
     .expect("record");
     let output = root.run(MOTD);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    // The records stay in holo's state directory; only the table the
-    // one-off converged is kept beside the one-off records.
-    assert!(!root.path("/var/lib/holo/ensure/file").exists());
-    assert!(root.path("/var/lib/holo/ensure/file.ensured").is_dir());
+    assert!(!root.path("/var/lib/holo/ensure").exists());
     let record = fs::read_to_string(records.join("file:%2Fetc%2Fmotd.toml")).expect("record");
     assert!(record.contains("mode = \"0640\""), "{record}");
 }

@@ -92,6 +92,33 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
         }
     }
     assert!(applied.pids("shop").iter().all(|(_, pid)| pid.is_some()));
+    // A killed VM: --noop says so in both, and changes nothing.
+    for root in [&applied, &ensured] {
+        plugin_support::kill(root.pid("shop", "app-1").expect("app-1 runs"));
+    }
+    let by_holo = applied.run_within(applied.holo(&["apply", "--noop"]), Duration::from_secs(60));
+    let by_flags = ensure(
+        &ensured,
+        &["shop", "--file", "/srv/shop/compose.yaml", "--noop"],
+    );
+    assert_eq!(
+        comparable(&ensured, &by_flags),
+        comparable(&applied, &by_holo),
+        "--noop: ensure (left) and holo apply (right) differ"
+    );
+    assert_eq!(by_flags.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&by_flags.stdout)
+            .contains("Would have started 1 instance of app\n")
+    );
+    assert_eq!(ensured.pid("shop", "app-1"), None);
+    let by_holo = applied.run_within(applied.holo(&["apply"]), Duration::from_secs(60));
+    let by_flags = ensure(&ensured, &["shop", "--file", "/srv/shop/compose.yaml"]);
+    assert_eq!(
+        comparable(&ensured, &by_flags),
+        comparable(&applied, &by_holo),
+        "restart: ensure (left) and holo apply (right) differ"
+    );
     let pids = ensured.pids("shop");
     assert_eq!(pids.len(), 3, "{pids:?}");
     assert!(pids.iter().all(|(_, pid)| pid.is_some()), "{pids:?}");
@@ -179,4 +206,32 @@ fn status_of_an_unknown_project_and_bad_ensure_arguments() {
     assert_eq!(bad.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("srv/bad.yaml:2:"), "{stderr}");
+}
+
+#[test]
+fn a_failed_service_skips_its_dependents_as_in_holo_apply() {
+    let applied = Root::new();
+    let ensured = Root::new();
+    let failing = |root: &Root| {
+        shop(root).replace(
+            "  db:\n",
+            "  db:\n    healthcheck:\n      test: [\"test\", \"-e\", \"/nonexistent\"]\n      interval: 100ms\n      retries: 1\n",
+        )
+    };
+    applied.compose("shop", &failing(&applied));
+    std::fs::create_dir_all(ensured.path().join("srv")).unwrap();
+    std::fs::write(ensured.path().join("srv/shop.yaml"), failing(&ensured)).unwrap();
+    let by_holo = applied.run_within(applied.holo(&["apply"]), Duration::from_secs(120));
+    let by_flags = ensure(&ensured, &["shop", "--file", "/srv/shop.yaml"]);
+    let (code, _, stderr) = comparable(&ensured, &by_flags);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("!! skipped: required entity vm:shop/db failed in this run\n"),
+        "{stderr}"
+    );
+    assert_eq!(
+        comparable(&ensured, &by_flags),
+        comparable(&applied, &by_holo),
+        "ensure (left) and holo apply (right) differ"
+    );
 }
