@@ -5,8 +5,9 @@
 //! `expected-tree`, `expected-{scan,diff,apply}-output`, optionally
 //! `expected-apply-force-output`, `env.sh`, `commands` with
 //! `expected-commands-output`, and `http-root`. This binary owns the command
-//! line; `case` runs one case, `dump` reads and writes tree dumps and
-//! `http` serves `http-root`.
+//! line; `case` runs one case, `dump` reads and writes tree dumps, `http`
+//! serves `http-root` and `placeholders` keeps what changes from run to run
+//! out of the expected files.
 
 #[path = "holo-test/case.rs"]
 mod case;
@@ -14,6 +15,8 @@ mod case;
 mod dump;
 #[path = "holo-test/http.rs"]
 mod http;
+#[path = "holo-test/placeholders.rs"]
+mod placeholders;
 
 use std::io::{self, Write};
 use std::path::PathBuf;

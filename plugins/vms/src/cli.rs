@@ -344,7 +344,7 @@ pub enum VolumesCommand {
     SnapshotRm(VolumeSnapshotNamedArgs),
     /// Revert a volume to a snapshot (no running instance may attach it).
     SnapshotRestore(VolumeSnapshotNamedArgs),
-    /// Grow a volume; the guest grows its file system at the next boot.
+    /// Grow a volume: online (QMP, then resize2fs over SSH) while an instance runs with it, else at its next boot.
     Resize(VolumeResizeArgs),
 }
 

@@ -216,13 +216,29 @@ fn volumes_command(
             );
         }
         VolumesCommand::Resize(args) => {
-            let before = volumes::resize(layout, &project, &args.name, args.size)?;
-            eprintln!(
-                "holos: volume {} grown from {} to {}; the guest grows its file system at its next boot",
+            let resized = volumes::resize(layout, &project, &args.name, args.size)?;
+            let grown = format!(
+                "volume {} grown from {} to {}",
                 args.name,
-                volumes::human_bytes(before),
+                volumes::human_bytes(resized.before),
                 volumes::human_bytes(args.size)
             );
+            match resized.growth {
+                volumes::Growth::Unchanged => eprintln!(
+                    "holos: volume {} is {} already; nothing to do",
+                    args.name,
+                    volumes::human_bytes(resized.before)
+                ),
+                volumes::Growth::Offline => eprintln!(
+                    "holos: {grown} while no instance runs with it; the guest grows its file system at its next boot"
+                ),
+                volumes::Growth::Online { instance } => eprintln!(
+                    "holos: {grown} online: in running {instance} (QMP block_resize), and its file system with resize2fs in the guest"
+                ),
+                volumes::Growth::DiskOnly { instance, reason } => eprintln!(
+                    "holos: {grown} online: in running {instance} (QMP block_resize); its file system could not be grown now ({reason}), so the guest grows it at its next boot"
+                ),
+            }
         }
         VolumesCommand::Ls(_) | VolumesCommand::Rm(_) => {}
     }

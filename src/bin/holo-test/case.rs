@@ -13,7 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::dump;
-use crate::http::{self, Placeholders};
+use crate::http;
+use crate::placeholders::{self, Placeholders};
 
 /// The operations of one case, in the order they run. The name doubles as
 /// the suffix of the `expected-*` file.
@@ -122,19 +123,24 @@ impl Runner {
             return Ok(Outcome::Updated);
         }
         // the server lives until the case's commands have run
-        let (server, placeholders) = match start_http(case_dir) {
-            Ok(Some((server, placeholders))) => (Some(server), Some(placeholders)),
+        let (server, served) = match start_http(case_dir) {
+            Ok(Some((server, served))) => (Some(server), Some(served)),
             Ok(None) => (None, None),
             Err(message) => {
                 writeln!(report, "!! {message}")?;
                 return Ok(Outcome::Failed);
             }
         };
-        let placeholders = placeholders.as_ref();
-        let restore = |output: Vec<u8>| match placeholders {
-            Some(placeholders) => placeholders.restore(&output),
-            None => output,
-        };
+        let placeholders = Placeholders::new(
+            root_paths(case_dir),
+            server
+                .as_ref()
+                .zip(served.as_ref())
+                .map(|(server, served)| (server.url(), served)),
+        );
+        let placeholders = &placeholders;
+        let restore = |output: Vec<u8>| placeholders.restore(&output);
+        let started = unix_seconds();
         let target = case_dir.join("target");
         if let Err(message) = self.prepare(case_dir, &target, placeholders) {
             writeln!(report, "!! {message}")?;
@@ -194,6 +200,12 @@ impl Runner {
             }
         }
 
+        // a second of slack on either side: the clock ticks between reads
+        let run_window = started - 1..=unix_seconds() + 1;
+        for (_, output) in &mut actual {
+            *output = placeholders::restore_times(output, &run_window);
+        }
+
         let outcome = if self.update {
             self.update_expectations(case_dir, &actual, report)?
         } else {
@@ -221,7 +233,7 @@ impl Runner {
         &self,
         case_dir: &Path,
         target: &Path,
-        placeholders: Option<&Placeholders>,
+        placeholders: &Placeholders,
     ) -> Result<(), String> {
         let source = case_dir.join("source-tree");
         remove_tree(target)
@@ -251,9 +263,7 @@ impl Runner {
             }
         }
 
-        if let Some(placeholders) = placeholders {
-            fill_placeholders(target, placeholders)?;
-        }
+        fill_placeholders(target, placeholders)?;
         for directory in ["run", "tmp"] {
             let path = target.join(directory);
             fs::create_dir_all(&path)
@@ -430,7 +440,7 @@ impl Runner {
     fn run_commands(
         &self,
         case_dir: &Path,
-        placeholders: Option<&Placeholders>,
+        placeholders: &Placeholders,
     ) -> Result<Vec<u8>, String> {
         let file = case_dir.join(COMMANDS);
         let text =
@@ -447,13 +457,8 @@ impl Runner {
             }
             let at_line =
                 |message: String| format!("{}:{}: {}", file.display(), index + 1, message);
-            let filled = match placeholders {
-                Some(placeholders) => {
-                    let filled = placeholders.fill(line.as_bytes()).map_err(at_line)?;
-                    String::from_utf8_lossy(&filled).into_owned()
-                }
-                None => line.to_string(),
-            };
+            let filled = placeholders.fill(line.as_bytes()).map_err(at_line)?;
+            let filled = String::from_utf8_lossy(&filled).into_owned();
             let words = shell_words::split(&filled).map_err(|err| {
                 at_line(format!(
                     "{err} (a line is split as sh(1) splits words, without expansions)"
@@ -605,18 +610,39 @@ fn compare_with_expectations(
     Ok(outcome)
 }
 
+/// Now, in seconds since the Unix epoch.
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() as i64)
+}
+
 /// Starts the server of the case's `http-root/`, when it has one.
-fn start_http(case_dir: &Path) -> Result<Option<(http::Server, Placeholders)>, String> {
+fn start_http(case_dir: &Path) -> Result<Option<(http::Server, http::Served)>, String> {
     let http_root = case_dir.join(HTTP_ROOT);
     if !http_root.is_dir() {
         return Ok(None);
     }
     let served = http::collect(&http_root)?;
-    let placeholders_served = served.clone();
-    let server = http::Server::start(served)
+    let server = http::Server::start(served.clone())
         .map_err(|err| format!("cannot serve {}: {}", http_root.display(), err))?;
-    let placeholders = Placeholders::new(server.url(), &placeholders_served);
-    Ok(Some((server, placeholders)))
+    Ok(Some((server, served)))
+}
+
+/// The absolute paths of the case's `target/`: as the current directory
+/// gives it (what `@HOLO_TEST_ROOT@` becomes) and with links resolved (what
+/// a plugin that canonicalizes the root prints).
+fn root_paths(case_dir: &Path) -> Vec<String> {
+    let mut roots = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        // components() drops the `.` of a case named like ./tests/cases/x
+        let given: PathBuf = cwd.join(case_dir).join("target").components().collect();
+        roots.push(given.display().to_string());
+    }
+    if let Ok(real) = fs::canonicalize(case_dir) {
+        roots.push(real.join("target").display().to_string());
+    }
+    roots
 }
 
 /// Replaces the placeholders in every regular file below `target`.

@@ -1,7 +1,6 @@
 //! A case's `http-root/`: its files (and the archives packed from its
 //! `NAME.tar.gz.d/`-style directories) served on 127.0.0.1 for the duration
-//! of the case, and the placeholders that put the server's address and the
-//! files' checksums into the case and take them out of its outputs again.
+//! of the case.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,16 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
-
-use sha2::{Digest, Sha256};
-
-/// Replaced by `http://127.0.0.1:PORT` in the target and in `commands`.
-pub const URL_PLACEHOLDER: &str = "@HOLO_TEST_HTTP@";
-/// `@HOLO_TEST_SHA256:NAME@` is replaced by the SHA-256 of the served NAME.
-const CHECKSUM_PREFIX: &str = "@HOLO_TEST_SHA256:";
-/// `@HOLO_TEST_URL_SHA256:NAME@`: the SHA-256 of NAME's URL, which holds
-/// the port, for state that a plugin keys by the URL.
-const URL_CHECKSUM_PREFIX: &str = "@HOLO_TEST_URL_SHA256:";
 
 /// All that `http-root/` may serve, so that one case cannot fill the memory.
 const MAX_SERVED_BYTES: usize = 64 << 20;
@@ -358,112 +347,6 @@ fn lookup<'a>(served: &'a Served, target: &str) -> Option<&'a Vec<u8>> {
     served.get(path).map(|body| body.as_ref())
 }
 
-/// The placeholders of a case with an `http-root/`, and their values.
-pub struct Placeholders {
-    url: String,
-    /// (placeholder, SHA-256 in lower-case hex), one per served file.
-    checksums: Vec<(String, String)>,
-}
-
-impl Placeholders {
-    pub fn new(url: String, served: &Served) -> Placeholders {
-        let mut checksums = Vec::new();
-        for (name, body) in served {
-            checksums.push((
-                format!("{CHECKSUM_PREFIX}{name}@"),
-                sha256_hex(body.as_slice()),
-            ));
-            checksums.push((
-                format!("{URL_CHECKSUM_PREFIX}{name}@"),
-                sha256_hex(format!("{url}/{name}").as_bytes()),
-            ));
-        }
-        Placeholders { url, checksums }
-    }
-
-    /// `text` with the placeholders replaced by their values; `Err` names
-    /// a checksum placeholder for a file that `http-root/` does not serve.
-    pub fn fill(&self, text: &[u8]) -> Result<Vec<u8>, String> {
-        let mut result = replace(text, URL_PLACEHOLDER.as_bytes(), self.url.as_bytes());
-        for (placeholder, hex) in &self.checksums {
-            result = replace(&result, placeholder.as_bytes(), hex.as_bytes());
-        }
-        for prefix in [CHECKSUM_PREFIX, URL_CHECKSUM_PREFIX] {
-            if let Some(start) = find(&result, prefix.as_bytes()) {
-                let rest = &result[start + prefix.len()..];
-                let name = rest.split(|byte| *byte == b'@' || *byte == b'\n').next();
-                return Err(format!(
-                    "{prefix}{}@ names no file that http-root serves",
-                    String::from_utf8_lossy(name.unwrap_or_default())
-                ));
-            }
-        }
-        Ok(result)
-    }
-
-    /// `text` with the values put back as placeholders, so that the port
-    /// (and a checksum) never shows in an expected file.
-    pub fn restore(&self, text: &[u8]) -> Vec<u8> {
-        let mut result = replace_whole(text, self.url.as_bytes(), URL_PLACEHOLDER.as_bytes());
-        for (placeholder, hex) in &self.checksums {
-            result = replace_whole(&result, hex.as_bytes(), placeholder.as_bytes());
-        }
-        result
-    }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
-}
-
-fn replace(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    replace_where(text, from, to, |_, _| true)
-}
-
-/// As `replace`, but only where no letter or digit is on either side of
-/// `from`: port 4711 is not part of port 47110, nor a checksum part of a
-/// longer hex string.
-fn replace_whole(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    let is_word = |byte: Option<&u8>| byte.is_some_and(|byte| byte.is_ascii_alphanumeric());
-    replace_where(text, from, to, |before, after| {
-        !is_word(before.last()) && !is_word(after.first())
-    })
-}
-
-fn replace_where(
-    text: &[u8],
-    from: &[u8],
-    to: &[u8],
-    fits: impl Fn(&[u8], &[u8]) -> bool,
-) -> Vec<u8> {
-    if from.is_empty() {
-        return text.to_vec();
-    }
-    let mut result = Vec::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = find(rest, from) {
-        let end = start + from.len();
-        result.extend_from_slice(&rest[..start]);
-        if fits(&result, &rest[end..]) {
-            result.extend_from_slice(to);
-        } else {
-            result.extend_from_slice(from);
-        }
-        rest = &rest[end..];
-    }
-    result.extend_from_slice(rest);
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,41 +465,5 @@ mod tests {
         );
         let zip = zip::ZipArchive::new(io::Cursor::new(first["app.zip"].as_slice())).expect("zip");
         assert_eq!(zip.file_names().count(), 3);
-    }
-
-    #[test]
-    fn placeholders_are_filled_and_restored() {
-        let served = served(&[("app.tar.gz", "")]);
-        let placeholders = Placeholders::new("http://127.0.0.1:4711".to_string(), &served);
-        let empty_sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        let declared = b"url = \"@HOLO_TEST_HTTP@/app.tar.gz\"\nchecksum = \"@HOLO_TEST_SHA256:app.tar.gz@\"\n";
-        let filled = placeholders.fill(declared).expect("fill");
-        assert_eq!(
-            String::from_utf8_lossy(&filled),
-            format!("url = \"http://127.0.0.1:4711/app.tar.gz\"\nchecksum = \"{empty_sha256}\"\n")
-        );
-        assert_eq!(placeholders.restore(&filled), declared);
-        let url_sha256 = sha256_hex(b"http://127.0.0.1:4711/app.tar.gz");
-        assert_eq!(
-            placeholders
-                .fill(b"@HOLO_TEST_URL_SHA256:app.tar.gz@")
-                .expect("fill"),
-            url_sha256.as_bytes()
-        );
-        assert_eq!(
-            placeholders.restore(format!("url_sha256 = \"{url_sha256}\"").as_bytes()),
-            b"url_sha256 = \"@HOLO_TEST_URL_SHA256:app.tar.gz@\""
-        );
-        // other ports, longer hex strings and other text stay as they are
-        let other =
-            format!("http://127.0.0.1:47110 0{empty_sha256} {empty_sha256}0 @HOLO_TEST_HTTP");
-        assert_eq!(placeholders.restore(other.as_bytes()), other.as_bytes());
-        let error = placeholders
-            .fill(b"@HOLO_TEST_SHA256:missing.zip@")
-            .expect_err("an unknown name");
-        assert!(
-            error.contains("@HOLO_TEST_SHA256:missing.zip@ names no file"),
-            "{error}"
-        );
     }
 }

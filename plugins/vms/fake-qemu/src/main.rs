@@ -18,8 +18,9 @@
 //!   greeting, `qmp_capabilities`, `query-status`, `query-version`,
 //!   `query-kvm`, `system_powerdown` (the `POWERDOWN` event comes before
 //!   the `return`, as in 7.2), `quit`, and `blockdev-snapshot-internal-sync`
-//!   / `blockdev-snapshot-delete-internal-sync` on a `-drive` id (done in
-//!   the qcow2 file with the real `qemu-img`); replies end in `\r\n`;
+//!   / `blockdev-snapshot-delete-internal-sync` and `block_resize` on a
+//!   `-drive` id (done in the image file with the real `qemu-img`); replies
+//!   end in `\r\n`;
 //! - writes a console banner to the serial chardev and its `logfile`, and
 //!   echoes what a console client types;
 //! - on SIGTERM/SIGINT/SIGHUP prints QEMU's "terminating on signal" line and
@@ -911,6 +912,10 @@ fn reply_to(
                 Err(desc) => error_reply("GenericError", &desc),
             }
         }
+        "block_resize" => match block_resize(command.get("arguments")) {
+            Ok(()) => ok("{}"),
+            Err(desc) => error_reply("GenericError", &desc),
+        },
         "quit" => return (ok("{}"), Some(Event::Quit)),
         other => error_reply(
             "CommandNotFound",
@@ -971,6 +976,38 @@ fn internal_snapshot(execute: &str, arguments: Option<&Value>) -> Result<String,
         return Err(String::from_utf8_lossy(&done.stderr).trim().to_string());
     }
     Ok(body)
+}
+
+/// `block_resize` on a `-drive` by its id: the image file really changes
+/// size (through the real `qemu-img`; QMP shrinks as readily as it grows),
+/// with QEMU 7.2's error texts.
+fn block_resize(arguments: Option<&Value>) -> Result<(), String> {
+    let get = |key: &str| arguments.and_then(|a| a.get(key));
+    let device = get("device").and_then(Value::as_str).unwrap_or_default();
+    let node = get("node-name").and_then(Value::as_str).unwrap_or_default();
+    let size = get("size")
+        .ok_or("Parameter 'size' is missing")?
+        .as_i64()
+        .ok_or("Invalid parameter type for 'size', expected: integer")?;
+    let file = DRIVES
+        .get()
+        .and_then(|drives| drives.get(device).or_else(|| drives.get(node)))
+        .ok_or_else(|| format!("Cannot find device='{device}' nor node-name='{node}'"))?;
+    if size < 0 {
+        return Err("Parameter 'size' expects a >0 size".into());
+    }
+    if size % 512 != 0 {
+        return Err("The new size must be a multiple of 512".into());
+    }
+    let done = std::process::Command::new("qemu-img")
+        .args(["resize", "-q", "--shrink", file, &size.to_string()])
+        .output()
+        .map_err(|e| format!("qemu-img: {e}"))?;
+    if !done.status.success() {
+        let text = String::from_utf8_lossy(&done.stderr);
+        return Err(text.trim().trim_start_matches("qemu-img: ").to_string());
+    }
+    Ok(())
 }
 
 /// QEMU's version object and package string, as 7.2 in Debian 12 gives them.

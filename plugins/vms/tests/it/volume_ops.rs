@@ -144,7 +144,6 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
 
     // What needs the volume closed names the running instance.
     for (args, what) in [
-        (&["volumes", "resize", "data", "32M"][..], "resize"),
         (
             &["volumes", "snapshot-restore", "data", "s1"][..],
             "restore",
@@ -185,7 +184,9 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
     // Grow only, while stopped.
     let said = p.ok(&["volumes", "resize", "data", "32M"]);
     assert!(
-        said.contains("volume data grown from 16.0 MiB to 32.0 MiB"),
+        said.contains(
+            "volume data grown from 16.0 MiB to 32.0 MiB while no instance runs with it; the guest grows its file system at its next boot"
+        ),
         "{said}"
     );
     assert_eq!(info(&data)["virtual-size"], 32 * 1024 * 1024);
@@ -237,4 +238,83 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
         said.contains("cannot replace volume data of project vols: db-0 running"),
         "{said}"
     );
+}
+
+/// An `ssh` that answers as a guest whose resize2fs grew the file system:
+/// logs its arguments to `$FAKE_SSH_LOG` and prints what resize2fs prints.
+const GUEST_THAT_GROWS: &str = r#"#!/bin/sh
+printf '%s\n' "$*" >> "$FAKE_SSH_LOG"
+echo "resize2fs 1.47.0 (5-Feb-2023)"
+echo "Filesystem at /dev/vdb is mounted on /var/lib/db; on-line resizing required"
+echo "The filesystem on /dev/vdb is now 12288 (4k) blocks long."
+"#;
+
+/// `volumes resize` on a volume that a running instance attaches: QMP
+/// `block_resize` on its drive grows the disk at once, then resize2fs runs
+/// in the guest over SSH; when the guest cannot grow the file system now,
+/// the next boot does, and the message says which happened.
+#[test]
+#[ignore = "needs qemu-img"]
+fn resize_grows_a_volume_online_and_says_how() {
+    use std::os::unix::fs::PermissionsExt;
+    runtime_support::require_qemu_img();
+    let p = Project::new(COMPOSE, Qemu::Fake);
+    let ssh = p.path().join("bin/ssh");
+    let install_ssh = |script: &str| {
+        std::fs::write(&ssh, script).unwrap();
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // The tests' ssh runs the remote command on this host, where the
+    // volume's disk is not: the guest half fails and says why.
+    install_ssh(crate::plugin_support::FAKE_SSH);
+    let log = p.path().join("ssh.log");
+    let resize = |size: &str| {
+        let out = p
+            .holos(&["volumes", "resize", "data", size])
+            .env("FAKE_SSH_LOG", &log)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{said}");
+        said
+    };
+    p.ok(&["up", "--no-wait"]);
+    let data = p.state().join("volumes/vols/data.qcow2");
+    let said = resize("32M");
+    assert!(
+        said.contains(
+            "volume data grown from 16.0 MiB to 32.0 MiB online: in running db-0 (QMP block_resize); its file system could not be grown now (/dev/disk/by-id/virtio-vol-data is not in the guest), so the guest grows it at its next boot"
+        ),
+        "{said}"
+    );
+    assert_eq!(info(&data)["virtual-size"], 32 * 1024 * 1024);
+    let call = std::fs::read_to_string(&log).unwrap();
+    let port = p.ps()[0]["ssh_port"].to_string();
+    assert!(
+        call.contains(&format!("-p {port} "))
+            && call.contains("sudo -n sh -c")
+            && call.contains("resize2fs"),
+        "{call}"
+    );
+
+    install_ssh(GUEST_THAT_GROWS);
+    let said = resize("48M");
+    assert!(
+        said.contains(
+            "volume data grown from 32.0 MiB to 48.0 MiB online: in running db-0 (QMP block_resize), and its file system with resize2fs in the guest"
+        ),
+        "{said}"
+    );
+    assert_eq!(info(&data)["virtual-size"], 48 * 1024 * 1024);
+    let said = resize("48M");
+    assert!(
+        said.contains("volume data is 48.0 MiB already; nothing to do"),
+        "{said}"
+    );
+    let calls = std::fs::read_to_string(&log)
+        .unwrap()
+        .matches("BatchMode=yes")
+        .count();
+    assert_eq!(calls, 2, "nothing to grow, no ssh");
+    p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
 }

@@ -430,3 +430,86 @@ fn a_server_socket_without_nowait_blocks_until_a_client_connects() {
         "{stderr}"
     );
 }
+
+/// The replies (not the greeting, not events) of `program` to `script` on
+/// `-qmp stdio`, with a 16M qcow2 as drive vol0, and that drive's size after.
+fn replies_on_a_drive(program: &Path, dir: &Path, script: &str) -> (Vec<String>, String) {
+    let image = dir.join("vol.qcow2");
+    let _ = std::fs::remove_file(&image);
+    let made = Command::new("qemu-img")
+        .args(["create", "-q", "-f", "qcow2"])
+        .arg(&image)
+        .arg("16M")
+        .status()
+        .expect("qemu-img");
+    assert!(made.success());
+    let mut child = Command::new(program)
+        .args(["-machine", "none", "-nodefaults", "-display", "none"])
+        .args(["-qmp", "stdio", "-drive"])
+        .arg(format!(
+            "if=none,id=vol0,file={},format=qcow2",
+            image.display()
+        ))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(script.as_bytes()).expect("write");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut replies = Vec::new();
+    let expected = script.lines().count();
+    for line in lines.by_ref() {
+        let line = line.expect("read");
+        if line.contains("\"return\"") || line.contains("\"error\"") {
+            replies.push(line.trim_end().to_string());
+            if replies.len() == expected {
+                break;
+            }
+        }
+    }
+    stdin.write_all(b"{\"execute\": \"quit\"}\n").expect("quit");
+    drop(stdin);
+    wait_exit(&mut child);
+    let info = Command::new("qemu-img")
+        .args(["info", "--output=json"])
+        .arg(&image)
+        .output()
+        .expect("qemu-img info");
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    (replies, info["virtual-size"].to_string())
+}
+
+/// `block_resize` answers as QEMU 7.2's does, and really resizes the image
+/// file: compared reply for reply with the real QEMU.
+#[test]
+#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
+fn block_resize_answers_as_real_qemu_does() {
+    let real = [
+        "/usr/bin/qemu-system-x86_64",
+        "/usr/local/bin/qemu-system-x86_64",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())
+    .expect("the real qemu-system-x86_64 (apt-get install qemu-system-x86 qemu-utils)");
+    let script = [
+        r#"{"execute": "qmp_capabilities"}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0", "size": 33554432}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol9", "size": 33554432}}"#,
+        r#"{"execute": "block_resize", "arguments": {"node-name": "nope", "size": 512}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0"}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0", "size": "x"}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0", "size": -512}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0", "size": 50331649}}"#,
+        r#"{"execute": "block_resize", "arguments": {"device": "vol0", "size": 50331648}}"#,
+    ]
+    .map(|line| format!("{line}\n"))
+    .concat();
+    let fake = Fake::new();
+    let from_fake = replies_on_a_drive(&fake.program, fake.dir.path(), &script);
+    let from_real = replies_on_a_drive(&real, fake.dir.path(), &script);
+    assert_eq!(from_fake, from_real);
+    assert_eq!(from_fake.1, (48 << 20).to_string());
+}

@@ -19,7 +19,10 @@ use crate::host;
 use crate::instance::qemu_img_program;
 use crate::ops::snapshots::{SnapshotInfo, check_name, image_snapshots, qemu_img, run_qemu_img};
 use crate::qmp::Qmp;
+use crate::spec::{InstanceSpec, VolumeAttachment};
+use crate::ssh;
 use crate::state::{LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
+use holo_plugin::command::shell_quote;
 
 /// How long copying a whole volume may take.
 const LONG_COPY: Duration = Duration::from_secs(3600);
@@ -185,13 +188,24 @@ fn refuse_running(volume: &VolumeInfo, project: &str, what: &str) -> Result<(), 
     )))
 }
 
-/// The running QEMU that has the volume attached read-write, and the drive
-/// id it gave it (`volN`), for online snapshots.
+/// The QMP socket of the running QEMU that has the volume attached
+/// read-write, and the drive id it gave it (`volN`), for online snapshots.
 fn running_drive(
     layout: &Layout,
     project: &str,
     volume: &VolumeInfo,
 ) -> Result<Option<(PathBuf, String)>, Error> {
+    Ok(running_user(layout, project, volume)?
+        .map(|(spec, index)| (spec.qmp_socket(), format!("vol{index}"))))
+}
+
+/// The running instance that has the volume attached read-write, and the
+/// index of the volume among its attachments.
+fn running_user(
+    layout: &Layout,
+    project: &str,
+    volume: &VolumeInfo,
+) -> Result<Option<(InstanceSpec, usize)>, Error> {
     let Some(record) = ProjectRecord::load(layout, project)? else {
         return Ok(None);
     };
@@ -205,7 +219,7 @@ fn running_drive(
             .iter()
             .position(|v| v.path == volume.path && !v.read_only)
         {
-            return Ok(Some((instance.spec.qmp_socket(), format!("vol{index}"))));
+            return Ok(Some((instance.spec.clone(), index)));
         }
     }
     Ok(None)
@@ -402,13 +416,50 @@ pub fn snapshot_restore(
     run_qemu_img(qemu_img(&["snapshot", "-a", snapshot], &volume.path)).map(|_| ())
 }
 
-/// `holos volumes resize NAME SIZE`: grows the qcow2 (never shrinks it);
-/// refuses while a running instance attaches it. The guest grows the ext4
-/// file system on it at its next boot (see cloud_init).
-pub fn resize(layout: &Layout, project: &str, name: &str, size_bytes: u64) -> Result<u64, Error> {
+/// How `holos volumes resize` grew a volume.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Growth {
+    /// It already had the size.
+    Unchanged,
+    /// No running instance attaches it: qemu-img grew the qcow2, and the
+    /// guest grows the file system at its next boot.
+    Offline,
+    /// The running `instance` grew the disk (QMP `block_resize`) and the
+    /// mounted file system on it (`resize2fs` over SSH).
+    Online { instance: String },
+    /// The running `instance` grew the disk, but its file system could not
+    /// be grown now (`reason`); the guest grows it at its next boot.
+    DiskOnly { instance: String, reason: String },
+}
+
+/// What `resize` did: the size before, and how it grew.
+#[derive(Debug)]
+pub struct Resized {
+    pub before: u64,
+    pub growth: Growth,
+}
+
+/// How long growing the file system in the guest may take over SSH.
+const GUEST_GROW_WAIT: Duration = Duration::from_secs(120);
+
+/// `holos volumes resize NAME SIZE`: grows the qcow2 (never shrinks it).
+/// While a running instance attaches it read-write, online: QMP
+/// `block_resize` on its drive, then `resize2fs` in the guest over SSH;
+/// else with qemu-img, and the guest grows the ext4 file system at its next
+/// boot (see cloud_init). A running instance that attaches it read-only
+/// must be stopped first.
+pub fn resize(
+    layout: &Layout,
+    project: &str,
+    name: &str,
+    size_bytes: u64,
+) -> Result<Resized, Error> {
     let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
     let volume = find(layout, project, name)?;
-    refuse_running(&volume, project, "resize")?;
+    let online = running_user(layout, project, &volume)?;
+    if online.is_none() {
+        refuse_running(&volume, project, "resize")?;
+    }
     let out = run_qemu_img(qemu_img(
         &["info", "-U", "--output=json", "-f", "qcow2"],
         &volume.path,
@@ -428,11 +479,88 @@ pub fn resize(layout: &Layout, project: &str, name: &str, size_bytes: u64) -> Re
             human_bytes(current)
         )));
     }
-    if size_bytes > current {
+    let growth = if size_bytes == current {
+        Growth::Unchanged
+    } else if let Some((spec, index)) = online {
+        Qmp::connect(&spec.qmp_socket(), Duration::from_secs(30))?.execute_with(
+            "block_resize",
+            json!({ "device": format!("vol{index}"), "size": size_bytes }),
+        )?;
+        let key = layout.ssh_key(project);
+        match grow_in_guest(&key, &spec, &spec.volumes[index], size_bytes) {
+            Ok(()) => Growth::Online {
+                instance: spec.name.clone(),
+            },
+            Err(reason) => Growth::DiskOnly {
+                instance: spec.name.clone(),
+                reason,
+            },
+        }
+    } else {
         let size = size_bytes.to_string();
         run_qemu_img(qemu_img(&["resize", "-f", "qcow2"], &volume.path).arg(size))?;
+        Growth::Offline
+    };
+    Ok(Resized {
+        before: current,
+        growth,
+    })
+}
+
+/// Grows the file system of `volume` in the running guest of `spec` over
+/// SSH, as root (through sudo for another user), once the guest's kernel
+/// sees the disk's new size; the error says why it could not.
+fn grow_in_guest(
+    key: &Path,
+    spec: &InstanceSpec,
+    volume: &VolumeAttachment,
+    size_bytes: u64,
+) -> Result<(), String> {
+    let script = online_grow_script(volume, size_bytes);
+    let quoted = shell_quote(&script);
+    let line =
+        format!("if [ \"$(id -u)\" = 0 ]; then sh -c {quoted}; else sudo -n sh -c {quoted}; fi");
+    let finished = Command::new("ssh")
+        .args(ssh::ssh_args(key, spec, &spec.user, false))
+        .arg("--")
+        .arg(line)
+        .timeout(GUEST_GROW_WAIT)
+        .run()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    if finished.success() {
+        return Ok(());
     }
-    Ok(current)
+    let mut said = String::from_utf8_lossy(&finished.stdout).into_owned();
+    said.push_str(&String::from_utf8_lossy(&finished.stderr));
+    let last = said.lines().rev().find(|l| !l.trim().is_empty());
+    Err(match last {
+        Some(line) => line.trim().to_string(),
+        None => format!("ssh {:?}", finished.status),
+    })
+}
+
+/// The guest's half of an online resize: wait until the kernel sees the
+/// disk at `size_bytes` (virtio-blk reports a resize a moment later), then
+/// `resize2fs` the mounted ext4 on it. Exits non-zero with a reason when the
+/// disk is missing, the volume is not mounted yet or resize2fs fails.
+fn online_grow_script(volume: &VolumeAttachment, size_bytes: u64) -> String {
+    format!(
+        "dev={dev}
+target={target}
+[ -b \"$dev\" ] || {{ echo \"$dev is not in the guest\"; exit 3; }}
+mountpoint -q \"$target\" || {{ echo \"$target is not mounted\"; exit 3; }}
+sectors=/sys/class/block/$(basename \"$(readlink -f \"$dev\")\")/size
+tries=0
+until [ $(( $(cat \"$sectors\") * 512 )) -ge {size_bytes} ]; do
+  tries=$((tries + 1))
+  [ $tries -le 30 ] || {{ echo \"the guest still sees the old size of $dev\"; exit 3; }}
+  sleep 1
+done
+resize2fs \"$dev\" 2>&1
+",
+        dev = shell_quote(&volume.guest_device()),
+        target = shell_quote(&volume.target),
+    )
 }
 
 /// `1536` → `1.5 KiB`.
@@ -453,7 +581,29 @@ pub fn human_bytes(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::human_bytes;
+    use super::*;
+
+    #[test]
+    fn the_online_grow_script_waits_for_the_new_size_then_runs_resize2fs() {
+        let volume = VolumeAttachment {
+            name: "data".into(),
+            path: PathBuf::from("/s/volumes/p/data.qcow2"),
+            target: "/var/lib/my db".into(),
+            read_only: false,
+        };
+        let script = online_grow_script(&volume, 32 << 20);
+        assert!(
+            script.starts_with("dev=/dev/disk/by-id/virtio-vol-data\ntarget='/var/lib/my db'\n"),
+            "{script}"
+        );
+        assert!(script.contains("-ge 33554432 ]"), "{script}");
+        assert!(script.ends_with("resize2fs \"$dev\" 2>&1\n"), "{script}");
+        let syntax = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .status()
+            .expect("sh");
+        assert!(syntax.success(), "{script}");
+    }
 
     #[test]
     fn sizes_read_as_binary_units() {
