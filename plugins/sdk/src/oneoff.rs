@@ -813,7 +813,10 @@ pub enum EnsureResult {
 pub struct Ensured {
     /// The properties but `name`.
     pub table: toml::Table,
-    /// When it ran, in seconds since the epoch.
+    /// When it ran, in seconds since the epoch: the file's modification
+    /// time, so that the file holds nothing that changes from run to run
+    /// of the same one-off.
+    #[serde(skip)]
     pub at: u64,
     pub result: EnsureResult,
     /// The first line of the error of a failure.
@@ -842,14 +845,21 @@ pub fn ensured(env: &Env, id: &str) -> Result<Option<Ensured>> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(Error::io("read", &path, &err)),
     };
-    toml::from_str(&text).map(Some).map_err(|err| {
+    let mut ensured: Ensured = toml::from_str(&text).map_err(|err| {
         Error::new(format!(
             "{}: not what holo-{} ensure writes ({}); remove it, and ensure writes it again",
             path.display(),
             env.plugin_id,
             err.message()
         ))
-    })
+    })?;
+    ensured.at = fs
+        .metadata(&path)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |elapsed| elapsed.as_secs());
+    Ok(Some(ensured))
 }
 
 /// Writes what `ensure` keeps, readable by its owner only: commands and
@@ -988,12 +998,9 @@ fn converge<P: Plugin>(
         results[index] = Some(result);
         if let (Some(table), false, false) = (&ensured_table, request.noop, ran.skipped) {
             let message = (result == EnsureResult::Failed).then(|| ran.first_error(&rewrite));
-            let at = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs());
             let ensured = Ensured {
                 table: table.clone(),
-                at,
+                at: 0,
                 result,
                 message: message.flatten(),
             };
