@@ -457,7 +457,12 @@ impl Flags {
                     .cloned()
                     .ok_or_else(|| Error::new(format!("{command}: --{flag} needs a value")))?,
             };
-            let value = typed(value_type, &text);
+            let value = typed(value_type, &text).map_err(|wanted| {
+                Error::new(format!(
+                    "{command}: --{flag}: expected {wanted}, got {text:?}{}",
+                    repeat_hint(value_type, flag)
+                ))
+            })?;
             match (value_type, table.get_mut(&property)) {
                 (ValueType::Array(_), Some(toml::Value::Array(list))) => {
                     list.push(value);
@@ -529,28 +534,40 @@ fn set_once(
     Ok(())
 }
 
-/// The flag's text as a TOML value of the property's type. Text that is not
-/// of the type stays a string, so that loading the table names the
-/// property and what it wants.
-fn typed(value_type: &ValueType, text: &str) -> toml::Value {
-    let string = || toml::Value::String(text.to_string());
+/// The flag's text as a TOML value of the property's type, or what the
+/// type wants when the text is not of it: loading the table would name
+/// neither the flag nor what to give. Strings, choices and properties of
+/// several types (a mode, an owner) are checked when the table is loaded.
+fn typed(value_type: &ValueType, text: &str) -> std::result::Result<toml::Value, &'static str> {
     match value_type {
         ValueType::Integer => text
+            .trim()
             .parse()
             .map(toml::Value::Integer)
-            .unwrap_or_else(|_| string()),
+            .map_err(|_| "an integer"),
         ValueType::Bool => text
+            .trim()
             .parse()
             .map(toml::Value::Boolean)
-            .unwrap_or_else(|_| string()),
+            .map_err(|_| "true or false"),
         ValueType::Array(element) => typed(element, text),
         ValueType::Table => format!("value = {text}")
             .parse::<toml::Table>()
             .ok()
             .and_then(|mut parsed| parsed.remove("value"))
             .filter(toml::Value::is_table)
-            .unwrap_or_else(string),
-        ValueType::String | ValueType::OneOf(_) | ValueType::Any => string(),
+            .ok_or("an inline TOML table such as '{ key = \"value\" }'"),
+        ValueType::String | ValueType::OneOf(_) | ValueType::Any => {
+            Ok(toml::Value::String(text.to_string()))
+        }
+    }
+}
+
+/// For a list: each flag gives one element.
+fn repeat_hint(value_type: &ValueType, flag: &str) -> String {
+    match value_type {
+        ValueType::Array(_) => format!(" (a list: give --{flag} once per element)"),
+        _ => String::new(),
     }
 }
 
@@ -1500,6 +1517,26 @@ mod tests {
         assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
         assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));
         assert!(message(&["x", "--name", "y"]).contains("first argument"));
+        assert_eq!(
+            message(&["x", "--force=maybe"]),
+            "holo-demo ensure: --force: expected true or false, got \"maybe\""
+        );
+        assert_eq!(
+            message(&["x", "--protect=yes"]),
+            "holo-demo ensure: --protect: expected true or false, got \"yes\""
+        );
+        assert_eq!(
+            message(&["x", "--timeout", "soon"]),
+            "holo-demo ensure: --timeout: expected an integer, got \"soon\""
+        );
+        assert_eq!(
+            message(&["x", "--returns", "0", "--returns", "x"]),
+            "holo-demo ensure: --returns: expected an integer, got \"x\" (a list: give --returns once per element)"
+        );
+        assert_eq!(
+            message(&["x", "--data", "port = 80"]),
+            "holo-demo ensure: --data: expected an inline TOML table such as '{ key = \"value\" }', got \"port = 80\""
+        );
     }
 
     #[test]
