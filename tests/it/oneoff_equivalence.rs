@@ -3,7 +3,9 @@
 //! the resource file or the command), the same exit status and the same
 //! result on disk, for file, package (the test-mode mock), service (the
 //! systemctl stand-in), exec and scaffold; and what `holo-ID status` then
-//! prints, as the resource file of `holo apply`, changes nothing.
+//! prints, as the resource file of `holo apply`, changes nothing. The roots
+//! are given as `./NAME/`, relative to the working directory, as holo-test
+//! gives them: the paths the output shows below the root are the same.
 
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -44,20 +46,28 @@ fn make_root(dir: &Path, case: &Case) -> PathBuf {
     root
 }
 
+/// Runs `program` in the parent of `root`, with `HOLO_ROOT_DIR=./NAME/`.
 fn run(root: &Path, program: &Path, args: &[&str]) -> Output {
+    let name = root.file_name().expect("root name").to_string_lossy();
     std::process::Command::new(program)
         .args(args)
+        .current_dir(root.parent().expect("parent"))
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_ROOT_DIR", root)
+        .env("HOLO_ROOT_DIR", format!("./{name}/"))
         .env("TMPDIR", root.join("tmp"))
         .output()
         .expect("run")
 }
 
-/// The output without the `found in` line, the root shown as `ROOT`.
+/// The output without the `found in` line, the root (its name, as shown
+/// below the working directory) shown as `ROOT`.
 fn comparable(output: &Output, root: &Path) -> (Option<i32>, String, String) {
-    let root = root.display().to_string();
+    let root = root
+        .file_name()
+        .expect("root name")
+        .to_string_lossy()
+        .into_owned();
     let stdout: Vec<String> = std::str::from_utf8(&output.stdout)
         .expect("utf-8")
         .lines()
@@ -73,8 +83,8 @@ fn comparable(output: &Output, root: &Path) -> (Option<i32>, String, String) {
 
 fn check(case: &Case) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let applied = make_root(&dir.path().join("applied"), case);
-    let ensured = make_root(&dir.path().join("ensured"), case);
+    let applied = make_root(&dir.path().join("root-by-apply"), case);
+    let ensured = make_root(&dir.path().join("root-by-flags"), case);
     let resources = applied.join("usr/share/holo").join(case.plugin);
     fs::create_dir_all(&resources).expect("mkdir");
     fs::write(resources.join("one.toml"), case.table).expect("table");

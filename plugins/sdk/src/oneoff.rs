@@ -11,7 +11,8 @@
 //! is printed as `holo apply` prints an entity, and the exit code is the one
 //! `holo apply` would give.
 //!
-//! Root and state: the root is `HOLO_ROOT_DIR` (`/` when unset), as for a
+//! Root and state: the root is `HOLO_ROOT_DIR` (`/` when unset; the plugin
+//! gets it without `./` and a trailing `/`, as from the driver), as for a
 //! holo run. When holo already manages the entity (its state directory,
 //! `HOLO_STATE_DIR` or `ROOT/var/lib/holo/ID`, has a record for it), that
 //! state directory is used, so protection of manual edits is holo's own.
@@ -664,10 +665,13 @@ struct RunDir {
     /// An empty state directory: the first scan, which only finds the
     /// entity id, sees no records and so describes no orphans.
     no_state: PathBuf,
+    /// `HOLO_ROOT_DIR` as the driver gives it to plugins, in test mode.
+    root: Option<OsString>,
 }
 
 impl RunDir {
-    fn create(plugin_id: &str, entries: &[ResourceEntry]) -> Result<RunDir> {
+    fn create(env: &Env, entries: &[ResourceEntry]) -> Result<RunDir> {
+        let plugin_id = &env.plugin_id;
         let dir = tempfile::Builder::new()
             .prefix(&format!("holo-{plugin_id}-ensure."))
             .tempdir()
@@ -703,11 +707,13 @@ impl RunDir {
             resources,
             cache,
             no_state,
+            root: env.test_mode.then(|| driver_root(&env.root)),
         })
     }
 
     fn variables(&self, state_dir: &Path) -> Vec<(&'static str, OsString)> {
-        vec![
+        let root = self.root.iter().map(|root| ("HOLO_ROOT_DIR", root.clone()));
+        root.chain([
             (
                 "HOLO_API_VERSION",
                 OsString::from(crate::env::API_VERSION.to_string()),
@@ -721,7 +727,8 @@ impl RunDir {
             ("HOLO_STATE_DIR", state_dir.as_os_str().to_os_string()),
             ("HOLO_EXTENSIONS", OsString::new()),
             ("HOLO_REFRESH", OsString::new()),
-        ]
+        ])
+        .collect()
     }
 
     fn env(&self, plugin_id: &str, state_dir: &Path) -> Result<Env> {
@@ -759,6 +766,21 @@ impl RunDir {
             text.push('\n');
         }
         Error::new(text.trim_end().to_string())
+    }
+}
+
+/// The root as the driver passes it to plugins (Holo 3's `normalizePath`):
+/// without a leading `./` and a trailing `/`, so that the paths a plugin
+/// shows are those of `holo apply`.
+fn driver_root(root: &Path) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = root.as_os_str().as_bytes();
+    let bytes = bytes.strip_prefix(b"./").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"/").unwrap_or(bytes);
+    if bytes.is_empty() {
+        OsString::from(".")
+    } else {
+        std::ffi::OsStr::from_bytes(bytes).to_os_string()
     }
 }
 
@@ -959,7 +981,7 @@ fn converge<P: Plugin>(
             return Ok(ExitCode::from(255));
         }
     };
-    let run_dir = RunDir::create(P::ID, &request.resources)?;
+    let run_dir = RunDir::create(env, &request.resources)?;
     let scan = |state_dir: &Path| -> Result<Vec<Scanned<P::Spec>>> {
         let run_env = run_dir.env(P::ID, state_dir)?;
         let mut entities: Vec<Scanned<P::Spec>> = scan_and_cache(plugin, &run_env)
@@ -1579,6 +1601,13 @@ mod tests {
             render_status("archive", "/a.tgz", &found).expect("table"),
             "[[archive]]\nname = \"/a.tgz\"\n# last run: ok\n# url: fill in the URL\nchecksum = \"abc\"\n"
         );
+    }
+
+    #[test]
+    fn the_root_is_given_as_the_driver_gives_it() {
+        assert_eq!(driver_root(Path::new("./target/")), "target");
+        assert_eq!(driver_root(Path::new("/tmp/root")), "/tmp/root");
+        assert_eq!(driver_root(Path::new("./")), ".");
     }
 
     #[test]
