@@ -337,8 +337,13 @@ impl EnsureRequest {
 pub enum ResourceEntry {
     /// A file with this content.
     File { path: PathBuf, content: String },
-    /// A symbolic link to `target`, an absolute path.
-    Link { path: PathBuf, target: PathBuf },
+    /// A symbolic link to `target`, an absolute path, which the output
+    /// names as `shown` (the path as the user gave it).
+    Link {
+        path: PathBuf,
+        target: PathBuf,
+        shown: String,
+    },
 }
 
 /// The flags of `ensure` for a plugin: its kind (the first section of
@@ -667,6 +672,8 @@ struct RunDir {
     no_state: PathBuf,
     /// `HOLO_ROOT_DIR` as the driver gives it to plugins, in test mode.
     root: Option<OsString>,
+    /// The targets of the links and how the output names them.
+    shown: Vec<(String, String)>,
 }
 
 impl RunDir {
@@ -708,6 +715,15 @@ impl RunDir {
             cache,
             no_state,
             root: env.test_mode.then(|| driver_root(&env.root)),
+            shown: entries
+                .iter()
+                .filter_map(|entry| match entry {
+                    ResourceEntry::Link { target, shown, .. } => {
+                        Some((target.display().to_string(), shown.clone()))
+                    }
+                    ResourceEntry::File { .. } => None,
+                })
+                .collect(),
         })
     }
 
@@ -742,7 +758,7 @@ impl RunDir {
     }
 
     /// Error messages name the generated file; on the command line, the
-    /// flags are what the user wrote.
+    /// flags are what the user wrote. A linked file is named as given.
     fn rewrite(&self, err: &Error, command: &str) -> Error {
         let file = format!("{}", self.resources.join(FLAGS_FILE).display());
         // A relative path is taken next to the generated file: show it as given.
@@ -757,6 +773,10 @@ impl RunDir {
                 Some(rest) => (format!("{command}: "), rest),
                 None => (String::new(), line),
             };
+            let mut rest = rest.to_string();
+            for (target, shown) in &self.shown {
+                rest = rest.replace(target, shown);
+            }
             let rewritten = prefix
                 + &rest
                     .replace(&format!("{file}:1"), command)

@@ -56,11 +56,12 @@ pub fn ensure(plugin: &VmsPlugin, env: &Env, args: &[String]) -> Result<ExitCode
         return Err(Error::new(ENSURE_USAGE));
     };
     check_project_name(&project)?;
-    let file = compose_file(env, file.as_deref().unwrap_or(COMPOSE_FILE))?;
+    let given = file.as_deref().unwrap_or(COMPOSE_FILE);
     let request = EnsureRequest {
         resources: vec![ResourceEntry::Link {
             path: Path::new(&project).join(COMPOSE_FILE),
-            target: file,
+            target: compose_file(env, given)?,
+            shown: given.to_string(),
         }],
         noop,
         force,

@@ -89,6 +89,11 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
             let db = text.find("Working on vm:shop/db").expect("db applied");
             let app = text.find("Working on vm:shop/app").expect("app applied");
             assert!(db < app, "the dependency comes first:\n{text}");
+            // As given, not resolved below the root.
+            assert!(
+                text.contains("\n  found in /srv/shop/compose.yaml\n"),
+                "{text}"
+            );
         }
     }
     assert!(applied.pids("shop").iter().all(|(_, pid)| pid.is_some()));
