@@ -267,7 +267,7 @@ fn apply_service(
     let before = pids(record.as_ref(), &service.instances);
     let request = UpRequest {
         manifest: &resolved.manifest,
-        files: vec![spec.file.compose.display().to_string()],
+        files: vec![project_file::recorded_path(env, &spec.file.compose)],
         services: vec![spec.service.clone()],
         no_wait: false,
         without_dependencies: true,

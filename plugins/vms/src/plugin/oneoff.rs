@@ -123,7 +123,7 @@ pub fn status(env: &Env, args: &[String]) -> Result<ExitCode> {
     };
     let runtime = project_file::runtime(env)?;
     let record = ProjectRecord::load(&runtime.layout, project).map_err(Error::new)?;
-    let (text, whole) = status_text(project, record.as_ref());
+    let (text, whole) = status_text(env, project, record.as_ref())?;
     print!("{text}");
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -135,18 +135,27 @@ pub fn status(env: &Env, args: &[String]) -> Result<ExitCode> {
 }
 
 /// The text of `status` and whether it declares the whole project.
-fn status_text(project: &str, record: Option<&ProjectRecord>) -> (String, bool) {
+fn status_text(env: &Env, project: &str, record: Option<&ProjectRecord>) -> Result<(String, bool)> {
     let Some(record) = record else {
-        return (
+        return Ok((
             format!(
                 "# holo-vms: no project {project} is recorded: it was never brought up, or it was taken down\n"
             ),
             false,
-        );
+        ));
     };
+    let files: Vec<(PathBuf, PathBuf)> = record
+        .files
+        .iter()
+        .map(|file| project_file::recorded_file(env, file))
+        .collect();
+    let shown: Vec<String> = files
+        .iter()
+        .map(|(shown, _)| shown.display().to_string())
+        .collect();
     let mut out = format!(
         "# project {project}, brought up from {}\n",
-        record.files.join(", ")
+        shown.join(", ")
     );
     let mut instances: Vec<_> = record.instances.iter().collect();
     instances.sort_by_key(|(name, instance)| (instance.start_order, name.as_str()));
@@ -159,13 +168,13 @@ fn status_text(project: &str, record: Option<&ProjectRecord>) -> (String, bool) 
         };
         out.push_str(&format!("# {name}: {state}\n"));
     }
-    let [file] = record.files.as_slice() else {
+    let [(file, host_path)] = files.as_slice() else {
         out.push_str(
             "# services: the project was brought up from several files (or none), which are not one resource; write them as one holos.yaml\n",
         );
-        return (out, false);
+        return Ok((out, false));
     };
-    match std::fs::read_to_string(file) {
+    match env.root_fs()?.read_to_string(host_path) {
         Ok(text) => {
             out.push_str("# the compose file as it is now:\n");
             let named = text.lines().any(|line| line.starts_with("name:"));
@@ -176,13 +185,14 @@ fn status_text(project: &str, record: Option<&ProjectRecord>) -> (String, bool) 
             if !text.ends_with('\n') {
                 out.push('\n');
             }
-            (out, true)
+            Ok((out, true))
         }
         Err(err) => {
             out.push_str(&format!(
-                "# services: the compose file {file} cannot be read ({err}); write the services again\n"
+                "# services: the compose file {} cannot be read ({err}); write the services again\n",
+                file.display()
             ));
-            (out, false)
+            Ok((out, false))
         }
     }
 }

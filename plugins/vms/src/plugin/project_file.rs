@@ -5,7 +5,7 @@
 //! plugin mode, and removing one service's instances for the scrub.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use holo_plugin::{Env, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -53,6 +53,41 @@ pub struct ResolvedService {
     /// The resolved service as YAML.
     pub manifest: String,
     pub protect: bool,
+}
+
+/// The compose file as the project record keeps it: in test mode its path
+/// below the root (`/usr/share/holo/vms/shop/holos.yaml`), as every
+/// plugin's records hold system paths; else the path itself.
+pub fn recorded_path(env: &Env, compose: &Path) -> String {
+    if env.test_mode {
+        let real = std::fs::canonicalize(compose).unwrap_or_else(|_| compose.to_path_buf());
+        if let Some(below) = below_root(env, &real) {
+            return below.display().to_string();
+        }
+    }
+    compose.display().to_string()
+}
+
+/// A recorded compose file as `status` shows it (a system path) and the
+/// host path it reads. In test mode the recorded path is below the root;
+/// a host path below the root, which records held before, is taken as the
+/// same file.
+pub fn recorded_file(env: &Env, recorded: &str) -> (PathBuf, PathBuf) {
+    let path = Path::new(recorded);
+    if !env.test_mode {
+        return (path.to_path_buf(), path.to_path_buf());
+    }
+    let below = below_root(env, path).unwrap_or_else(|| path.to_path_buf());
+    let host = env.root_join(&below);
+    (below, host)
+}
+
+/// `path`, a host path, as a path below the root (`/` + the rest), when it
+/// is below it.
+fn below_root(env: &Env, path: &Path) -> Option<PathBuf> {
+    let root = std::fs::canonicalize(&env.root).ok()?;
+    let rest = path.strip_prefix(&root).ok()?;
+    Some(Path::new("/").join(rest))
 }
 
 /// The runtime settings in plugin mode. In test mode the state root is

@@ -68,6 +68,28 @@ fn status(root: &Root, project: &str) -> (Option<i32>, String) {
     )
 }
 
+fn project_record(root: &Root) -> (std::path::PathBuf, serde_json::Value) {
+    let path = root.path().join("var/lib/holos/projects/shop.json");
+    let text = std::fs::read_to_string(&path).expect("project record");
+    (path, serde_json::from_str(&text).expect("json"))
+}
+
+fn recorded_files(root: &Root) -> Vec<String> {
+    let (_, record) = project_record(root);
+    record["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|file| file.as_str().expect("a path").to_string())
+        .collect()
+}
+
+fn set_recorded_files(root: &Root, file: &str) {
+    let (path, mut record) = project_record(root);
+    record["files"] = serde_json::json!([file]);
+    std::fs::write(&path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+}
+
 #[test]
 fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
     let applied = Root::new();
@@ -139,11 +161,17 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
     assert!(!text.contains("Stopping"), "{text}");
     assert_eq!(ensured.pids("shop"), pids);
 
+    // In test mode the project record holds the compose file's path below
+    // the root, and status reads it there.
+    assert_eq!(recorded_files(&ensured), ["/srv/shop/compose.yaml"]);
+    assert_eq!(
+        recorded_files(&applied),
+        ["/usr/share/holo/vms/shop/holos.yaml"]
+    );
     let (code, text) = status(&ensured, "shop");
     assert_eq!(code, Some(0), "{text}");
-    let real = std::fs::canonicalize(&file).unwrap();
-    let header = format!("# project shop, brought up from {}\n", real.display());
-    assert!(text.starts_with(&header), "{text}");
+    let header = "# project shop, brought up from /srv/shop/compose.yaml\n";
+    assert!(text.starts_with(header), "{text}");
     for (name, pid) in &pids {
         assert!(
             text.contains(&format!("# {name}: running (pid {})\n", pid.unwrap())),
@@ -157,10 +185,14 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
         )),
         "{text}"
     );
+    // A record written before, with the host path, reads the same.
+    let real = std::fs::canonicalize(&file).unwrap();
+    set_recorded_files(&ensured, &real.display().to_string());
+    assert_eq!(status(&ensured, "shop"), (code, text));
     let (code, text) = status(&applied, "shop");
     assert_eq!(code, Some(0), "{text}");
     assert!(
-        text.contains("usr/share/holo/vms/shop/holos.yaml\n"),
+        text.starts_with("# project shop, brought up from /usr/share/holo/vms/shop/holos.yaml\n"),
         "{text}"
     );
 
