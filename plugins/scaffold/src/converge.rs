@@ -18,15 +18,70 @@ use crate::go_engine::GoEngine;
 use crate::model::{Ensure, ScaffoldSpec, TemplateEngine};
 use crate::render::{self, Lists, Managed, Rendered};
 
-/// `$HOLO_STATE_DIR/scaffold:DIR.toml`: the managed files.
+/// `$HOLO_STATE_DIR/scaffold:DIR.toml`: the managed files, and what they
+/// were rendered from, for `status` (records written before lack it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub target: String,
+    /// The template directory as a system path, or the URL (none when it
+    /// has a query string, which may hold a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The SHA-256 of a URL source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+    /// The engine, when it is not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The other properties the table set, by name only: the record is
+    /// readable by all, and `data` may hold what others must not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_set: Vec<String>,
     #[serde(default)]
     pub files: Vec<Managed>,
 }
 
 impl Record {
+    /// The record of `spec` with `files`.
+    fn of(env: &Env, spec: &ScaffoldSpec, files: Vec<Managed>) -> Record {
+        let (source, checksum) = match &spec.url {
+            Some(url) => (
+                (holo_plugin::download::redact_url(&url.url) == url.url).then(|| url.url.clone()),
+                Some(url.sha256.clone()),
+            ),
+            None => (Some(system_path(env, &env.origin_of(&spec.source))), None),
+        };
+        let engine = match spec.engine {
+            TemplateEngine::Jinja => None,
+            TemplateEngine::Jet => Some("jet"),
+            TemplateEngine::Go => Some("go"),
+        };
+        let default_delimiters = match spec.engine {
+            TemplateEngine::Jet => Some(("[[".to_string(), "]]".to_string())),
+            TemplateEngine::Jinja | TemplateEngine::Go => None,
+        };
+        let also_set = [
+            ("data", !spec.data.is_empty()),
+            ("post", !spec.post.is_empty()),
+            ("skip_empty", spec.skip_empty),
+            ("purge", spec.purge),
+            ("left_delimiter", spec.delimiters != default_delimiters),
+            ("right_delimiter", spec.delimiters != default_delimiters),
+        ];
+        Record {
+            target: spec.name.clone(),
+            checksum: source.as_ref().and(checksum),
+            source,
+            engine: engine.map(str::to_string),
+            also_set: also_set
+                .into_iter()
+                .filter(|(_, set)| *set)
+                .map(|(property, _)| property.to_string())
+                .collect(),
+            files,
+        }
+    }
+
     fn by_rel(&self) -> BTreeMap<PathBuf, Managed> {
         self.files
             .iter()
@@ -196,10 +251,16 @@ pub(crate) fn template_context(env: &Env) -> Result<TemplateContext> {
 }
 
 pub(crate) fn read_record(env: &Env, id: &str, spec: &ScaffoldSpec) -> Result<Record> {
-    Ok(state::read::<Record>(env, id)?.unwrap_or_else(|| Record {
-        target: spec.name.clone(),
-        files: Vec::new(),
-    }))
+    Ok(state::read::<Record>(env, id)?.unwrap_or_else(|| Record::of(env, spec, Vec::new())))
+}
+
+/// A host path as the system path it stands for: below the root in test
+/// mode (`/srv/templates`), itself when it is not below the root.
+fn system_path(env: &Env, path: &Path) -> String {
+    match path.strip_prefix(&env.root) {
+        Ok(below) if env.test_mode => Path::new("/").join(below).display().to_string(),
+        _ => path.display().to_string(),
+    }
 }
 
 pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> Result<Outcome> {
@@ -257,10 +318,7 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                     files.push(kept.clone());
                 }
             }
-            let record = Record {
-                target: spec.name.clone(),
-                files,
-            };
+            let record = Record::of(env, spec, files);
             if !failures.is_empty() {
                 state::write(env, id, &record)?;
                 return Err(removal_failed(&spec.name, &failures));
@@ -404,10 +462,7 @@ fn write_files(
                 },
             );
         }
-        let intent = Record {
-            target: spec.name.clone(),
-            files: entries.values().cloned().collect(),
-        };
+        let intent = Record::of(env, spec, entries.values().cloned().collect());
         state::write(env, id, &intent)?;
     }
     let mut managed = Vec::new();
@@ -432,10 +487,7 @@ fn write_files(
                     .values()
                     .map(|entry| done.get(Path::new(&entry.path)).unwrap_or(entry).clone())
                     .collect();
-                let partial = Record {
-                    target: spec.name.clone(),
-                    files,
-                };
+                let partial = Record::of(env, spec, files);
                 state::write(env, id, &partial)?;
                 return Err(err);
             }
@@ -812,10 +864,41 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
             .notes
             .push(format!("  and {} more", total - STATUS_FILES_SHOWN));
     }
+    // What holo apply rendered from, for a scaffold no ensure declared.
+    if let Some(record) = &record
+        && record.source.is_some()
+        && !found.properties.contains_key("source")
+    {
+        let properties = [
+            ("source", &record.source),
+            ("checksum", &record.checksum),
+            ("engine", &record.engine),
+        ];
+        for (property, value) in properties {
+            if let Some(value) = value {
+                found
+                    .properties
+                    .insert(property.to_string(), Value::String(value.clone()));
+            }
+        }
+        for property in &record.also_set {
+            found.unknown.push((
+                property.clone(),
+                "set, but holo-scaffold's record keeps only its name; copy it from the resource that declared this scaffold".to_string(),
+            ));
+        }
+    }
     if !found.properties.contains_key("source") {
         found.unknown.push((
             "source".to_string(),
-            "only holo-scaffold ensure keeps the table, and the files do not say what they were rendered from; fill in the template directory or URL (and engine, unless minijinja)".to_string(),
+            format!(
+                "{}; fill in the template directory or URL (and engine, unless minijinja)",
+                if record.is_some() {
+                    "holo-scaffold's record was written before records kept the source (or the source is a URL with a query string, which is not kept), and the files do not say what they were rendered from"
+                } else {
+                    "neither a holo-scaffold ensure nor a state record says what the files were rendered from"
+                }
+            ),
         ));
     }
     Ok(found)
@@ -856,6 +939,25 @@ fn files_below(fs: &RootFs, dir: &Path) -> (Vec<PathBuf>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_without_the_source_still_read() {
+        let old: Record = toml::from_str(
+            "target = \"/srv/app\"\n[[files]]\npath = \"/srv/app/a\"\nrendered = \"x\"\nwritten = \"x\"\n",
+        )
+        .expect("a record written before");
+        assert_eq!(old.source, None);
+        assert!(old.also_set.is_empty());
+        assert_eq!(old.files.len(), 1);
+        let new = Record {
+            source: Some("/srv/templates".into()),
+            engine: Some("jet".into()),
+            also_set: vec!["data".into()],
+            ..old
+        };
+        let text = toml::to_string(&new).expect("toml");
+        assert_eq!(toml::from_str::<Record>(&text).expect("reads back"), new);
+    }
 
     #[test]
     fn toml_values_reach_jet_as_json_with_dates_as_text() {

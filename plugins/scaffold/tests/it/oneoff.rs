@@ -106,7 +106,7 @@ fn status_without_a_record_lists_the_files_and_asks_for_the_source() {
     assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
     assert_eq!(
         text(&status.stdout),
-        "[[scaffold]]\nname = \"/etc/other\"\n# holo-scaffold has no record of /etc/other; 2 files are there now:\n#   /etc/other/a.conf\n#   /etc/other/sub/b.conf\n# source: only holo-scaffold ensure keeps the table, and the files do not say what they were rendered from; fill in the template directory or URL (and engine, unless minijinja)\nensure = \"present\"\n"
+        "[[scaffold]]\nname = \"/etc/other\"\n# holo-scaffold has no record of /etc/other; 2 files are there now:\n#   /etc/other/a.conf\n#   /etc/other/sub/b.conf\n# source: neither a holo-scaffold ensure nor a state record says what the files were rendered from; fill in the template directory or URL (and engine, unless minijinja)\nensure = \"present\"\n"
     );
     let missing = root.run(&["status", "/etc/none"]);
     assert_eq!(missing.status.code(), Some(3));
