@@ -674,6 +674,8 @@ struct RunDir {
     root: Option<OsString>,
     /// The targets of the links and how the output names them.
     shown: Vec<(String, String)>,
+    /// The document the flags became, whose lines errors name.
+    flags_document: Option<String>,
 }
 
 impl RunDir {
@@ -724,6 +726,12 @@ impl RunDir {
                     ResourceEntry::File { .. } => None,
                 })
                 .collect(),
+            flags_document: entries.iter().find_map(|entry| match entry {
+                ResourceEntry::File { path, content } if path == Path::new(FLAGS_FILE) => {
+                    Some(content.clone())
+                }
+                _ => None,
+            }),
         })
     }
 
@@ -758,22 +766,42 @@ impl RunDir {
     }
 
     /// Error messages name the generated file; on the command line, the
-    /// flags are what the user wrote. A linked file is named as given.
+    /// flags are what the user wrote: a message about a property's line
+    /// names its flag. A linked file is named as given.
     fn rewrite(&self, err: &Error, command: &str) -> Error {
         let file = format!("{}", self.resources.join(FLAGS_FILE).display());
         // A relative path is taken next to the generated file: show it as given.
         let directory = format!("{}/", self.resources.display());
         let mut text = String::new();
         for line in err.message().lines() {
-            let (prefix, rest) = match line.strip_prefix(&file).and_then(|rest| {
+            let placed = line.strip_prefix(&file).and_then(|rest| {
                 let rest = rest.strip_prefix(':')?;
                 let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-                rest[digits..].strip_prefix(": ")
-            }) {
-                Some(rest) => (format!("{command}: "), rest),
-                None => (String::new(), line),
+                let number: usize = rest[..digits].parse().ok()?;
+                Some((number, rest[digits..].strip_prefix(": ")?))
+            });
+            let property = placed.and_then(|(number, _)| {
+                property_on_line(self.flags_document.as_deref()?, number)
+                    .filter(|property| property != "name")
+            });
+            let (prefix, rest) = match (placed, &property) {
+                (Some((_, rest)), Some(property)) => {
+                    let flag = format!("--{}", property.replace('_', "-"));
+                    // The table's words for a resource file become the flag's.
+                    let rest = match rest.strip_prefix("[[") {
+                        Some(after) => after.split_once("]] ").map_or(rest, |(_, rest)| rest),
+                        None => rest,
+                    };
+                    let rest = rest
+                        .strip_prefix(&format!("property `{property}`: "))
+                        .unwrap_or(rest);
+                    let rest = rest.replace("fix the property's value", "fix the flag's value");
+                    (format!("{command}: {flag}: "), rest)
+                }
+                (Some((_, rest)), None) => (format!("{command}: "), rest.to_string()),
+                (None, _) => (String::new(), line.to_string()),
             };
-            let mut rest = rest.to_string();
+            let mut rest = rest;
             for (target, shown) in &self.shown {
                 rest = rest.replace(target, shown);
             }
@@ -787,6 +815,46 @@ impl RunDir {
         }
         Error::new(text.trim_end().to_string())
     }
+}
+
+/// The property that line `number` (from 1) of the flags' document sets,
+/// as `toml::to_string` writes it: `key = value` (a multi-line string
+/// included), or a table value's `[KIND.key]` or `[[KIND.key]]` and the
+/// lines below it; `None` for the `[[KIND]]` line.
+fn property_on_line(document: &str, number: usize) -> Option<String> {
+    let mut current: Option<String> = None;
+    let mut in_table = false;
+    let mut open_string: Option<&str> = None;
+    for line in document.lines().take(number) {
+        if let Some(quotes) = open_string {
+            if line.matches(quotes).count() % 2 == 1 {
+                open_string = None;
+            }
+            continue;
+        }
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix('[') {
+            let header = header.trim_start_matches('[').trim_end_matches(']');
+            current = header.split_once('.').map(|(_, key)| {
+                key.split('.')
+                    .next()
+                    .unwrap_or(key)
+                    .trim_matches('"')
+                    .to_string()
+            });
+            in_table = current.is_some();
+            continue;
+        }
+        if !in_table {
+            current = trimmed
+                .split_once('=')
+                .map(|(key, _)| key.trim().trim_matches('"').to_string());
+        }
+        open_string = ["\"\"\"", "'''"]
+            .into_iter()
+            .find(|quotes| line.matches(quotes).count() % 2 == 1);
+    }
+    current
 }
 
 /// The root as the driver passes it to plugins (Holo 3's `normalizePath`):
@@ -1621,6 +1689,42 @@ mod tests {
             render_status("archive", "/a.tgz", &found).expect("table"),
             "[[archive]]\nname = \"/a.tgz\"\n# last run: ok\n# url: fill in the URL\nchecksum = \"abc\"\n"
         );
+    }
+
+    #[test]
+    fn lines_of_the_flags_document_name_their_property() {
+        let request = flags()
+            .parse(
+                "holo-demo ensure",
+                &args(&[
+                    "x",
+                    "--mode",
+                    "a\nb\n[c]\n",
+                    "--data",
+                    "{ port = 80, inner = { deep = 1 } }",
+                    "--timeout",
+                    "5",
+                ]),
+            )
+            .expect("parses");
+        let text = document(&request);
+        let property_of = |needle: &str| {
+            let number = text
+                .lines()
+                .position(|line| line.contains(needle))
+                .unwrap_or_else(|| panic!("{needle:?} in {text}"));
+            property_on_line(text, number + 1)
+        };
+        assert_eq!(property_of("[[demo]]"), None, "{text}");
+        assert_eq!(property_of("name ="), Some("name".to_string()), "{text}");
+        assert_eq!(
+            property_of("timeout"),
+            Some("timeout".to_string()),
+            "{text}"
+        );
+        assert_eq!(property_of("port"), Some("data".to_string()), "{text}");
+        assert_eq!(property_of("deep"), Some("data".to_string()), "{text}");
+        assert_eq!(property_of("[c]"), Some("mode".to_string()), "{text}");
     }
 
     #[test]

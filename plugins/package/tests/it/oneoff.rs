@@ -56,7 +56,7 @@ fn a_bad_value_gets_the_message_of_the_table() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         text(&output.stderr),
-        "!! holo-package ensure: package \"vim\": ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or a version\n"
+        "!! holo-package ensure: --ensure: package \"vim\": ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or a version\n"
     );
     let removed = root.run(&["ensure", "vim", "--ensure", "absent", "--noop"]);
     assert_eq!(removed.status.code(), Some(2), "{}", text(&removed.stderr));
