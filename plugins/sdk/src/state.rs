@@ -364,6 +364,15 @@ fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<S
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
+    let mut ids = recorded_ids(env)?;
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// Every entity id that has a record, in no order, maybe twice (a record
+/// file and a journal entry).
+fn recorded_ids(env: &Env) -> Result<Vec<String>> {
     let fs = env.root_fs()?;
     // Scan lists the records each run: the place to remove what a killed
     // record write left, even when no record is written again.
@@ -393,21 +402,21 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
         }
     }
     ids.extend(journal::ids(&fs, &env.state_dir)?);
-    ids.sort();
-    ids.dedup();
     Ok(ids)
 }
 
 /// Adds a [`crate::Scanned::orphan`] for every recorded entity that `declared`
 /// does not contain, keeping `declared` in its order and orphans sorted after.
 pub fn add_orphans<S>(env: &Env, declared: &mut Vec<crate::Scanned<S>>) -> Result<()> {
-    let known: std::collections::HashSet<String> =
-        declared.iter().map(|entity| entity.id.clone()).collect();
-    for id in list(env)? {
-        if !known.contains(&id) {
-            declared.push(crate::Scanned::orphan(id));
-        }
-    }
+    let known: std::collections::HashSet<&str> =
+        declared.iter().map(|entity| entity.id.as_str()).collect();
+    let mut orphans: Vec<String> = recorded_ids(env)?
+        .into_iter()
+        .filter(|id| !known.contains(id.as_str()))
+        .collect();
+    orphans.sort();
+    orphans.dedup();
+    declared.extend(orphans.into_iter().map(crate::Scanned::orphan));
     Ok(())
 }
 
