@@ -140,6 +140,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             for (index, (figures, bin, env)) in runs.into_iter().enumerate() {
                 let root = root_with_plugins(bin, &["file"])?;
                 write_holo_fixture(root.path(), n)?;
+                settle();
                 figures
                     .first
                     .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
@@ -157,6 +158,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 write_holo_fixture(root.path(), n)?;
                 std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
                     .map_err(|e| e.to_string())?;
+                settle();
                 holo3_figures
                     .first
                     .push(time_holo3(&holo3.driver, root.path())?);
@@ -177,6 +179,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             if let Some(puppet) = &puppet {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
                 let manifest = write_puppet_fixture(work.path(), n, &user, &group)?;
+                settle();
                 puppet_figures
                     .first
                     .push(time_puppet(puppet, work.path(), &manifest)?);
@@ -189,6 +192,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             if let Some(agent) = &cfengine {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
                 let policy = write_cfengine_fixture(work.path(), agent, n, &user, &group)?;
+                settle();
                 cfengine_figures
                     .first
                     .push(time_cfengine(work.path(), &policy)?);
@@ -275,6 +279,13 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         drop(kept);
     }
     Ok(())
+}
+
+/// Writes out what earlier runs left dirty before a first apply is timed:
+/// holo's commit and CFEngine's writes sync the file system, and would
+/// otherwise pay for the tool that ran before them.
+fn settle() {
+    nix::unistd::sync();
 }
 
 /// The first three fields of /proc/loadavg: the machine is shared.
