@@ -33,7 +33,7 @@ static ENTRIES_CHANGED: AtomicU64 = AtomicU64::new(0);
 /// (set by a batch, which looks at many entries of one directory).
 static REUSE_PARENTS: AtomicBool = AtomicBool::new(false);
 
-/// The parent directory that [`RootFs::at_parent`] opened last.
+/// A parent directory that [`RootFs::at_parent`] opened.
 struct KeptParent {
     changes: u64,
     root: PathBuf,
@@ -42,7 +42,12 @@ struct KeptParent {
     dir: Arc<File>,
 }
 
-static KEPT_PARENT: Mutex<Option<KeptParent>> = Mutex::new(None);
+/// The parent directories [`RootFs::at_parent`] opened last, the newest
+/// last: a plugin may look at a target and then at its saved original.
+static KEPT_PARENTS: Mutex<Vec<KeptParent>> = Mutex::new(Vec::new());
+
+/// How many parent directories are kept open.
+const KEPT_PARENTS_MAX: usize = 4;
 
 /// Records that a directory entry may have changed, so that no parent
 /// directory opened before is reused.
@@ -199,9 +204,9 @@ impl RootFs {
     /// Calls `look` with the directory that holds `path`'s final component
     /// (opened for lookups only) and that component, for a look at the
     /// entry with `*at` calls relative to the directory, without following
-    /// the component. In a batch the directory opened last is reused for
-    /// the next path in it until this process changes a directory entry,
-    /// so looking at many files of one directory resolves it once.
+    /// the component. In a batch the last few directories opened are reused
+    /// for the next paths in them until this process changes a directory
+    /// entry, so looking at many files of one directory resolves it once.
     pub fn at_parent<T>(
         &self,
         path: &Path,
@@ -213,14 +218,14 @@ impl RootFs {
             return look(&dir, name);
         }
         let changes = ENTRIES_CHANGED.load(Ordering::Relaxed);
-        let mut kept = KEPT_PARENT
+        let mut kept = KEPT_PARENTS
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        kept.retain(|kept| kept.changes == changes);
         let reused = kept
-            .as_ref()
-            .filter(|kept| {
-                kept.changes == changes
-                    && kept.parent == parent
+            .iter()
+            .find(|kept| {
+                kept.parent == parent
                     && kept.root == self.root
                     && kept.contained == self.contained.is_some()
             })
@@ -228,9 +233,11 @@ impl RootFs {
         let dir = match reused {
             Some(dir) => dir,
             None => {
-                *kept = None;
                 let dir = Arc::new(self.open_with(parent, OFlags::PATH | OFlags::DIRECTORY)?);
-                *kept = Some(KeptParent {
+                if kept.len() == KEPT_PARENTS_MAX {
+                    kept.remove(0);
+                }
+                kept.push(KeptParent {
                     changes,
                     root: self.root.clone(),
                     contained: self.contained.is_some(),
