@@ -29,7 +29,7 @@ use rustix::fs::{AtFlags, Gid, Mode, OFlags, Uid};
 /// while the count is what it was when the directory was opened.
 static ENTRIES_CHANGED: AtomicU64 = AtomicU64::new(0);
 
-/// Whether [`RootFs::at_parent`] keeps the last parent directory it opened
+/// Whether [`RootFs::at_parent`] keeps the parent directories it opened
 /// (set by a batch, which looks at many entries of one directory).
 static REUSE_PARENTS: AtomicBool = AtomicBool::new(false);
 
@@ -55,7 +55,7 @@ pub(crate) fn entries_changed() {
     ENTRIES_CHANGED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Lets [`RootFs::at_parent`] reuse the parent directory it opened last
+/// Lets [`RootFs::at_parent`] reuse the parent directories it opened last
 /// until this process changes a directory entry.
 pub(crate) fn reuse_parents() {
     REUSE_PARENTS.store(true, Ordering::Relaxed);
