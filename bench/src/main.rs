@@ -34,7 +34,9 @@ Benchmarks:
             (cf-agent -K) on N files with content, owner, group, mode and
             their directory: first and no-op apply, medians of 3 rounds,
             the no-op floor (sha256sum + stat) and per-process mode against
-            bare process starts; a peer that is not installed is skipped.
+            bare process starts and against holo-null, a plugin that does
+            nothing per entity (each driver's own floor); a peer that is
+            not installed is skipped.
             BENCH_SKIP=puppet,cfengine,per-process leaves some out,
             BENCH_OLD_BIN=DIR adds an older build's holo and holo-file,
             BENCH_ROUNDS=N sets the rounds, TMPDIR the file system

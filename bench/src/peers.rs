@@ -12,6 +12,9 @@
 //! entity, twice: our driver with `HOLO_NO_BATCH=1`, and Holo 3's Go driver
 //! (which has no batch) running our holo-file, built from the Holo 3 source
 //! tree named by `HOLO3_SOURCE` with Go (skipped, saying so, without them).
+//! Each driver also runs `holo-null`, a plugin that does nothing per entity,
+//! on N entities: the driver's own floor, so that the time a driver takes
+//! per entity splits into its own and holo-file's.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -58,7 +61,7 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
 
 /// Runs the comparison for each size in `sizes`.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
-    let bin = release_binaries(&["holo", "holo-file"])?;
+    let bin = release_binaries(&["holo", "holo-file", "bench"])?;
     // BENCH_SKIP=puppet,cfengine,per-process,holo3 leaves those out;
     // BENCH_OLD_BIN=DIR adds the holo and holo-file of an older build.
     let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
@@ -99,6 +102,8 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
         let mut holo_old = Figures::new("holo before (batch)");
         let mut per_process = Figures::new("holo (HOLO_NO_BATCH=1)");
         let mut holo3_figures = Figures::new("Holo 3 driver, holo-file");
+        let mut holo3_null = Figures::new("Holo 3 driver, holo-null");
+        let mut per_process_null = Figures::new("HOLO_NO_BATCH=1, holo-null");
         let mut puppet_figures = Figures::new("Puppet");
         let mut cfengine_figures = Figures::new("CFEngine");
         let mut floor = Vec::new();
@@ -115,10 +120,27 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             }
             if !skipped("per-process") {
                 runs.push((&mut per_process, bin.as_path(), no_batch));
+                let root = null_root(&bin, n)?;
+                per_process_null.first.push(time_holo(
+                    &bin,
+                    root.path(),
+                    &["apply"],
+                    no_batch,
+                    &[0],
+                )?);
+                per_process_null.noop.push(time_holo(
+                    &bin,
+                    root.path(),
+                    &["apply"],
+                    no_batch,
+                    &[0],
+                )?);
+                kept.push(root);
             }
             for (index, (figures, bin, env)) in runs.into_iter().enumerate() {
                 let root = root_with_plugins(bin, &["file"])?;
                 write_holo_fixture(root.path(), n)?;
+                settle();
                 figures
                     .first
                     .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
@@ -136,6 +158,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                 write_holo_fixture(root.path(), n)?;
                 std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
                     .map_err(|e| e.to_string())?;
+                settle();
                 holo3_figures
                     .first
                     .push(time_holo3(&holo3.driver, root.path())?);
@@ -144,10 +167,19 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
                     .noop
                     .push(time_holo3(&holo3.driver, root.path())?);
                 kept.push(root);
+                let root = null_root(&bin, n)?;
+                holo3_null
+                    .first
+                    .push(time_holo3(&holo3.driver, root.path())?);
+                holo3_null
+                    .noop
+                    .push(time_holo3(&holo3.driver, root.path())?);
+                kept.push(root);
             }
             if let Some(puppet) = &puppet {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
                 let manifest = write_puppet_fixture(work.path(), n, &user, &group)?;
+                settle();
                 puppet_figures
                     .first
                     .push(time_puppet(puppet, work.path(), &manifest)?);
@@ -160,6 +192,7 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             if let Some(agent) = &cfengine {
                 let work = tempfile::tempdir().map_err(|e| e.to_string())?;
                 let policy = write_cfengine_fixture(work.path(), agent, n, &user, &group)?;
+                settle();
                 cfengine_figures
                     .first
                     .push(time_cfengine(work.path(), &policy)?);
@@ -180,7 +213,9 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             &holo,
             &holo_old,
             &per_process,
+            &per_process_null,
             &holo3_figures,
+            &holo3_null,
             &puppet_figures,
             &cfengine_figures,
         ] {
@@ -222,17 +257,35 @@ pub fn run(sizes: &[usize]) -> Result<(), String> {
             ratio(median(&holo_old.first), holo_first),
             ratio(median(&holo_old.noop), holo_noop),
         );
+        if !per_process_null.noop.is_empty() {
+            println!(
+                "HOLO_NO_BATCH=1 per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
+                ratio(median(&per_process_null.noop), median(&spawn)),
+                ratio(median(&per_process.first), median(&spawn)),
+                ratio(median(&per_process.noop), median(&spawn)),
+                ratio(median(&per_process.noop), median(&per_process_null.noop)),
+            );
+        }
         if holo3.is_some() {
             println!(
-                "Holo 3 driver per entity/bare start: first {} no-op {}",
+                "Holo 3 driver per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
+                ratio(median(&holo3_null.noop), median(&spawn)),
                 ratio(median(&holo3_figures.first), median(&spawn)),
                 ratio(median(&holo3_figures.noop), median(&spawn)),
+                ratio(median(&holo3_figures.noop), median(&holo3_null.noop)),
             );
         }
         println!("load average after N = {n}: {}", load_average());
         drop(kept);
     }
     Ok(())
+}
+
+/// Writes out what earlier runs left dirty before a first apply is timed:
+/// holo's commit and CFEngine's writes sync the file system, and would
+/// otherwise pay for the tool that ran before them.
+fn settle() {
+    nix::unistd::sync();
 }
 
 /// The first three fields of /proc/loadavg: the machine is shared.
@@ -245,6 +298,17 @@ fn load_average() -> String {
                 .join(" ")
         })
         .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// A root with `holo-null` declaring N entities (see src/bin/holo-null.rs),
+/// ready for our driver and for Holo 3's.
+fn null_root(bin: &Path, n: usize) -> Result<tempfile::TempDir, String> {
+    let root = root_with_plugins(bin, &["null"])?;
+    std::fs::write(root.path().join("usr/share/holo/null/count"), n.to_string())
+        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
+        .map_err(|e| e.to_string())?;
+    Ok(root)
 }
 
 /// Every tool must have done the whole job: N files with their content.

@@ -510,6 +510,7 @@ fn commit(batch: &mut Batch) -> Vec<(usize, Error)> {
             }
         }
     }
+    crate::root_fs::entries_changed();
     kill_point(batch, "renamed");
     for (staged, mut owners) in dirs.iter().zip(renamed) {
         if owners.is_empty() {

@@ -107,6 +107,7 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
         let _ = nix::unistd::dup2_stdin(&null);
     }
     let lines = parse_input(&input);
+    crate::root_fs::reuse_parents();
     let loaded = match ensure_cache(plugin, env).and_then(|()| cache::Loaded::read(env)) {
         Ok(loaded) => loaded,
         Err(err) => return fail(&err),

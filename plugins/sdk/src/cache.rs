@@ -11,7 +11,6 @@
 //! becomes a file name. The completion marker holds the slot count. Files
 //! are reached through [`RootFs`], inside the root in test mode.
 
-use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -210,6 +209,38 @@ fn open(env: &Env, name: &str) -> Result<(std::fs::File, PathBuf)> {
     Ok((file, path))
 }
 
+/// The entry of `encoded` (an encoded id) in `index` and `entries`, both
+/// in memory: the JSON part of its line, `None` when it is not there.
+fn find_in<'e>(
+    index: &[u8],
+    entries: &'e str,
+    slots: u64,
+    encoded: &str,
+) -> std::result::Result<Option<&'e str>, ()> {
+    let mut slot = hash(encoded) % slots;
+    for _ in 0..slots {
+        let at = usize::try_from(slot * SLOT_BYTES).map_err(drop)?;
+        let raw = index.get(at..at + SLOT_BYTES as usize).ok_or(())?;
+        let (offset, length) = raw.split_at(8);
+        let offset = u64::from_le_bytes(offset.try_into().map_err(drop)?);
+        let length = u64::from_le_bytes(length.try_into().map_err(drop)?);
+        if offset == 0 {
+            return Ok(None);
+        }
+        let start = usize::try_from(offset - 1).map_err(drop)?;
+        let end = start
+            .checked_add(usize::try_from(length).map_err(drop)?)
+            .ok_or(())?;
+        let line = entries.get(start..end).ok_or(())?;
+        let (key, json) = line.split_once('\t').ok_or(())?;
+        if key == encoded {
+            return Ok(Some(json));
+        }
+        slot = (slot + 1) % slots;
+    }
+    Ok(None)
+}
+
 /// Looks up one entity in a complete cache: reads index slots until the
 /// entity or an empty slot, then its entry.
 pub(crate) fn lookup<S: DeserializeOwned>(
@@ -250,25 +281,34 @@ pub(crate) fn lookup<S: DeserializeOwned>(
     Err(unknown_entity(env, id))
 }
 
-/// The whole cache loaded once and indexed by id, for batches.
+/// The whole cache loaded once, for batches: the entries and the index
+/// in memory, looked up as [`lookup`] does on disk.
 pub(crate) struct Loaded {
-    entries: HashMap<String, String>,
+    entries: String,
+    index: Vec<u8>,
+    slots: u64,
+    index_path: PathBuf,
 }
 
 impl Loaded {
-    /// Reads the entries file.
+    /// Reads the entries and the index.
     pub(crate) fn read(env: &Env) -> Result<Loaded> {
-        let path = cache_dir(env).join(ENTRIES);
-        let text = env
-            .root_fs()?
-            .read_to_string(&path)
-            .map_err(|err| Error::io("read scan cache", &path, &err))?;
-        let entries = text
-            .lines()
-            .filter_map(|line| line.split_once('\t'))
-            .map(|(key, json)| (key.to_string(), json.to_string()))
-            .collect();
-        Ok(Loaded { entries })
+        let slots = stored_slot_count(env)?;
+        let fs = env.root_fs()?;
+        let entries_path = cache_dir(env).join(ENTRIES);
+        let entries = fs
+            .read_to_string(&entries_path)
+            .map_err(|err| Error::io("read scan cache", &entries_path, &err))?;
+        let index_path = cache_dir(env).join(INDEX);
+        let index = fs
+            .read(&index_path)
+            .map_err(|err| Error::io("read scan cache", &index_path, &err))?;
+        Ok(Loaded {
+            entries,
+            index,
+            slots,
+            index_path,
+        })
     }
 
     /// Looks up one entity.
@@ -278,11 +318,12 @@ impl Loaded {
         id: &str,
         refresh: bool,
     ) -> Result<EntityCtx<S>> {
-        let json = self
-            .entries
-            .get(&encode_entity_id(id))
-            .ok_or_else(|| unknown_entity(env, id))?;
-        parse_entry(id, json, refresh)
+        let encoded = encode_entity_id(id);
+        match find_in(&self.index, &self.entries, self.slots, &encoded) {
+            Ok(Some(json)) => parse_entry(id, json, refresh),
+            Ok(None) => Err(unknown_entity(env, id)),
+            Err(()) => Err(damaged(&self.index_path)),
+        }
     }
 }
 
@@ -377,6 +418,11 @@ mod tests {
         store(&env, &[Scanned::new("demo:a", 1)]).expect("store");
         std::fs::write(cache_dir(&env).join(INDEX), [0xffu8; 40]).expect("damage");
         let err = lookup::<i32>(&env, "demo:a", false).expect_err("damaged");
+        assert!(err.message().contains("damaged"), "{err}");
+        let loaded = Loaded::read(&env).expect("read");
+        let err = loaded
+            .lookup::<i32>(&env, "demo:a", false)
+            .expect_err("damaged");
         assert!(err.message().contains("damaged"), "{err}");
     }
 

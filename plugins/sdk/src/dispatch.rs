@@ -17,6 +17,7 @@ use crate::report;
 /// `main` is just `holo_plugin::run(MyPlugin)`.
 pub fn run<P: Plugin>(plugin: P) -> ExitCode {
     restore_default_sigpipe();
+    keep_large_blocks_on_the_heap();
     let mut args = Vec::new();
     for arg in std::env::args_os().skip(1) {
         match arg.into_string() {
@@ -208,6 +209,21 @@ fn scan<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
     // would cost as much as a tenth of the scan.
     std::mem::forget(entities);
     written
+}
+
+/// A plugin process is short and holds a whole scan or batch in memory.
+/// glibc would map each large block on its own and unmap it when freed,
+/// so that every growth of a buffer faults in fresh pages (a third of the
+/// scan of 50,000 entities): large blocks come from the heap instead, and
+/// freed memory stays for the next one until the process ends.
+fn keep_large_blocks_on_the_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets allocator parameters; it is called before
+    // any thread is spawned.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
 }
 
 /// Rust ignores SIGPIPE, so `println!` into a closed pipe (`holo-file scan |

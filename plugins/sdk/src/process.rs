@@ -224,6 +224,8 @@ impl Command {
     }
 
     fn std_command(&self) -> std::process::Command {
+        // A command may change any directory entry.
+        crate::root_fs::entries_changed();
         let mut command = std::process::Command::new(&self.program);
         command.args(&self.args).stdin(Stdio::null());
         if let Some(dir) = &self.cwd {

@@ -18,10 +18,48 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use pathrs::flags::OpenFlags;
 use rustix::fs::{AtFlags, Gid, Mode, OFlags, Uid};
+
+/// Bumped whenever this process changes a directory entry or runs a
+/// command: a parent directory kept by [`RootFs::at_parent`] is reused only
+/// while the count is what it was when the directory was opened.
+static ENTRIES_CHANGED: AtomicU64 = AtomicU64::new(0);
+
+/// Whether [`RootFs::at_parent`] keeps the parent directories it opened
+/// (set by a batch, which looks at many entries of one directory).
+static REUSE_PARENTS: AtomicBool = AtomicBool::new(false);
+
+/// A parent directory that [`RootFs::at_parent`] opened.
+struct KeptParent {
+    changes: u64,
+    root: PathBuf,
+    contained: bool,
+    parent: PathBuf,
+    dir: Arc<File>,
+}
+
+/// The parent directories [`RootFs::at_parent`] opened last, the newest
+/// last: a plugin may look at a target and then at its saved original.
+static KEPT_PARENTS: Mutex<Vec<KeptParent>> = Mutex::new(Vec::new());
+
+/// How many parent directories are kept open.
+const KEPT_PARENTS_MAX: usize = 4;
+
+/// Records that a directory entry may have changed, so that no parent
+/// directory opened before is reused.
+pub(crate) fn entries_changed() {
+    ENTRIES_CHANGED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Lets [`RootFs::at_parent`] reuse the parent directories it opened last
+/// until this process changes a directory entry.
+pub(crate) fn reuse_parents() {
+    REUSE_PARENTS.store(true, Ordering::Relaxed);
+}
 
 /// Resolves and changes paths, contained in the root in test mode.
 #[derive(Clone)]
@@ -150,12 +188,67 @@ impl RootFs {
             // Most calls find the directory there; mkdir_all would still
             // check every component through /proc.
             Some(_) if self.is_dir(path) => Ok(()),
-            Some((root, below)) => root
-                .mkdir_all(below, &Permissions::from_mode(0o755))
-                .map(drop)
-                .map_err(|err| io_error(&err)),
-            None => std::fs::create_dir_all(path),
+            Some((root, below)) => {
+                entries_changed();
+                root.mkdir_all(below, &Permissions::from_mode(0o755))
+                    .map(drop)
+                    .map_err(|err| io_error(&err))
+            }
+            None => {
+                entries_changed();
+                std::fs::create_dir_all(path)
+            }
         }
+    }
+
+    /// Calls `look` with the directory that holds `path`'s final component
+    /// (opened for lookups only) and that component, for a look at the
+    /// entry with `*at` calls relative to the directory, without following
+    /// the component. In a batch the last few directories opened are reused
+    /// for the next paths in them until this process changes a directory
+    /// entry, so looking at many files of one directory resolves it once.
+    pub fn at_parent<T>(
+        &self,
+        path: &Path,
+        look: impl FnOnce(&File, &OsStr) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let (parent, name) = split_parent(path)?;
+        if !REUSE_PARENTS.load(Ordering::Relaxed) {
+            let dir = self.open_with(parent, OFlags::PATH | OFlags::DIRECTORY)?;
+            return look(&dir, name);
+        }
+        let changes = ENTRIES_CHANGED.load(Ordering::Relaxed);
+        let mut kept = KEPT_PARENTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        kept.retain(|kept| kept.changes == changes);
+        let reused = kept
+            .iter()
+            .find(|kept| {
+                kept.parent == parent
+                    && kept.root == self.root
+                    && kept.contained == self.contained.is_some()
+            })
+            .map(|kept| kept.dir.clone());
+        let dir = match reused {
+            Some(dir) => dir,
+            None => {
+                let dir = Arc::new(self.open_with(parent, OFlags::PATH | OFlags::DIRECTORY)?);
+                if kept.len() == KEPT_PARENTS_MAX {
+                    kept.remove(0);
+                }
+                kept.push(KeptParent {
+                    changes,
+                    root: self.root.clone(),
+                    contained: self.contained.is_some(),
+                    parent: parent.to_path_buf(),
+                    dir: dir.clone(),
+                });
+                dir
+            }
+        };
+        drop(kept);
+        look(&dir, name)
     }
 
     /// Opens the directory that holds `path`'s final component, and gives
@@ -164,6 +257,8 @@ impl RootFs {
     pub fn open_parent(&self, path: &Path) -> io::Result<(File, OsString)> {
         let (parent, name) = split_parent(path)?;
         let dir = self.open_with(parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        // Whoever opens a parent is about to change (or read) an entry.
+        entries_changed();
         Ok((dir, name.to_os_string()))
     }
 
@@ -190,8 +285,14 @@ impl RootFs {
     /// Removes `path` with everything below it.
     pub fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
         match self.inside(path) {
-            Some((root, below)) => root.remove_all(below).map_err(|err| io_error(&err)),
-            None => std::fs::remove_dir_all(path),
+            Some((root, below)) => {
+                entries_changed();
+                root.remove_all(below).map_err(|err| io_error(&err))
+            }
+            None => {
+                entries_changed();
+                std::fs::remove_dir_all(path)
+            }
         }
     }
 
@@ -454,6 +555,49 @@ pub(crate) mod tests {
             fs.read(&escape.root.join("etc/outdir/secret"))
                 .expect("read"),
             b"outside\n"
+        );
+    }
+
+    #[test]
+    fn a_kept_parent_is_reused_until_an_entry_changes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("a")).expect("mkdir");
+        std::fs::write(root.join("a/f"), "old").expect("write");
+        let fs = RootFs::contained_in(&root).expect("open root");
+        let read = |fs: &RootFs| {
+            fs.at_parent(&root.join("a/f"), |dir, name| {
+                let fd = rustix::fs::openat(dir, name, OFlags::RDONLY, Mode::empty())?;
+                io::read_to_string(File::from(fd))
+            })
+        };
+        reuse_parents();
+        // Other tests in this process change entries too, which drops the
+        // kept directory: the check holds when none did meanwhile.
+        let changes = ENTRIES_CHANGED.load(Ordering::Relaxed);
+        assert_eq!(read(&fs).expect("read"), "old");
+        // Moved by someone else: the kept directory is still the one read.
+        std::fs::rename(root.join("a"), root.join("moved")).expect("move");
+        std::fs::create_dir_all(root.join("a")).expect("mkdir");
+        std::fs::write(root.join("a/f"), "new").expect("write");
+        let kept = read(&fs).expect("kept");
+        if ENTRIES_CHANGED.load(Ordering::Relaxed) == changes {
+            assert_eq!(kept, "old");
+        }
+        // A change made through RootFs drops it.
+        fs.create_dir_all(&root.join("b")).expect("mkdir");
+        assert_eq!(read(&fs).expect("reopened"), "new");
+        // So does a command.
+        std::fs::rename(root.join("a"), root.join("moved again")).expect("move");
+        std::fs::create_dir_all(root.join("a")).expect("mkdir");
+        std::fs::write(root.join("a/f"), "newer").expect("write");
+        crate::process::Command::new("true").run().expect("true");
+        assert_eq!(read(&fs).expect("reopened"), "newer");
+        // A missing parent is NotFound, and nothing is kept for it.
+        let missing = fs.at_parent(&root.join("nowhere/f"), |_, _| Ok(()));
+        assert_eq!(
+            missing.expect_err("missing").kind(),
+            io::ErrorKind::NotFound
         );
     }
 

@@ -222,9 +222,17 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
             && !RESERVED_LINES
                 .iter()
                 .any(|key| rest.starts_with(&key[1..]) || rest.contains(key))
-            && let Ok(record) = toml::from_str::<T>(rest)
         {
-            return Ok(record);
+            // The lines the SDK writes are read without the TOML parser,
+            // which costs as much as the rest of a no-op check.
+            if let Some(table) = plain_table(rest)
+                && let Ok(record) = T::deserialize(toml::Value::Table(table))
+            {
+                return Ok(record);
+            }
+            if let Ok(record) = toml::from_str::<T>(rest) {
+                return Ok(record);
+            }
         }
         let mut table = parse_table(&origin(), text)?;
         match table.remove(ENTITY_KEY) {
@@ -241,6 +249,79 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
         T::deserialize(toml::Value::Table(table))
             .map_err(|err| invalid_record(&origin(), err.message()))
     })
+}
+
+/// The table of record text written as `toml::to_string` writes plain
+/// records: `key = value` lines, where a value is a string without escapes,
+/// a decimal integer or a boolean, and `[name]` headers of one level. `None`
+/// for anything else (comments, escapes, arrays, a key given twice...),
+/// which the TOML parser then reads, so both give the same table.
+fn plain_table(text: &str) -> Option<toml::Table> {
+    fn bare(key: &str) -> bool {
+        !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+    fn value(text: &str) -> Option<toml::Value> {
+        if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+            let plain = !inner
+                .chars()
+                .any(|c| c == '"' || c == '\\' || c.is_control());
+            return plain.then(|| toml::Value::String(inner.to_string()));
+        }
+        match text {
+            "true" => return Some(toml::Value::Boolean(true)),
+            "false" => return Some(toml::Value::Boolean(false)),
+            _ => {}
+        }
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let decimal = !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        decimal
+            .then(|| text.parse::<i64>().ok())
+            .flatten()
+            .map(toml::Value::Integer)
+    }
+    let mut root = toml::Table::new();
+    let mut section: Option<(String, toml::Table)> = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if !bare(name) {
+                return None;
+            }
+            if let Some((done, table)) = section.take() {
+                root.insert(done, toml::Value::Table(table));
+            }
+            if root.contains_key(name) {
+                return None;
+            }
+            section = Some((name.to_string(), toml::Table::new()));
+            continue;
+        }
+        let (key, raw) = line.split_once(" = ")?;
+        if !bare(key) {
+            return None;
+        }
+        let table = match &mut section {
+            Some((_, table)) => table,
+            None => &mut root,
+        };
+        if table.insert(key.to_string(), value(raw)?).is_some() {
+            return None;
+        }
+    }
+    if let Some((done, table)) = section {
+        if root.contains_key(&done) {
+            return None;
+        }
+        root.insert(done, toml::Value::Table(table));
+    }
+    Some(root)
 }
 
 /// Removes the record for `id`; a missing record is fine. The file goes
@@ -283,6 +364,15 @@ fn recorded_entity(fs: &RootFs, path: &Path, file_name: &str) -> Result<Option<S
 
 /// Every entity id that has a record, sorted (for orphan detection in scan).
 pub fn list(env: &Env) -> Result<Vec<String>> {
+    let mut ids = recorded_ids(env)?;
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// Every entity id that has a record, in no order, maybe twice (a record
+/// file and a journal entry).
+fn recorded_ids(env: &Env) -> Result<Vec<String>> {
     let fs = env.root_fs()?;
     // Scan lists the records each run: the place to remove what a killed
     // record write left, even when no record is written again.
@@ -312,21 +402,21 @@ pub fn list(env: &Env) -> Result<Vec<String>> {
         }
     }
     ids.extend(journal::ids(&fs, &env.state_dir)?);
-    ids.sort();
-    ids.dedup();
     Ok(ids)
 }
 
 /// Adds a [`crate::Scanned::orphan`] for every recorded entity that `declared`
 /// does not contain, keeping `declared` in its order and orphans sorted after.
 pub fn add_orphans<S>(env: &Env, declared: &mut Vec<crate::Scanned<S>>) -> Result<()> {
-    let known: std::collections::HashSet<String> =
-        declared.iter().map(|entity| entity.id.clone()).collect();
-    for id in list(env)? {
-        if !known.contains(&id) {
-            declared.push(crate::Scanned::orphan(id));
-        }
-    }
+    let known: std::collections::HashSet<&str> =
+        declared.iter().map(|entity| entity.id.as_str()).collect();
+    let mut orphans: Vec<String> = recorded_ids(env)?
+        .into_iter()
+        .filter(|id| !known.contains(id.as_str()))
+        .collect();
+    orphans.sort();
+    orphans.dedup();
+    declared.extend(orphans.into_iter().map(crate::Scanned::orphan));
     Ok(())
 }
 
@@ -476,6 +566,61 @@ mod tests {
             err.message().contains("remove the file"),
             "{}",
             err.message()
+        );
+    }
+
+    #[test]
+    fn plain_record_lines_give_the_table_the_toml_parser_gives() {
+        let record = "ensure = \"present\"\nchecksum = \"sha256:ab\"\nowner = 0\ngroup = -12\nmode = \"0644\"\nforce = true\n\n[original]\nkind = \"none\"\nname = \"a = b\"\n";
+        let expected: toml::Table = toml::from_str(record).expect("toml");
+        assert_eq!(plain_table(record), Some(expected));
+        assert_eq!(plain_table(""), Some(toml::Table::new()));
+    }
+
+    #[test]
+    fn anything_but_plain_record_lines_is_left_to_the_toml_parser() {
+        for text in [
+            "a = \"x\\ty\"\n",
+            "a = \"tab\there\"\n",
+            "a = 'x'\n",
+            "# note\na = 1\n",
+            "a = 1 # note\n",
+            "a = [1, 2]\n",
+            "a = 1.5\n",
+            "a = 0644\n",
+            "a = +1\n",
+            "a = 99999999999999999999\n",
+            "a = 1\na = 2\n",
+            "[t]\nb = 1\n[t]\nc = 2\n",
+            "t = 1\n[t]\nb = 1\n",
+            "a.b = 1\n",
+            " a = 1\n",
+            "a = 1 \n",
+            "a=1\n",
+            "[[t]]\nb = 1\n",
+            "[t.u]\nb = 1\n",
+            "a = { b = 1 }\n",
+        ] {
+            assert_eq!(plain_table(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn records_with_escapes_or_comments_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        std::fs::create_dir_all(&env.state_dir).expect("mkdir");
+        std::fs::write(
+            record_path(&env, "demo:a"),
+            "version = 1\n# by hand\nchecksum = \"a\\\"b\"\nmode = 7\n",
+        )
+        .expect("write");
+        assert_eq!(
+            read::<Record>(&env, "demo:a").expect("read"),
+            Some(Record {
+                checksum: "a\"b".into(),
+                mode: 7
+            })
         );
     }
 

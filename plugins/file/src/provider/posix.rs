@@ -3,19 +3,85 @@
 //! the original file that the plugin first replaced. Every access goes
 //! through [`RootFs`], so in test mode nothing resolves outside the root.
 
+use std::ffi::OsString;
 use std::io::ErrorKind;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use holo_plugin::atomic::{self, Staged, WriteOptions};
 use holo_plugin::root_fs::RootFs;
 use holo_plugin::{Error, Result};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 use crate::apply::{Kind, Observed};
 
-/// Status: what is at `path`, without following a final symlink.
+/// Status: what is at `path`, without following a final symlink. The
+/// entry is looked at relative to its directory, which a batch resolves
+/// once for all the files in it (see [`RootFs::at_parent`]).
 pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
+    if path.file_name().is_none() {
+        return status_by_path(fs, path);
+    }
+    let looked = fs.at_parent(path, |dir, name| {
+        let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(Errno::NOENT) => return Ok(Ok(Observed::absent())),
+            Err(err) => return Err(err.into()),
+        };
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Directory,
+            FileType::Symlink => Kind::Link,
+            _ => Kind::Other,
+        };
+        let target = match kind {
+            Kind::Link => match rustix::fs::readlinkat(dir, name, Vec::new()) {
+                Ok(target) => Some(PathBuf::from(OsString::from_vec(target.into_bytes()))),
+                Err(err) => return Ok(Err(Error::io("read the link", path, &err.into()))),
+            },
+            _ => None,
+        };
+        let checksum = match kind {
+            Kind::File => {
+                let opened = rustix::fs::openat(
+                    dir,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                    Mode::empty(),
+                );
+                match opened.map_err(std::io::Error::from).and_then(|fd| {
+                    let mut hasher = Sha256::new();
+                    std::io::copy(&mut std::fs::File::from(fd), &mut hasher)?;
+                    Ok(format_digest(hasher.finalize().as_slice()))
+                }) {
+                    Ok(checksum) => Some(checksum),
+                    Err(err) => return Ok(Err(Error::io("read", path, &err))),
+                }
+            }
+            _ => None,
+        };
+        Ok(Ok(Observed {
+            kind,
+            checksum,
+            uid: stat.st_uid,
+            gid: stat.st_gid,
+            mode: stat.st_mode & 0o7777,
+            target,
+        }))
+    });
+    match looked {
+        Ok(observed) => observed,
+        // No parent directory: nothing is there.
+        Err(err) if err.kind() == ErrorKind::NotFound => Ok(Observed::absent()),
+        Err(err) => Err(Error::io("inspect", path, &err)),
+    }
+}
+
+/// [`status`] of a path without a final name (`/`), by the path itself.
+fn status_by_path(fs: &RootFs, path: &Path) -> Result<Observed> {
     let meta = match fs.symlink_metadata(path) {
         Ok(meta) => meta,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Observed::absent()),
