@@ -1,11 +1,19 @@
 //! The real end-to-end test: a Debian guest (systemd, cloud-init, sshd),
 //! built by `tests/vm-image/build-debian.sh` from the machine's apt mirror,
-//! runs a two-service project under TCG, first through `holo apply` (holo-vms
+//! runs a three-service project under TCG, first through `holo apply` (holo-vms
 //! in a holorc, test mode under a `HOLO_ROOT_DIR`) and then through
 //! `holos up`. It shows that:
 //!
 //! - cloud-init applied the hostname and the files;
-//! - `web` resolves `db` and reaches it on the internal 10.10.0.0/24 network;
+//! - Compose networks: `web` is on `front` and `back`, `db` on `back`, `edge`
+//!   on `front`; each guest's `/etc/hosts` names its networks' members only;
+//!   `web` reaches `db` and `edge` (ICMP, TCP, HTTP), and `edge` and `db`
+//!   cannot reach each other, by name or by address (no ARP answer, no TCP);
+//! - a UDP forward (`HOSTPORT:PORT/udp`) carries a datagram from the host to
+//!   an echo server in `web` and back;
+//! - `vm.disk_size` on `db`: `df /` shows its root grown past the image's;
+//! - `holos run --rm IMAGE -- sh -c '…; exit 3'` prints the command's output,
+//!   exits 3 and leaves nothing behind (it runs beside the next two steps);
 //! - the published port serves the file on 127.0.0.1;
 //! - `holos exec web-0 -- cat /etc/hostname` works;
 //! - `web` did not start before `db` was healthy;
@@ -19,8 +27,8 @@
 //! - `holos stop` ends the guests through QMP `system_powerdown`, not a signal;
 //! - after `holos start`, web's `command` (not a first-boot runcmd) serves
 //!   its published port again;
-//! - (a second test) a volume grown with `holos volumes resize` while the
-//!   guest is stopped has a file system of the new size after `start`;
+//! - a volume grown with `holos volumes resize` between `stop` and `start`
+//!   has a file system of the new size after `start`;
 //!
 //! and, with `holo`, `holo-file` and `holo-service` copied into `web-0`, that
 //! holo-service converges a real systemd unit written by holo-file: enabled
@@ -30,8 +38,8 @@
 //! It needs qemu-system-x86_64, qemu-img, ssh and the image (building it
 //! needs root and debootstrap), so it is ignored by default; run without
 //! them, it fails naming what is missing. Run it alone with
-//! `cargo test -p holo-vms --test it e2e_debian:: -- --ignored --nocapture` to see its
-//! timings.
+//! `cargo test -p holo-vms --test it e2e_debian:: -- --ignored --nocapture` to see
+//! the time of each step.
 
 use crate::plugin_support;
 
@@ -451,6 +459,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
 
     // vm.disk_size: db's root file system was grown into its larger disk;
     // web's has the base image's size.
+    let step = Instant::now();
     let root_size = |instance: &str| -> u64 {
         let said = e2e.sh(instance, "df -B1 --output=size / | tail -n 1");
         said.parse()
@@ -463,6 +472,10 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     );
     let volume_before = e2e.volume_size();
     assert!(volume_before < 64 << 20, "{volume_before}");
+    eprintln!(
+        "e2e: df / says db-0 {db_root} and web-0 {web_root} bytes, db's volume {volume_before}; {:.0}s",
+        step.elapsed().as_secs_f64()
+    );
 
     // Data written to db's volume, to be found again after down + up.
     e2e.sh(
