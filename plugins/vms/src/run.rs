@@ -256,6 +256,11 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         remove_volumes(&runtime, &name);
         let _ = std::fs::remove_dir_all(&dir);
         down?;
+        // Nothing of the run is left: `down` keeps a project's key and lock.
+        if let Some(keys) = runtime.layout.ssh_key(&name).parent() {
+            let _ = std::fs::remove_dir_all(keys);
+        }
+        let _ = std::fs::remove_file(runtime.layout.lock(&name));
     } else if result.is_ok() && args.detach {
         println!("{name}");
     }

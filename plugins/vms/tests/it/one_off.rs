@@ -48,7 +48,7 @@ fn run_detached_starts_a_project_and_rm_removes_it_after_the_command() {
     p.ok(&["down", "box"]);
 
     // The fake QEMU's sshd only says hello, so the command fails (as ssh
-    // does, 255); --rm still removes the VM, its volume and its file.
+    // does, 255); --rm still removes the VM, its volume, its file, its key and its lock.
     let out = p.run(&[
         "run",
         "--rm",
@@ -70,6 +70,8 @@ fn run_detached_starts_a_project_and_rm_removes_it_after_the_command() {
     assert!(!p.state().join("volumes/gone").exists());
     assert!(!p.state().join("runs/gone").exists());
     assert!(!p.state().join("instances/gone").exists());
+    assert!(!p.state().join("ssh/gone").exists(), "the run's key");
+    assert!(!p.state().join("locks/gone.lock").exists());
 }
 
 /// The global options before `run` apply to the run as to any command:
