@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 use serde_json::Value;
 
 use crate::runtime_support;
-use runtime_support::{Project, Qemu, cmdline};
+use runtime_support::{Project, Qemu, cmdline, fails, stdout};
 
 const COMPOSE: &str = "name: ops\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    ports: [\"80\"]\n    volumes: [data:/var/lib/db]\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [cache:/cache]\nvolumes:\n  data: {size: 16M}\n  cache: {size: 8M}\n";
 
@@ -25,24 +25,6 @@ fn json(p: &Project, args: &[&str]) -> Value {
             String::from_utf8_lossy(&out.stdout)
         )
     })
-}
-
-/// `holos ARGS`, which must fail; returns its stderr.
-fn fails(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "holos {args:?}: {said}");
-    said
-}
-
-fn stdout(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    assert!(
-        out.status.success(),
-        "holos {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

@@ -8,26 +8,10 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::runtime_support;
-use runtime_support::{Project, Qemu};
+use runtime_support::qemu_img::{same_contents, snapshot_names, write_pattern};
+use runtime_support::{Project, Qemu, fails, stdout};
 
 const COMPOSE: &str = "name: snap\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [data:/var/lib/db]\nvolumes:\n  data: {size: 16M}\n";
-
-fn fails(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "holos {args:?}: {said}");
-    said
-}
-
-fn stdout(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    assert!(
-        out.status.success(),
-        "holos {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn list(p: &Project) -> Vec<Value> {
     let text = stdout(p, &["snapshots", "list", "db-0", "--json"]);
@@ -36,59 +20,6 @@ fn list(p: &Project) -> Vec<Value> {
         .as_array()
         .unwrap()
         .clone()
-}
-
-/// The snapshot names `qemu-img snapshot -l` reads from the file (`-U`: the
-/// running fake holds no lock, but this is what a real one would need).
-fn names_in_file(disk: &Path) -> Vec<String> {
-    let out = Command::new("qemu-img")
-        .args(["info", "-U", "--output=json"])
-        .arg(disk)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
-    info["snapshots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| s["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn qemu_io_write(disk: &Path) {
-    let out = Command::new("qemu-io")
-        .args(["-f", "qcow2", "-c", "write -P 0xab 0 64k"])
-        .arg(disk)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Whether two images hold the same guest-visible bytes.
-fn same_contents(a: &Path, b: &Path) -> bool {
-    let out = Command::new("qemu-img")
-        .args(["compare", "-U"])
-        .arg(a)
-        .arg(b)
-        .output()
-        .unwrap();
-    match out.status.code() {
-        Some(0) => true,
-        Some(1) => false,
-        other => panic!(
-            "qemu-img compare: {other:?} {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
 }
 
 fn backing_file(image: &Path) -> Value {
@@ -114,7 +45,7 @@ fn a_running_instance_is_snapshotted_through_qmp_and_restore_stops_reverts_and_r
         stdout(&p, &["snapshots", "create", "db-0", "before"]),
         "before\n"
     );
-    assert_eq!(names_in_file(&disk), ["before"]);
+    assert_eq!(snapshot_names(&disk), ["before"]);
     assert_eq!(p.pid_of("db-0"), Some(pid), "the instance kept running");
     let said = fails(&p, &["snapshots", "create", "db", "before"]);
     assert!(
@@ -138,9 +69,9 @@ fn a_running_instance_is_snapshotted_through_qmp_and_restore_stops_reverts_and_r
 
     // Online removal goes through QMP as well; the file loses it.
     p.ok(&["snapshots", "create", "db-0", "scratch"]);
-    assert_eq!(names_in_file(&disk), ["before", "scratch"]);
+    assert_eq!(snapshot_names(&disk), ["before", "scratch"]);
     p.ok(&["snapshots", "rm", "db-0", "scratch"]);
-    assert_eq!(names_in_file(&disk), ["before"]);
+    assert_eq!(snapshot_names(&disk), ["before"]);
     let said = fails(&p, &["snapshots", "rm", "db-0", "scratch"]);
     assert!(
         said.contains("db-0 has no snapshot \"scratch\"; it has: before"),
@@ -176,7 +107,7 @@ fn a_running_instance_is_snapshotted_through_qmp_and_restore_stops_reverts_and_r
     );
 
     // The "guest" writes to its root disk and to its volume.
-    qemu_io_write(&disk);
+    write_pattern(&disk, "qcow2", "0xab");
     assert!(!same_contents(&exported, &disk));
     let volume = p.state().join("volumes/snap/data.qcow2");
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
@@ -222,14 +153,14 @@ fn a_stopped_instance_is_snapshotted_with_qemu_img_and_stays_stopped_on_restore(
     let name = name.trim();
     assert!(name.starts_with("db-0-"), "{name}");
     p.ok(&["snapshots", "create", "db-0", "clean"]);
-    assert_eq!(names_in_file(&disk), [name, "clean"]);
+    assert_eq!(snapshot_names(&disk), [name, "clean"]);
     p.ok(&["snapshots", "rm", "db-0", name]);
-    assert_eq!(names_in_file(&disk), ["clean"]);
+    assert_eq!(snapshot_names(&disk), ["clean"]);
 
     let exported = p.path().join("db-0-clean.qcow2");
     p.ok(&["snapshots", "export", "db-0", "clean"]);
     assert_eq!(backing_file(&exported), Value::Null);
-    qemu_io_write(&disk);
+    write_pattern(&disk, "qcow2", "0xab");
     assert!(!same_contents(&exported, &disk));
     let said = p.ok(&["snapshots", "restore", "db-0", "clean"]);
     assert!(
@@ -262,8 +193,8 @@ fn the_real_qemu_takes_and_drops_snapshots_online_as_the_fake_does() {
     let volume = p.state().join("volumes/snap/data.qcow2");
     p.ok(&["snapshots", "create", "db-0", "live"]);
     p.ok(&["volumes", "snapshot", "data", "vlive"]);
-    assert_eq!(names_in_file(&disk), ["live"]);
-    assert_eq!(names_in_file(&volume), ["vlive"]);
+    assert_eq!(snapshot_names(&disk), ["live"]);
+    assert_eq!(snapshot_names(&volume), ["vlive"]);
     assert_eq!(list(&p)[0]["name"], "live");
     let said = fails(&p, &["snapshots", "create", "db-0", "live"]);
     assert!(said.contains("already has a snapshot live"), "{said}");
@@ -280,7 +211,7 @@ fn the_real_qemu_takes_and_drops_snapshots_online_as_the_fake_does() {
     assert_eq!(backing_file(&exported), Value::Null);
     p.ok(&["snapshots", "rm", "db-0", "live"]);
     p.ok(&["volumes", "snapshot-rm", "data", "vlive"]);
-    assert!(names_in_file(&disk).is_empty());
-    assert!(names_in_file(&volume).is_empty());
+    assert!(snapshot_names(&disk).is_empty());
+    assert!(snapshot_names(&volume).is_empty());
     assert_eq!(p.pid_of("db-0"), Some(pid), "QEMU kept running throughout");
 }

@@ -9,26 +9,10 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::runtime_support;
-use runtime_support::{Project, Qemu};
+use runtime_support::qemu_img::{info, same_contents, snapshot_names, write_pattern};
+use runtime_support::{Project, Qemu, fails, stdout};
 
 const COMPOSE: &str = "name: vols\nservices:\n  db:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n    volumes: [data:/var/lib/db]\nvolumes:\n  data: {size: 16M}\n";
-
-fn fails(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "holos {args:?}: {said}");
-    said
-}
-
-fn stdout(p: &Project, args: &[&str]) -> String {
-    let out = p.run(args);
-    assert!(
-        out.status.success(),
-        "holos {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// The `sh -c` scripts of the seed's bootcmd.
 fn bootcmd_scripts(seed: &Path) -> Vec<String> {
@@ -45,59 +29,6 @@ fn bootcmd_scripts(seed: &Path) -> Vec<String> {
         .filter_map(|c| c.as_vec().and_then(|argv| argv.get(2)))
         .filter_map(|s| s.as_str().map(str::to_string))
         .collect()
-}
-
-fn info(image: &Path) -> Value {
-    let out = Command::new("qemu-img")
-        .args(["info", "-U", "--output=json"])
-        .arg(image)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn snapshot_names(image: &Path) -> Vec<String> {
-    info(image)["snapshots"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| s["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn write_pattern(image: &Path, format: &str, pattern: &str) {
-    let out = Command::new("qemu-io")
-        .args(["-f", format, "-c", &format!("write -P {pattern} 0 64k")])
-        .arg(image)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn same_contents(a: &Path, b: &Path) -> bool {
-    let out = Command::new("qemu-img")
-        .args(["compare", "-U"])
-        .arg(a)
-        .arg(b)
-        .output()
-        .unwrap();
-    match out.status.code() {
-        Some(0) => true,
-        Some(1) => false,
-        other => panic!(
-            "qemu-img compare: {other:?} {}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    }
 }
 
 #[test]

@@ -9,6 +9,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// What the real qemu-img reads from and writes to disk images.
+pub mod qemu_img;
+
 /// The HTTP server of the archive tests, for image pulls.
 #[path = "../../../../archive/tests/it/support/http.rs"]
 pub mod http;
@@ -38,6 +41,25 @@ pub fn require_qemu() {
 /// real disk images).
 pub fn require_qemu_img() {
     test_support::require_tools(&["qemu-img"], "apt-get install qemu-utils");
+}
+
+/// `holos ARGS`, which must fail with exit status 1; returns its stderr.
+pub fn fails(p: &Project, args: &[&str]) -> String {
+    let out = p.run(args);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "holos {args:?}: {said}");
+    said
+}
+
+/// `holos ARGS`, which must succeed; returns its stdout.
+pub fn stdout(p: &Project, args: &[&str]) -> String {
+    let out = p.run(args);
+    assert!(
+        out.status.success(),
+        "holos {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 impl Project {
