@@ -358,15 +358,19 @@ fn mtime(path: &Path) -> SystemTime {
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The response, or what went wrong in words: while a guest boots, QEMU's
+/// port forward accepts and then drops the connection (a broken pipe), and a
+/// caller that polls must see that as "not yet", not as a failure.
 fn http_get(port: u16, path: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\n\r\n").unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    response
+    let exchange = || -> std::io::Result<String> {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        write!(stream, "GET {path} HTTP/1.0\r\n\r\n")?;
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        Ok(response)
+    };
+    exchange().unwrap_or_else(|e| format!("no response from 127.0.0.1:{port}: {e}"))
 }
 
 /// `holo`, `holo-file` and `holo-service` from the workspace's build.
