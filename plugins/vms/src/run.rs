@@ -252,7 +252,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     };
     let result = start_and_run(&runtime, &options, args, &name, &vm);
     if args.rm {
-        let down = project::down(&runtime, &name);
+        // A run that failed before up recorded an instance has nothing to
+        // take down, and `down` would say so in a line of its own.
+        let down = match ProjectRecord::load(&runtime.layout, &name) {
+            Ok(Some(_)) => project::down(&runtime, &name),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
         remove_volumes(&runtime, &name);
         let _ = std::fs::remove_dir_all(&dir);
         down?;

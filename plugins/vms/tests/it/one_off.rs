@@ -74,6 +74,37 @@ fn run_detached_starts_a_project_and_rm_removes_it_after_the_command() {
     assert!(!p.state().join("locks/gone.lock").exists());
 }
 
+/// A run whose image is missing fails with one message naming the image,
+/// and `--rm` leaves nothing behind without a word about an empty project.
+#[test]
+#[ignore = "needs qemu-img"]
+fn run_rm_with_a_missing_image_says_only_what_is_missing() {
+    runtime_support::require_qemu_img();
+    let p = Project::new("services: {}\n", Qemu::Fake);
+    let out = p.run(&[
+        "run",
+        "--rm",
+        "--name",
+        "nada",
+        "./missing.qcow2",
+        "--",
+        "true",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("missing.qcow2"), "{said}");
+    assert!(!said.contains("has no instances"), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    for left in [
+        "projects/nada.json",
+        "runs/nada",
+        "ssh/nada",
+        "locks/nada.lock",
+    ] {
+        assert!(!p.state().join(left).exists(), "{left} is left");
+    }
+}
+
 /// The global options before `run` apply to the run as to any command:
 /// `-p` names its project, `--profile`, `--state-dir` and `--lock-timeout`
 /// are taken, and after `run` `-p` still publishes a port. A compose file
