@@ -309,6 +309,9 @@ pub struct EnsureRequest {
     pub noop: bool,
     /// `--force-apply`: as `holo apply --force`.
     pub force: bool,
+    /// The flag that set each property, as written (`--version` sets
+    /// `ensure`), so that messages name what the user typed.
+    pub flags_given: Vec<(String, String)>,
 }
 
 /// The name of the resource file that `ensure` writes from flags.
@@ -402,6 +405,7 @@ impl Flags {
         let mut name = None;
         let mut noop = false;
         let mut force = false;
+        let mut given: Vec<(String, String)> = Vec::new();
         let mut args = args.iter();
         while let Some(arg) = args.next() {
             let Some(flag) = arg.strip_prefix("--") else {
@@ -434,8 +438,9 @@ impl Flags {
             if inline.is_none() && self.ensure_values.contains(&flag) {
                 set_once(
                     &mut table,
+                    &mut given,
                     command,
-                    "ensure",
+                    ("ensure", flag),
                     toml::Value::String(flag.into()),
                 )?;
                 continue;
@@ -444,7 +449,13 @@ impl Flags {
             if let (Some(base), None) = (negated, &inline)
                 && self.type_of(base) == Some(&ValueType::Bool)
             {
-                set_once(&mut table, command, base, toml::Value::Boolean(false))?;
+                set_once(
+                    &mut table,
+                    &mut given,
+                    command,
+                    (base, flag),
+                    toml::Value::Boolean(false),
+                )?;
                 continue;
             }
             let Some(value_type) = self.type_of(&property) else {
@@ -474,9 +485,10 @@ impl Flags {
                     list.push(value);
                 }
                 (ValueType::Array(_), None) => {
+                    given.push((property.clone(), format!("--{flag}")));
                     table.insert(property, toml::Value::Array(vec![value]));
                 }
-                _ => set_once(&mut table, command, &property, value)?,
+                _ => set_once(&mut table, &mut given, command, (&property, flag), value)?,
             }
         }
         let Some(name) = name else {
@@ -501,6 +513,7 @@ impl Flags {
             }],
             noop,
             force,
+            flags_given: given,
         })
     }
 
@@ -526,17 +539,26 @@ impl Flags {
     }
 }
 
+/// Sets `property` from `--flag`, refusing a second flag for it: the
+/// message names both flags as written (`--version` and `--absent` both
+/// set `ensure`).
 fn set_once(
     table: &mut toml::Table,
+    given: &mut Vec<(String, String)>,
     command: &str,
-    property: &str,
+    (property, flag): (&str, &str),
     value: toml::Value,
 ) -> Result<()> {
-    if table.insert(property.to_string(), value).is_some() {
-        return Err(Error::new(format!(
-            "{command}: {property} is given twice; give it once"
-        )));
+    let flag = format!("--{flag}");
+    if let Some((_, first)) = given.iter().find(|(name, _)| name == property) {
+        return Err(Error::new(if *first == flag {
+            format!("{command}: {flag} is given twice; give it once")
+        } else {
+            format!("{command}: {first} and {flag} both set {property}; give one of them")
+        }));
     }
+    table.insert(property.to_string(), value);
+    given.push((property.to_string(), flag));
     Ok(())
 }
 
@@ -676,10 +698,13 @@ struct RunDir {
     shown: Vec<(String, String)>,
     /// The document the flags became, whose lines errors name.
     flags_document: Option<String>,
+    /// The flag that set each property, as written.
+    flags_given: Vec<(String, String)>,
 }
 
 impl RunDir {
-    fn create(env: &Env, entries: &[ResourceEntry]) -> Result<RunDir> {
+    fn create(env: &Env, request: &EnsureRequest) -> Result<RunDir> {
+        let entries = &request.resources;
         let plugin_id = &env.plugin_id;
         let dir = tempfile::Builder::new()
             .prefix(&format!("holo-{plugin_id}-ensure."))
@@ -732,6 +757,7 @@ impl RunDir {
                 }
                 _ => None,
             }),
+            flags_given: request.flags_given.clone(),
         })
     }
 
@@ -786,7 +812,14 @@ impl RunDir {
             });
             let (prefix, rest) = match (placed, &property) {
                 (Some((_, rest)), Some(property)) => {
-                    let flag = format!("--{}", property.replace('_', "-"));
+                    let flag = self
+                        .flags_given
+                        .iter()
+                        .find(|(name, _)| name == property)
+                        .map_or_else(
+                            || format!("--{}", property.replace('_', "-")),
+                            |(_, flag)| flag.clone(),
+                        );
                     // The table's words for a resource file become the flag's.
                     let rest = match rest.strip_prefix("[[") {
                         Some(after) => after.split_once("]] ").map_or(rest, |(_, rest)| rest),
@@ -1051,7 +1084,7 @@ fn converge<P: Plugin>(
             return Ok(ExitCode::from(255));
         }
     };
-    let run_dir = RunDir::create(env, &request.resources)?;
+    let run_dir = RunDir::create(env, request)?;
     let scan = |state_dir: &Path| -> Result<Vec<Scanned<P::Spec>>> {
         let run_env = run_dir.env(P::ID, state_dir)?;
         let mut entities: Vec<Scanned<P::Spec>> = scan_and_cache(plugin, &run_env)
@@ -1604,7 +1637,7 @@ mod tests {
         );
         assert_eq!(
             message(&["x", "--absent", "--ensure", "present"]),
-            "holo-demo ensure: ensure is given twice; give it once"
+            "holo-demo ensure: --absent and --ensure both set ensure; give one of them"
         );
         assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
         assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));

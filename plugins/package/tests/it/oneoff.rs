@@ -58,6 +58,19 @@ fn a_bad_value_gets_the_message_of_the_table() {
         text(&output.stderr),
         "!! holo-package ensure: --ensure: package \"vim\": ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or a version\n"
     );
+    // The message names the flag as typed: `--version` sets `ensure`.
+    let aliased = root.run(&["ensure", "vim", "--version", "lastest"]);
+    assert_eq!(aliased.status.code(), Some(1));
+    assert_eq!(
+        text(&aliased.stderr),
+        "!! holo-package ensure: --version: package \"vim\": ensure = \"lastest\" is not known (did you mean \"latest\"?); use \"present\", \"absent\", \"latest\" or a version\n"
+    );
+    let twice = root.run(&["ensure", "vim", "--version", "1", "--ensure", "absent"]);
+    assert_eq!(twice.status.code(), Some(1));
+    assert_eq!(
+        text(&twice.stderr),
+        "!! holo-package ensure: --version and --ensure both set ensure; give one of them\n"
+    );
     let removed = root.run(&["ensure", "vim", "--ensure", "absent", "--noop"]);
     assert_eq!(removed.status.code(), Some(2), "{}", text(&removed.stderr));
     let database = fs::read_to_string(root.path("var/lib/holo-mock/packages.toml")).expect("db");

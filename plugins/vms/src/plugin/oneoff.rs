@@ -65,6 +65,7 @@ pub fn ensure(plugin: &VmsPlugin, env: &Env, args: &[String]) -> Result<ExitCode
         }],
         noop,
         force,
+        flags_given: Vec::new(),
     };
     holo_plugin::oneoff::run_ensure(plugin, env, "holo-vms ensure", &request)
 }
