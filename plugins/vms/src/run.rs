@@ -305,6 +305,10 @@ fn start_and_run(
     ssh::wait_for_sshd(instance.spec.ssh_port, SSH_WAIT)
         .map_err(|e| format!("{}: {e}", instance.spec.name))?;
     let key = runtime.layout.ssh_key(name);
+    // The command may need what cloud-init brings (--packages, --runcmd).
+    if let Some(warning) = ssh::wait_for_cloud_init(&key, &instance.spec, SSH_WAIT) {
+        eprintln!("holos: {warning}");
+    }
     let tty = args.command.is_empty() && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
     let mut command = std::process::Command::new("ssh");
     command.args(ssh::ssh_args(

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use holo_plugin::command::shell_quote;
-use holo_plugin::process::Command;
+use holo_plugin::process::{Command, Status};
 
 use crate::error::Error;
 use crate::spec::InstanceSpec;
@@ -140,6 +140,45 @@ pub fn hook_command_line(hook: &Hook) -> String {
             shell_quote(&format!("{line}{command}"))
         ),
         None => format!("{line}{command}"),
+    }
+}
+
+/// The remote line that waits for cloud-init's last stage: `status --wait`
+/// exits 0 when done, 2 when done with recoverable errors (deprecated keys
+/// give that on current images) and 1 on errors. A guest without cloud-init
+/// is ready once sshd is.
+const CLOUD_INIT_WAIT: &str =
+    "if command -v cloud-init >/dev/null 2>&1; then cloud-init status --wait >/dev/null 2>&1; fi";
+
+/// Waits, within `limit`, until cloud-init in the guest has run its last
+/// stage (packages, `runcmd`), which ends after sshd takes the key. `None`
+/// when it finished; otherwise a warning to print, since the command may
+/// still work.
+pub fn wait_for_cloud_init(key: &Path, spec: &InstanceSpec, limit: Duration) -> Option<String> {
+    let finished = Command::new("ssh")
+        .args(ssh_args(key, spec, &spec.user, false))
+        .arg(CLOUD_INIT_WAIT)
+        .timeout(limit)
+        .run();
+    let name = &spec.name;
+    match finished {
+        Ok(finished) => match finished.status {
+            Status::Exited(0 | 2) => None,
+            Status::Exited(1) => Some(format!(
+                "{name}: cloud-init reported errors (see holos logs); running the command anyway"
+            )),
+            Status::TimedOut => Some(format!(
+                "{name}: cloud-init did not finish within {}s; running the command anyway",
+                limit.as_secs()
+            )),
+            status => Some(format!(
+                "{name}: cannot ask cloud-init whether it finished ({status}: {}); running the command anyway",
+                finished.stderr_tail(1)
+            )),
+        },
+        Err(e) => Some(format!(
+            "{name}: cannot ask cloud-init whether it finished ({e}); running the command anyway"
+        )),
     }
 }
 

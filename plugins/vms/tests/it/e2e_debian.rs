@@ -12,8 +12,9 @@
 //! - a UDP forward (`HOSTPORT:PORT/udp`) carries a datagram from the host to
 //!   an echo server in `web` and back;
 //! - `vm.disk_size` on `db`: `df /` shows its root grown past the image's;
-//! - `holos run --rm IMAGE -- sh -c '…; exit 3'` prints the command's output,
-//!   exits 3 and leaves nothing behind (it runs beside the next two steps);
+//! - `holos run --rm --runcmd … IMAGE -- sh -c '…; exit 3'` runs the command
+//!   after cloud-init's `runcmd`, prints its output, exits 3 and leaves
+//!   nothing behind (it runs beside the next two steps);
 //! - the published port serves the file on 127.0.0.1;
 //! - `holos exec web-0 -- cat /etc/hostname` works;
 //! - `web` did not start before `db` was healthy;
@@ -1173,7 +1174,7 @@ fn networks_in_the_guests(e2e: &E2e) {
     isolated("db-0", &db_ip, &web_back_ip, "edge", &edge_ip, 22);
 }
 
-/// `holos run --rm IMAGE -- sh -c '…; exit 3'` of the test image, running
+/// `holos run --rm --runcmd … IMAGE -- sh -c '…; exit 3'` of the test image, running
 /// while the test goes on.
 struct OneOff {
     child: std::process::Child,
@@ -1208,11 +1209,15 @@ impl OneOff {
             Self::NAME,
             "--memory",
             "384M",
+            // cloud-init's last stage ends after sshd takes the key: the
+            // command runs only once it has.
+            "--runcmd",
+            "echo ran by runcmd > /var/tmp/holos-run-marker",
             &disk,
             "--",
             "sh",
             "-c",
-            "cat /etc/debian_version; exit 3",
+            "cat /etc/debian_version /var/tmp/holos-run-marker; exit 3",
         ]);
         let stdout = root.path().join("run.out");
         let stderr = root.path().join("run.err");
@@ -1250,7 +1255,7 @@ impl OneOff {
         let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
         assert_eq!(
             (status.code(), stdout.trim()),
-            (Some(3), debian_version),
+            (Some(3), format!("{debian_version}\nran by runcmd").as_str()),
             "holos run: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
         );
         let mut left = Vec::new();
