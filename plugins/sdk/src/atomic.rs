@@ -15,7 +15,10 @@
 //! while its temp file exists, so when the sweep gets the lock exclusively,
 //! every temp file there belongs to a writer that is gone. A retried write
 //! lands in the same directory as the one that was killed, so the next
-//! apply cleans up.
+//! apply cleans up. A driver that starts a process per entity would have
+//! each write list its directory; there the processes of one run share
+//! their sweeps through marker files in the scan cache
+//! ([`share_sweeps_in`]), so that each directory is listed once per run.
 //!
 //! A batch of a plugin that opts in ([`crate::Plugin::STAGES_WRITES`])
 //! stages its writes instead ([`stage`]): each write leaves its temp file,
@@ -39,6 +42,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Mutex;
 
 use rustix::fs::{AtFlags, FlockOperation, OFlags};
+use sha2::Digest;
 
 use crate::error::{Error, Result};
 use crate::root_fs::{RootFs, entry_names};
@@ -651,8 +655,35 @@ pub fn symlink(fs: &RootFs, path: &Path, target: &Path, options: &WriteOptions) 
     })
 }
 
-/// Sweeps `dir` unless this process already did: writes into one directory
-/// follow each other, and a listing per write would make a large directory
+/// Where the processes of one run tell each other which directories they
+/// swept: a marker file per directory (see [`share_sweeps_in`]).
+static SHARED_SWEEPS: Mutex<Option<(RootFs, PathBuf)>> = Mutex::new(None);
+
+/// Lets this process skip the sweep of a directory that an earlier process
+/// of the same run swept, and tell later ones of its own sweeps, through
+/// marker files in `markers`. That directory must live for one run only
+/// (it is in the scan cache, which each scan clears): a killed writer's
+/// leftovers are then swept by the next run, as before.
+pub(crate) fn share_sweeps_in(fs: &RootFs, markers: PathBuf) {
+    *SHARED_SWEEPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some((fs.clone(), markers));
+}
+
+/// The marker file that says directory `path` was swept in this run.
+fn sweep_marker(path: &Path) -> Option<(RootFs, PathBuf)> {
+    let shared = SHARED_SWEEPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (fs, markers) = shared.as_ref()?;
+    let digest = sha2::Sha256::digest(path.as_os_str().as_bytes());
+    let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    Some((fs.clone(), markers.join(name)))
+}
+
+/// Sweeps `dir` unless this process, or an earlier one of the same run
+/// that shares its sweeps, already did: writes into one directory follow
+/// each other, and a listing per write would make a large directory
 /// quadratic.
 fn sweep_once(dir: &File, path: &Path) -> io::Result<()> {
     // Keyed by path, not inode: an inode number is reused once a directory
@@ -661,8 +692,25 @@ fn sweep_once(dir: &File, path: &Path) -> io::Result<()> {
     let mut swept = SWEPT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if !swept.contains(path) && sweep(dir)? {
+    if swept.contains(path) {
+        return Ok(());
+    }
+    let marker = sweep_marker(path);
+    if let Some((fs, marker)) = &marker
+        && fs.symlink_metadata(marker).is_ok()
+    {
         swept.insert(path.to_path_buf());
+        return Ok(());
+    }
+    if sweep(dir)? {
+        swept.insert(path.to_path_buf());
+        if let Some((fs, marker)) = &marker {
+            // A marker that cannot be made costs a later process a sweep.
+            if let Some(markers) = marker.parent() {
+                let _ = fs.create_dir_all(markers);
+            }
+            let _ = fs.create_file(marker, 0o600);
+        }
     }
     Ok(())
 }

@@ -28,6 +28,8 @@ const ENTRIES: &str = "entries";
 const INDEX: &str = "index";
 /// Written last: its presence means the cache is complete.
 const COMPLETE_MARKER: &str = "complete";
+/// Holds a marker per directory that a process of this run swept.
+const SWEPT: &str = "swept";
 const SLOT_BYTES: u64 = 16;
 const MIN_SLOTS: u64 = 64;
 
@@ -171,6 +173,15 @@ fn damaged(path: &std::path::Path) -> Error {
         "the scan cache {} is damaged; run the scan again",
         path.display()
     ))
+}
+
+/// Lets the per-process operations of one run share their sweeps of
+/// leftover temp files (see [`crate::atomic::share_sweeps_in`]), through
+/// markers in the scan cache, which the next scan clears.
+pub(crate) fn share_sweeps(env: &Env) {
+    if let Ok(fs) = env.root_fs() {
+        crate::atomic::share_sweeps_in(&fs, cache_dir(env).join(SWEPT));
+    }
 }
 
 /// Whether a complete scan cache exists.

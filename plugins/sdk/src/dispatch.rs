@@ -150,6 +150,8 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     };
     let entity = entity_from_cache::<P>(plugin, &env, id, env.refresh);
     if let Some(mode) = entity_mode {
+        // A process per entity: each directory is swept once per run.
+        crate::cache::share_sweeps(&env);
         let result = apply_entity(plugin, &env, entity, mode);
         if let Some(Err(err)) = result.fd3.map(report::fd3_message) {
             return fail(&err);

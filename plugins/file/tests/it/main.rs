@@ -14,4 +14,6 @@ mod non_utf8_names;
 mod oneoff;
 mod ownership;
 mod properties;
+mod shared_sweeps;
 mod source_containment;
+mod support;
