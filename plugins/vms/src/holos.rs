@@ -220,7 +220,7 @@ fn render(
             // reads back to the same values.
             let mut model = project.model.clone();
             escape_dollars(&mut model);
-            redact_secrets(&mut model);
+            holos_compose::manifest::redact_inline_secrets(&mut model);
             Ok(match format {
                 Format::Json => pretty_json(&model.to_json()),
                 Format::Yaml => model.to_yaml_string(),
@@ -228,21 +228,6 @@ fn render(
         }
         // Validation printed nothing; the other commands print their own.
         _ => Ok(String::new()),
-    }
-}
-
-/// A secret given inline (`secrets.NAME.content`) never reaches the output.
-fn redact_secrets(model: &mut Node) {
-    let Some(defs) = model.get_mut("secrets").and_then(Node::as_map_mut) else {
-        return;
-    };
-    for (_, def) in defs.iter_mut() {
-        if let Some(content) = def.get_mut("content") {
-            *content = Node::string(
-                holos_compose::manifest::REDACTED.to_string(),
-                content.pos.clone(),
-            );
-        }
     }
 }
 

@@ -379,6 +379,25 @@ pub struct FileContent {
 
 /// What a secret's content reads as in any output.
 pub const REDACTED: &str = "<redacted>";
+
+/// Replaces each secret given inline (`secrets.NAME.content`) in a compose
+/// model by [`REDACTED`], so that no output shows it; returns their names.
+pub fn redact_inline_secrets(model: &mut crate::yaml::Node) -> Vec<String> {
+    let Some(defs) = model
+        .get_mut("secrets")
+        .and_then(crate::yaml::Node::as_map_mut)
+    else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for (name, def) in defs.iter_mut() {
+        if let Some(content) = def.get_mut("content") {
+            *content = crate::yaml::Node::string(REDACTED, content.pos.clone());
+            names.push(name.as_str().unwrap_or_default().to_string());
+        }
+    }
+    names
+}
 const BASE64_PREFIX: &str = "base64:";
 
 impl Serialize for FileContent {

@@ -177,6 +177,24 @@ fn status_text(env: &Env, project: &str, record: Option<&ProjectRecord>) -> Resu
     };
     match env.root_fs()?.read_to_string(host_path) {
         Ok(text) => {
+            // Inline secrets are left out, as `holos config` leaves them
+            // out; the file is then shown as parsed, without its comments.
+            if let Ok(mut model) = holos_compose::yaml::parse_str(&text, host_path) {
+                let secrets = holos_compose::manifest::redact_inline_secrets(&mut model);
+                if !secrets.is_empty() {
+                    out.push_str("# the compose file as it is now, without its inline secrets:\n");
+                    for name in secrets {
+                        out.push_str(&format!(
+                            "# secrets.{name}.content is not shown; fill it in\n"
+                        ));
+                    }
+                    if model.get("name").is_none() {
+                        out.push_str(&format!("name: {project}\n"));
+                    }
+                    out.push_str(&model.to_yaml_string());
+                    return Ok((out, false));
+                }
+            }
             out.push_str("# the compose file as it is now:\n");
             let named = text.lines().any(|line| line.starts_with("name:"));
             if !named {

@@ -272,3 +272,41 @@ fn a_failed_service_skips_its_dependents_as_in_holo_apply() {
         "ensure (left) and holo apply (right) differ"
     );
 }
+
+/// A secret given inline in the compose file is not shown: status prints
+/// the file as parsed with the secret redacted, says what to fill in, and
+/// exits 3, since the table is not the whole project.
+#[test]
+fn status_leaves_out_inline_secrets() {
+    let root = Root::new();
+    let file = root.path().join("srv/vault/compose.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        format!(
+            "# the vault\nservices:\n  app:\n    image: {image}\n    image_format: qcow2\n    image_os: systemd\n    secrets: [token]\nsecrets:\n  token:\n    content: hunter2-in-the-file\n",
+            image = root.image()
+        ),
+    )
+    .unwrap();
+    let out = ensure(&root, &["vault", "--file", "/srv/vault/compose.yaml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, text) = status(&root, "vault");
+    assert_eq!(code, Some(3), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains(
+            "# the compose file as it is now, without its inline secrets:\n# secrets.token.content is not shown; fill it in\nname: vault\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("secrets:\n  token:\n    content: \"<redacted>\"\n"),
+        "{text}"
+    );
+    assert!(text.contains("secrets:\n      - token"), "{text}");
+}
