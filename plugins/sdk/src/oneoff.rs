@@ -831,7 +831,10 @@ impl RunDir {
                     let rest = rest.replace("fix the property's value", "fix the flag's value");
                     (format!("{command}: {flag}: "), rest)
                 }
-                (Some((_, rest)), None) => (format!("{command}: "), rest.to_string()),
+                (Some((_, rest)), None) => match self.flag_of_table_message(rest) {
+                    Some((flag, message)) => (format!("{command}: {flag}: "), message),
+                    None => (format!("{command}: "), rest.to_string()),
+                },
                 (None, _) => (String::new(), line.to_string()),
             };
             let mut rest = rest;
@@ -847,6 +850,21 @@ impl RunDir {
             text.push('\n');
         }
         Error::new(text.trim_end().to_string())
+    }
+
+    /// A plugin's message about the whole table that starts with one of
+    /// the flags' properties (`exec "x": timeout "soon" is not a
+    /// duration`): the flag as typed, and the message without the entity.
+    fn flag_of_table_message(&self, rest: &str) -> Option<(String, String)> {
+        let (_, message) = rest.split_once("\": ")?;
+        let word = message
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()?;
+        let (_, flag) = self
+            .flags_given
+            .iter()
+            .find(|(property, _)| property == word)?;
+        Some((flag.clone(), message.to_string()))
     }
 }
 

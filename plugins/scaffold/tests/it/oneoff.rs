@@ -57,9 +57,8 @@ fn a_relative_source_is_named_as_given() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.starts_with(
-            "!! holo-scaffold ensure: scaffold \"/etc/app\": source templates is not a directory"
-        ),
+        stderr
+            .starts_with("!! holo-scaffold ensure: --source: source templates is not a directory"),
         "{stderr}"
     );
 }
