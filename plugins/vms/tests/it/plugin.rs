@@ -405,15 +405,7 @@ fn apply_refuses_an_image_that_does_not_match_the_lock_beside_the_file() {
         "nothing started"
     );
     // `holos lock` on the same file pins the image; apply then starts it.
-    let out = root
-        .holos(&["-f", "usr/share/holo/vms/shop/holos.yaml", "lock"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    root.holos_ok(&["-f", "usr/share/holo/vms/shop/holos.yaml", "lock"]);
     assert!(!std::fs::read_to_string(&lock).unwrap().contains(&zeros));
     ok(&root, &["apply"]);
     assert_eq!(root.pids("shop").len(), 1);

@@ -197,15 +197,7 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
     );
 
     // A stopped instance shows as such.
-    let out = ensured
-        .holos(&["-p", "shop", "stop", "db"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ensured.holos_ok(&["-p", "shop", "stop", "db"]);
     let (_, text) = status(&ensured, "shop");
     assert!(text.contains("# db-0: stopped\n"), "{text}");
 }

@@ -191,17 +191,20 @@ impl Root {
         (out.status.code().unwrap_or(-1), text)
     }
 
-    /// `holos -p PROJECT ps --json`.
-    pub fn ps(&self, project: &str) -> Vec<Value> {
-        let out = self
-            .holos(&["-p", project, "ps", "--json"])
-            .output()
-            .unwrap();
+    /// `holos ARGS`, which must succeed; its output.
+    pub fn holos_ok(&self, args: &[&str]) -> Output {
+        let out = self.holos(args).output().unwrap();
         assert!(
             out.status.success(),
-            "{}",
+            "holos {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        out
+    }
+
+    /// `holos -p PROJECT ps --json`.
+    pub fn ps(&self, project: &str) -> Vec<Value> {
+        let out = self.holos_ok(&["-p", project, "ps", "--json"]);
         serde_json::from_slice::<Value>(&out.stdout)
             .unwrap()
             .as_array()

@@ -6,19 +6,25 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// `qemu-img info` of `image`, as JSON.
-pub fn info(image: &Path) -> Value {
-    let out = Command::new("qemu-img")
-        .args(["info", "-U", "--output=json"])
-        .arg(image)
-        .output()
-        .unwrap();
+/// Runs `command`, which must succeed; its stdout.
+fn succeeded(command: &mut Command) -> Vec<u8> {
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{command:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    out.stdout
+}
+
+/// `qemu-img info` of `image`, as JSON.
+pub fn info(image: &Path) -> Value {
+    let out = succeeded(
+        Command::new("qemu-img")
+            .args(["info", "-U", "--output=json"])
+            .arg(image),
+    );
+    serde_json::from_slice(&out).unwrap()
 }
 
 /// The internal snapshots' names that qemu-img reads from `image`.
@@ -33,15 +39,10 @@ pub fn snapshot_names(image: &Path) -> Vec<String> {
 
 /// Writes 64 KiB of `pattern` (a byte such as `0xab`) at the start of `image`.
 pub fn write_pattern(image: &Path, format: &str, pattern: &str) {
-    let out = Command::new("qemu-io")
-        .args(["-f", format, "-c", &format!("write -P {pattern} 0 64k")])
-        .arg(image)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeded(
+        Command::new("qemu-io")
+            .args(["-f", format, "-c", &format!("write -P {pattern} 0 64k")])
+            .arg(image),
     );
 }
 
