@@ -1,0 +1,1 @@
+//! holo-files: Holo 3's plugin of that name, in Rust (being written).

@@ -1,0 +1,1 @@
+//! holo-run-scripts: Holo 3's plugin of that name, in Rust (being written).

@@ -1,0 +1,1 @@
+//! holo-users-groups: Holo 3's plugin of that name, in Rust (being written).
