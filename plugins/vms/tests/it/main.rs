@@ -22,6 +22,7 @@ mod host_overrides;
 mod images;
 mod import;
 mod install;
+mod interrupted_up;
 mod layers;
 mod networks;
 mod notes;
