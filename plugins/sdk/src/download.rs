@@ -26,6 +26,10 @@ use sha2::{Digest, Sha256, Sha512};
 
 use crate::error::{Error, Result};
 
+/// The digest algorithms a download can be checked against (a crate of
+/// its own, so that holos's compose model names them without this feature).
+pub use holo_checksum::Algorithm;
+
 /// Downloads at least this large (or of unknown size) get a progress bar
 /// when stderr is a terminal.
 const PROGRESS_THRESHOLD: u64 = 4 * 1024 * 1024;
@@ -266,39 +270,6 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A digest algorithm a download can be checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    Sha256,
-    Sha512,
-}
-
-impl Algorithm {
-    /// `sha256` or `sha512`, as the name is written in configuration.
-    pub fn parse(name: &str) -> Option<Algorithm> {
-        match name.to_ascii_lowercase().as_str() {
-            "sha256" => Some(Algorithm::Sha256),
-            "sha512" => Some(Algorithm::Sha512),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Sha256 => "sha256",
-            Algorithm::Sha512 => "sha512",
-        }
-    }
-
-    /// Length of a digest in hex digits.
-    pub fn hex_len(self) -> usize {
-        match self {
-            Algorithm::Sha256 => 64,
-            Algorithm::Sha512 => 128,
-        }
-    }
 }
 
 /// The result of a successful download.
