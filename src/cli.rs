@@ -534,10 +534,7 @@ fn order_entities(
         Err(cycle) => {
             out.error(
                 Stream::Err,
-                &format!(
-                    "dependency cycle between entities: {}; remove one of these REQUIRES/SUBSCRIBES references",
-                    cycle.join(" -> ")
-                ),
+                &order::cycle_message(&cycle),
             );
             Err(EXIT_FATAL)
         }
