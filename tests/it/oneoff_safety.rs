@@ -101,7 +101,12 @@ fn mode(path: &Path) -> u32 {
 /// and the root.
 fn assert_owner_only(root: &OneOffRoot, files: &[PathBuf]) {
     for file in files {
-        assert_eq!(mode(file), 0o600, "{} is readable by others", file.display());
+        assert_eq!(
+            mode(file),
+            0o600,
+            "{} is readable by others",
+            file.display()
+        );
         let private = file
             .ancestors()
             .skip(1)
@@ -202,17 +207,21 @@ fn interrupt_with(signal: Signal) {
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut stderr = String::new();
-    let _ = std::io::Read::read_to_string(
-        &mut child.stderr.take().expect("stderr"),
-        &mut stderr,
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr);
+    assert_eq!(
+        status.code(),
+        Some(128 + signal as i32),
+        "{signal}: {stderr}"
     );
-    assert_eq!(status.code(), Some(128 + signal as i32), "{signal}: {stderr}");
     assert!(
         stderr.contains(&format!("!! interrupted by {}", signal.as_str())),
         "{stderr}"
     );
     assert!(!alive(command), "{signal} left the command running");
-    assert!(!root.path("run/holo.pid").exists(), "{signal} left the lock");
+    assert!(
+        !root.path("run/holo.pid").exists(),
+        "{signal} left the lock"
+    );
     assert_eq!(stray_secrets(&root), Vec::<PathBuf>::new(), "{signal}");
 }
 
@@ -279,8 +288,10 @@ fn a_lock_naming_a_zombie_is_taken_over() {
     // Not waited for until the end: a zombie of this test.
     let mut zombie = Command::new("true").spawn().expect("true");
     wait_for("the zombie", || {
-        std::fs::read_to_string(format!("/proc/{}/stat", zombie.id()))
-            .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, s)| s.starts_with('Z')))
+        std::fs::read_to_string(format!("/proc/{}/stat", zombie.id())).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, s)| s.starts_with('Z'))
+        })
     });
     root.write("run/holo.pid", &format!("{}\n", zombie.id()));
     let output = root.run(&["ensure", "quick", "--command", "true"]);
@@ -339,7 +350,12 @@ fn a_dependency_cycle_gives_the_same_message_to_apply_and_ensure() {
 fn the_password_of_an_archive_comes_from_a_file_or_standard_input() {
     let root = OneOffRoot::new("holo-archive");
     let mut child = Command::new(test_support::binary("holo-archive"))
-        .args(["ensure", "/srv/a", "--url", "http://127.0.0.1:9/a.tar.gz"])
+        .args([
+            "ensure",
+            "/srv/a.tar.gz",
+            "--url",
+            "http://127.0.0.1:9/a.tar.gz",
+        ])
         .args(["--password-file", "-"])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -359,12 +375,15 @@ fn the_password_of_an_archive_comes_from_a_file_or_standard_input() {
     let output = child.wait_with_output().expect("wait");
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("password is set without username"), "{stderr}");
+    assert!(
+        stderr.contains("password is set without username"),
+        "{stderr}"
+    );
     assert!(!stderr.contains(SECRET), "{stderr}");
     root.write("etc/archive-password", SECRET);
     let from_file = root.run(&[
         "ensure",
-        "/srv/a",
+        "/srv/a.tar.gz",
         "--url",
         "http://127.0.0.1:9/a.tar.gz",
         "--password-file",
@@ -375,7 +394,12 @@ fn the_password_of_an_archive_comes_from_a_file_or_standard_input() {
         "{}",
         text(&from_file.stderr)
     );
-    let missing = root.run(&["ensure", "/srv/a", "--password-file", "/nonexistent/file"]);
+    let missing = root.run(&[
+        "ensure",
+        "/srv/a.tar.gz",
+        "--password-file",
+        "/nonexistent/file",
+    ]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(
         text(&missing.stderr).contains("--password-file: cannot read /nonexistent/file"),

@@ -128,7 +128,10 @@ mod tests {
         while !is_zombie(sleeper.id()) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(gone(sleeper.id(), Some(SystemTime::now())), Some(Gone::Ended));
+        assert_eq!(
+            gone(sleeper.id(), Some(SystemTime::now())),
+            Some(Gone::Ended)
+        );
         sleeper.wait().unwrap();
     }
 }

@@ -87,7 +87,11 @@ impl RunLock {
     /// the value); the message when it cannot be removed.
     pub fn release(self) -> Result<(), Notice> {
         std::fs::remove_file(&self.path).map_err(|err| {
-            Notice::Error(format!("remove {}: {}", self.path.display(), errno_text(&err)))
+            Notice::Error(format!(
+                "remove {}: {}",
+                self.path.display(),
+                errno_text(&err)
+            ))
         })
     }
 }
@@ -165,11 +169,7 @@ fn take_over(path: &Path, notify: &mut dyn FnMut(Notice)) -> bool {
 }
 
 /// Holo 3's message; the two hint lines only when the file exists.
-fn failed(
-    notify: &mut dyn FnMut(Notice),
-    path: &Path,
-    error: &std::io::Error,
-) -> Option<RunLock> {
+fn failed(notify: &mut dyn FnMut(Notice), path: &Path, error: &std::io::Error) -> Option<RunLock> {
     let shown = path.display();
     notify(Notice::Error(format!(
         "Cannot create lock file {shown}: open {shown}: {}",

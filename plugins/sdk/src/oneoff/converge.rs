@@ -84,7 +84,9 @@ fn converge<P: Plugin>(
             true,
             format!("!! interrupted by {}\n", signal_name(signal)).as_bytes(),
         );
-        return Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX)));
+        return Ok(ExitCode::from(
+            u8::try_from(128 + signal).unwrap_or(u8::MAX),
+        ));
     }
     Ok(exit_code(&results, request.noop))
 }

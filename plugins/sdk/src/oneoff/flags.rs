@@ -179,7 +179,9 @@ impl Flags {
             (ValueType::Array(_), Some(toml::Value::Array(list))) => list.push(value),
             (ValueType::Array(_), None) => {
                 parsed.given.push((property.clone(), format!("--{flag}")));
-                parsed.table.insert(property, toml::Value::Array(vec![value]));
+                parsed
+                    .table
+                    .insert(property, toml::Value::Array(vec![value]));
             }
             _ => set_once(parsed, command, (&property, flag), value)?,
         }

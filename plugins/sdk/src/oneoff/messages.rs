@@ -139,7 +139,6 @@ fn property_on_line(document: &str, number: usize) -> Option<String> {
     current
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,13 +158,13 @@ mod tests {
     fn lines_of_the_flags_document_name_their_property() {
         let flags = Flags::for_tests("demo", property_types::<Demo>());
         let args: Vec<String> = [
-                    "x",
-                    "--mode",
-                    "a\nb\n[c]\n",
-                    "--data",
-                    "{ port = 80, inner = { deep = 1 } }",
-                    "--timeout",
-                    "5",
+            "x",
+            "--mode",
+            "a\nb\n[c]\n",
+            "--data",
+            "{ port = 80, inner = { deep = 1 } }",
+            "--timeout",
+            "5",
         ]
         .iter()
         .map(|arg| arg.to_string())
@@ -190,5 +189,4 @@ mod tests {
         assert_eq!(property_of("deep"), Some("data".to_string()), "{text}");
         assert_eq!(property_of("[c]"), Some("mode".to_string()), "{text}");
     }
-
 }

@@ -63,8 +63,8 @@ mod status;
 #[cfg(test)]
 mod test_demo;
 
-pub use converge::run_ensure;
 pub(crate) use converge::ensure;
+pub use converge::run_ensure;
 pub use ensured::{EnsureResult, Ensured, ensured, record_env};
 pub use flags::Flags;
 pub use probe::property_types;

@@ -64,10 +64,12 @@ fn run_dirs(env: &Env) -> Result<PathBuf> {
         .join("ensure");
     match std::fs::symlink_metadata(&real) {
         Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return Err(Error::new(format!(
-            "{} is not a directory; remove it, holo's one-off runs keep their private run directories there",
-            real.display()
-        ))),
+        Ok(_) => {
+            return Err(Error::new(format!(
+                "{} is not a directory; remove it, holo's one-off runs keep their private run directories there",
+                real.display()
+            )));
+        }
         Err(_) => private_dir(&real)?,
     }
     std::fs::set_permissions(&real, std::os::unix::fs::PermissionsExt::from_mode(0o700))

@@ -95,7 +95,6 @@ pub fn status_table(kind: &str, name: &str, properties: &toml::Table) -> Result<
 }
 
 #[cfg(test)]
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +139,4 @@ mod tests {
             "[[archive]]\nname = \"/a.tgz\"\n# last run: ok\n# url: fill in the URL\nchecksum = \"abc\"\n"
         );
     }
-
 }

@@ -31,4 +31,3 @@ impl Resource for Demo {
         format!("demo:{}", self.name)
     }
 }
-

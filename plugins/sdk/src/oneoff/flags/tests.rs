@@ -69,9 +69,7 @@ fn negations_aliases_and_mistakes() {
     assert_eq!(table["demo"][0]["force"].as_bool(), Some(false));
     assert_eq!(table["demo"][0]["ensure"].as_str(), Some("1.2"));
     let message = |list: &[&str]| parse(list).expect_err("fails").message().to_string();
-    assert!(
-        message(&["x", "--forse"]).contains("unknown flag --forse (did you mean --force?)")
-    );
+    assert!(message(&["x", "--forse"]).contains("unknown flag --forse (did you mean --force?)"));
     assert_eq!(
         message(&["x", "--timeout"]),
         "holo-demo ensure: --timeout needs a value"
@@ -104,7 +102,6 @@ fn negations_aliases_and_mistakes() {
         "holo-demo ensure: --data: expected an inline TOML table such as '{ key = \"value\" }', got \"port = 80\""
     );
 }
-
 
 #[test]
 fn a_value_is_read_from_a_file_without_its_final_newline() {
