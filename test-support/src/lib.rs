@@ -15,6 +15,7 @@
 //! the running test. Tests never build anything themselves: `cargo test
 //! --workspace` (or `cargo build --workspace`) builds every binary once.
 
+pub mod holo3;
 pub mod oneoff;
 
 use std::ffi::OsString;
