@@ -41,12 +41,11 @@ pub enum BaseStep {
 
 pub fn base_step(target: Presence, base_exists: bool, update: Option<Update>) -> BaseStep {
     match (target, update, base_exists) {
-        (Presence::NotManageable, _, _) => BaseStep::NotManageable,
+        (Presence::NotManageable, _, _) | (Presence::Missing, _, false) => BaseStep::NotManageable,
         (_, Some(Update::Beside), _) => BaseStep::TakeBeside,
         (Presence::Manageable, Some(Update::SavedOld), _) => BaseStep::TakeTargetRestoreSaved,
         (_, _, true) => BaseStep::Keep,
         (Presence::Manageable, _, false) => BaseStep::StoreTarget,
-        (Presence::Missing, _, false) => BaseStep::NotManageable,
     }
 }
 
@@ -165,6 +164,13 @@ mod tests {
     #[test]
     fn base_no_target_and_no_base_is_not_manageable() {
         assert_eq!(base_step(Missing, false, None), BaseStep::NotManageable);
+    }
+    #[test]
+    fn base_no_target_and_no_base_leaves_a_leftover_alone() {
+        assert_eq!(
+            base_step(Missing, false, Some(Update::Beside)),
+            BaseStep::NotManageable
+        );
     }
 
     #[test]

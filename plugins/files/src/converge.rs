@@ -91,14 +91,14 @@ pub fn provision(env: &Env, target: &str, entries: &[RepoEntry], mode: Mode) -> 
                 .buffer()
                 .is_none_or(|old| !old.same_content(&desired));
             if writes && stale {
-                files::write(&fs, &places.provisioned, &desired, true)?;
+                files::write(&fs, &places.provisioned, &desired)?;
             }
             Ok(changed())
         }
         TargetStep::Write => {
             if writes {
-                files::write(&fs, &places.target, &desired, true)?;
-                files::write(&fs, &places.provisioned, &desired, true)?;
+                files::write(&fs, &places.target, &desired)?;
+                files::write(&fs, &places.provisioned, &desired)?;
             }
             Ok(Outcome::Changed)
         }
@@ -149,7 +149,7 @@ fn take_base(
         BaseStep::StoreTarget => {
             let base = current.buffer().cloned().ok_or_else(not_manageable)?;
             if writes {
-                files::write(fs, &places.base, &base, false)?;
+                files::write(fs, &places.base, &base)?;
             }
             Ok(Taken {
                 base,
@@ -160,7 +160,7 @@ fn take_base(
         BaseStep::TakeBeside => {
             let (path, base) = leftover(Update::Beside)?;
             if writes {
-                files::write(fs, &places.base, &base, false)?;
+                files::write(fs, &places.base, &base)?;
                 files::remove(fs, &path)?;
             }
             Ok(Taken {
@@ -173,7 +173,7 @@ fn take_base(
             let base = current.buffer().cloned().ok_or_else(not_manageable)?;
             let (path, saved) = leftover(Update::SavedOld)?;
             if writes {
-                files::write(fs, &places.base, &base, false)?;
+                files::write(fs, &places.base, &base)?;
                 files::rename_beside(fs, &path, &places.target)?;
             }
             Ok(Taken {
@@ -291,20 +291,20 @@ fn restore(
 ) -> Result<()> {
     match (step, leftover) {
         (ScrubStep::RestoreBase, _) => match files::read(fs, &places.base)? {
-            Found::Buffer(base) => files::write(fs, &places.target, &base, false),
+            Found::Buffer(base) => files::write(fs, &places.target, &base),
             _ => Ok(()),
         },
         (ScrubStep::TakeBeside, Some(path)) => {
             // The base becomes what the target will be, so that a run
             // killed after the rename restores the same content.
             if let Some(update) = files::read(fs, path)?.buffer() {
-                files::write(fs, &places.base, update, false)?;
+                files::write(fs, &places.base, update)?;
             }
             files::rename_beside(fs, path, &places.target)
         }
         (ScrubStep::KeepTargetDropSaved, Some(path)) => {
             if let Some(now) = files::read(fs, &places.target)?.buffer() {
-                files::write(fs, &places.base, now, false)?;
+                files::write(fs, &places.base, now)?;
             }
             files::remove(fs, path)
         }

@@ -9,7 +9,7 @@ use holo_plugin::{EntityCtx, Env, Error, Extension, Mode, Outcome, Plugin, Resul
 
 use crate::converge::{self, Places};
 use crate::model::{self, FileSpec, RepoEntry, entity_id, shown};
-use crate::provider::fs::{self as files, Found};
+use crate::provider::fs as files;
 use crate::provider::repository;
 
 /// Holo 3's holo-files.
@@ -31,7 +31,8 @@ impl Plugin for FilesPlugin {
         let declared: BTreeSet<&String> = stacked.keys().collect();
         for target in bases.iter().filter(|target| !declared.contains(target)) {
             let places = Places::of(env, target);
-            let target_deleted = files::read(&fs, &places.target)? == Found::Missing;
+            // Like Holo 3, a directory where the target was counts as deleted.
+            let target_deleted = files::read(&fs, &places.target)?.buffer().is_none();
             found.push(orphan(&places, target_deleted));
         }
         for (target, entries) in stacked {

@@ -30,6 +30,19 @@ fn scratch(env: &Env, content: &[u8]) -> Result<tempfile::NamedTempFile> {
     Ok(file)
 }
 
+/// Why `script` cannot be executed, in Go's words (`fork/exec PATH:
+/// permission denied`), as Holo 3 says it.
+fn exec_error(script: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let why = match std::fs::metadata(script) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => "no such file or directory",
+        Err(_) => return None,
+        Ok(meta) if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 => "permission denied",
+        Ok(_) => "exec format error",
+    };
+    Some(format!("fork/exec {}: {why}", shown(script)))
+}
+
 /// Pipes `input` through the holoscript at `script` and returns its
 /// stdout. What it prints on stderr is passed on; a failure discards the
 /// output.
@@ -40,9 +53,9 @@ pub fn holoscript(env: &Env, script: &Path, input: &[u8]) -> Result<Vec<u8>> {
         .run()
         .map_err(|err| {
             Error::new(format!(
-                "execution of {} failed: {}; the holoscript must be an executable program",
+                "execution of {} failed: {}",
                 shown(script),
-                err.message()
+                exec_error(script).unwrap_or_else(|| err.message().to_string())
             ))
         })?;
     let _ = std::io::stdout().flush();

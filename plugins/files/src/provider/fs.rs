@@ -72,6 +72,28 @@ impl Found {
     }
 }
 
+/// An I/O error in Go's words, as Holo 3 prints it: `stat PATH: no such
+/// file or directory`.
+pub fn go_error(operation: &str, path: &Path, err: &std::io::Error) -> Error {
+    let text = match err.raw_os_error() {
+        Some(code) => {
+            let text = std::io::Error::from_raw_os_error(code).to_string();
+            let text = text
+                .split(" (os error")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => text,
+            }
+        }
+        None => err.to_string(),
+    };
+    Error::new(format!("{operation} {}: {text}", crate::model::shown(path)))
+}
+
 /// Reads what is at `path` without following a final symlink.
 pub fn read(fs: &RootFs, path: &Path) -> Result<Found> {
     let meta = match fs.symlink_metadata(path) {
@@ -113,10 +135,10 @@ pub fn contents(fs: &RootFs, buffer: &Buffer, root: &Path, target_dir: &Path) ->
     };
     let meta = fs
         .metadata(&pointed)
-        .map_err(|err| Error::io("follow the link to", &pointed, &err))?;
+        .map_err(|err| go_error("stat", &pointed, &err))?;
     let content = fs
         .read(&pointed)
-        .map_err(|err| Error::io("read", &pointed, &err))?;
+        .map_err(|err| go_error("read", &pointed, &err))?;
     Ok(Buffer::File {
         content,
         mode: meta.permissions().mode() & 0o7777,
@@ -132,15 +154,15 @@ pub fn below_root(root: &Path, path: &Path) -> PathBuf {
 }
 
 /// Writes `buffer` at `path`, replacing a file or symlink there, with the
-/// buffer's permissions (less the umask when `masked`) and, as root, its
-/// owner. Missing parent directories are created.
-pub fn write(fs: &RootFs, path: &Path, buffer: &Buffer, masked: bool) -> Result<()> {
+/// buffer's permissions less the umask (as Holo 3 writes them) and, as
+/// root, its owner. Missing parent directories are created.
+pub fn write(fs: &RootFs, path: &Path, buffer: &Buffer) -> Result<()> {
     if let Some(parent) = path.parent() {
         fs.create_dir_all(parent)
             .map_err(|err| Error::io("create directory", parent, &err))?;
     }
     let (mode, uid, gid) = buffer.mode_and_owner();
-    let mode = if masked { mode & !umask() } else { mode };
+    let mode = mode & !umask();
     let as_root = nix::unistd::geteuid().is_root();
     let options = WriteOptions {
         mode: Some(mode),
@@ -219,7 +241,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let fs = RootFs::contained_in(root.path()).unwrap();
         let target = root.path().join("etc/a.conf");
-        write(&fs, &target, &file("aaa\n", 0o640), false).unwrap();
+        write(&fs, &target, &file("aaa\n", 0o640)).unwrap();
         let Found::Buffer(read_back) = read(&fs, &target).unwrap() else {
             panic!("not written")
         };
@@ -231,7 +253,7 @@ mod tests {
             uid: 0,
             gid: 0,
         };
-        write(&fs, &link, &symlink, false).unwrap();
+        write(&fs, &link, &symlink).unwrap();
         let followed = contents(&fs, &symlink, root.path(), Path::new("/etc")).unwrap();
         assert!(followed.same_content(&file("aaa\n", 0)));
         assert_eq!(
