@@ -9,6 +9,11 @@ use std::path::Path;
 /// own, described in its section).
 const PLUGINS: &[&str] = &["archive", "exec", "file", "package", "scaffold", "service"];
 
+/// Holo 3's plugins in Rust, which read Holo 3's files with a scan of
+/// their own (no SDK `Resource`): `(directory, crate, plugin type)`.
+const HOLO3_PLUGINS: &[(&str, &str, &str)] =
+    &[("users-groups", "holo_users_groups", "UsersGroupsPlugin")];
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
@@ -82,6 +87,45 @@ fn every_plugin_has_model_apply_and_plugin_and_names_its_other_modules() {
             assert!(
                 named,
                 "{plugin}: module {module} is not named in ARCHITECTURE.md's plugins section"
+            );
+        }
+    }
+}
+
+#[test]
+fn holo3_plugins_have_model_apply_and_plugin_and_name_their_other_modules() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = read(&repo.join("ARCHITECTURE.md"));
+    for (dir, krate, plugin_type) in HOLO3_PLUGINS {
+        let src = repo.join("plugins").join(dir).join("src");
+        assert!(src.join("model.rs").is_file(), "{dir}: no model.rs");
+        assert!(src.join("apply.rs").is_file(), "{dir}: no apply.rs");
+        assert!(
+            read(&src.join("plugin.rs")).contains(&format!("impl Plugin for {plugin_type}")),
+            "{dir}: plugin.rs has no Plugin impl"
+        );
+        assert_eq!(
+            code(&read(&src.join("main.rs"))),
+            [
+                "fn main() -> std::process::ExitCode {".to_string(),
+                format!("holo_plugin::run({krate}::{plugin_type})"),
+                "}".to_string(),
+            ],
+            "{dir}: main.rs only hands over to the SDK"
+        );
+        for line in code(&read(&src.join("lib.rs"))) {
+            if line.starts_with("pub use plugin::") {
+                continue;
+            }
+            let module = line
+                .strip_prefix("pub mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+                .unwrap_or_else(|| panic!("{dir}: lib.rs holds only modules: {line}"));
+            let named = ["model", "apply", "plugin", "provider"].contains(&module)
+                || architecture.contains(&format!("`{module}.rs`"));
+            assert!(
+                named,
+                "{dir}: module {module} is not named in ARCHITECTURE.md"
             );
         }
     }

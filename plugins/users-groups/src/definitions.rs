@@ -14,9 +14,9 @@ use toml::de::{DeTable, DeValue};
 use crate::model::{Attributes, Definition, Kind};
 
 /// The attributes a `[[group]]` table accepts.
-const GROUP_KEYS: &[&str] = &["name", "gid", "system"];
+pub const GROUP_KEYS: &[&str] = &["name", "gid", "system"];
 /// The attributes a `[[user]]` table accepts.
-const USER_KEYS: &[&str] = &[
+pub const USER_KEYS: &[&str] = &[
     "name",
     "comment",
     "uid",

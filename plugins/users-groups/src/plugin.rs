@@ -26,6 +26,13 @@ impl Plugin for UsersGroupsPlugin {
     const EXTENSIONS: &'static [Extension] = &[Extension::Noop, Extension::Order, Extension::Batch];
     type Spec = Definition;
 
+    fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
+        vec![
+            ("group".to_string(), definitions::GROUP_KEYS.to_vec()),
+            ("user".to_string(), definitions::USER_KEYS.to_vec()),
+        ]
+    }
+
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<Definition>>> {
         image::migrate_old_state(env)?;
         let found = read_definitions(env)?;
