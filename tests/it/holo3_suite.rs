@@ -173,7 +173,7 @@ fn prepare(source: &Path, work: &Path, plugins: &Plugins) {
     }
     match plugins {
         Plugins::Holo3(go) => {
-            test_support::holo3::build(source, go, &work.join("build/holo"));
+            test_support::holo3::build(source, go, &work.join("build/holo"), &go_cache());
             // One binary serves all Go plugins, chosen by the name it is run as.
             for plugin in ["files", "ssh-keys", "users-groups"] {
                 std::os::unix::fs::symlink(
@@ -195,6 +195,11 @@ fn prepare(source: &Path, work: &Path, plugins: &Plugins) {
     }
     // files/23-alpm-hook runs the driver as build/holo.test.
     std::os::unix::fs::symlink(HOLO, work.join("build/holo.test")).unwrap();
+}
+
+/// The Go build cache of the Holo 3 builds, kept between test runs.
+pub fn go_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("holo3-go-cache")
 }
 
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {

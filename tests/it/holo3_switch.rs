@@ -26,7 +26,7 @@ fn holo3(dir: &Path) -> Side {
     let go = test_support::require_go("to build Holo 3");
     fs::create_dir_all(dir).unwrap();
     let driver = dir.join("holo");
-    test_support::holo3::build(&source, &go, &driver);
+    test_support::holo3::build(&source, &go, &driver, &crate::holo3_suite::go_cache());
     let plugin = dir.join("holo-ssh-keys");
     std::os::unix::fs::symlink(&driver, &plugin).unwrap();
     Side { driver, plugin }
