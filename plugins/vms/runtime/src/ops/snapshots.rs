@@ -295,13 +295,13 @@ pub fn remove(layout: &Layout, project: &str, instance: &str, name: &str) -> Res
 /// `holos snapshots restore INSTANCE NAME [--force]`: stops a running
 /// instance, reverts its root disk, and starts it again.
 pub fn restore(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     project: &str,
     instance: &str,
     name: &str,
     force: bool,
 ) -> Result<(), Error> {
-    let layout = &runtime.layout;
+    let layout = &settings.layout;
     let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
     let mut record = ProjectRecord::load(layout, project)?.ok_or_else(|| {
         Error::Request(format!(
