@@ -200,7 +200,7 @@ fn launch_all(
             )?;
         }
         if let Some(pid) = up_instance(
-            &runtime.layout,
+            &settings.layout,
             manifest,
             planned_instance,
             order,
