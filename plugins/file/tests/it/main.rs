@@ -17,3 +17,4 @@ mod properties;
 mod shared_sweeps;
 mod source_containment;
 mod support;
+mod walk_links;
