@@ -529,43 +529,58 @@ fn run_batch(
             plugin.id
         )
     });
-    let BatchRun {
-        outcomes,
-        durations,
-        last_result,
-        mut streaming,
-        ..
-    } = batch;
-    // Entities without a result waited from the last result to the end.
-    let unfinished = last_result.elapsed();
-    let interrupted = crate::interrupt::signal().is_some();
-    let mut cut = false;
-    outcomes
-        .into_iter()
-        .zip(durations)
-        .enumerate()
-        .map(|(slot_index, (outcome, duration))| match outcome {
-            Some(outcome) => (outcome, duration),
-            // The first entity without a result is the one that was cut.
-            None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
-            None if interrupted => {
-                cut = true;
-                let entity = &ctx.entities[runnable[slot_index].index];
-                let mut view = streaming
-                    .remove(&slot_index)
-                    .unwrap_or_else(|| EntityView::new(entity));
-                (view.finish_interrupted(out), unfinished)
-            }
-            None => {
-                let entity = &ctx.entities[runnable[slot_index].index];
-                let mut view = streaming
-                    .remove(&slot_index)
-                    .unwrap_or_else(|| EntityView::new(entity));
-                let outcome = view.finish(ctx, out, Some(failure.clone()), "");
-                (outcome, unfinished)
-            }
-        })
-        .collect()
+    batch.finish(out, &failure)
+}
+
+impl BatchRun<'_> {
+    /// The outcome of every entity once the batch call has ended: its own
+    /// record's, else interrupted (the one that was cut), not started, or
+    /// failed with `failure`.
+    fn finish(self, out: &mut Output, failure: &str) -> Vec<(Outcome, Duration)> {
+        let BatchRun {
+            ctx,
+            runnable,
+            outcomes,
+            durations,
+            last_result,
+            mut streaming,
+            ..
+        } = self;
+        // Entities without a result waited from the last result to the end.
+        let unfinished = last_result.elapsed();
+        let interrupted = crate::interrupt::signal().is_some();
+        // An entity whose own record says it was interrupted is the one that
+        // was cut: the plugin started none after it, so the rest never began.
+        let mut cut = outcomes
+            .iter()
+            .any(|outcome| matches!(outcome, Some(Outcome::Interrupted)));
+        let mut view_of = |slot_index: usize| {
+            let entity = &ctx.entities[runnable[slot_index].index];
+            streaming
+                .remove(&slot_index)
+                .unwrap_or_else(|| EntityView::new(entity))
+        };
+        outcomes
+            .into_iter()
+            .zip(durations)
+            .enumerate()
+            .map(|(slot_index, (outcome, duration))| match outcome {
+                Some(outcome) => (outcome, duration),
+                None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
+                // Else the first entity without a result is the one that was
+                // cut (its plugin was killed in it).
+                None if interrupted => {
+                    cut = true;
+                    (view_of(slot_index).finish_interrupted(out), unfinished)
+                }
+                None => {
+                    let outcome =
+                        view_of(slot_index).finish(ctx, out, Some(failure.to_string()), "");
+                    (outcome, unfinished)
+                }
+            })
+            .collect()
+    }
 }
 
 /// The driver's side of one batch call: which entity each record is for,
