@@ -15,16 +15,24 @@ pub struct Desired {
 }
 
 /// Apply's desired state: the definition merged into the base image (the
-/// definition wins; auxiliary groups are joined unless `skipBaseGroups`),
-/// and what neither says taken from the provisioned image, so that an
-/// entity is restored with the same numbers.
-pub fn desired(definition: &Definition, base: &Entity, provisioned: Option<&Entity>) -> Desired {
+/// definition wins; auxiliary groups are joined unless `skipBaseGroups`);
+/// what neither says is taken from the entity as it is, and what that
+/// lacks from the provisioned image, so that an entity deleted by someone
+/// else comes back with the same numbers. The comment never conflicts.
+pub fn desired(
+    definition: &Definition,
+    base: &Entity,
+    actual: Option<&Entity>,
+    provisioned: Option<&Entity>,
+) -> Desired {
     let mut entity = base.clone();
     let mut conflict = false;
     let attributes = &mut entity.attributes;
     for field in Field::ALL {
         if let Some(wanted) = field.get(&definition.attributes) {
-            conflict |= field.get(attributes).is_some_and(|old| old != wanted);
+            let old = field.get(attributes);
+            conflict |=
+                field.conflict_label(base.kind).is_some() && old.is_some_and(|old| old != wanted);
             field.set(attributes, Some(wanted));
         }
     }
@@ -33,15 +41,38 @@ pub fn desired(definition: &Definition, base: &Entity, provisioned: Option<&Enti
     } else {
         sorted_union(&attributes.groups, &definition.attributes.groups)
     };
-    for field in Field::ALL {
-        let recorded = provisioned.and_then(|image| field.get(&image.attributes));
-        match (field.get(attributes), recorded) {
-            (None, Some(recorded)) => field.set(attributes, Some(recorded)),
-            (Some(wanted), Some(recorded)) => conflict |= wanted != recorded,
-            _ => {}
+    if let Some(provisioned) = provisioned {
+        conflict |= Field::ALL.into_iter().any(|field| {
+            let recorded = field.get(&provisioned.attributes);
+            field.conflict_label(base.kind).is_some()
+                && matches!((field.get(attributes), recorded), (Some(wanted), Some(recorded)) if wanted != recorded)
+        });
+    }
+    for known in [actual, provisioned].into_iter().flatten() {
+        for field in Field::ALL {
+            if field.get(attributes).is_none() {
+                field.set(attributes, field.get(&known.attributes));
+            }
+        }
+        if attributes.groups.is_empty() {
+            attributes.groups = sorted_union(&known.attributes.groups, &[]);
         }
     }
     Desired { entity, conflict }
+}
+
+/// Whether someone changed the entity since it was provisioned: an
+/// attribute other than the comment that both say differs, or auxiliary
+/// groups that it has and the image does not list exactly.
+pub fn modified_since(actual: &Entity, provisioned: &Entity) -> bool {
+    let (now, then) = (&actual.attributes, &provisioned.attributes);
+    let field_changed = Field::ALL.into_iter().any(|field| {
+        field.conflict_label(actual.kind).is_some()
+            && matches!((field.get(now), field.get(then)), (Some(now), Some(then)) if now != then)
+    });
+    let groups_changed =
+        !now.groups.is_empty() && sorted_union(&now.groups, &[]) != sorted_union(&then.groups, &[]);
+    field_changed || groups_changed
 }
 
 /// The left side of `holo diff` for an entity that was never provisioned:
@@ -87,11 +118,6 @@ pub fn changes(actual: &Entity, target: &Entity) -> Vec<Change> {
         }
     }
     changes
-}
-
-/// True when two records of an entity say the same.
-pub fn same(first: &Entity, second: &Entity) -> bool {
-    changes(first, second).is_empty() && changes(second, first).is_empty()
 }
 
 /// What apply does with a defined entity.
@@ -160,13 +186,14 @@ pub enum ScrubStep {
 
 /// `base_is_empty`: the base image holds only the name (the entity did
 /// not exist before Holo). An entity that someone deleted since is left
-/// deleted.
-pub fn scrub_step(base_is_empty: bool, exists: bool, as_base: bool) -> ScrubStep {
-    match (exists, base_is_empty, as_base) {
-        (false, _, _) => ScrubStep::Nothing,
-        (true, true, _) => ScrubStep::Delete,
-        (true, false, true) => ScrubStep::Nothing,
-        (true, false, false) => ScrubStep::Restore,
+/// deleted. An entity that existed before is changed back even when it is
+/// as its base image already: Holo 3 then prints `usermod NAME` (which the
+/// real tools are spared, see `plugin.rs`).
+pub fn scrub_step(base_is_empty: bool, exists: bool) -> ScrubStep {
+    match (exists, base_is_empty) {
+        (false, _) => ScrubStep::Nothing,
+        (true, true) => ScrubStep::Delete,
+        (true, false) => ScrubStep::Restore,
     }
 }
 
@@ -305,22 +332,18 @@ mod tests {
 
     #[test]
     fn scrub_of_missing_entity_does_nothing() {
-        assert_eq!(scrub_step(true, false, false), ScrubStep::Nothing);
+        assert_eq!(scrub_step(true, false), ScrubStep::Nothing);
+        assert_eq!(scrub_step(false, false), ScrubStep::Nothing);
     }
 
     #[test]
     fn scrub_of_created_entity_deletes_it() {
-        assert_eq!(scrub_step(true, true, false), ScrubStep::Delete);
+        assert_eq!(scrub_step(true, true), ScrubStep::Delete);
     }
 
     #[test]
-    fn scrub_of_entity_as_base_does_nothing() {
-        assert_eq!(scrub_step(false, true, true), ScrubStep::Nothing);
-    }
-
-    #[test]
-    fn scrub_of_changed_entity_restores_base() {
-        assert_eq!(scrub_step(false, true, false), ScrubStep::Restore);
+    fn scrub_of_entity_that_existed_restores_base() {
+        assert_eq!(scrub_step(false, true), ScrubStep::Restore);
     }
 
     #[test]
@@ -343,7 +366,7 @@ mod tests {
             shell: Some("/bin/bash".into()),
             ..Attributes::default()
         });
-        let result = desired(&wanted, &base, Some(&provisioned));
+        let result = desired(&wanted, &base, None, Some(&provisioned));
         assert!(!result.conflict);
         let a = &result.entity.attributes;
         assert_eq!(a.number, Some(1001));
@@ -364,7 +387,7 @@ mod tests {
             },
             true,
         );
-        let result = desired(&wanted, &base, None);
+        let result = desired(&wanted, &base, None, None);
         assert!(result.conflict);
         assert_eq!(result.entity.attributes.groups, groups(&["network"]));
         let provisioned = user(Attributes {
@@ -372,7 +395,77 @@ mod tests {
             ..Attributes::default()
         });
         let empty = user(Attributes::default());
-        assert!(desired(&wanted, &empty, Some(&provisioned)).conflict);
+        assert!(desired(&wanted, &empty, None, Some(&provisioned)).conflict);
+    }
+
+    #[test]
+    fn desired_takes_what_nobody_says_from_the_entity_then_the_image() {
+        let actual = user(Attributes {
+            comment: Some("Y".into()),
+            ..Attributes::default()
+        });
+        let provisioned = user(Attributes {
+            comment: Some("X".into()),
+            shell: Some("/bin/sh".into()),
+            groups: groups(&["video"]),
+            ..Attributes::default()
+        });
+        let nothing = definition(Attributes::default(), false);
+        let base = user(Attributes::default());
+        let result = desired(&nothing, &base, Some(&actual), Some(&provisioned));
+        let a = &result.entity.attributes;
+        assert_eq!(a.comment.as_deref(), Some("Y"));
+        assert_eq!(a.shell.as_deref(), Some("/bin/sh"));
+        assert_eq!(a.groups, groups(&["video"]));
+    }
+
+    #[test]
+    fn the_comment_never_conflicts() {
+        let base = user(Attributes {
+            comment: Some("X".into()),
+            ..Attributes::default()
+        });
+        let wanted = definition(
+            Attributes {
+                comment: Some("Z".into()),
+                ..Attributes::default()
+            },
+            false,
+        );
+        assert!(!desired(&wanted, &base, None, Some(&base)).conflict);
+    }
+
+    #[test]
+    fn modified_when_a_said_attribute_differs() {
+        let now = user(Attributes {
+            shell: Some("/bin/sh".into()),
+            comment: Some("Y".into()),
+            ..Attributes::default()
+        });
+        let then = user(Attributes {
+            shell: Some("/bin/zsh".into()),
+            comment: Some("X".into()),
+            number: Some(1),
+            ..Attributes::default()
+        });
+        assert!(modified_since(&now, &then));
+        let then_same_shell = user(Attributes {
+            shell: Some("/bin/sh".into()),
+            ..then.attributes.clone()
+        });
+        assert!(!modified_since(&now, &then_same_shell));
+    }
+
+    #[test]
+    fn modified_when_it_has_groups_the_image_does_not_list_exactly() {
+        let with_video = user(Attributes {
+            groups: groups(&["video"]),
+            ..Attributes::default()
+        });
+        let without = user(Attributes::default());
+        assert!(modified_since(&with_video, &without));
+        assert!(!modified_since(&without, &with_video));
+        assert!(!modified_since(&with_video, &with_video.clone()));
     }
 
     #[test]
@@ -413,8 +506,6 @@ mod tests {
                 Change::Groups(groups(&["a"]))
             ]
         );
-        assert!(!same(&actual, &target));
-        assert!(same(&actual, &actual.clone()));
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct Stacked {
     pub definition: Definition,
     /// The files as read (below `HOLO_RESOURCE_DIR`), each once, in order.
     pub sources: Vec<PathBuf>,
+    /// The file of each definition, in order: Holo 3 says `found in` once
+    /// per definition, so a file that defines the entity twice is named
+    /// twice.
+    pub found_in: Vec<PathBuf>,
 }
 
 /// Everything read from the resource directory.
@@ -317,11 +321,13 @@ fn stack(
             Stacked {
                 definition,
                 sources: vec![source.path.to_path_buf()],
+                found_in: vec![source.path.to_path_buf()],
             },
         );
         return;
     };
     let conflicts = stacked.definition.stack(&definition);
+    stacked.found_in.push(source.path.to_path_buf());
     if !stacked.sources.iter().any(|path| path == source.path) {
         stacked.sources.push(source.path.to_path_buf());
     }

@@ -43,8 +43,10 @@ impl Plugin for UsersGroupsPlugin {
                 let description = stacked.definition.description();
                 let mut entity = Scanned::new(id, stacked.definition);
                 for source in stacked.sources {
-                    let origin = env.origin_of(&source).display().to_string();
-                    entity = entity.source(source).info("found in", origin);
+                    entity = entity.source(source);
+                }
+                for source in stacked.found_in {
+                    entity = entity.info("found in", env.origin_of(&source).display().to_string());
                 }
                 entity.info("with", description)
             })
@@ -84,17 +86,20 @@ impl Plugin for UsersGroupsPlugin {
         env: &Env,
         entity: &EntityCtx<Definition>,
     ) -> Result<Option<(PathBuf, PathBuf)>> {
-        let Some(definition) = &entity.spec else {
-            return Ok(None);
-        };
         let (kind, name) = parse_id(&entity.id)?;
         let actual = passwd::read(env)?.actual(kind, name);
-        let desired = match Image::Provisioned.read(env, &entity.id)? {
-            Some(provisioned) => {
+        let provisioned = Image::Provisioned.read(env, &entity.id)?;
+        let desired = match (&entity.spec, provisioned) {
+            // A scrubbed entity: what Holo last left against what is there.
+            (None, None) => return Ok(None),
+            (None, Some(provisioned)) => provisioned,
+            (Some(definition), Some(provisioned)) => {
                 let base = base_of(env, &entity.id, kind, name, actual.as_ref())?.0;
-                apply::desired(definition, &base, Some(&provisioned)).entity
+                apply::desired(definition, &base, actual.as_ref(), Some(&provisioned)).entity
             }
-            None => apply::desired_before_first_apply(definition, actual.as_ref()),
+            (Some(definition), None) => {
+                apply::desired_before_first_apply(definition, actual.as_ref())
+            }
         };
         let dir = env.cache_dir.join(&entity.id);
         std::fs::create_dir_all(&dir).map_err(|err| Error::io("create directory", &dir, &err))?;
@@ -202,14 +207,14 @@ impl Run<'_> {
         let (kind, name) = (definition.kind, definition.name.as_str());
         let (base, base_on_disk) = base_of(self.env, &id, kind, name, actual)?;
         let provisioned = Image::Provisioned.read(self.env, &id)?;
-        let desired = apply::desired(definition, &base, provisioned.as_ref());
+        let desired = apply::desired(definition, &base, actual, provisioned.as_ref());
         let changes = actual.map(|actual| apply::changes(actual, &desired.entity));
         let facts = Facts {
             exists: actual.is_some(),
             as_desired: changes.as_ref().is_some_and(Vec::is_empty),
             provisioned: provisioned.is_some(),
             modified_since: match (actual, &provisioned) {
-                (Some(actual), Some(provisioned)) => !apply::same(actual, provisioned),
+                (Some(actual), Some(provisioned)) => apply::modified_since(actual, provisioned),
                 _ => false,
             },
             conflict: desired.conflict,
@@ -243,7 +248,7 @@ impl Run<'_> {
         let step = match (&base, actual) {
             (Some(base), Some(actual)) => {
                 restore = apply::changes(actual, base);
-                apply::scrub_step(base.is_empty(), true, restore.is_empty())
+                apply::scrub_step(base.is_empty(), true)
             }
             _ => ScrubStep::Nothing,
         };
@@ -275,7 +280,12 @@ impl Run<'_> {
             println!("Would run: {}", command_line(argv));
             return Ok(false);
         }
-        self.tools.run(argv)?;
+        // Holo 3 prints `usermod NAME` for a restore that changes nothing;
+        // the real usermod refuses to run without an option.
+        let changes_nothing = argv.len() == 2 && argv[0].ends_with("mod");
+        if !(changes_nothing && self.tools != Tools::Mock) {
+            self.tools.run(argv)?;
+        }
         Ok(true)
     }
 
