@@ -72,6 +72,16 @@ impl Source<'_> {
             self.line_of(offset)
         )
     }
+
+    /// A problem Holo 3 reports with a text of its own: that text, then
+    /// where and what to do.
+    fn problem(&self, offset: usize, problem: &Problem) -> String {
+        let ours = self.at(offset, &problem.detail);
+        match &problem.holo3 {
+            Some(holo3) => format!("{holo3} ({ours})"),
+            None => ours,
+        }
+    }
 }
 
 /// Reads one file into `found`; returns the problems to print for it.
@@ -122,14 +132,12 @@ fn read_list(
     problems: &mut Vec<String>,
 ) {
     let Some(items) = value.get_ref().as_array() else {
-        problems.push(source.at(
-            value.span().start,
-            format!(
-                "{} must be written as [[{}]] tables",
-                kind.table(),
-                kind.table()
-            ),
-        ));
+        let problem = Problem::wrong_type(
+            value.get_ref(),
+            "slice",
+            format!("write {} as [[{0}]] tables", kind.table()),
+        );
+        problems.push(source.problem(value.span().start, &problem));
         return;
     };
     for (index, item) in items.iter().enumerate() {
@@ -175,20 +183,22 @@ fn read_table(
                 "{label} is missing required 'name' attribute"
             )));
         }
-        Some(_) => {
+        Some(value) => {
             let at = table.get("name").map_or(offset, |value| value.span().start);
-            let message = source.at(at, format!("{label}: name must be a string"));
-            return Err(TableError::Ours(message, None));
+            let problem =
+                Problem::wrong_type(value, "string", format!("{label}: name must be a string"));
+            return Err(TableError::Ours(source.problem(at, &problem), None));
         }
     };
-    let ours = |at: usize, message: String| {
+    let ours = |at: usize, problem: Problem| {
+        let detail = format!("{}:{name}: {}", kind.table(), problem.detail);
         TableError::Ours(
-            source.at(at, format!("{}:{name}: {message}", kind.table())),
+            source.problem(at, &Problem { detail, ..problem }),
             Some(name.clone()),
         )
     };
     if let Some(problem) = bad_name(&name) {
-        return Err(ours(offset, problem));
+        return Err(ours(offset, Problem::ours(problem)));
     }
     let mut definition = Definition {
         kind,
@@ -210,7 +220,7 @@ fn read_table(
             };
             return Err(ours(
                 key.span().start,
-                format!("unknown attribute {key_name:?}; {hint}"),
+                Problem::ours(format!("unknown attribute {key_name:?}; {hint}")),
             ));
         }
         set_attribute(&mut definition, key_name, value.get_ref())
@@ -235,14 +245,49 @@ fn bad_name(name: &str) -> Option<String> {
     })
 }
 
+/// A problem with a value: Holo 3's text for it, if Holo 3 has one, and
+/// ours.
+struct Problem {
+    holo3: Option<String>,
+    detail: String,
+}
+
+impl Problem {
+    fn ours(detail: String) -> Problem {
+        Problem {
+            holo3: None,
+            detail,
+        }
+    }
+
+    /// A value of the wrong type, in the words of Holo 3's TOML decoder
+    /// (`go_type` is what it wanted: integer, string, boolean or slice).
+    fn wrong_type(value: &DeValue<'_>, go_type: &str, detail: String) -> Problem {
+        let found = match value {
+            DeValue::String(_) => "string",
+            DeValue::Integer(_) => "int64",
+            DeValue::Float(_) => "float64",
+            DeValue::Boolean(_) => "bool",
+            DeValue::Datetime(_) => "time.Time",
+            DeValue::Array(_) => "[]interface {}",
+            DeValue::Table(_) => "map[string]interface {}",
+        };
+        Problem {
+            holo3: Some(format!(
+                "toml: cannot load TOML value of type {found} into a Go {go_type}"
+            )),
+            detail,
+        }
+    }
+}
+
 fn set_attribute(
     definition: &mut Definition,
     key: &str,
     value: &DeValue<'_>,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let a = &mut definition.attributes;
     match key {
-        "name" => {}
         "gid" | "uid" => a.number = Some(number(key, value)?),
         "system" => definition.system = boolean(key, value)?,
         "skipBaseGroups" => definition.skip_base_groups = boolean(key, value)?,
@@ -251,56 +296,50 @@ fn set_attribute(
         "group" => a.group = Some(text(key, value)?),
         "shell" => a.shell = Some(text(key, value)?),
         "groups" => a.groups = texts(key, value)?,
-        _ => return Err(format!("unknown attribute {key:?}")),
+        _ => {}
     }
     Ok(())
 }
 
-fn number(key: &str, value: &DeValue<'_>) -> Result<u32, String> {
-    value
-        .as_integer()
-        .and_then(|integer| u32::from_str_radix(integer.as_str(), integer.radix()).ok())
-        .ok_or_else(|| {
-            format!(
-                "{key} must be a number from 0 to 4294967295, not {}",
-                shown(value)
-            )
-        })
+fn number(key: &str, value: &DeValue<'_>) -> Result<u32, Problem> {
+    let Some(integer) = value.as_integer() else {
+        let detail = format!("{key} must be a number such as 1001");
+        return Err(Problem::wrong_type(value, "integer", detail));
+    };
+    u32::from_str_radix(integer.as_str(), integer.radix()).map_err(|_| {
+        Problem::ours(format!(
+            "{key} must be a number from 0 to 4294967295, not {}",
+            integer.as_str()
+        ))
+    })
 }
 
-fn boolean(key: &str, value: &DeValue<'_>) -> Result<bool, String> {
-    value
-        .as_bool()
-        .ok_or_else(|| format!("{key} must be true or false, not {}", shown(value)))
+fn boolean(key: &str, value: &DeValue<'_>) -> Result<bool, Problem> {
+    value.as_bool().ok_or_else(|| {
+        Problem::wrong_type(value, "boolean", format!("{key} must be true or false"))
+    })
 }
 
-fn text(key: &str, value: &DeValue<'_>) -> Result<String, String> {
-    value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{key} must be a string, not {}", shown(value)))
+fn text(key: &str, value: &DeValue<'_>) -> Result<String, Problem> {
+    value.as_str().map(str::to_string).ok_or_else(|| {
+        Problem::wrong_type(value, "string", format!("{key} must be a string in quotes"))
+    })
 }
 
-fn texts(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, String> {
-    let wrong = || format!("{key} must be a list of group names, such as [\"audio\", \"video\"]");
-    let items = value.as_array().ok_or_else(wrong)?;
+fn texts(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, Problem> {
+    let detail = || format!("{key} must be a list of group names, such as [\"audio\", \"video\"]");
+    let items = value
+        .as_array()
+        .ok_or_else(|| Problem::wrong_type(value, "slice", detail()))?;
     items
         .iter()
         .map(|item| {
-            item.get_ref()
-                .as_str()
+            let item = item.get_ref();
+            item.as_str()
                 .map(str::to_string)
-                .ok_or_else(wrong)
+                .ok_or_else(|| Problem::wrong_type(item, "string", detail()))
         })
         .collect()
-}
-
-fn shown(value: &DeValue<'_>) -> String {
-    match value {
-        DeValue::String(text) => format!("the string {text:?}"),
-        DeValue::Integer(integer) => format!("the number {}", integer.as_str()),
-        other => format!("a {}", other.type_str()),
-    }
 }
 
 /// Adds a definition to its entity's stack, or starts one; a conflict
@@ -378,7 +417,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "/usr/share/holo/users-groups/a.toml:7: group:g: gid must be a number from 0 to 4294967295, not the string \"12\"",
+                "toml: cannot load TOML value of type string into a Go integer (/usr/share/holo/users-groups/a.toml:7: group:g: gid must be a number such as 1001)",
                 "/usr/share/holo/users-groups/a.toml:3: user:u: unknown attribute \"shel\"; did you mean \"shell\"?",
             ]
         );

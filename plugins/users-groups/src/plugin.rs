@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use holo_plugin::command::command_line;
+use holo_plugin::resources::lexically_normal;
 use holo_plugin::{EntityCtx, Env, Error, Extension, Mode, Outcome, Plugin, Result, Scanned};
 
 use crate::apply::{self, Change, Facts, ScrubStep, Step};
@@ -46,7 +47,9 @@ impl Plugin for UsersGroupsPlugin {
                     entity = entity.source(source);
                 }
                 for source in stacked.found_in {
-                    entity = entity.info("found in", env.origin_of(&source).display().to_string());
+                    // Clean, as Holo 3 prints it (its driver passes ./ROOT/).
+                    let origin = lexically_normal(&env.origin_of(&source));
+                    entity = entity.info("found in", origin.display().to_string());
                 }
                 entity.info("with", description)
             })
