@@ -9,7 +9,7 @@ use holo_plugin::command::command_line;
 use holo_plugin::resources::lexically_normal;
 use holo_plugin::{EntityCtx, Env, Error, Extension, Mode, Outcome, Plugin, Result, Scanned};
 
-use crate::apply::{self, Change, Facts, ScrubStep, Step};
+use crate::apply::{self, Facts, ScrubStep, Step};
 use crate::definitions::{self, Found, Source};
 use crate::image::{self, Image};
 use crate::model::{Definition, Entity, Kind};
@@ -54,11 +54,8 @@ impl Plugin for UsersGroupsPlugin {
                 entity.info("with", description)
             })
             .collect();
-        let mut orphans = Image::Base.ids(env)?;
-        orphans.extend(Image::Provisioned.ids(env)?);
-        orphans.sort();
-        orphans.dedup();
-        for id in orphans {
+        // As in Holo 3, an entity is Holo's when it has a base image.
+        for id in Image::Base.ids(env)? {
             let defined = scanned.iter().any(|entity| entity.id == id);
             if !defined && !found.broken.contains(&id) {
                 scanned
@@ -96,12 +93,8 @@ impl Plugin for UsersGroupsPlugin {
             // A scrubbed entity: what Holo last left against what is there.
             (None, None) => return Ok(None),
             (None, Some(provisioned)) => provisioned,
-            (Some(definition), Some(provisioned)) => {
-                let base = base_of(env, &entity.id, kind, name, actual.as_ref())?.0;
-                apply::desired(definition, &base, actual.as_ref(), Some(&provisioned)).entity
-            }
-            (Some(definition), None) => {
-                apply::desired_before_first_apply(definition, actual.as_ref())
+            (Some(definition), provisioned) => {
+                apply::diff_desired(definition, provisioned.as_ref().or(actual.as_ref()))
             }
         };
         let dir = env.cache_dir.join(&entity.id);
@@ -210,18 +203,18 @@ impl Run<'_> {
         let (kind, name) = (definition.kind, definition.name.as_str());
         let (base, base_on_disk) = base_of(self.env, &id, kind, name, actual)?;
         let provisioned = Image::Provisioned.read(self.env, &id)?;
-        let desired = apply::desired(definition, &base, actual, provisioned.as_ref());
+        let force = self.mode == Mode::Force;
+        let desired = apply::desired(definition, &base, actual, provisioned.as_ref(), force);
         let changes = actual.map(|actual| apply::changes(actual, &desired.entity));
         let facts = Facts {
             exists: actual.is_some(),
             as_desired: changes.as_ref().is_some_and(Vec::is_empty),
             provisioned: provisioned.is_some(),
-            modified_since: match (actual, &provisioned) {
-                (Some(actual), Some(provisioned)) => apply::modified_since(actual, provisioned),
-                _ => false,
+            overrides: match (actual, &provisioned) {
+                (Some(actual), Some(_)) => apply::overrides(actual, &desired.entity),
+                _ => desired.contradicts_base,
             },
-            conflict: desired.conflict,
-            force: self.mode == Mode::Force,
+            force,
         };
         if !base_on_disk && self.mode != Mode::Noop {
             Image::Base.write(self.env, &base)?;
@@ -246,19 +239,16 @@ impl Run<'_> {
 
     fn scrub(&self, kind: Kind, name: &str, actual: Option<&Entity>) -> Result<Outcome> {
         let id = Entity::named(kind, name).id();
-        let base = Image::Base.read(self.env, &id)?;
-        let mut restore: Vec<Change> = Vec::new();
-        let step = match (&base, actual) {
-            (Some(base), Some(actual)) => {
-                restore = apply::changes(actual, base);
-                apply::scrub_step(base.is_empty(), true)
-            }
-            _ => ScrubStep::Nothing,
-        };
-        let argv = match (step, actual) {
-            (ScrubStep::Delete, Some(actual)) => Some(shadow::delete(actual)),
-            (ScrubStep::Restore, Some(actual)) => Some(shadow::modify(actual, &restore)),
-            _ => None,
+        let argv = match Image::Base.read(self.env, &id)? {
+            Some(base) => match (apply::scrub_step(base.is_empty(), actual.is_some()), actual) {
+                (ScrubStep::Delete, Some(actual)) => Some(shadow::delete(actual)),
+                (ScrubStep::Restore, Some(actual)) => {
+                    Some(shadow::modify(actual, &apply::changes(actual, &base)))
+                }
+                (ScrubStep::Recreate, _) => Some(shadow::create(&base, false)),
+                _ => None,
+            },
+            None => None,
         };
         if let Some(argv) = &argv
             && !self.carry_out(argv)?
