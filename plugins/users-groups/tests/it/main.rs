@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod holo3_rules;
 mod real_accounts;
 mod switch_holo3;

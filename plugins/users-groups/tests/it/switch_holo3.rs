@@ -9,16 +9,16 @@ use std::process::Command;
 use crate::common::{GROUP, PASSWD, Root};
 
 /// A driver and the plugin it runs.
-struct Holo {
-    name: &'static str,
-    driver: PathBuf,
-    plugin: PathBuf,
+pub struct Holo {
+    pub name: &'static str,
+    pub driver: PathBuf,
+    pub plugin: PathBuf,
 }
 
 const FIRST: &str = "[[group]]\nname = \"video\"\n\n[[group]]\nname = \"team\"\ngid = 2345\n\n[[user]]\nname = \"bob\"\ngroups = [\"video\"]\n\n[[user]]\nname = \"carol\"\nshell = \"/bin/sh\"\n\n[[user]]\nname = \"dave\"\nuid = 2002\ngroup = \"users\"\ngroups = [\"team\"]\n\n[[user]]\nname = \"root\"\nshell = \"/bin/zsh\"\n";
 const SECOND: &str = "[[user]]\nname = \"carol\"\ncomment = \"Carol\"\n\n[[user]]\nname = \"dave\"\nhome = \"/srv/dave\"\n";
 
-fn holo3() -> (tempfile::TempDir, Holo) {
+pub fn holo3() -> (tempfile::TempDir, Holo) {
     let source = test_support::holo3::require_source();
     let go = test_support::require_go("to build Holo 3");
     let dir = tempfile::tempdir().unwrap();
@@ -35,7 +35,7 @@ fn holo3() -> (tempfile::TempDir, Holo) {
     (dir, holo)
 }
 
-fn ours() -> Holo {
+pub fn ours() -> Holo {
     Holo {
         name: "ours",
         driver: test_support::binary("holo"),
