@@ -4,6 +4,7 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bad_input;
 mod common;
 mod holo3_rules;
 mod real_accounts;
