@@ -23,7 +23,8 @@ pub fn holo3() -> (tempfile::TempDir, Holo) {
     let go = test_support::require_go("to build Holo 3");
     let dir = tempfile::tempdir().unwrap();
     let binary = dir.path().join("holo");
-    test_support::holo3::build(&source, &go, &binary);
+    let go_cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("holo3-go-cache");
+    test_support::holo3::build(&source, &go, &binary, &go_cache);
     // One binary serves the driver and the Go plugins, by the name it runs as.
     let plugin = dir.path().join("holo-users-groups");
     std::os::unix::fs::symlink(&binary, &plugin).unwrap();
