@@ -7,5 +7,6 @@
 mod bad_input;
 mod common;
 mod holo3_rules;
+mod noop;
 mod real_accounts;
 mod switch_holo3;
