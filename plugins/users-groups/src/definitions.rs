@@ -48,6 +48,19 @@ pub struct Found {
     /// Entities whose definitions are broken or conflict: neither applied
     /// nor scrubbed.
     pub broken: Vec<String>,
+    /// Entities whose definitions conflict, left out by [`Found::finish`].
+    conflicting: std::collections::BTreeSet<String>,
+}
+
+impl Found {
+    /// Leaves out the entities with a broken or conflicting definition,
+    /// once every file is read.
+    pub fn finish(&mut self) {
+        self.broken.extend(std::mem::take(&mut self.conflicting));
+        for id in &self.broken {
+            self.entities.remove(id);
+        }
+    }
 }
 
 /// A file's text with the origin path for our own messages.
@@ -288,13 +301,14 @@ fn set_attribute(
 ) -> Result<(), Problem> {
     let a = &mut definition.attributes;
     match key {
-        "gid" | "uid" => a.number = Some(number(key, value)?),
+        // As in Holo 3, 0 and "" are as good as unset.
+        "gid" | "uid" => a.number = Some(number(key, value)?).filter(|&number| number != 0),
         "system" => definition.system = boolean(key, value)?,
         "skipBaseGroups" => definition.skip_base_groups = boolean(key, value)?,
-        "comment" => a.comment = Some(text(key, value)?),
-        "home" => a.home = Some(text(key, value)?),
-        "group" => a.group = Some(text(key, value)?),
-        "shell" => a.shell = Some(text(key, value)?),
+        "comment" => a.comment = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "home" => a.home = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "group" => a.group = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "shell" => a.shell = Some(text(key, value)?).filter(|text| !text.is_empty()),
         "groups" => a.groups = texts(key, value)?,
         _ => {}
     }
@@ -342,8 +356,9 @@ fn texts(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, Problem> {
         .collect()
 }
 
-/// Adds a definition to its entity's stack, or starts one; a conflict
-/// (Holo 3's message) leaves the entity out.
+/// Adds a definition to its entity's stack, or starts one. A conflict
+/// (Holo 3's message) leaves the entity out at the end; later definitions
+/// are still compared, as Holo 3 does.
 fn stack(
     source: &Source<'_>,
     definition: Definition,
@@ -351,18 +366,17 @@ fn stack(
     problems: &mut Vec<String>,
 ) {
     let id = definition.id();
-    if found.broken.contains(&id) {
-        return;
-    }
     let Some(stacked) = found.entities.get_mut(&id) else {
-        found.entities.insert(
-            id,
-            Stacked {
-                definition,
-                sources: vec![source.path.to_path_buf()],
-                found_in: vec![source.path.to_path_buf()],
-            },
-        );
+        if !found.broken.contains(&id) {
+            found.entities.insert(
+                id,
+                Stacked {
+                    definition,
+                    sources: vec![source.path.to_path_buf()],
+                    found_in: vec![source.path.to_path_buf()],
+                },
+            );
+        }
         return;
     };
     let conflicts = stacked.definition.stack(&definition);
@@ -372,8 +386,7 @@ fn stack(
     }
     if !conflicts.is_empty() {
         problems.extend(conflicts);
-        found.entities.remove(&id);
-        found.broken.push(id);
+        found.conflicting.insert(id);
     }
 }
 
@@ -443,6 +456,10 @@ mod tests {
         read("[[group]]\nname = \"s\"\ngid = 1\n", &mut found);
         let problems = read("[[group]]\nname = \"s\"\ngid = 2\n", &mut found);
         assert_eq!(problems, ["conflicting GID for group:s (1 vs. 2)"]);
+        let problems = read("[[group]]\nname = \"s\"\ngid = 3\n", &mut found);
+        assert_eq!(problems, ["conflicting GID for group:s (1 vs. 3)"]);
+        found.finish();
         assert!(found.entities.is_empty());
+        assert_eq!(found.broken, ["group:s"]);
     }
 }

@@ -148,6 +148,7 @@ fn read_definitions(env: &Env) -> Result<Found> {
             eprint!("{text}");
         }
     }
+    found.finish();
     Ok(found)
 }
 

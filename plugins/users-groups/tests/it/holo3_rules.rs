@@ -229,3 +229,58 @@ fn our_plugin_passes_holo3s_cases_under_holo3s_driver() {
         String::from_utf8_lossy(&run.stdout)
     );
 }
+
+/// Stacked definitions, each as files `01.toml`, `02.toml`, ...
+const STACKS: &[(&str, &[&str])] = &[
+    (
+        "groups of all, sorted",
+        &[
+            "[[user]]\nname = \"u\"\ngroups = [\"b\", \"a\"]\n",
+            "[[user]]\nname = \"u\"\nshell = \"/s\"\n",
+        ],
+    ),
+    (
+        "skipBaseGroups from the first",
+        &[
+            "[[user]]\nname = \"u\"\ngroups = [\"b\"]\n",
+            "[[user]]\nname = \"u\"\ngroups = [\"c\"]\nskipBaseGroups = true\n",
+            "[[group]]\nname = \"g\"\nsystem = true\n[[group]]\nname = \"g\"\n",
+        ],
+    ),
+    (
+        "every conflict is reported",
+        &[
+            "[[user]]\nname = \"u\"\nuid = 1\n",
+            "[[user]]\nname = \"u\"\nuid = 2\ncomment = \"two\"\n",
+            "[[user]]\nname = \"u\"\nuid = 3\n",
+        ],
+    ),
+    (
+        "empty values are unset",
+        &["[[user]]\nname = \"u\"\ngroups = []\ncomment = \"\"\nhome = \"\"\n"],
+    ),
+];
+
+#[test]
+#[ignore = "needs Go and a Holo 3 checkout in HOLO3_SOURCE"]
+fn stacked_definitions_give_what_holo3_gives() {
+    let (_dir, holo3) = holo3();
+    let ours = ours();
+    let run = |holo: &Holo, files: &[&str]| {
+        let root = Root::new(&holo.plugin);
+        root.write("etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
+        root.write("etc/group", "root:x:0:root\n");
+        for (index, text) in files.iter().enumerate() {
+            root.write(
+                &format!("usr/share/holo/users-groups/{:02}.toml", index + 1),
+                text,
+            );
+        }
+        let mut seen = vec![root.holo(&holo.driver, &["scan"], &[])];
+        seen.push(root.holo(&holo.driver, &["apply"], &[]));
+        seen
+    };
+    for (name, files) in STACKS {
+        assert_eq!(run(&holo3, files), run(&ours, files), "{name}");
+    }
+}
