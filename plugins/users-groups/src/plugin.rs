@@ -55,12 +55,19 @@ impl Plugin for UsersGroupsPlugin {
             })
             .collect();
         // As in Holo 3, an entity is Holo's when it has a base image.
-        for id in Image::Base.ids(env)? {
-            let defined = scanned.iter().any(|entity| entity.id == id);
-            if !defined && !found.broken.contains(&id) {
-                scanned
-                    .push(Scanned::orphan(id).action("Scrubbing", Some(SCRUB_REASON.to_string())));
-            }
+        let known: std::collections::BTreeSet<&str> = scanned
+            .iter()
+            .map(|entity| entity.id.as_str())
+            .chain(found.broken.iter().map(String::as_str))
+            .collect();
+        let orphans: Vec<String> = Image::Base
+            .ids(env)?
+            .into_iter()
+            .filter(|id| !known.contains(id.as_str()))
+            .collect();
+        drop(known);
+        for id in orphans {
+            scanned.push(Scanned::orphan(id).action("Scrubbing", Some(SCRUB_REASON.to_string())));
         }
         scanned.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(scanned)
