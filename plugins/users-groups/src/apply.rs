@@ -89,8 +89,8 @@ pub fn overrides(actual: &Entity, desired: &Entity) -> bool {
 /// into the provisioned image, or for an entity that was never provisioned
 /// into the actual state (the definition wins; the groups of both are
 /// joined, even with `skipBaseGroups`). The base image plays no part.
-pub fn diff_desired(definition: &Definition, actual: Option<&Entity>) -> Entity {
-    let mut entity = actual
+pub fn diff_desired(definition: &Definition, recorded_or_actual: Option<&Entity>) -> Entity {
+    let mut entity = recorded_or_actual
         .cloned()
         .unwrap_or_else(|| Entity::named(definition.kind, &definition.name));
     let attributes = &mut entity.attributes;
