@@ -15,6 +15,7 @@ mod flags;
 mod golden;
 mod guest_files;
 mod health;
+mod host_files;
 mod host_overrides;
 mod images;
 mod import;

@@ -130,7 +130,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         .unwrap_or(DEFAULT_STOP_GRACE_MS);
     let protect = f
         .get("x-holo")
-        .and_then(|n| decode_x_holo(r, n, &f.path("x-holo")));
+        .and_then(|n| decode_x_holo(r, n, &f.path("x-holo"), keys::X_HOLO));
     let profiles = f
         .get("profiles")
         .map(|n| r.strings(n, &f.path("profiles")))
@@ -426,8 +426,8 @@ fn decode_guest_files(r: &mut Reader, f: &Fields, cx: &Context) -> Vec<GuestFile
 /// An `x-holo` mapping (on a service, or the top-level default): its
 /// `protect`, when set. `protect` must be a YAML boolean: a quoted "yes" is
 /// refused rather than guessed.
-pub fn decode_x_holo(r: &mut Reader, node: &Node, path: &str) -> Option<bool> {
-    let entries = r.mapping(node, path, keys::X_HOLO)?;
+pub fn decode_x_holo(r: &mut Reader, node: &Node, path: &str, known: &[&str]) -> Option<bool> {
+    let entries = r.mapping(node, path, known)?;
     let (_, value) = entries
         .iter()
         .find(|(k, v)| k.as_str() == Some("protect") && !v.is_null())?;
