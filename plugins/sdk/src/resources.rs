@@ -61,6 +61,17 @@ pub struct Common {
     pub alias: Option<String>,
     /// `health_checks`: Nagios-style commands run after apply.
     pub health_checks: Vec<HealthCheck>,
+    /// `max_render_size`: how many bytes one template of the resource may
+    /// render (its properties, and the files of a template tree).
+    pub max_render_size: Option<usize>,
+}
+
+impl Common {
+    /// The render budget: `max_render_size`, else 64 MiB.
+    pub fn render_budget(&self) -> usize {
+        self.max_render_size
+            .unwrap_or(crate::template::DEFAULT_MAX_RENDER_SIZE)
+    }
 }
 
 /// Where a table was declared.
@@ -163,6 +174,7 @@ const COMMON_PROPERTIES: &[&str] = &[
     "template",
     "alias",
     "health_checks",
+    "max_render_size",
 ];
 
 /// The common properties a one-off gives as flags, with their types
@@ -766,12 +778,24 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))
             })?,
         };
+        let max_render_size = match table.remove("max_render_size") {
+            None => None,
+            Some(value) => Some(parse_render_size(value.get_ref()).ok_or_else(|| {
+                Error::new(format!(
+                    "{}: max_render_size must be a size in bytes, such as 1048576 or \"128M\" (K, M and G count 1024s)",
+                    at(value.span().start)
+                ))
+            })?),
+        };
+        self.templates.max_render_size =
+            max_render_size.unwrap_or(crate::template::DEFAULT_MAX_RENDER_SIZE);
         let skipped = self.evaluate_conditions(&mut table, render, location, at)?;
         if render {
             self.render_properties(&mut table, skipped.is_some(), at)?;
         }
         let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
-        let common = take_common(&mut table, at)?;
+        let mut common = take_common(&mut table, at)?;
+        common.max_render_size = max_render_size;
         if let Some(fields) = self.fields {
             for key in table.keys() {
                 let name = key.get_ref().as_ref();
@@ -934,6 +958,26 @@ fn rename_aliases<R: Resource>(
     Ok(())
 }
 
+/// `max_render_size`: a positive number of bytes, or a string with a
+/// `K`, `M` or `G` suffix (binary units).
+fn parse_render_size(value: &DeValue<'_>) -> Option<usize> {
+    let bytes = match value {
+        DeValue::Integer(number) => number.as_str().parse::<u64>().ok()?,
+        DeValue::String(text) => {
+            let text = text.trim();
+            let (digits, unit) = match text.char_indices().last()? {
+                (at, 'K' | 'k') => (&text[..at], 1u64 << 10),
+                (at, 'M' | 'm') => (&text[..at], 1 << 20),
+                (at, 'G' | 'g') => (&text[..at], 1 << 30),
+                _ => (text, 1),
+            };
+            digits.trim().parse::<u64>().ok()?.checked_mul(unit)?
+        }
+        _ => return None,
+    };
+    usize::try_from(bytes).ok().filter(|bytes| *bytes > 0)
+}
+
 fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Result<Common> {
     let mut common = Common::default();
     for (property, target) in [
@@ -1045,6 +1089,8 @@ impl LineIndex {
 /// Templates may read files of the resource directory (`template()`,
 /// `readFile()`, includes); those count as read by the plugin.
 struct Templates {
+    /// The budget of the table being rendered (`max_render_size`).
+    max_render_size: usize,
     root: PathBuf,
     test_mode: bool,
     resource_dir: PathBuf,
@@ -1055,6 +1101,7 @@ struct Templates {
 impl Templates {
     fn new(env: &Env) -> Self {
         Templates {
+            max_render_size: crate::template::DEFAULT_MAX_RENDER_SIZE,
             root: env.root.clone(),
             test_mode: env.test_mode,
             resource_dir: env.resource_dir.clone(),
@@ -1114,27 +1161,30 @@ impl Templates {
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
         let origin = self.resource_origin.clone();
+        let limit = self.max_render_size;
         let context = self.context(location, property)?;
-        context.render(text).map_err(|err| match err.file() {
-            // Inside a template file: its own place first, then the property.
-            Some(file) => Error::new(format!(
-                "{}:{}: {err}; rendered for property {property} at {location}",
-                origin.join(file).display(),
-                err.line()
-            )),
-            None => {
-                let place = Location {
-                    line: location.line + err.line().saturating_sub(1),
-                    ..location.clone()
-                };
-                let literally = if err.may_be_literal() {
-                    "; set template = false in the table to take the text literally"
-                } else {
-                    ""
-                };
-                Error::new(format!("{place}: property {property}: {err}{literally}"))
-            }
-        })
+        context
+            .render_within(text, limit)
+            .map_err(|err| match err.file() {
+                // Inside a template file: its own place first, then the property.
+                Some(file) => Error::new(format!(
+                    "{}:{}: {err}; rendered for property {property} at {location}",
+                    origin.join(file).display(),
+                    err.line()
+                )),
+                None => {
+                    let place = Location {
+                        line: location.line + err.line().saturating_sub(1),
+                        ..location.clone()
+                    };
+                    let literally = if err.may_be_literal() {
+                        "; set template = false in the table to take the text literally"
+                    } else {
+                        ""
+                    };
+                    Error::new(format!("{place}: property {property}: {err}{literally}"))
+                }
+            })
     }
 }
 

@@ -14,6 +14,7 @@ mod non_utf8_names;
 mod oneoff;
 mod ownership;
 mod properties;
+mod render_budget;
 mod shared_sweeps;
 mod source_containment;
 mod support;
