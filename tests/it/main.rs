@@ -23,6 +23,7 @@ mod fixture_readmes;
 mod fixtures;
 mod fleet;
 mod holo3_suite;
+mod holo3_switch;
 mod lints;
 mod man_pages;
 mod noop_state_dirs;
