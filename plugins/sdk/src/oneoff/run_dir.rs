@@ -92,7 +92,11 @@ fn run_dirs(env: &Env) -> Result<(PathBuf, Vec<PathBuf>)> {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    let made = real.ancestors().take(missing).map(Path::to_path_buf).collect();
+    let made = real
+        .ancestors()
+        .take(missing)
+        .map(Path::to_path_buf)
+        .collect();
     Ok((real, made))
 }
 
