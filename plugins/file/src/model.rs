@@ -235,79 +235,20 @@ impl FileResource {
         }
         let owner = principal(self.owner, "owner")?;
         let group = principal(self.group, "group")?;
-        let mode = match self.mode {
-            Some(ModeValue::Text(text)) => Some(parse_mode(&text).map_err(|m| invalid("mode", m))?),
-            Some(ModeValue::Integer(number)) => {
-                return Err(invalid(
-                    "mode",
-                    format!(
-                        "mode must be a string such as \"0644\"; the bare number {number} is ambiguous, quote it"
-                    ),
-                ));
-            }
-            None => None,
-        };
-        let target = match (ensure, self.target) {
-            (Ensure::Link, Some(target)) => {
-                Some(validate_target(&target).map_err(|m| invalid("target", m))?)
-            }
-            (Ensure::Link, None) => {
-                return Err(invalid(
-                    "target",
-                    "`target` is required with ensure = \"link\"; give the path the link points to",
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(invalid(
-                    "target",
-                    format!(
-                        "target only applies to ensure = \"link\", this one is \"{}\"; remove it or set ensure = \"link\"",
-                        ensure.as_str()
-                    ),
-                ));
-            }
-            (_, None) => None,
-        };
+        let mode = mode_value(self.mode)?;
+        let target = link_target(ensure, self.target)?;
         if ensure == Ensure::Link && mode.is_some() {
             return Err(invalid(
                 "mode",
                 "a symbolic link has no mode of its own (what it points to has); remove `mode`",
             ));
         }
-        if !matches!(ensure, Ensure::Absent | Ensure::Link) {
-            for (property, missing) in [
-                ("owner", owner.is_none()),
-                ("group", group.is_none()),
-                ("mode", mode.is_none()),
-            ] {
-                if missing {
-                    return Err(invalid(
-                        property,
-                        format!(
-                            "`{property}` is required unless ensure = \"absent\" or \"link\", so that no file gets default permissions; add it"
-                        ),
-                    ));
-                }
-            }
-        }
-        if let (Ensure::Present, Some(mode)) = (ensure, mode) {
-            let bits = [(0o4000, "setuid"), (0o2000, "setgid")];
-            let set: Vec<&str> = bits
-                .iter()
-                .filter(|(bit, _)| mode & bit != 0)
-                .map(|(_, name)| *name)
-                .collect();
-            if !set.is_empty() && self.allow_setid != Some(true) {
-                return Err(invalid(
-                    "mode",
-                    format!(
-                        "mode \"{}\" sets the {} bit on a file, which is easy to do by mistake; add allow_setid = true to the resource if it is meant",
-                        format_mode(mode),
-                        set.join(" and ")
-                    ),
-                ));
-            }
-        }
+        check_permissions(
+            ensure,
+            [owner.is_some(), group.is_some()],
+            mode,
+            self.allow_setid,
+        )?;
         let force = self.force.unwrap_or(false);
         if force && !matches!(ensure, Ensure::Absent | Ensure::Link) {
             return Err(invalid(
@@ -328,6 +269,87 @@ impl FileResource {
             found_in: declared.to_string(),
         })
     }
+}
+
+/// `mode`: a string of octal digits; a bare number is ambiguous.
+fn mode_value(mode: Option<ModeValue>) -> Result<Option<u32>, Invalid> {
+    match mode {
+        Some(ModeValue::Text(text)) => Ok(Some(parse_mode(&text).map_err(|m| invalid("mode", m))?)),
+        Some(ModeValue::Integer(number)) => Err(invalid(
+            "mode",
+            format!(
+                "mode must be a string such as \"0644\"; the bare number {number} is ambiguous, quote it"
+            ),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// `target`: required with ensure = "link", and only there.
+fn link_target(ensure: Ensure, target: Option<String>) -> Result<Option<String>, Invalid> {
+    match (ensure, target) {
+        (Ensure::Link, Some(target)) => Ok(Some(
+            validate_target(&target).map_err(|m| invalid("target", m))?,
+        )),
+        (Ensure::Link, None) => Err(invalid(
+            "target",
+            "`target` is required with ensure = \"link\"; give the path the link points to",
+        )),
+        (_, Some(_)) => Err(invalid(
+            "target",
+            format!(
+                "target only applies to ensure = \"link\", this one is \"{}\"; remove it or set ensure = \"link\"",
+                ensure.as_str()
+            ),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// Owner, group and mode are required unless the file is absent or a
+/// link (no default permissions); setuid and setgid on a file need
+/// `allow_setid`.
+fn check_permissions(
+    ensure: Ensure,
+    owner_and_group: [bool; 2],
+    mode: Option<u32>,
+    allow_setid: Option<bool>,
+) -> Result<(), Invalid> {
+    if !matches!(ensure, Ensure::Absent | Ensure::Link) {
+        for (property, missing) in [
+            ("owner", !owner_and_group[0]),
+            ("group", !owner_and_group[1]),
+            ("mode", mode.is_none()),
+        ] {
+            if missing {
+                return Err(invalid(
+                    property,
+                    format!(
+                        "`{property}` is required unless ensure = \"absent\" or \"link\", so that no file gets default permissions; add it"
+                    ),
+                ));
+            }
+        }
+    }
+    if let (Ensure::Present, Some(mode)) = (ensure, mode) {
+        let bits = [(0o4000, "setuid"), (0o2000, "setgid")];
+        let set: Vec<&str> = bits
+            .iter()
+            .filter(|(bit, _)| mode & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        if !set.is_empty() && allow_setid != Some(true) {
+            return Err(invalid(
+                "mode",
+                format!(
+                    "mode \"{}\" sets the {} bit on a file, which is easy to do by mistake; add allow_setid = true to the resource if it is meant",
+                    format_mode(mode),
+                    set.join(" and ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn principal(
