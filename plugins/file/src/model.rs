@@ -640,117 +640,121 @@ mod tests {
         assert!(spec.force);
     }
 
+    /// A resource (TOML), the property its error names, and a part of the
+    /// message.
+    const PROPERTY_ERRORS: &[(&str, &str, &str)] = &[
+        (
+            "name = \"etc\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "name",
+            "not absolute",
+        ),
+        (
+            "name = \"/e\"\nensure=\"file\"",
+            "ensure",
+            "use \"present\", \"absent\", \"directory\" or \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"presnt\"",
+            "ensure",
+            "(did you mean \"present\"?)",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"",
+            "mode",
+            "sets the setuid bit on a file",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"6755\"",
+            "mode",
+            "setuid and setgid bit on a file, which is easy to do by mistake; add allow_setid = true",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"",
+            "target",
+            "`target` is required with ensure = \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"\"",
+            "target",
+            "target is empty",
+        ),
+        (
+            "name = \"/e\"\ntarget=\"/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "target",
+            "target only applies to ensure = \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\nmode=\"0777\"",
+            "mode",
+            "a symbolic link has no mode of its own",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\ncontent=\"x\"",
+            "content",
+            "only a file with ensure = \"present\"",
+        ),
+        (
+            "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\nmode=\"0644\"",
+            "group",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"",
+            "mode",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=644",
+            "mode",
+            "quote it",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0999\"",
+            "mode",
+            "not octal",
+        ),
+        (
+            "name = \"/e\"\nowner=-1\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "not a valid numeric id",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a b \"\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "not a valid name",
+        ),
+        (
+            "name = \"/e\"\ncontent=\"x\"\nsource=\"y\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "source",
+            "exclude each other",
+        ),
+        (
+            "name = \"/e\"\nensure=\"directory\"\ncontent=\"x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+            "content",
+            "only a file with ensure = \"present\"",
+        ),
+        (
+            "name = \"/e\"\nforce=true\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+            "force",
+            "only applies to ensure = \"absent\"",
+        ),
+        (
+            "name = \"/e\"\nsource=\"missing.txt\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "source",
+            "/usr/share/holo/file/app/missing.txt",
+        ),
+    ];
+
     #[test]
     fn property_errors_name_the_property() {
-        for (text, property, needle) in [
-            (
-                "name = \"etc\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "name",
-                "not absolute",
-            ),
-            (
-                "name = \"/e\"\nensure=\"file\"",
-                "ensure",
-                "use \"present\", \"absent\", \"directory\" or \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"presnt\"",
-                "ensure",
-                "(did you mean \"present\"?)",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"",
-                "mode",
-                "sets the setuid bit on a file",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"6755\"",
-                "mode",
-                "setuid and setgid bit on a file, which is easy to do by mistake; add allow_setid = true",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"",
-                "target",
-                "`target` is required with ensure = \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"\"",
-                "target",
-                "target is empty",
-            ),
-            (
-                "name = \"/e\"\ntarget=\"/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "target",
-                "target only applies to ensure = \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\nmode=\"0777\"",
-                "mode",
-                "a symbolic link has no mode of its own",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\ncontent=\"x\"",
-                "content",
-                "only a file with ensure = \"present\"",
-            ),
-            (
-                "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\nmode=\"0644\"",
-                "group",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"",
-                "mode",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=644",
-                "mode",
-                "quote it",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0999\"",
-                "mode",
-                "not octal",
-            ),
-            (
-                "name = \"/e\"\nowner=-1\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "not a valid numeric id",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a b \"\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "not a valid name",
-            ),
-            (
-                "name = \"/e\"\ncontent=\"x\"\nsource=\"y\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "source",
-                "exclude each other",
-            ),
-            (
-                "name = \"/e\"\nensure=\"directory\"\ncontent=\"x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
-                "content",
-                "only a file with ensure = \"present\"",
-            ),
-            (
-                "name = \"/e\"\nforce=true\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
-                "force",
-                "only applies to ensure = \"absent\"",
-            ),
-            (
-                "name = \"/e\"\nsource=\"missing.txt\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "source",
-                "/usr/share/holo/file/app/missing.txt",
-            ),
-        ] {
+        for (text, property, needle) in PROPERTY_ERRORS {
             let err = validate(text).expect_err(text);
-            assert_eq!(err.property, property, "{text}: {err}");
+            assert_eq!(err.property, *property, "{text}: {err}");
             assert!(err.message.contains(needle), "{text}: {err}");
         }
     }
