@@ -230,6 +230,27 @@ impl Plugin {
         })
     }
 
+    /// The executable's path, argv and environment as C strings.
+    fn exec_arguments(
+        &self,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> std::io::Result<(CString, Vec<CString>, Vec<CString>)> {
+        let to_c = |s: &str| {
+            CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let path = to_c(&executable_path(&self.binary))?;
+        let mut argv = vec![to_c(&self.binary)?];
+        for arg in args {
+            argv.push(to_c(arg)?);
+        }
+        let mut envp = self.env.clone();
+        for (key, value) in extra_env {
+            envp.push(to_c(&format!("{key}={value}"))?);
+        }
+        Ok((path, argv, envp))
+    }
+
     /// [`Plugin::run`], where `sink` also gets `None` whenever the driver is
     /// about to wait for the plugin: the moment to show what it printed.
     ///
@@ -252,18 +273,7 @@ impl Plugin {
             ));
         }
         use nix::spawn::{PosixSpawnFileActions, posix_spawn};
-        let to_c = |s: &str| {
-            CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-        };
-        let path = to_c(&executable_path(&self.binary))?;
-        let mut argv = vec![to_c(&self.binary)?];
-        for arg in args {
-            argv.push(to_c(arg)?);
-        }
-        let mut envp = self.env.clone();
-        for (key, value) in extra_env {
-            envp.push(to_c(&format!("{key}={value}"))?);
-        }
+        let (path, argv, envp) = self.exec_arguments(args, extra_env)?;
 
         // Pipes are close-on-exec; the child gets its ends through dup2.
         let (stdin_read, stdin_write) = match stdin {
