@@ -440,7 +440,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     );
 }
 
-/// 1. holo apply: db first, healthy, then web; cloud-init applied the
+/// Step 1, holo apply: db first, healthy, then web; cloud-init applied the
 /// hostname and the files, and the published port serves the page.
 fn apply_brings_db_then_web_up(e2e: &E2e, web_port: u16) {
     // 1. holo apply: db first, healthy, then web.
@@ -537,7 +537,7 @@ fn networks_udp_and_disks(e2e: &E2e, udp_port: u16) -> u64 {
     volume_before
 }
 
-/// 2. A crash right after boot (`kill -9` of db-0's QEMU), healed by the
+/// Step 2, a crash right after boot (`kill -9` of db-0's QEMU), healed by the
 /// next holo apply on the same disk.
 fn crash_and_heal(e2e: &E2e) {
     // 2. A crash right after boot. What a `kill -9` of QEMU loses is what
@@ -660,7 +660,7 @@ fn kill_db_losing_its_host_keys(e2e: &E2e) -> u32 {
     killed
 }
 
-/// 4. holos down, then holos up from the compose file: db first, then web.
+/// Step 4, holos down, then holos up from the compose file: db first, then web.
 fn down_and_up(e2e: &E2e, web_port: u16) {
     // 4. holos down, then holos up from the compose file.
     let phase = Instant::now();
@@ -716,7 +716,7 @@ fn down_and_up(e2e: &E2e, web_port: u16) {
     );
 }
 
-/// 4b. A snapshot of the running web-0 brings back a file deleted after it.
+/// Step 4b, a snapshot of the running web-0 brings back a file deleted after it.
 fn snapshot_restores_a_deleted_file(e2e: &E2e) {
     // 4b. A snapshot of the running web-0 brings back a file deleted after it.
     let phase = Instant::now();
@@ -746,7 +746,7 @@ fn snapshot_restores_a_deleted_file(e2e: &E2e) {
     );
 }
 
-/// 5. holos stop: the ACPI power button over QMP; the guests shut down.
+/// Step 5, holos stop: the ACPI power button over QMP; the guests shut down.
 fn stop_powers_the_guests_off(e2e: &E2e) {
     // 5. holos stop: the ACPI power button over QMP; the guests shut down.
     let phase = Instant::now();
@@ -782,7 +782,7 @@ fn stop_powers_the_guests_off(e2e: &E2e) {
     eprintln!("e2e: holos stop took {:.0}s", phase.elapsed().as_secs_f64(),);
 }
 
-/// 5b. The stopped db's volume grows; 6. holos start boots the same disks,
+/// Steps 5b and 6: the stopped db's volume grows; holos start boots the same disks,
 /// web serves again and db's file system has grown.
 fn resize_and_start(e2e: &E2e, web_port: u16, volume_before: u64) {
     // 5b. The stopped db's volume grows; its file system follows at the

@@ -170,7 +170,7 @@ fn import_replaces_the_volume(p: &Project, data: &Path) -> PathBuf {
         raw.to_str().unwrap(),
         "--force",
     ]);
-    assert_eq!(info(&data)["format"], "qcow2");
+    assert_eq!(info(data)["format"], "qcow2");
     assert!(same_contents(&raw, data));
     p.ok(&["volumes", "import", "extra", raw.to_str().unwrap()]);
     let table = stdout(p, &["volumes", "ls"]);
