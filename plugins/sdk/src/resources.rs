@@ -165,6 +165,25 @@ const COMMON_PROPERTIES: &[&str] = &[
     "health_checks",
 ];
 
+/// The common properties a one-off gives as flags, with their types
+/// (`health_checks`, a list of tables, is only for resource files).
+pub(crate) fn common_property_types() -> Vec<(&'static str, crate::plugin::ValueType)> {
+    use crate::plugin::ValueType;
+    let strings = || ValueType::Array(Box::new(ValueType::String));
+    COMMON_PROPERTIES
+        .iter()
+        .filter_map(|name| {
+            let value_type = match *name {
+                "require" | "subscribe" => strings(),
+                "if" | "unless" | "alias" => ValueType::String,
+                "protect" | "template" => ValueType::Bool,
+                _ => return None,
+            };
+            Some((*name, value_type))
+        })
+        .collect()
+}
+
 /// The properties a `[[R::KIND]]` table accepts, by section: `R::KIND`
 /// with the struct's fields and the CCM aliases, `common` with the
 /// properties every kind accepts, and `health_checks` with the keys of one
@@ -1017,7 +1036,7 @@ fn looks_like_template(text: &str) -> bool {
 
 /// The field names of a `#[derive(Deserialize)]` struct, found by asking it
 /// to deserialize from a probe; `None` for other shapes (maps, flatten).
-fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
+pub(crate) fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
     let mut shape = None;
     let _ = R::deserialize(FieldProbe(&mut shape));
     match shape {

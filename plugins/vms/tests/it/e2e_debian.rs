@@ -666,7 +666,7 @@ fn down_and_up(e2e: &E2e, web_port: u16) {
     let phase = Instant::now();
     let down = e2e.holos_ok(&["down"], UP_LIMIT);
     assert!(
-        down.contains("holos: removed web-0") && down.contains("holos: removed db-0"),
+        down.contains("holos: removed e2e/web-0") && down.contains("holos: removed e2e/db-0"),
         "{down}"
     );
     assert!(!e2e.instance_dir("db-0").exists());
@@ -686,9 +686,9 @@ fn down_and_up(e2e: &E2e, web_port: u16) {
     let waits = said
         .find("holos: web waits for db-0 to be healthy")
         .expect(&said);
-    let web_started = said.find("holos: web-0 started").expect(&said);
+    let web_started = said.find("holos: e2e/web-0 started").expect(&said);
     assert!(
-        said.find("holos: db-0 started").expect(&said) < waits,
+        said.find("holos: e2e/db-0 started").expect(&said) < waits,
         "{said}"
     );
     assert!(
@@ -760,7 +760,10 @@ fn stop_powers_the_guests_off(e2e: &E2e) {
     said.sort_unstable();
     assert_eq!(
         said,
-        ["holos: db-0 powered off", "holos: web-0 powered off"],
+        [
+            "holos: e2e/db-0 powered off",
+            "holos: e2e/web-0 powered off"
+        ],
         "stop went past the power button:\n{stopped}"
     );
     for (instance, pid) in instances.iter().zip(pids) {

@@ -28,6 +28,7 @@ mod ops;
 mod plugin;
 mod plugin_oneoff;
 mod plugin_support;
+mod project_flag;
 mod projects;
 mod replica_ports;
 mod runtime_boot;

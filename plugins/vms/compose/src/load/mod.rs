@@ -25,7 +25,11 @@ use interpolate::Lookup;
 pub struct Options {
     /// `-f` files, in order; empty means discover `holos.yaml` and friends.
     pub files: Vec<PathBuf>,
+    /// `-p NAME`: wins over the file's `name:`, as in Docker Compose.
     pub project_name: Option<String>,
+    /// The name when neither `-p` nor `name:` gives one (before the
+    /// directory's): how holo-vms names a project by its resource directory.
+    pub default_name: Option<String>,
     pub profiles: Vec<String>,
     /// Directory to discover files in when `files` is empty.
     pub working_dir: PathBuf,
@@ -301,9 +305,12 @@ fn project_name(
             format!("must be a string, found {}", node.type_name()),
         )]);
     }
-    let raw_name = match name_node.and_then(Node::as_str) {
-        Some(n) => n.to_string(),
-        None => options.project_name.clone().unwrap_or_else(|| {
+    // `-p` wins over `name:`, as in Docker Compose, so that every command
+    // acts on the project the user named.
+    let raw_name = match (&options.project_name, name_node.and_then(Node::as_str)) {
+        (Some(flag), _) => flag.clone(),
+        (None, Some(n)) => n.to_string(),
+        (None, None) => options.default_name.clone().unwrap_or_else(|| {
             directory
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

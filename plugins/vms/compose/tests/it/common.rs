@@ -59,6 +59,7 @@ impl Fixture {
         Options {
             files: self.files.clone(),
             project_name: self.project_name.clone(),
+            default_name: None,
             profiles: self.profiles.clone(),
             working_dir: self.dir.path().to_path_buf(),
             environment: self.env.clone(),
