@@ -9,8 +9,6 @@ mod converge;
 #[path = "../../../sdk/tests/it/escapes.rs"]
 mod escapes;
 mod go_engine;
-#[path = "../../../archive/tests/it/support/http.rs"]
-mod http;
 mod oneoff;
 mod scaffold;
 mod url_source;

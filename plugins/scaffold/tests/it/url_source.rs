@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Output;
 
-use crate::http::{Route, Server, sha256};
+use test_support::http::{Route, Server, sha256};
 
 struct Root {
     dir: tempfile::TempDir,

@@ -1,13 +1,11 @@
-//! What the archive tests share: an HTTP server on 127.0.0.1 that checks
-//! basic auth and a header (`http.rs`, also used by the holos image tests),
+//! What the archive tests share: test-support's HTTP server on 127.0.0.1,
 //! archives built in memory (including hostile
 //! entries the tar and zip writers would refuse), and a test root in which
 //! the real `holo-archive` binary runs.
 
 #![allow(dead_code)]
 
-mod http;
-pub use http::*;
+pub use test_support::http::*;
 
 use std::fs;
 use std::io::{Cursor, Write};
