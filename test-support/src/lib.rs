@@ -13,12 +13,14 @@
 //! `HOLO_*` environment `holo` gives it, [`oneoff`] runs a plugin's
 //! `ensure` and `status` against a fresh root, [`process`] waits with a
 //! deadline instead of a fixed sleep, and [`http`] is the one HTTP server
-//! of the download tests.
+//! of the download tests. [`escapes`] is a root whose symlinks try to lead
+//! out of it, for the containment tests.
 //!
 //! [`binary`] finds a binary of the workspace in the target directory of
 //! the running test. Tests never build anything themselves: `cargo test
 //! --workspace` (or `cargo build --workspace`) builds every binary once.
 
+pub mod escapes;
 pub mod http;
 pub mod oneoff;
 pub mod plugin_run;

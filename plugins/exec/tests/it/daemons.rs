@@ -4,9 +4,10 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 struct Run {
     code: Option<i32>,
@@ -22,12 +23,12 @@ fn apply(root: &Path, resources: &str, entity: &str) -> Run {
     std::fs::create_dir_all(&resource_dir).expect("mkdir");
     std::fs::write(resource_dir.join("test.toml"), resources).expect("resources");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_holo-exec"))
+    let mut child = PluginRun::new(env!("CARGO_BIN_EXE_holo-exec"), "exec", root)
         .args(["apply", entity])
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", &resource_dir)
-        .env("HOLO_CACHE_DIR", root.join("cache"))
-        .env("HOLO_STATE_DIR", root.join("state"))
+        .inherit_env()
+        .cache_dir(root.join("cache"))
+        .state_dir(root.join("state"))
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

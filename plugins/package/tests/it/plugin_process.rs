@@ -6,6 +6,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 use assert_cmd::Command;
 
@@ -186,14 +187,16 @@ fn test_root_with_one_install() -> tempfile::TempDir {
 }
 
 fn apply_in(root: &Path, timeout: &str) -> Command {
-    let mut command = plugin();
-    command
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", root.join("usr/share/holo/package"))
-        .env("HOLO_CACHE_DIR", root.join("cache"))
-        .env("HOLO_PACKAGE_LOCK_TIMEOUT", timeout)
-        .args(["apply", "package:tool"]);
-    command
+    let run = PluginRun::new(
+        assert_cmd::cargo::cargo_bin!("holo-package"),
+        "package",
+        root,
+    )
+    .args(["apply", "package:tool"])
+    .inherit_env()
+    .cache_dir(root.join("cache"))
+    .env("HOLO_PACKAGE_LOCK_TIMEOUT", timeout);
+    Command::from_std(run.command())
 }
 
 #[test]

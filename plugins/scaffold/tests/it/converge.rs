@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 const ENTITY: &str = "scaffold:/srv/app";
 
@@ -59,20 +60,14 @@ impl Root {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg("exec \"$0\" \"$@\" 3>\"$FD3_FILE\"")
-            .arg(env!("CARGO_BIN_EXE_holo-scaffold"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FD3_FILE", self.dir.path().join("fd3"))
-            .env("HOLO_ROOT_DIR", self.path(""))
-            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/scaffold"))
-            .env("HOLO_STATE_DIR", self.path("var/lib/holo/scaffold"))
-            .env("HOLO_CACHE_DIR", self.path("tmp/cache"));
-        command
+        PluginRun::new(
+            env!("CARGO_BIN_EXE_holo-scaffold"),
+            "scaffold",
+            &self.path(""),
+        )
+        .args(args)
+        .fd3_to(self.dir.path().join("fd3"))
+        .command()
     }
 
     fn run(&self, args: &[&str]) -> Run {

@@ -6,8 +6,6 @@
 
 mod containment;
 mod converge;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod go_engine;
 mod oneoff;
 mod scaffold;
