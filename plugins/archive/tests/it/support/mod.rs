@@ -3,8 +3,6 @@
 //! entries the tar and zip writers would refuse), and a test root in which
 //! the real `holo-archive` binary runs.
 
-#![allow(dead_code)]
-
 pub use test_support::http::*;
 
 use std::fs;

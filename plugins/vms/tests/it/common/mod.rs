@@ -1,6 +1,5 @@
 //! Helpers shared by the integration tests: a project in a temporary
 //! directory and a hermetic environment.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

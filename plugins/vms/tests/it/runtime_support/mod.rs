@@ -2,7 +2,6 @@
 //! its own state root, a blank base image, and `holos` run with a clean
 //! environment against real QEMU or the crate's fake one. Dropping it takes
 //! down every project it recorded, so no QEMU outlives a test.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
