@@ -60,6 +60,19 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// Whether process `pid` is gone (or a zombie) within `limit`: a killed
+/// process takes a moment to go.
+pub fn gone_within(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while alive(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    true
+}
+
 /// Output bytes as text, for assertions.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -111,6 +124,8 @@ mod tests {
         let message = failure.downcast_ref::<String>().expect("a message");
         assert!(message.starts_with("sleep 600 did not end"), "{message}");
         assert!(!alive(pid));
+        assert!(gone_within(pid, Duration::ZERO));
+        assert!(!gone_within(std::process::id(), Duration::from_millis(20)));
         let mut quick = std::process::Command::new("true")
             .spawn()
             .expect("spawn true");

@@ -64,11 +64,6 @@ fn read_pid(path: &Path) -> i32 {
 }
 
 /// Gone, or a zombie that init reaps.
-fn is_gone(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.is_empty() || stat.contains(") Z")
-}
-
 #[test]
 fn a_command_that_starts_a_daemon_does_not_hang_apply() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -78,7 +73,7 @@ fn a_command_that_starts_a_daemon_does_not_hang_apply() {
         "exec:daemon",
     );
     let pid = read_pid(&root.path().join("daemon.pid"));
-    let still_running = !is_gone(pid);
+    let still_running = test_support::process::alive(pid as u32);
     unsafe { libc::kill(pid, libc::SIGKILL) };
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.took < Duration::from_secs(30), "took {:?}", run.took);
@@ -94,8 +89,7 @@ fn a_timeout_kills_the_command_and_its_background_children() {
         "exec:slow",
     );
     let pid = read_pid(&root.path().join("child.pid"));
-    std::thread::sleep(Duration::from_millis(200));
-    let gone = is_gone(pid);
+    let gone = test_support::process::gone_within(pid as u32, Duration::from_secs(10));
     if !gone {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }

@@ -138,7 +138,10 @@ fn a_run_killed_during_post_runs_post_again_and_never_claims_an_edit() {
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(post), kill);
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(post), kill);
     child.wait().expect("reap");
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        test_support::process::gone_within(post as u32, Duration::from_secs(10)),
+        "post outlived SIGKILL"
+    );
     assert_eq!(root.read("srv/app/run.sh"), "echo two\n", "post was cut");
 
     // The next apply renders again and runs post, without --force.
