@@ -51,7 +51,8 @@ pub fn wait_child(child: &mut Child, what: &str, limit: Duration) -> ExitStatus 
 }
 
 /// Whether process `pid` runs (exists and is not a zombie).
-pub fn alive(pid: u32) -> bool {
+pub fn alive(pid: impl Into<i64>) -> bool {
+    let pid = pid.into();
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
             .rsplit_once(") ")
@@ -62,7 +63,7 @@ pub fn alive(pid: u32) -> bool {
 
 /// Whether process `pid` is gone (or a zombie) within `limit`: a killed
 /// process takes a moment to go.
-pub fn gone_within(pid: u32, limit: Duration) -> bool {
+pub fn gone_within(pid: impl Into<i64> + Copy, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while alive(pid) {
         if Instant::now() >= deadline {
