@@ -16,11 +16,14 @@
 //! of the download tests. [`escapes`] is a root whose symlinks try to lead
 //! out of it, for the containment tests.
 //!
+//! [`holo3`] finds and builds Holo 3 for the tests that compare with it.
+//!
 //! [`binary`] finds a binary of the workspace in the target directory of
 //! the running test. Tests never build anything themselves: `cargo test
 //! --workspace` (or `cargo build --workspace`) builds every binary once.
 
 pub mod escapes;
+pub mod holo3;
 pub mod http;
 pub mod oneoff;
 pub mod plugin_run;
