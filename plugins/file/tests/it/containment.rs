@@ -4,7 +4,7 @@
 //! directories, saved originals, state records and the owner database are
 //! all reached through such links here.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -13,17 +13,10 @@ use std::path::{Path, PathBuf};
 use escapes::{Escapes, write};
 
 fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
+    escapes
+        .plugin(assert_cmd::cargo::cargo_bin!("holo-file"), "file")
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", escapes.root())
-        .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/file"))
-        .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", escapes.path("tmp/holo.1"))
         .output()
-        .expect("run holo-file")
 }
 
 /// Entities whose paths go through the links out of the root.
