@@ -25,7 +25,8 @@ Benchmarks:
   files     holo-files (Holo 3's plugin): a no-op apply over N repository
             files with our driver and plugin, Holo 3's driver and our
             plugin, and Holo 3's pair (built from HOLO3_SOURCE with Go;
-            left out without); default SIZES 1000,1600,10000
+            left out without; one round, up to BENCH_HOLO3_MAX files,
+            default 2000); default SIZES 1000,1600,10000
   inplace   holo scan with and without a 1 GiB file among an inplace
             plugin's resources (SIZES is ignored)
   file-dependent
