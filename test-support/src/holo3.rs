@@ -1,9 +1,25 @@
-//! Holo 3 (the Go reference implementation), built offline from its
-//! checkout for the tests that compare with it or switch a root between it
-//! and us.
+//! Holo 3 for the tests that compare with it or switch to and from it: the
+//! checkout named by `HOLO3_SOURCE`, and its one Go binary (driver and Go
+//! plugins, chosen by the name it is run as), built offline from the
+//! checkout's vendored modules.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The Holo 3 checkout in `HOLO3_SOURCE`, or a failure naming it.
+#[track_caller]
+pub fn require_source() -> PathBuf {
+    let source = PathBuf::from(crate::require_env(
+        "HOLO3_SOURCE",
+        "a checkout of holocm/holo v3, e.g. tag v3.0.1",
+    ));
+    assert!(
+        source.join("util/holo-test").is_file() && source.join("test").is_dir(),
+        "HOLO3_SOURCE={} is not a Holo 3 checkout (no util/holo-test or test/); point it at a checkout of holocm/holo v3",
+        source.display()
+    );
+    source
+}
 
 /// Builds Holo 3 from the checkout `source` with the Go toolchain `go`
 /// into `binary`, offline (vendored modules, no proxy, no toolchain

@@ -9,6 +9,8 @@
 //! machine without the prerequisite, it fails with a message naming what
 //! is missing instead of passing without having run.
 //!
+//! [`holo3`] finds and builds Holo 3 for the tests that compare with it.
+//!
 //! [`oneoff`] runs a plugin's `ensure` and `status` against a fresh root.
 //!
 //! [`binary`] finds a binary of the workspace in the target directory of

@@ -579,9 +579,11 @@ impl Drop for Cleanup {
 /// Minimal resources for each plugin, so `holo scan` shows it was loaded:
 /// plugin ID, the entity, the resource. The resource is
 /// `/usr/share/holo/ID/holo-packaging-test.toml`, except for vms, whose
-/// resources are `PROJECT/holos.yaml` (see [`sample_path`]); scanning it
-/// boots nothing. A plugin added to packaging/plugins.list needs one here.
-const SAMPLES: [(&str, &str, &str); 7] = [
+/// resources are `PROJECT/holos.yaml`, and Holo 3's files, ssh-keys and
+/// run-scripts, whose resources are not TOML (see [`sample_path`]); scanning
+/// them boots nothing and changes nothing. A plugin added to
+/// packaging/plugins.list needs one here.
+const SAMPLES: [(&str, &str, &str); 11] = [
     (
         "vms",
         "vm:holo-packaging-test/web",
@@ -617,6 +619,26 @@ const SAMPLES: [(&str, &str, &str); 7] = [
         "file:/etc/holo-packaging-test",
         "[[file]]\nname = \"/etc/holo-packaging-test\"\ncontent = \"applied by holo\\n\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\n",
     ),
+    (
+        "files",
+        "file:/etc/holo-packaging-test-files.conf",
+        "applied by holo-files\n",
+    ),
+    (
+        "users-groups",
+        "group:holo-packaging-test",
+        "[[group]]\nname = \"holo-packaging-test\"\n",
+    ),
+    (
+        "ssh-keys",
+        "ssh-keyset:nobody/holo-packaging-test",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcH holo-packaging-test\n",
+    ),
+    (
+        "run-scripts",
+        "script:holo-packaging-test",
+        "#!/bin/sh\nexit 0\n",
+    ),
 ];
 
 /// Where the sample resource of plugin `id` goes, and what the test removes
@@ -626,6 +648,15 @@ fn sample_path(id: &str) -> (PathBuf, PathBuf) {
     if id == "vms" {
         let project = resources.join("holo-packaging-test");
         (project.join("holos.yaml"), project)
+    } else if id == "files" {
+        let layer = resources.join("00-holo-packaging-test");
+        (layer.join("etc/holo-packaging-test-files.conf"), layer)
+    } else if id == "ssh-keys" {
+        let user = resources.join("nobody");
+        (user.join("holo-packaging-test.pub"), user)
+    } else if id == "run-scripts" {
+        let script = resources.join("holo-packaging-test");
+        (script.clone(), script)
     } else {
         let file = resources.join("holo-packaging-test.toml");
         (file.clone(), file)

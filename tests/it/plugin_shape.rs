@@ -11,7 +11,7 @@ const PLUGINS: &[&str] = &["archive", "exec", "file", "package", "scaffold", "se
 
 /// Holo 3's plugins: the same files, but a scan of their own instead of a
 /// TOML resource table, and their modules named in their own section.
-const OWN_SCAN: &[&str] = &["files"];
+const OWN_SCAN: &[&str] = &["files", "users-groups"];
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
@@ -71,8 +71,9 @@ fn check_plugin(repo: &Path, plugin: &str, section: &str, with_resource: bool) {
         [
             "fn main() -> std::process::ExitCode {".to_string(),
             format!(
-                "holo_plugin::run(holo_{plugin}::{}Plugin)",
-                capitalized(plugin)
+                "holo_plugin::run(holo_{}::{}Plugin)",
+                plugin.replace('-', "_"),
+                camel_case(plugin)
             ),
             "}".to_string(),
         ],
@@ -103,10 +104,15 @@ fn check_plugin(repo: &Path, plugin: &str, section: &str, with_resource: bool) {
     }
 }
 
-fn capitalized(name: &str) -> String {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
-        .unwrap_or_default()
+/// `users-groups` → `UsersGroups`, the plugin type's prefix.
+fn camel_case(name: &str) -> String {
+    name.split('-')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }

@@ -1,6 +1,5 @@
-//! The `holo-run-scripts` binary (being written).
+//! The `holo-run-scripts` binary: everything is in the SDK and the library.
 
 fn main() -> std::process::ExitCode {
-    eprintln!("!! holo-run-scripts is not built yet");
-    std::process::ExitCode::FAILURE
+    holo_plugin::run(holo_run_scripts::RunScriptsPlugin)
 }

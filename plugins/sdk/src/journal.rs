@@ -423,7 +423,8 @@ pub fn fold(fs: &RootFs, state_dir: &Path, record_file: impl Fn(&str) -> PathBuf
 
 /// Forgets the journals this process read, so that the next look reads the
 /// file again (for tests that change state between runs in one process).
-pub fn forget() {
+#[cfg(test)]
+fn forget() {
     *journals() = None;
 }
 

@@ -88,7 +88,7 @@ mod batch;
 mod cache;
 pub mod command;
 pub mod common;
-pub mod data;
+pub(crate) mod data;
 mod dispatch;
 #[cfg(feature = "download")]
 pub mod download;
@@ -99,7 +99,7 @@ pub mod error;
 #[cfg(feature = "extract")]
 pub mod extract;
 pub mod facts;
-pub mod journal;
+pub(crate) mod journal;
 pub mod oneoff;
 pub mod owners;
 pub mod plugin;

@@ -1,6 +1,5 @@
-//! The `holo-ssh-keys` binary (being written).
+//! The `holo-ssh-keys` binary: everything is in the SDK and the library.
 
 fn main() -> std::process::ExitCode {
-    eprintln!("!! holo-ssh-keys is not built yet");
-    std::process::ExitCode::FAILURE
+    holo_plugin::run(holo_ssh_keys::SshKeysPlugin)
 }

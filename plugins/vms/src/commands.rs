@@ -13,7 +13,7 @@ use holos_compose::load::Options;
 use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::images::verify as image_verify;
-use holos_runtime::lifecycle::{self as project, UpRequest};
+use holos_runtime::lifecycle::{self, UpRequest};
 use holos_runtime::ops::{devices, doctor, inspect, snapshots, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
@@ -39,13 +39,13 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 Some(name) => name.clone(),
                 None => project_name(options)?,
             };
-            Ok(project::down(rt, &project)?)
+            Ok(lifecycle::down(rt, &project)?)
         }),
         HolosCommand::Stop(args) => with_project(options, |rt, project| {
-            project::stop(rt, project, args.service.as_deref())
+            lifecycle::stop(rt, project, args.service.as_deref())
         }),
         HolosCommand::Start(args) => with_project(options, |rt, project| {
-            project::start(rt, project, args.service.as_deref())
+            lifecycle::start(rt, project, args.service.as_deref())
         }),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
@@ -56,7 +56,10 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         }
         HolosCommand::Inspect(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
-            let view = inspect::view(&rt.layout, project::find_instance(&record, &args.instance)?);
+            let view = inspect::view(
+                &rt.layout,
+                lifecycle::find_instance(&record, &args.instance)?,
+            );
             print(&if args.json {
                 inspect::to_json(&view)
             } else {
@@ -112,11 +115,11 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
 
 /// `holos snapshots create|list|restore|rm|export`.
 fn snapshots_command(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     options: &Options,
     command: &SnapshotsCommand,
 ) -> Result<(), String> {
-    let layout = &runtime.layout;
+    let layout = &settings.layout;
     let project = project_name(options)?;
     match command {
         SnapshotsCommand::Create(args) => {
@@ -133,7 +136,7 @@ fn snapshots_command(
             })
         }
         SnapshotsCommand::Restore(args) => Ok(snapshots::restore(
-            runtime,
+            settings,
             &project,
             &args.instance,
             &args.name,
@@ -158,11 +161,11 @@ fn snapshots_command(
 
 /// `holos volumes export|import|snapshot|snapshots|snapshot-rm|snapshot-restore|resize`.
 fn volumes_command(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     options: &Options,
     command: &VolumesCommand,
 ) -> Result<(), String> {
-    let layout = &runtime.layout;
+    let layout = &settings.layout;
     let project = project_name(options)?;
     match command {
         VolumesCommand::Export(args) => {
@@ -247,11 +250,11 @@ fn volumes_command(
 
 /// `holos images`, `holos pull [IMAGE...]` and `holos lock`.
 fn images_command(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     options: &Options,
     command: &HolosCommand,
 ) -> Result<(), String> {
-    let layout = &runtime.layout;
+    let layout = &settings.layout;
     let mut stdout = std::io::stdout().lock();
     match command {
         HolosCommand::Images(args) => {
@@ -396,12 +399,12 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
         no_wait,
         without_dependencies: false,
     };
-    Ok(project::up(&runtime, &request)?)
+    Ok(lifecycle::up(&runtime, &request)?)
 }
 
-fn load(runtime: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
+fn load(settings: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
     let project = project_name(options)?;
-    ProjectRecord::load(&runtime.layout, &project)?
+    ProjectRecord::load(&settings.layout, &project)?
         .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
 }
 
@@ -425,13 +428,13 @@ fn inspects_a_project(options: &Options, name: &str) -> bool {
     let instance_here = project_name(options)
         .ok()
         .and_then(|p| ProjectRecord::load(&runtime.layout, &p).ok().flatten())
-        .is_some_and(|record| project::find_instance(&record, name).is_ok());
+        .is_some_and(|record| lifecycle::find_instance(&record, name).is_ok());
     !instance_here
 }
 
 /// `holos inspect PROJECT [--json]`.
-fn inspect_project(runtime: &HostSettings, name: &str, json: bool) -> Result<(), String> {
-    let Some(mut view) = holos_runtime::ops::project::project(&runtime.layout, name)? else {
+fn inspect_project(settings: &HostSettings, name: &str, json: bool) -> Result<(), String> {
+    let Some(mut view) = holos_runtime::ops::project_view::project(&settings.layout, name)? else {
         return Err(format!(
             "project {name} has no record; create it with holos up"
         ));
@@ -442,6 +445,7 @@ fn inspect_project(runtime: &HostSettings, name: &str, json: bool) -> Result<(),
         let options = Options {
             files,
             project_name: Some(name.to_string()),
+            default_name: None,
             profiles: Vec::new(),
             working_dir: std::env::current_dir().unwrap_or_default(),
             environment: std::env::vars().collect(),
@@ -453,22 +457,22 @@ fn inspect_project(runtime: &HostSettings, name: &str, json: bool) -> Result<(),
     print(&if json {
         inspect::to_json(&view)
     } else {
-        holos_runtime::ops::project::readable(&view)
+        holos_runtime::ops::project_view::readable(&view)
     })
 }
 
-fn ps(runtime: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), String> {
+fn ps(settings: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), String> {
     let every_project = no_compose_project(options);
     let views = if every_project {
-        holos_runtime::ops::project::all_instances(&runtime.layout)?
+        holos_runtime::ops::project_view::all_instances(&settings.layout)?
     } else {
         let project = project_name(options)?;
-        let record = ProjectRecord::load(&runtime.layout, &project)?.unwrap_or_default();
+        let record = ProjectRecord::load(&settings.layout, &project)?.unwrap_or_default();
         let mut instances: Vec<_> = record.instances.values().collect();
         instances.sort_by_key(|i| i.start_order);
         instances
             .iter()
-            .map(|i| inspect::view(&runtime.layout, i))
+            .map(|i| inspect::view(&settings.layout, i))
             .collect()
     };
     if args.json {
@@ -521,8 +525,8 @@ fn print(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn logs(runtime: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
-    let record = load(runtime, options)?;
+fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
+    let record = load(settings, options)?;
     let mut chosen: Vec<_> = record
         .instances
         .values()
@@ -701,7 +705,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
-    let instance = match project::find_instance(&record, &args.instance) {
+    let instance = match lifecycle::find_instance(&record, &args.instance) {
         Ok(i) => i,
         Err(e) => return fail(e.into()),
     };
@@ -743,9 +747,9 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
 }
 
 /// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.
-fn console(runtime: &HostSettings, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
-    let record = load(runtime, options)?;
-    let instance = project::find_instance(&record, &args.instance)?;
+fn console(settings: &HostSettings, options: &Options, args: &ConsoleArgs) -> Result<(), String> {
+    let record = load(settings, options)?;
+    let instance = lifecycle::find_instance(&record, &args.instance)?;
     let socket_path = instance.spec.serial_socket();
     let socket = std::os::unix::net::UnixStream::connect(&socket_path).map_err(|e| {
         format!(

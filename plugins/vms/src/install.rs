@@ -31,12 +31,12 @@ fn scope(system: bool, user: bool) -> Scope {
 /// Where the unit of `project` lives, and the root `systemctl` works on
 /// (`Some` in test mode).
 fn placement(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     scope: Scope,
     project: &str,
 ) -> Result<(PathBuf, Option<PathBuf>), String> {
-    let mut dir = install::unit_dir(scope, &runtime.system_root, |key| std::env::var_os(key))?;
-    let test_root = (runtime.system_root != Path::new("/")).then(|| runtime.system_root.clone());
+    let mut dir = install::unit_dir(scope, &settings.system_root, |key| std::env::var_os(key))?;
+    let test_root = (settings.system_root != Path::new("/")).then(|| settings.system_root.clone());
     if let (Some(root), Scope::User) = (&test_root, scope) {
         dir = root.join(dir.strip_prefix("/").unwrap_or(&dir));
     }

@@ -205,14 +205,14 @@ fn plural(count: usize) -> &'static str {
 
 fn apply_service(
     env: &Env,
-    runtime: &HostSettings,
+    settings: &HostSettings,
     id: &str,
     spec: &VmSpec,
     mode: Mode,
 ) -> Result<Outcome> {
     // Resolve again: the runtime needs the whole manifest, with the IPs the
     // running instances already have.
-    let resolved = project_file::resolve(runtime, &spec.file)?;
+    let resolved = project_file::resolve(settings, &spec.file)?;
     let Some(service) = resolved.services.iter().find(|s| s.name == spec.service) else {
         return Err(Error::new(format!(
             "{}: service {} is no longer declared; run holo apply again",
@@ -220,7 +220,7 @@ fn apply_service(
             spec.service
         )));
     };
-    let record = ProjectRecord::load(&runtime.layout, &resolved.project).map_err(Error::new)?;
+    let record = ProjectRecord::load(&settings.layout, &resolved.project).map_err(Error::new)?;
     let recorded: Option<VmRecord> = holo_plugin::state::read(env, id)?;
     let states: Vec<(String, InstanceState)> = service
         .instances
@@ -272,10 +272,10 @@ fn apply_service(
         no_wait: false,
         without_dependencies: true,
     };
-    holos_runtime::lifecycle::up(runtime, &request).map_err(Error::new)?;
+    holos_runtime::lifecycle::up(settings, &request).map_err(Error::new)?;
     // Verify: every replica runs now.
     let after_record =
-        ProjectRecord::load(&runtime.layout, &resolved.project).map_err(Error::new)?;
+        ProjectRecord::load(&settings.layout, &resolved.project).map_err(Error::new)?;
     for name in &service.instances {
         if !matches!(
             instance_state(after_record.as_ref(), name),
@@ -316,11 +316,11 @@ fn pids(record: Option<&ProjectRecord>, names: &[String]) -> Vec<Option<u32>> {
 
 /// A service that is no longer declared: stop and remove its instances,
 /// keep the volumes, forget the record.
-fn scrub(env: &Env, runtime: &HostSettings, id: &str, mode: Mode) -> Result<Outcome> {
+fn scrub(env: &Env, settings: &HostSettings, id: &str, mode: Mode) -> Result<Outcome> {
     let Some(recorded) = holo_plugin::state::read::<VmRecord>(env, id)? else {
         return Ok(Outcome::NotChanged);
     };
-    let record = ProjectRecord::load(&runtime.layout, &recorded.project).map_err(Error::new)?;
+    let record = ProjectRecord::load(&settings.layout, &recorded.project).map_err(Error::new)?;
     let instances: Vec<&InstanceRecord> = record
         .iter()
         .flat_map(|r| r.instances.values())
@@ -337,7 +337,7 @@ fn scrub(env: &Env, runtime: &HostSettings, id: &str, mode: Mode) -> Result<Outc
         }
         return Ok(Outcome::Changed);
     }
-    project_file::down_service(runtime, &recorded.project, &recorded.service)
+    project_file::down_service(settings, &recorded.project, &recorded.service)
         .map_err(Error::new)?;
     holo_plugin::state::remove(env, id)?;
     Ok(Outcome::Changed)

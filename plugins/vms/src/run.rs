@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use holos_compose::load::Options;
-use holos_runtime::lifecycle::{self as project, UpRequest};
+use holos_runtime::lifecycle::{self, UpRequest};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
@@ -246,6 +246,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let options = Options {
         files: vec![file.clone()],
         project_name: Some(name.clone()),
+        default_name: None,
         profiles: args.profiles.clone(),
         working_dir: dir.clone(),
         environment: crate::compose_project::process_environment(),
@@ -255,7 +256,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         // A run that failed before up recorded an instance has nothing to
         // take down, and `down` would say so in a line of its own.
         let down = match ProjectRecord::load(&runtime.layout, &name) {
-            Ok(Some(_)) => project::down(&runtime, &name),
+            Ok(Some(_)) => lifecycle::down(&runtime, &name),
             Ok(None) => Ok(()),
             Err(e) => Err(e),
         };
@@ -274,7 +275,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
 }
 
 fn start_and_run(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     options: &Options,
     args: &RunArgs,
     name: &str,
@@ -295,16 +296,16 @@ fn start_and_run(
         no_wait: args.detach,
         without_dependencies: false,
     };
-    project::up(runtime, &request)?;
+    lifecycle::up(settings, &request)?;
     if args.detach {
         return Ok(ExitCode::SUCCESS);
     }
-    let record = ProjectRecord::load(&runtime.layout, name)?
+    let record = ProjectRecord::load(&settings.layout, name)?
         .ok_or_else(|| format!("{name} has no record after up"))?;
-    let instance = project::find_instance(&record, vm)?;
+    let instance = lifecycle::find_instance(&record, vm)?;
     ssh::wait_for_sshd(instance.spec.ssh_port, SSH_WAIT)
         .map_err(|e| format!("{}: {e}", instance.spec.name))?;
-    let key = runtime.layout.ssh_key(name);
+    let key = settings.layout.ssh_key(name);
     // The command may need what cloud-init brings (--packages, --runcmd).
     if let Some(warning) = ssh::wait_for_cloud_init(&key, &instance.spec, SSH_WAIT) {
         eprintln!("holos: {warning}");
@@ -335,8 +336,8 @@ fn start_and_run(
 
 /// `--rm`: the run's named volumes go with it, as `docker run --rm`
 /// removes a container's anonymous volumes.
-fn remove_volumes(runtime: &HostSettings, name: &str) {
-    let dir = runtime.layout.project_volumes(name);
+fn remove_volumes(settings: &HostSettings, name: &str) {
+    let dir = settings.layout.project_volumes(name);
     let _ = std::fs::remove_dir_all(dir);
 }
 

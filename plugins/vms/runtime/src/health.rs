@@ -130,12 +130,12 @@ fn probe(key: &Path, spec: &InstanceSpec, check: &Healthcheck) -> Probe {
 /// Probes `spec` until it is healthy, or fails with the service, the number
 /// of failed probes and the last probe's output.
 pub fn wait_healthy(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     key: &Path,
     spec: &InstanceSpec,
     check: &Healthcheck,
 ) -> Result<(), Error> {
-    if runtime.health_bypass {
+    if settings.health_bypass {
         write_state(spec, HealthState::Bypassed);
         return Ok(());
     }
@@ -205,7 +205,7 @@ pub type HealthyInstances = BTreeSet<String>;
 /// Waits for every instance of `service` that `record` has to be healthy;
 /// nothing when the service has no check.
 pub fn wait_service_healthy(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     key: &Path,
     service: &Service,
     record: &ProjectRecord,
@@ -219,10 +219,10 @@ pub fn wait_service_healthy(
             continue;
         }
         if let Some(running) = record.instances.get(&instance.name) {
-            if !runtime.health_bypass {
+            if !settings.health_bypass {
                 eprintln!("holos: waiting for {} to be healthy", instance.name);
             }
-            wait_healthy(runtime, key, &running.spec, check)?;
+            wait_healthy(settings, key, &running.spec, check)?;
             healthy.insert(instance.name.clone());
         }
     }
@@ -235,7 +235,7 @@ pub fn wait_service_healthy(
 /// answers), and otherwise started. A dependency with `required: false`
 /// that is not in the project is skipped.
 pub fn wait_for_dependencies(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     manifest: &Manifest,
     service: &Service,
     record: &ProjectRecord,
@@ -280,18 +280,18 @@ pub fn wait_for_dependencies(
             }
             match &target.healthcheck {
                 Some(check) => {
-                    if !runtime.health_bypass {
+                    if !settings.health_bypass {
                         eprintln!(
                             "holos: {} waits for {} to be healthy",
                             service.name, instance.name
                         );
                     }
-                    wait_healthy(runtime, key, &running.spec, check).map_err(|e| {
+                    wait_healthy(settings, key, &running.spec, check).map_err(|e| {
                         Error::Guest(format!("{e}; {} was not started", service.name))
                     })?;
                     healthy.insert(instance.name.clone());
                 }
-                None if dependency.condition == "service_healthy" && !runtime.health_bypass => {
+                None if dependency.condition == "service_healthy" && !settings.health_bypass => {
                     eprintln!(
                         "holos: {} waits for {} to answer SSH ({} has no healthcheck)",
                         service.name, instance.name, target.name

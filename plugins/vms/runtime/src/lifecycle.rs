@@ -59,11 +59,11 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
     chosen.into_iter().collect()
 }
 
-pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
+pub fn up(settings: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let manifest = request.manifest;
     let project = &manifest.project;
-    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
-    let previous = ProjectRecord::load(&runtime.layout, project)?;
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let previous = ProjectRecord::load(&settings.layout, project)?;
     let spec_hash = plan::manifest_hash(manifest);
     if request.services.is_empty()
         && let Some(record) = previous
@@ -72,20 +72,20 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     {
         eprintln!("holos: project {project} is up to date");
         if !request.no_wait {
-            wait_until_running_ready(runtime, manifest, record)?;
+            wait_until_running_ready(settings, manifest, record)?;
         }
         return Ok(());
     }
-    let launch = prepare_launch(runtime, request, previous.as_ref())?;
-    ensure_volumes(runtime, manifest, &launch.planned)?;
+    let launch = prepare_launch(settings, request, previous.as_ref())?;
+    ensure_volumes(settings, manifest, &launch.planned)?;
     let mut record = updated_record(request, previous);
     let mut healthy = health::HealthyInstances::new();
     let mut guard = RollbackGuard {
-        layout: &runtime.layout,
+        layout: &settings.layout,
         record: &mut record,
         started: Vec::new(),
     };
-    if let Err(err) = launch_all(runtime, request, &launch, &mut guard, &mut healthy) {
+    if let Err(err) = launch_all(settings, request, &launch, &mut guard, &mut healthy) {
         guard.roll_back()?;
         return Err(err);
     }
@@ -93,9 +93,9 @@ pub fn up(runtime: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     if launch.services.is_empty() {
         record.spec_hash = spec_hash;
     }
-    record.save(&runtime.layout)?;
+    record.save(&settings.layout)?;
     if !request.no_wait {
-        wait_until_ready(runtime, manifest, &launch, &record, &mut healthy)?;
+        wait_until_ready(settings, manifest, &launch, &record, &mut healthy)?;
     }
     Ok(())
 }
@@ -122,23 +122,24 @@ struct Launch {
 
 /// The accelerator, firmware, SSH key, images and plan of an `up`.
 fn prepare_launch(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     request: &UpRequest,
     previous: Option<&ProjectRecord>,
 ) -> Result<Launch, Error> {
     let manifest = request.manifest;
     let project = &manifest.project;
-    let accel = host::detect_accel(runtime.forced_accel.as_deref())?;
-    let firmware = plan::find_firmware(&runtime.system_root);
-    let (key, public_key) = ssh::ensure_key(&runtime.layout.ssh_key(project), project)?;
+    let accel = host::detect_accel(settings.forced_accel.as_deref())?;
+    let firmware = plan::find_firmware(&settings.system_root);
+    let (key, public_key) = ssh::ensure_key(&settings.layout.ssh_key(project), project)?;
     let services = if request.without_dependencies {
         request.services.clone()
     } else {
         with_dependencies(manifest, &request.services)
     };
-    let images = crate::images::cache::ensure_project_images(&runtime.layout, manifest, &services)?;
+    let images =
+        crate::images::cache::ensure_project_images(&settings.layout, manifest, &services)?;
     let inputs = PlanInputs {
-        layout: &runtime.layout,
+        layout: &settings.layout,
         accel,
         firmware: firmware.as_ref(),
         previous,
@@ -179,7 +180,7 @@ fn updated_record(request: &UpRequest, previous: Option<ProjectRecord>) -> Proje
 /// Brings every planned instance up in order, each after its dependencies
 /// are healthy (unless `--no-wait`), saving the record after each.
 fn launch_all(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     request: &UpRequest,
     launch: &Launch,
     guard: &mut RollbackGuard,
@@ -190,7 +191,7 @@ fn launch_all(
         let service = &manifest.services[planned_instance.service_index];
         if !request.no_wait {
             health::wait_for_dependencies(
-                runtime,
+                settings,
                 manifest,
                 service,
                 guard.record,
@@ -210,11 +211,12 @@ fn launch_all(
             let name = &planned_instance.spec.name;
             guard.started.push(name.clone());
             eprintln!(
-                "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+                "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
+                planned_instance.spec.label(),
                 guard.record.instances[name].spec.ssh_port
             );
         }
-        guard.record.save(&runtime.layout)?;
+        guard.record.save(&settings.layout)?;
     }
     Ok(())
 }
@@ -261,7 +263,7 @@ impl Drop for RollbackGuard<'_> {
 
 /// Waits for every guest's sshd, then for each service's healthcheck.
 fn wait_until_ready(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     manifest: &Manifest,
     launch: &Launch,
     record: &ProjectRecord,
@@ -285,7 +287,7 @@ fn wait_until_ready(
     for planned_instance in &launch.planned {
         let service = &manifest.services[planned_instance.service_index];
         if waited.insert(service.name.as_str()) {
-            health::wait_service_healthy(runtime, &launch.key, service, record, healthy)?;
+            health::wait_service_healthy(settings, &launch.key, service, record, healthy)?;
         }
     }
     Ok(())
@@ -296,11 +298,11 @@ fn wait_until_ready(
 /// the health of each instance with a check that was not found healthy
 /// (after `up --no-wait`, or an unhealthy one, which is probed again).
 fn wait_until_running_ready(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     manifest: &Manifest,
     record: &ProjectRecord,
 ) -> Result<(), Error> {
-    let key = runtime.layout.ssh_key(&manifest.project);
+    let key = settings.layout.ssh_key(&manifest.project);
     let mut instances: Vec<&InstanceRecord> = record.instances.values().collect();
     instances.sort_by_key(|i| i.start_order);
     let check_of = |instance: &InstanceRecord| {
@@ -323,19 +325,19 @@ fn wait_until_running_ready(
         };
         match health::read_state(&instance.spec) {
             Some(health::HealthState::Healthy) => continue,
-            Some(health::HealthState::Bypassed) if runtime.health_bypass => continue,
+            Some(health::HealthState::Bypassed) if settings.health_bypass => continue,
             _ => {}
         }
-        if !runtime.health_bypass {
+        if !settings.health_bypass {
             eprintln!("holos: waiting for {} to be healthy", instance.spec.name);
         }
-        health::wait_healthy(runtime, &key, &instance.spec, check)?;
+        health::wait_healthy(settings, &key, &instance.spec, check)?;
     }
     Ok(())
 }
 
 fn ensure_volumes(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     manifest: &Manifest,
     planned: &[PlannedInstance],
 ) -> Result<(), Error> {
@@ -351,7 +353,7 @@ fn ensure_volumes(
             .and_then(|v| v.size_bytes)
             .unwrap_or(DEFAULT_VOLUME_BYTES);
         instance::ensure_volume(
-            &runtime.layout.volume(&manifest.project, &volume.name),
+            &settings.layout.volume(&manifest.project, &volume.name),
             size,
         )?;
     }
@@ -376,11 +378,11 @@ fn up_instance(
         let unchanged = existing.spec_hash == planned.spec_hash;
         match running {
             Some(_) if unchanged => {
-                eprintln!("holos: {name} is up to date");
+                eprintln!("holos: {} is up to date", planned.spec.label());
                 return Ok(None);
             }
             Some(pid) => {
-                eprintln!("holos: {name} changed, recreating it");
+                eprintln!("holos: {} changed, recreating it", planned.spec.label());
                 stop_reporting(&existing.spec, pid, key)?;
                 remove_instance_dir(&existing.spec.dir)?;
             }
@@ -432,7 +434,8 @@ pub(crate) fn launch_with_ssh_retry(
                 let port = host::free_port()?;
                 eprintln!(
                     "holos: {}: SSH port {} is taken, using {port}",
-                    spec.name, spec.ssh_port
+                    spec.label(),
+                    spec.ssh_port
                 );
                 spec.ssh_port = port;
             }
@@ -462,7 +465,7 @@ pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Resul
         Stopped::Terminated => "terminated (SIGTERM)",
         Stopped::Killed => "killed (SIGKILL)",
     };
-    eprintln!("holos: {} {text}", spec.name);
+    eprintln!("holos: {} {text}", spec.label());
     Ok(())
 }
 
@@ -508,34 +511,34 @@ fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error>
 }
 
 /// `holos stop [SERVICE]`, last started first.
-pub fn stop(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
-    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
-    let mut record = load_existing(&runtime.layout, project)?;
-    let key = runtime.layout.ssh_key(project);
+pub fn stop(settings: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let mut record = load_existing(&settings.layout, project)?;
+    let key = settings.layout.ssh_key(project);
     for name in selected(&record, service, true)? {
         let Some(instance) = record.instances.get_mut(&name) else {
             continue;
         };
         match host::running_pid(instance.pid, &instance.spec) {
             Some(pid) => stop_reporting(&instance.spec, pid, &key)?,
-            None => eprintln!("holos: {name} is not running"),
+            None => eprintln!("holos: {project}/{name} is not running"),
         }
         instance.pid = None;
-        record.save(&runtime.layout)?;
+        record.save(&settings.layout)?;
     }
     Ok(())
 }
 
 /// `holos start [SERVICE]`: launches stopped instances on their own disks.
-pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
-    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
-    let mut record = load_existing(&runtime.layout, project)?;
+pub fn start(settings: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let mut record = load_existing(&settings.layout, project)?;
     for name in selected(&record, service, false)? {
         let Some(instance) = record.instances.get_mut(&name) else {
             continue;
         };
         if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
-            eprintln!("holos: {name} is already running (pid {pid})");
+            eprintln!("holos: {project}/{name} is already running (pid {pid})");
             continue;
         }
         if !instance.spec.root_disk().exists() {
@@ -547,23 +550,23 @@ pub fn start(runtime: &HostSettings, project: &str, service: Option<&str>) -> Re
         let pid = launch_with_ssh_retry(&mut instance.spec, false)?;
         instance.pid = Some(pid);
         eprintln!(
-            "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+            "holos: {project}/{name} started (pid {pid}, ssh 127.0.0.1:{})",
             instance.spec.ssh_port
         );
-        record.save(&runtime.layout)?;
+        record.save(&settings.layout)?;
     }
     Ok(())
 }
 
 /// `holos down`: stops every instance, removes the instance directories and
 /// the record. Named volumes and the project key stay.
-pub fn down(runtime: &HostSettings, project: &str) -> Result<(), Error> {
-    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
-    let Some(mut record) = ProjectRecord::load(&runtime.layout, project)? else {
+pub fn down(settings: &HostSettings, project: &str) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let Some(mut record) = ProjectRecord::load(&settings.layout, project)? else {
         eprintln!("holos: project {project} has no instances");
         return Ok(());
     };
-    let key = runtime.layout.ssh_key(project);
+    let key = settings.layout.ssh_key(project);
     for name in selected(&record, None, true)? {
         let Some(instance) = record.instances.get_mut(&name) else {
             continue;
@@ -573,12 +576,12 @@ pub fn down(runtime: &HostSettings, project: &str) -> Result<(), Error> {
         }
         instance.pid = None;
         let dir = instance.spec.dir.clone();
-        record.save(&runtime.layout)?;
+        record.save(&settings.layout)?;
         remove_instance_dir(&dir)?;
-        eprintln!("holos: removed {name}");
+        eprintln!("holos: removed {project}/{name}");
     }
-    let _ = std::fs::remove_dir(runtime.layout.project_instances(project));
-    ProjectRecord::remove(&runtime.layout, project)
+    let _ = std::fs::remove_dir(settings.layout.project_instances(project));
+    ProjectRecord::remove(&settings.layout, project)
 }
 
 /// Instances by name, for the commands that address one.

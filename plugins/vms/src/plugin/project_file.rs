@@ -170,7 +170,9 @@ fn options(file: &ProjectFile) -> Options {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     Options {
         files: vec![cwd.join(&file.compose)],
-        project_name: Some(file.directory.clone()),
+        project_name: None,
+        // The directory names the project unless the file's `name:` does.
+        default_name: Some(file.directory.clone()),
         profiles: Vec::new(),
         working_dir: cwd,
         // Only the `.env` beside the file: the spec must not depend on who
@@ -201,13 +203,13 @@ fn as_given(file: &ProjectFile, text: &str) -> String {
 }
 
 /// Resolves the project with the IPs its running instances already have.
-pub fn resolve(runtime: &HostSettings, file: &ProjectFile) -> Result<Resolved> {
+pub fn resolve(settings: &HostSettings, file: &ProjectFile) -> Result<Resolved> {
     let options = options(file);
     let (project, first) = holos_compose::resolve(&options).map_err(|d| diagnostics(file, d))?;
     for warning in &project.warnings {
         eprintln!(">> {warning}");
     }
-    let record = ProjectRecord::load(&runtime.layout, &first.project).map_err(Error::new)?;
+    let record = ProjectRecord::load(&settings.layout, &first.project).map_err(Error::new)?;
     let manifest = match record {
         Some(record) if !record.instances.is_empty() => {
             holos_compose::resolve_with_allocations(&options, &record.allocated_ips())
@@ -275,15 +277,15 @@ pub fn service_yaml(service: &Service) -> String {
 /// does for the whole project); named volumes stay. The project record goes
 /// when its last instance does.
 pub fn down_service(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     project: &str,
     service: &str,
 ) -> std::result::Result<(), String> {
-    let _lock = ProjectLock::acquire(&runtime.layout, project, LOCK_WAIT)?;
-    let Some(mut record) = ProjectRecord::load(&runtime.layout, project)? else {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let Some(mut record) = ProjectRecord::load(&settings.layout, project)? else {
         return Ok(());
     };
-    let key = runtime.layout.ssh_key(project);
+    let key = settings.layout.ssh_key(project);
     let mut names: Vec<(usize, String)> = record
         .instances
         .values()
@@ -300,7 +302,7 @@ pub fn down_service(
         }
         let dir = instance.spec.dir.clone();
         record.instances.remove(&name);
-        record.save(&runtime.layout)?;
+        record.save(&settings.layout)?;
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(format!("cannot remove {}: {e}", dir.display()));
@@ -310,8 +312,8 @@ pub fn down_service(
         println!("Removed {name}");
     }
     if record.instances.is_empty() {
-        let _ = std::fs::remove_dir(runtime.layout.project_instances(project));
-        ProjectRecord::remove(&runtime.layout, project)?;
+        let _ = std::fs::remove_dir(settings.layout.project_instances(project));
+        ProjectRecord::remove(&settings.layout, project)?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use holo_vms::cli::{Format, HolosCommand as Command};
+use holo_vms::cli::{Format, HolosCommand};
 use holo_vms::holos::run;
 use holos_compose::load::Options;
 
@@ -17,7 +17,7 @@ fn examples_dir() -> PathBuf {
 fn resolved(dir: &Path, format: Format) -> String {
     output(
         dir,
-        Command::Config {
+        HolosCommand::Config {
             file_args: Default::default(),
             resolved: true,
             format,
@@ -25,7 +25,7 @@ fn resolved(dir: &Path, format: Format) -> String {
     )
 }
 
-fn output(dir: &Path, command: Command) -> String {
+fn output(dir: &Path, command: HolosCommand) -> String {
     let options = Options {
         working_dir: dir.to_path_buf(),
         environment: BTreeMap::new(),
@@ -76,7 +76,7 @@ fn every_example_matches_its_golden_manifest() {
         let got = hide_dir(resolved(&dir, Format::Yaml));
         let got_config = hide_dir(output(
             &dir,
-            Command::Config {
+            HolosCommand::Config {
                 file_args: Default::default(),
                 resolved: false,
                 format: Format::Yaml,

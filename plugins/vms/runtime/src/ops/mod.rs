@@ -7,6 +7,6 @@ pub mod devices;
 pub mod doctor;
 pub mod inspect;
 pub mod install;
-pub mod project;
+pub mod project_view;
 pub mod snapshots;
 pub mod volumes;

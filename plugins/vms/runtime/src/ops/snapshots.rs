@@ -295,13 +295,13 @@ pub fn remove(layout: &Layout, project: &str, instance: &str, name: &str) -> Res
 /// `holos snapshots restore INSTANCE NAME [--force]`: stops a running
 /// instance, reverts its root disk, and starts it again.
 pub fn restore(
-    runtime: &HostSettings,
+    settings: &HostSettings,
     project: &str,
     instance: &str,
     name: &str,
     force: bool,
 ) -> Result<(), Error> {
-    let layout = &runtime.layout;
+    let layout = &settings.layout;
     let _lock = ProjectLock::acquire(layout, project, LOCK_WAIT)?;
     let mut record = ProjectRecord::load(layout, project)?.ok_or_else(|| {
         Error::Request(format!(
@@ -347,7 +347,8 @@ pub fn restore(
         let pid = launch_with_ssh_retry(&mut entry.spec, false)?;
         entry.pid = Some(pid);
         eprintln!(
-            "holos: {key} started (pid {pid}, ssh 127.0.0.1:{})",
+            "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
+            entry.spec.label(),
             entry.spec.ssh_port
         );
         record.save(layout)?;

@@ -1,0 +1,3 @@
+//! Where the plugin faces the system: running a script.
+
+pub mod posix;

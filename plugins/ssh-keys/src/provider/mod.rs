@@ -1,0 +1,4 @@
+//! Where the plugin faces the system: users' home directories and the
+//! `authorized_keys` files in them.
+
+pub mod posix;
