@@ -199,10 +199,12 @@ mod tests {
 
     #[test]
     fn a_bad_line_of_a_key_file_is_named_with_its_number() {
-        let errors = parse_key_file("f.pub", "# c\nssh-rsa AAAA a\nnonsense\n").unwrap_err();
+        let (keys, errors) = parse_key_file("# c\nssh-rsa AAAA a\nnonsense\n");
+        assert_eq!(keys.len(), 1);
         assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].0, 3);
         assert!(
-            errors[0].starts_with("f.pub:3: not an SSH public key"),
+            errors[0].1.starts_with("not an SSH public key"),
             "{errors:?}"
         );
     }
