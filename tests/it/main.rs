@@ -28,6 +28,7 @@ mod lints;
 mod man_pages;
 mod noop_state_dirs;
 mod oneoff_equivalence;
+mod oneoff_safety;
 mod packaging;
 mod parsers_no_panic;
 mod plugin_shape;

@@ -445,6 +445,7 @@ fn inspect_project(settings: &HostSettings, name: &str, json: bool) -> Result<()
         let options = Options {
             files,
             project_name: Some(name.to_string()),
+            default_name: None,
             profiles: Vec::new(),
             working_dir: std::env::current_dir().unwrap_or_default(),
             environment: std::env::vars().collect(),

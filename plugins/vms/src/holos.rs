@@ -47,6 +47,7 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let options = Options {
         files: cli.files(),
         project_name: cli.project_name.clone(),
+        default_name: None,
         profiles: cli.profiles.clone(),
         working_dir,
         environment,

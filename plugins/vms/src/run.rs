@@ -246,6 +246,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let options = Options {
         files: vec![file.clone()],
         project_name: Some(name.clone()),
+        default_name: None,
         profiles: args.profiles.clone(),
         working_dir: dir.clone(),
         environment: crate::compose_project::process_environment(),

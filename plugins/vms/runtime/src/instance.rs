@@ -322,7 +322,7 @@ pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, Error>
             Ok(()) => ssh::run_pre_stop(key, spec, PRE_STOP_TIMEOUT),
             Err(_) => eprintln!(
                 "holos: {}: sshd does not answer, pre_stop hooks skipped",
-                spec.name
+                spec.label()
             ),
         }
     }
@@ -336,11 +336,11 @@ pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, Error>
             }
             eprintln!(
                 "holos: {}: the guest did not power off within {}s, sending SIGTERM",
-                spec.name,
+                spec.label(),
                 grace.as_secs_f64()
             );
         }
-        Err(e) => eprintln!("holos: {}: {e}; sending SIGTERM", spec.name),
+        Err(e) => eprintln!("holos: {}: {e}; sending SIGTERM", spec.label()),
     }
     host::signal(pid, Signal::SIGTERM);
     if host::wait_gone(pid, spec, TERM_GRACE) {
@@ -348,7 +348,7 @@ pub fn stop(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<Stopped, Error>
     }
     eprintln!(
         "holos: {}: QEMU ignored SIGTERM for {}s, sending SIGKILL",
-        spec.name,
+        spec.label(),
         TERM_GRACE.as_secs()
     );
     host::signal(pid, Signal::SIGKILL);

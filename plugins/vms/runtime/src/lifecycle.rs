@@ -211,7 +211,8 @@ fn launch_all(
             let name = &planned_instance.spec.name;
             guard.started.push(name.clone());
             eprintln!(
-                "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+                "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
+                planned_instance.spec.label(),
                 guard.record.instances[name].spec.ssh_port
             );
         }
@@ -377,11 +378,11 @@ fn up_instance(
         let unchanged = existing.spec_hash == planned.spec_hash;
         match running {
             Some(_) if unchanged => {
-                eprintln!("holos: {name} is up to date");
+                eprintln!("holos: {} is up to date", planned.spec.label());
                 return Ok(None);
             }
             Some(pid) => {
-                eprintln!("holos: {name} changed, recreating it");
+                eprintln!("holos: {} changed, recreating it", planned.spec.label());
                 stop_reporting(&existing.spec, pid, key)?;
                 remove_instance_dir(&existing.spec.dir)?;
             }
@@ -433,7 +434,8 @@ pub(crate) fn launch_with_ssh_retry(
                 let port = host::free_port()?;
                 eprintln!(
                     "holos: {}: SSH port {} is taken, using {port}",
-                    spec.name, spec.ssh_port
+                    spec.label(),
+                    spec.ssh_port
                 );
                 spec.ssh_port = port;
             }
@@ -463,7 +465,7 @@ pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Resul
         Stopped::Terminated => "terminated (SIGTERM)",
         Stopped::Killed => "killed (SIGKILL)",
     };
-    eprintln!("holos: {} {text}", spec.name);
+    eprintln!("holos: {} {text}", spec.label());
     Ok(())
 }
 
@@ -519,7 +521,7 @@ pub fn stop(settings: &HostSettings, project: &str, service: Option<&str>) -> Re
         };
         match host::running_pid(instance.pid, &instance.spec) {
             Some(pid) => stop_reporting(&instance.spec, pid, &key)?,
-            None => eprintln!("holos: {name} is not running"),
+            None => eprintln!("holos: {project}/{name} is not running"),
         }
         instance.pid = None;
         record.save(&settings.layout)?;
@@ -536,7 +538,7 @@ pub fn start(settings: &HostSettings, project: &str, service: Option<&str>) -> R
             continue;
         };
         if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
-            eprintln!("holos: {name} is already running (pid {pid})");
+            eprintln!("holos: {project}/{name} is already running (pid {pid})");
             continue;
         }
         if !instance.spec.root_disk().exists() {
@@ -548,7 +550,7 @@ pub fn start(settings: &HostSettings, project: &str, service: Option<&str>) -> R
         let pid = launch_with_ssh_retry(&mut instance.spec, false)?;
         instance.pid = Some(pid);
         eprintln!(
-            "holos: {name} started (pid {pid}, ssh 127.0.0.1:{})",
+            "holos: {project}/{name} started (pid {pid}, ssh 127.0.0.1:{})",
             instance.spec.ssh_port
         );
         record.save(&settings.layout)?;
@@ -576,7 +578,7 @@ pub fn down(settings: &HostSettings, project: &str) -> Result<(), Error> {
         let dir = instance.spec.dir.clone();
         record.save(&settings.layout)?;
         remove_instance_dir(&dir)?;
-        eprintln!("holos: removed {name}");
+        eprintln!("holos: removed {project}/{name}");
     }
     let _ = std::fs::remove_dir(settings.layout.project_instances(project));
     ProjectRecord::remove(&settings.layout, project)

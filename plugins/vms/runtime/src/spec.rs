@@ -155,6 +155,12 @@ pub struct Firmware {
 }
 
 impl InstanceSpec {
+    /// `PROJECT/NAME`: how every message about one instance names it, so
+    /// that no line leaves the project it acted on to be guessed.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.project, self.name)
+    }
+
     pub fn qmp_socket(&self) -> PathBuf {
         self.dir.join("qmp.sock")
     }

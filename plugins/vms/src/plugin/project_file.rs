@@ -170,7 +170,9 @@ fn options(file: &ProjectFile) -> Options {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     Options {
         files: vec![cwd.join(&file.compose)],
-        project_name: Some(file.directory.clone()),
+        project_name: None,
+        // The directory names the project unless the file's `name:` does.
+        default_name: Some(file.directory.clone()),
         profiles: Vec::new(),
         working_dir: cwd,
         // Only the `.env` beside the file: the spec must not depend on who

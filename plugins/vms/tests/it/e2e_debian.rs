@@ -627,7 +627,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     let phase = Instant::now();
     let down = e2e.holos_ok(&["down"], UP_LIMIT);
     assert!(
-        down.contains("holos: removed web-0") && down.contains("holos: removed db-0"),
+        down.contains("holos: removed e2e/web-0") && down.contains("holos: removed e2e/db-0"),
         "{down}"
     );
     assert!(!e2e.instance_dir("db-0").exists());
@@ -647,9 +647,9 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     let waits = said
         .find("holos: web waits for db-0 to be healthy")
         .expect(&said);
-    let web_started = said.find("holos: web-0 started").expect(&said);
+    let web_started = said.find("holos: e2e/web-0 started").expect(&said);
     assert!(
-        said.find("holos: db-0 started").expect(&said) < waits,
+        said.find("holos: e2e/db-0 started").expect(&said) < waits,
         "{said}"
     );
     assert!(
@@ -715,7 +715,10 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
     said.sort_unstable();
     assert_eq!(
         said,
-        ["holos: db-0 powered off", "holos: web-0 powered off"],
+        [
+            "holos: e2e/db-0 powered off",
+            "holos: e2e/web-0 powered off"
+        ],
         "stop went past the power button:\n{stopped}"
     );
     for (instance, pid) in instances.iter().zip(pids) {

@@ -108,7 +108,7 @@ fn a_real_guest_boots_serves_a_forwarded_port_and_powers_off_through_qmp() {
     // stop: ACPI power button over QMP; the guest powers itself off.
     let started = Instant::now();
     let said = p.ok(&["stop"]);
-    assert_eq!(said, "holos: guest-0 powered off\n");
+    assert_eq!(said, "holos: boot/guest-0 powered off\n");
     assert!(started.elapsed() < Duration::from_secs(60));
     assert!(logs().contains("HOLOS-TEST-GUEST: power button, powering off"));
     assert!(cmdline(pid).is_empty());

@@ -49,7 +49,10 @@ fn qemu_starts_with_the_golden_argv_of_each_seed_example() {
         let example = examples_dir().join(name);
         let compose = std::fs::read_to_string(example.join("holos.yaml")).unwrap();
         let mut p = Project::new(&compose, Qemu::Fake);
-        p.name = Some(name.to_string());
+        // `-p` would win over the file's `name:`: only for those without.
+        if !compose.lines().any(|l| l.starts_with("name:")) {
+            p.name = Some(name.to_string());
+        }
         let copied = Command::new("cp")
             .arg("-R")
             .arg(example.join("."))
@@ -150,18 +153,18 @@ fn stop_escalates_from_qmp_powerdown_to_sigterm_to_sigkill() {
     runtime_support::require_qemu_img();
     let p = Project::new(ONE, Qemu::Fake);
     let said = stop_with(&p, "100", false);
-    assert_eq!(said, "holos: web-0 powered off\n");
+    assert_eq!(said, "holos: esc/web-0 powered off\n");
 
     let said = stop_with(&p, "never", false);
     assert_eq!(
         said,
-        "holos: web-0: the guest did not power off within 1s, sending SIGTERM\nholos: web-0 terminated (SIGTERM)\n"
+        "holos: esc/web-0: the guest did not power off within 1s, sending SIGTERM\nholos: esc/web-0 terminated (SIGTERM)\n"
     );
 
     let said = stop_with(&p, "never", true);
     assert_eq!(
         said,
-        "holos: web-0: the guest did not power off within 1s, sending SIGTERM\nholos: web-0: QEMU ignored SIGTERM for 5s, sending SIGKILL\nholos: web-0 killed (SIGKILL)\n"
+        "holos: esc/web-0: the guest did not power off within 1s, sending SIGTERM\nholos: esc/web-0: QEMU ignored SIGTERM for 5s, sending SIGKILL\nholos: esc/web-0 killed (SIGKILL)\n"
     );
 }
 
@@ -188,7 +191,7 @@ fn up_waits_for_sshd_and_start_picks_a_new_ssh_port_when_the_old_one_is_taken() 
     assert_ne!(new_port, port);
     assert!(
         said.starts_with(&format!(
-            "holos: web-0: SSH port {port} is taken, using {new_port}\n"
+            "holos: esc/web-0: SSH port {port} is taken, using {new_port}\n"
         )),
         "{said}"
     );
@@ -253,7 +256,7 @@ fn pre_stop_hooks_run_over_ssh_before_the_powerdown() {
     let log = standin_ssh(&p);
     p.ok(&["up", "--no-wait"]);
     let said = p.ok(&["stop"]);
-    assert_eq!(said, "holos: db-0 powered off\n");
+    assert_eq!(said, "holos: hooks/db-0 powered off\n");
     let calls = std::fs::read_to_string(&log).unwrap();
     let argv: Vec<&str> = calls.lines().take_while(|l| *l != "--end--").collect();
     assert_eq!(
@@ -330,7 +333,7 @@ fn dependents_wait_for_a_healthy_dependency_and_a_failed_check_leaves_no_qemu() 
         .filter(|l| l.contains(" started (pid "))
         .collect();
     assert!(
-        order[0].starts_with("holos: db-0") && order[1].starts_with("holos: api-0"),
+        order[0].starts_with("holos: health/db-0") && order[1].starts_with("holos: health/api-0"),
         "{said}"
     );
     p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));

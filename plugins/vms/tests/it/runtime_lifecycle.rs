@@ -29,7 +29,7 @@ fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
     runtime_support::require_qemu();
     let p = real_project(ONE_SERVICE);
     let said = p.ok(&["up", "--no-wait"]);
-    assert!(said.contains("holos: web-0 started (pid "), "{said}");
+    assert!(said.contains("holos: life/web-0 started (pid "), "{said}");
     let pid = p.pid_of("web-0").expect("web-0 runs");
     let argv = cmdline(pid);
     assert!(argv[0].ends_with("qemu-system-x86_64"), "{argv:?}");
@@ -70,7 +70,7 @@ fn up_starts_qemu_with_our_argv_and_down_keeps_the_volume() {
     let volume = p.state().join("volumes/life/data.qcow2");
     assert!(volume.is_file());
     let said = p.ok(&["down"]);
-    assert!(said.contains("holos: removed web-0"), "{said}");
+    assert!(said.contains("holos: removed life/web-0"), "{said}");
     assert!(!alive(pid), "QEMU still runs after down");
     assert!(!instance.exists() && !p.state().join("projects/life.json").exists());
     assert!(volume.is_file(), "down removed the named volume");
@@ -91,7 +91,10 @@ fn stop_falls_back_to_sigterm_when_the_guest_ignores_the_power_button() {
         said.contains("did not power off within 1s, sending SIGTERM"),
         "{said}"
     );
-    assert!(said.contains("holos: web-0 terminated (SIGTERM)"), "{said}");
+    assert!(
+        said.contains("holos: life/web-0 terminated (SIGTERM)"),
+        "{said}"
+    );
     assert!(started.elapsed() >= std::time::Duration::from_secs(1));
     assert!(!alive(pid));
     assert_eq!(p.ps()[0]["state"], "stopped");
@@ -121,9 +124,9 @@ fn unchanged_up_does_nothing_and_a_changed_service_is_recreated() {
 
     p.write(&two(320));
     let said = p.ok(&["up", "--no-wait"]);
-    assert!(said.contains("holos: db-0 is up to date"), "{said}");
+    assert!(said.contains("holos: re/db-0 is up to date"), "{said}");
     assert!(
-        said.contains("holos: web-0 changed, recreating it"),
+        said.contains("holos: re/web-0 changed, recreating it"),
         "{said}"
     );
     assert_eq!(p.pid_of("db-0"), Some(db));
@@ -160,7 +163,7 @@ fn a_taken_port_names_port_and_service_and_leaves_no_qemu() {
     );
     // db-0 had started first; the failed up took it down again.
     let db = said
-        .split("holos: db-0 started (pid ")
+        .split("holos: clash/db-0 started (pid ")
         .nth(1)
         .and_then(|rest| rest.split(',').next())
         .and_then(|pid| pid.parse::<u32>().ok())
@@ -183,7 +186,7 @@ fn a_reused_pid_is_never_signalled() {
     });
     assert_eq!(p.ps()[0]["state"], "stopped");
     let said = p.ok(&["stop"]);
-    assert!(said.contains("holos: web-0 is not running"), "{said}");
+    assert!(said.contains("holos: life/web-0 is not running"), "{said}");
     assert!(
         other.try_wait().unwrap().is_none(),
         "holos signalled a pid that is not its QEMU"
@@ -227,7 +230,10 @@ fn a_second_command_waits_for_the_project_lock() {
         said.starts_with("holos: waiting for another holos command on project life"),
         "{said}"
     );
-    assert!(said.contains("holos: web-0 terminated (SIGTERM)"), "{said}");
+    assert!(
+        said.contains("holos: life/web-0 terminated (SIGTERM)"),
+        "{said}"
+    );
 }
 
 #[test]

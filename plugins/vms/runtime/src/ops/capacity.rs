@@ -173,6 +173,7 @@ mod tests {
         let options = holos_compose::load::Options {
             files: vec![dir.path().join("holos.yaml")],
             project_name: None,
+            default_name: None,
             profiles: Vec::new(),
             working_dir: dir.path().to_path_buf(),
             environment: Default::default(),

@@ -347,7 +347,8 @@ pub fn restore(
         let pid = launch_with_ssh_retry(&mut entry.spec, false)?;
         entry.pid = Some(pid);
         eprintln!(
-            "holos: {key} started (pid {pid}, ssh 127.0.0.1:{})",
+            "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
+            entry.spec.label(),
             entry.spec.ssh_port
         );
         record.save(layout)?;
