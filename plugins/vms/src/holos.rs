@@ -134,6 +134,10 @@ pub fn run_with_messages(
         if !missing.is_empty() {
             return Err(missing);
         }
+        let refused = up_refusals(&project, &manifest);
+        if !refused.is_empty() {
+            return Err(refused);
+        }
     }
     let text = render(command, &project, &manifest)?;
     let mut messages: Vec<String> = project
@@ -155,6 +159,20 @@ pub fn run_with_messages(
         messages.extend(disabled.iter().map(ToString::to_string));
     }
     Ok((text, messages))
+}
+
+/// What `holos up` would refuse before starting anything: the runtime's
+/// own check, so that validate passes exactly what up does not refuse.
+fn up_refusals(
+    project: &holos_compose::load::Project,
+    manifest: &holos_compose::Manifest,
+) -> Vec<Diag> {
+    let file = project.files.first().cloned().unwrap_or_default();
+    let problems = match holos_runtime::settings::HostSettings::from_env() {
+        Ok(settings) => holos_runtime::preflight::check(&settings, manifest, &[]),
+        Err(e) => vec![e.to_string()],
+    };
+    problems.into_iter().map(|p| Diag::file(&file, p)).collect()
 }
 
 /// `validate --capacity` and `--network`: the project against this host.

@@ -61,6 +61,13 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
 
 pub fn up(settings: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let manifest = request.manifest;
+    // What `holos validate` refuses too, before anything starts.
+    if let Some(problem) = crate::preflight::check(settings, manifest, &request.services)
+        .into_iter()
+        .next()
+    {
+        return Err(Error::Request(problem));
+    }
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
     let previous = ProjectRecord::load(&settings.layout, project)?;

@@ -31,6 +31,7 @@ mod ops;
 mod plugin;
 mod plugin_oneoff;
 mod plugin_support;
+mod preflight;
 mod project_flag;
 mod projects;
 mod replica_ports;
