@@ -532,13 +532,7 @@ fn order_entities(
             Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
         }
         Err(cycle) => {
-            out.error(
-                Stream::Err,
-                &format!(
-                    "dependency cycle between entities: {}; remove one of these REQUIRES/SUBSCRIBES references",
-                    cycle.join(" -> ")
-                ),
-            );
+            out.error(Stream::Err, &order::cycle_message(&cycle));
             Err(EXIT_FATAL)
         }
     }

@@ -7,25 +7,14 @@ use crate::scan::{DEFAULT_VERB, Entity};
 /// Holo 3's `PrintReport`: `VERB ID (reason)` or the bold ID, then the info
 /// lines right-aligned to the verb (or to 12 columns), then a blank line.
 pub fn print_report(out: &mut Output, entity: &Entity, with_action: bool) {
-    let mut text = String::new();
-    let width = if with_action && !entity.action_verb.is_empty() {
-        text.push_str(&entity.action_verb);
-        text.push(' ');
-        text.push_str(&out.bold(Stream::Out, &entity.id));
-        entity.action_verb.len()
-    } else {
-        text.push_str(&out.bold(Stream::Out, &entity.id));
-        12
-    };
-    if !entity.action_reason.is_empty() {
-        text.push_str(" (");
-        text.push_str(&entity.action_reason);
-        text.push(')');
-    }
-    text.push('\n');
-    for (key, value) in &entity.info {
-        text.push_str(&format!("{key:>width$} {value}\n"));
-    }
+    let verb = with_action.then_some(entity.action_verb.as_str());
+    let info: Vec<(&str, &str)> = entity
+        .info
+        .iter()
+        .map(|(key, value)| (key.as_str(), value.as_str()))
+        .collect();
+    let id = out.bold(Stream::Out, &entity.id);
+    let text = holo_protocol::entity_text::report_header(verb, &id, &entity.action_reason, &info);
     out.write(Stream::Out, text.as_bytes());
     out.end_paragraph(Stream::Out);
 }

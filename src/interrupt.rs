@@ -78,35 +78,8 @@ pub fn grace() -> Duration {
         .unwrap_or(DEFAULT_GRACE)
 }
 
-/// `90`, `90s`, `15m`, `2h`: `Some(None)` for `0` (no limit), `None` when
-/// the text is no duration.
-pub fn parse_duration(text: &str) -> Option<Option<Duration>> {
-    let text = text.trim();
-    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let number: u64 = digits.parse().ok()?;
-    let seconds = match unit {
-        "s" => number,
-        "m" => number.checked_mul(60)?,
-        "h" => number.checked_mul(3600)?,
-        _ => return None,
-    };
-    Some((seconds > 0).then(|| Duration::from_secs(seconds)))
-}
-
-/// `1h`, `10m`, `90s`: the largest unit that divides the duration.
-pub fn format_duration(duration: Duration) -> String {
-    let seconds = duration.as_secs();
-    if seconds > 0 && seconds.is_multiple_of(3600) {
-        format!("{}h", seconds / 3600)
-    } else if seconds > 0 && seconds.is_multiple_of(60) {
-        format!("{}m", seconds / 60)
-    } else {
-        format!("{seconds}s")
-    }
-}
+// Shared with the SDK, which reads the same variables.
+pub use holo_protocol::duration::{format_duration, parse_duration};
 
 /// Every process of the session `leader` started (the plugin is a session
 /// leader, and the commands it starts stay in its session unless they are

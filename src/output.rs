@@ -22,8 +22,8 @@ const RESET: &str = "\x1b[0m";
 
 /// The shared paragraph writer.
 pub struct Output {
-    had_output: bool,
-    trailing_newlines: usize,
+    /// Shared with the SDK's one-off, which prints entities as holo does.
+    paragraphs: holo_protocol::entity_text::Paragraphs,
     stdout_buffer: Vec<u8>,
     /// Stdout is a terminal: flush at every line.
     line_buffered: bool,
@@ -42,8 +42,7 @@ impl Output {
         let allowed = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         let terminal = std::io::stdout().is_terminal();
         Output {
-            had_output: false,
-            trailing_newlines: 0,
+            paragraphs: Default::default(),
             stdout_buffer: Vec::with_capacity(64 * 1024),
             line_buffered: terminal,
             color_out: allowed && terminal,
@@ -59,15 +58,8 @@ impl Output {
     }
 
     fn observe(&mut self, bytes: &[u8]) {
-        if !self.had_output {
-            self.had_output = true;
+        if self.paragraphs.observe(bytes) {
             self.stdout_buffer.push(b'\n');
-        }
-        let count = bytes.iter().rev().take_while(|b| **b == b'\n').count();
-        if count == bytes.len() {
-            self.trailing_newlines += count;
-        } else {
-            self.trailing_newlines = count;
         }
     }
 
@@ -110,10 +102,7 @@ impl Output {
 
     /// Ends the paragraph: newlines until the output ends in a blank line.
     pub fn end_paragraph(&mut self, stream: Stream) {
-        if !self.had_output {
-            return;
-        }
-        while self.trailing_newlines < 2 {
+        for _ in 0..self.paragraphs.missing_newlines() {
             self.write(stream, b"\n");
         }
     }

@@ -21,18 +21,18 @@ pub fn require_source() -> PathBuf {
     source
 }
 
-/// Builds Holo 3 from `source` into `output` with `go`, offline
-/// (`-mod=vendor`, no proxy, the local toolchain); the Go build cache is
-/// kept in the target directory unless `GOCACHE` says otherwise.
+/// Builds Holo 3 from the checkout `source` with the Go toolchain `go`
+/// into `binary`, offline (vendored modules, no proxy, no toolchain
+/// download), with the build cache in `go_cache` (a test passes a
+/// directory below `CARGO_TARGET_TMPDIR`; `GOCACHE` wins when set). One
+/// binary is the driver and every Go plugin: it acts as the one it is run
+/// as (`holo`, `holo-files`, `holo-users-groups`, `holo-ssh-keys`), so
+/// link it under those names.
 #[track_caller]
-pub fn build(source: &Path, go: &Path, output: &Path) {
-    let go_cache = crate::profile_dir().parent().map_or_else(
-        || PathBuf::from("holo3-go-cache"),
-        |target| target.join("tmp/holo3-go-cache"),
-    );
-    let build = Command::new(go)
+pub fn build(source: &Path, go: &Path, binary: &Path, go_cache: &Path) {
+    let built = Command::new(go)
         .args(["build", "-o"])
-        .arg(output)
+        .arg(binary)
         .arg(".")
         .current_dir(source)
         .env("GOFLAGS", "-mod=vendor")
@@ -45,9 +45,9 @@ pub fn build(source: &Path, go: &Path, output: &Path) {
         .output()
         .unwrap_or_else(|err| panic!("cannot run {}: {err}", go.display()));
     assert!(
-        build.status.success(),
+        built.status.success(),
         "building Holo 3 in {} failed:\n{}",
         source.display(),
-        String::from_utf8_lossy(&build.stderr)
+        String::from_utf8_lossy(&built.stderr)
     );
 }

@@ -47,19 +47,7 @@ fn holo3_fixture_suites_pass_with_our_driver() {
         cases.len(),
         source.display()
     );
-    let failures = failed_cases(work, &cases);
-    println!(
-        "Holo 3 fixture cases: {} of {} passed",
-        cases.len() - failures.len(),
-        cases.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} of {} Holo 3 fixture cases failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    run_all_and_report(work, &cases, "Holo 3 fixture cases");
 }
 
 /// Holo 3's plugin cases with our driver and our holo-files,
@@ -79,15 +67,21 @@ fn holo3_plugin_suites_pass_with_our_plugins() {
         37,
         "Holo 3 v3.0.1 has 37 cases in its plugin suites; point HOLO3_SOURCE at a whole checkout"
     );
-    let failures = failed_cases(work, &cases);
+    run_all_and_report(work, &cases, "Holo 3 plugin cases with our plugins");
+}
+
+/// Runs the cases, prints `WHAT: N of M passed` (CI's summary shows that
+/// line) and fails naming each case that failed.
+fn run_all_and_report(work: &Path, cases: &[PathBuf], what: &str) {
+    let failures = failed_cases(work, cases);
     println!(
-        "Holo 3 plugin cases with our plugins: {} of {} passed",
+        "{what}: {} of {} passed",
         cases.len() - failures.len(),
         cases.len()
     );
     assert!(
         failures.is_empty(),
-        "{} of {} Holo 3 plugin cases failed with our plugins:\n\n{}",
+        "{what}: {} of {} failed:\n\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n\n")
@@ -173,7 +167,7 @@ fn prepare(source: &Path, work: &Path, plugins: &Plugins) {
     }
     match plugins {
         Plugins::Holo3(go) => {
-            test_support::holo3::build(source, go, &work.join("build/holo"));
+            test_support::holo3::build(source, go, &work.join("build/holo"), &go_cache());
             // One binary serves all Go plugins, chosen by the name it is run as.
             for plugin in ["files", "ssh-keys", "users-groups"] {
                 std::os::unix::fs::symlink(
@@ -195,6 +189,11 @@ fn prepare(source: &Path, work: &Path, plugins: &Plugins) {
     }
     // files/23-alpm-hook runs the driver as build/holo.test.
     std::os::unix::fs::symlink(HOLO, work.join("build/holo.test")).unwrap();
+}
+
+/// The Go build cache of the Holo 3 builds, kept between test runs.
+pub fn go_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("holo3-go-cache")
 }
 
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {

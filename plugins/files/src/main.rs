@@ -1,6 +1,5 @@
-//! The `holo-files` binary (being written).
+//! The `holo-files` binary.
 
 fn main() -> std::process::ExitCode {
-    eprintln!("!! holo-files is not built yet");
-    std::process::ExitCode::FAILURE
+    holo_plugin::run(holo_files::FilesPlugin)
 }

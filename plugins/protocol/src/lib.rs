@@ -1,9 +1,15 @@
 //! holo-protocol: the wire format between the driver `holo` and plugins
 //! written with `holo-plugin`, defined once for both sides (see
 //! holo-plugin-interface(7)): the API version, extension names, the FD 3
-//! messages, the batch stdin line and the batch record.
+//! messages, the batch stdin line and the batch record; and the rules
+//! both sides apply: the apply order and its cycle message, how an entity
+//! is printed, and the durations of the environment variables.
 //!
 //! It owns formats only; it runs nothing and prints nothing.
+
+pub mod duration;
+pub mod entity_text;
+pub mod order;
 
 use std::borrow::Cow;
 

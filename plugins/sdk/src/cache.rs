@@ -147,9 +147,10 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
     )
 }
 
-/// Writes a file of the scan cache (which lives for one run: no fsync).
+/// Writes a file of the scan cache (which lives for one run: no fsync),
+/// owner-only: the entries hold what resources declare, secrets included.
 fn write_new(fs: &RootFs, path: &Path, bytes: &[u8]) -> Result<()> {
-    fs.create_file(path, 0o644)
+    fs.create_file(path, 0o600)
         .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
         .map_err(|err| Error::io("write scan cache", path, &err))
 }

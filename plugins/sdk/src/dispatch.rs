@@ -115,6 +115,18 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
             None => fail(&Error::new(format!("unknown operation: {operation}"))),
         };
     }
+    run_protocol_operation(plugin, &env, operation, rest, entity_mode, batch_mode)
+}
+
+/// `scan`, `diff`, `apply`, `force-apply`, `noop` and the batches.
+fn run_protocol_operation<P: Plugin>(
+    plugin: &P,
+    env: &Env,
+    operation: &str,
+    rest: &[String],
+    entity_mode: Option<Mode>,
+    batch_mode: Option<Mode>,
+) -> ExitCode {
     // A plugin never outlives its driver: when holo is killed outright, the
     // plugin goes too (and with it the commands it runs, see process.rs).
     // SAFETY: PR_SET_PDEATHSIG takes one integer argument.
@@ -137,53 +149,57 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         )));
     }
     if operation == "scan" {
-        return match scan(plugin, &env) {
+        return match scan(plugin, env) {
             Ok(()) => flush_stdout(),
             Err(err) => fail(&err),
         };
     }
     if let Some(mode) = batch_mode {
-        return batch::run(plugin, &env, mode);
+        return batch::run(plugin, env, mode);
     }
     let [id] = rest else {
         return fail(&usage::<P>(operation));
     };
-    let entity = entity_from_cache::<P>(plugin, &env, id, env.refresh);
+    let entity = entity_from_cache::<P>(plugin, env, id, env.refresh);
     if let Some(mode) = entity_mode {
         // A process per entity: each directory is swept once per run.
-        crate::cache::share_sweeps(&env);
-        let result = apply_entity(plugin, &env, entity, mode);
+        crate::cache::share_sweeps(env);
+        let result = apply_entity(plugin, env, entity, mode);
         if let Some(Err(err)) = result.fd3.map(report::fd3_message) {
             return fail(&err);
         }
         let _ = std::io::stdout().flush();
         return ExitCode::from(result.exit);
     }
+    diff_entity(plugin, env, entity)
+}
+
+/// `diff ENTITY`: the entity's diff on fd 3, as files with the
+/// `diff-files` extension.
+fn diff_entity<P: Plugin>(plugin: &P, env: &Env, entity: Result<EntityCtx<P::Spec>>) -> ExitCode {
     if env.has_extension(holo_protocol::extension::DIFF_FILES) {
-        let diffs = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
+        let diffs = |entity: EntityCtx<P::Spec>| match common::is_skipped(env, &entity.id)? {
             true => Ok(Vec::new()),
-            false => plugin.diff_files(&env, &entity),
+            false => plugin.diff_files(env, &entity),
         };
         return match entity.and_then(diffs) {
             Ok(diffs) if diffs.is_empty() => flush_stdout(),
-            Ok(diffs) => match report::fd3_diff_files(&diffs, &env) {
+            Ok(diffs) => match report::fd3_diff_files(&diffs, env) {
                 Ok(()) => flush_stdout(),
                 Err(err) => fail(&err),
             },
             Err(err) => fail(&err),
         };
     }
-    let diff = |entity: EntityCtx<P::Spec>| match common::is_skipped(&env, &entity.id)? {
+    let diff = |entity: EntityCtx<P::Spec>| match common::is_skipped(env, &entity.id)? {
         true => Ok(None),
-        false => plugin.diff_with_header(&env, &entity),
+        false => plugin.diff_with_header(env, &entity),
     };
     match entity.and_then(diff) {
-        Ok(Some(diff)) => {
-            match report::fd3_diff(&diff.desired, &diff.current, &diff.header, &env) {
-                Ok(()) => flush_stdout(),
-                Err(err) => fail(&err),
-            }
-        }
+        Ok(Some(diff)) => match report::fd3_diff(&diff.desired, &diff.current, &diff.header, env) {
+            Ok(()) => flush_stdout(),
+            Err(err) => fail(&err),
+        },
         Ok(None) => flush_stdout(),
         Err(err) => fail(&err),
     }

@@ -26,6 +26,10 @@ use sha2::{Digest, Sha256, Sha512};
 
 use crate::error::{Error, Result};
 
+/// The digest algorithms a download can be checked against (a crate of
+/// its own, so that holos's compose model names them without this feature).
+pub use holo_checksum::Algorithm;
+
 /// Downloads at least this large (or of unknown size) get a progress bar
 /// when stderr is a terminal.
 const PROGRESS_THRESHOLD: u64 = 4 * 1024 * 1024;
@@ -268,37 +272,14 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A digest algorithm a download can be checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    Sha256,
-    Sha512,
-}
-
-impl Algorithm {
-    /// `sha256` or `sha512`, as the name is written in configuration.
-    pub fn parse(name: &str) -> Option<Algorithm> {
-        match name.to_ascii_lowercase().as_str() {
-            "sha256" => Some(Algorithm::Sha256),
-            "sha512" => Some(Algorithm::Sha512),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Sha256 => "sha256",
-            Algorithm::Sha512 => "sha512",
-        }
-    }
-
-    /// Length of a digest in hex digits.
-    pub fn hex_len(self) -> usize {
-        match self {
-            Algorithm::Sha256 => 64,
-            Algorithm::Sha512 => 128,
-        }
-    }
+/// Why streaming a body into its temp file stopped.
+enum CopyError {
+    /// Reading the response failed.
+    Fetch(std::io::Error),
+    /// Writing the temp file failed.
+    Write(std::io::Error),
+    /// The content is not the expected one (the message says how).
+    Mismatch(String),
 }
 
 /// The result of a successful download.
@@ -521,7 +502,37 @@ impl Download {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut temp = if self.part_file {
+        let mut temp = self
+            .create_temp(parent, &file_name)
+            .map_err(|what| cannot(&what))?;
+        let io_error = |err: std::io::Error| cannot(&err.to_string());
+        let bar = self.progress_bar(length, &file_name);
+        let copied = self.copy_body(&mut body.as_reader(), &mut temp, &bar);
+        bar.finish_and_clear();
+        let (sha256, bytes) = match copied {
+            Ok(copied) => copied,
+            Err(CopyError::Fetch(err)) => return Err(cannot_fetch(&self.describe_io(&err))),
+            Err(CopyError::Write(err)) => return Err(io_error(err)),
+            Err(CopyError::Mismatch(what)) => return Err(cannot_fetch(&what)),
+        };
+        temp.as_file().sync_all().map_err(io_error)?;
+        temp.persist(target).map_err(|err| io_error(err.error))?;
+        if let Ok(dir) = File::open(parent) {
+            // The rename is durable only once the directory is synced.
+            let _ = dir.sync_all();
+        }
+        Ok(Downloaded { sha256, bytes })
+    }
+
+    /// The temp file the body goes to (the `.part` file, or a random one
+    /// beside the target), with its owner and mode set before any byte is
+    /// written. The error says what failed.
+    fn create_temp(
+        &self,
+        parent: &Path,
+        file_name: &str,
+    ) -> std::result::Result<tempfile::NamedTempFile, String> {
+        let temp = if self.part_file {
             let part = self.part_path();
             let file = std::fs::OpenOptions::new()
                 .write(true)
@@ -529,9 +540,9 @@ impl Download {
                 .truncate(true)
                 .mode(0o600)
                 .open(&part)
-                .map_err(|err| cannot(&format!("cannot create {}: {err}", part.display())))?;
+                .map_err(|err| format!("cannot create {}: {err}", part.display()))?;
             let path = tempfile::TempPath::try_from_path(&part)
-                .map_err(|err| cannot(&format!("cannot use {}: {err}", part.display())))?;
+                .map_err(|err| format!("cannot use {}: {err}", part.display()))?;
             tempfile::NamedTempFile::from_parts(file, path)
         } else {
             let prefix = format!(".{file_name}-");
@@ -540,25 +551,30 @@ impl Download {
                 .prefix(&prefix)
                 .tempfile_in(parent)
                 .map_err(|err| {
-                    cannot(&format!(
-                        "cannot create a temp file in {}: {err}",
-                        parent.display()
-                    ))
+                    format!("cannot create a temp file in {}: {err}", parent.display())
                 })?
         };
-        let io_error = |err: std::io::Error| cannot(&err.to_string());
         let mode = self.mode.unwrap_or_else(|| {
-            std::fs::metadata(target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777)
+            std::fs::metadata(&self.target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777)
         });
         if self.uid.is_some() || self.gid.is_some() {
-            std::os::unix::fs::fchown(temp.as_file(), self.uid, self.gid).map_err(io_error)?;
+            std::os::unix::fs::fchown(temp.as_file(), self.uid, self.gid)
+                .map_err(|err| err.to_string())?;
         }
         temp.as_file()
             .set_permissions(Permissions::from_mode(mode))
-            .map_err(io_error)?;
+            .map_err(|err| err.to_string())?;
+        Ok(temp)
+    }
 
-        let bar = self.progress_bar(length, &file_name);
-        let mut reader = body.as_reader();
+    /// Streams the body into `temp`, hashing it on the way, and checks the
+    /// expected digest: the SHA-256 and the byte count.
+    fn copy_body(
+        &self,
+        reader: &mut dyn Read,
+        temp: &mut tempfile::NamedTempFile,
+        bar: &indicatif::ProgressBar,
+    ) -> std::result::Result<(String, u64), CopyError> {
         let mut hasher = Sha256::new();
         let mut sha512 = matches!(self.expected, Some((Algorithm::Sha512, _))).then(Sha512::new);
         let mut bytes = 0u64;
@@ -568,20 +584,16 @@ impl Download {
                 Ok(0) => break,
                 Ok(read) => read,
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => {
-                    bar.finish_and_clear();
-                    return Err(cannot_fetch(&self.describe_io(&err)));
-                }
+                Err(err) => return Err(CopyError::Fetch(err)),
             };
             hasher.update(&buffer[..read]);
             if let Some(sha512) = &mut sha512 {
                 sha512.update(&buffer[..read]);
             }
-            temp.write_all(&buffer[..read]).map_err(io_error)?;
+            temp.write_all(&buffer[..read]).map_err(CopyError::Write)?;
             bytes += read as u64;
             bar.inc(read as u64);
         }
-        bar.finish_and_clear();
         let sha256 = hex(&hasher.finalize());
         if let Some((algorithm, expected)) = &self.expected {
             let got = match sha512 {
@@ -593,18 +605,12 @@ impl Download {
                     Algorithm::Sha256 => "checksum",
                     Algorithm::Sha512 => "sha512 checksum",
                 };
-                return Err(cannot_fetch(&format!(
+                return Err(CopyError::Mismatch(format!(
                     "{name} mismatch, expected {expected:?} got {got:?}; nothing was written"
                 )));
             }
         }
-        temp.as_file().sync_all().map_err(io_error)?;
-        temp.persist(target).map_err(|err| io_error(err.error))?;
-        if let Ok(dir) = File::open(parent) {
-            // The rename is durable only once the directory is synced.
-            let _ = dir.sync_all();
-        }
-        Ok(Downloaded { sha256, bytes })
+        Ok((sha256, bytes))
     }
 
     /// GETs the URL, following at most [`MAX_REDIRECTS`] redirects. A

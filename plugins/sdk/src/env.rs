@@ -111,8 +111,10 @@ impl Env {
                 // Run by hand: a fresh cache, so that nothing stale is reused.
                 // If none can be made, subcommands that need no cache still
                 // work; writing the scan cache then fails naming the path.
+                // Owner-only: a one-off's flags may hold secrets.
                 match tempfile::Builder::new()
                     .prefix(&format!("holo-{plugin_id}."))
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                     .tempdir()
                 {
                     Ok(dir) => (dir.path().to_path_buf(), Some(dir)),

@@ -120,6 +120,8 @@ pub struct Command {
     timeout: Option<Duration>,
     /// How many bytes of each stream the result keeps (the last ones).
     keep_output: Option<usize>,
+    /// A file the command reads as stdin (else `/dev/null`).
+    stdin: Option<PathBuf>,
 }
 
 /// What [`Command::run`] keeps of each stream by default: callers parse it,
@@ -149,6 +151,7 @@ impl Command {
             env: Vec::new(),
             timeout: None,
             keep_output: None,
+            stdin: None,
         }
     }
 
@@ -213,6 +216,12 @@ impl Command {
     /// (defaults: [`RUN_KEEP_OUTPUT`], [`STREAMED_KEEP_OUTPUT`]).
     pub fn keep_output(mut self, bytes: usize) -> Command {
         self.keep_output = Some(bytes);
+        self
+    }
+
+    /// Stdin from the file at `path` (a filter's input) instead of `/dev/null`.
+    pub fn stdin_file(mut self, path: impl AsRef<Path>) -> Command {
+        self.stdin = Some(path.as_ref().to_owned());
         self
     }
 
@@ -292,6 +301,10 @@ impl Command {
         self.refuse_when_interrupted()?;
         let mut command = self.supervised_command();
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        if let Some(path) = &self.stdin {
+            let input = File::open(path).map_err(|err| Error::io("open", path, &err))?;
+            command.stdin(input);
+        }
         let mut wrapped = CommandWrap::from(command);
         wrapped.wrap(ProcessGroup::leader());
         let mut child = wrapped.spawn().map_err(|err| self.spawn_error(&err))?;

@@ -165,6 +165,25 @@ const COMMON_PROPERTIES: &[&str] = &[
     "health_checks",
 ];
 
+/// The common properties a one-off gives as flags, with their types
+/// (`health_checks`, a list of tables, is only for resource files).
+pub(crate) fn common_property_types() -> Vec<(&'static str, crate::plugin::ValueType)> {
+    use crate::plugin::ValueType;
+    let strings = || ValueType::Array(Box::new(ValueType::String));
+    COMMON_PROPERTIES
+        .iter()
+        .filter_map(|name| {
+            let value_type = match *name {
+                "require" | "subscribe" => strings(),
+                "if" | "unless" | "alias" => ValueType::String,
+                "protect" | "template" => ValueType::Bool,
+                _ => return None,
+            };
+            Some((*name, value_type))
+        })
+        .collect()
+}
+
 /// The properties a `[[R::KIND]]` table accepts, by section: `R::KIND`
 /// with the struct's fields and the CCM aliases, `common` with the
 /// properties every kind accepts, and `health_checks` with the keys of one
@@ -620,20 +639,7 @@ impl<'e, R: Resource> Loader<'e, R> {
         source: &std::sync::Arc<SourceText>,
     ) -> Result<Declared<R>> {
         let kind = R::KIND;
-        for (alias, property) in R::ALIASES {
-            if let Some((key, value)) = table.remove_entry(*alias) {
-                if table.contains_key(*property) {
-                    return Err(Error::new(format!(
-                        "{}: [[{kind}]] sets both {alias} and {property}; keep only {property}",
-                        at(key.span().start)
-                    )));
-                }
-                table.insert(
-                    Spanned::new(key.span(), DeString::Borrowed(property)),
-                    value,
-                );
-            }
-        }
+        rename_aliases::<R>(&mut table, at)?;
         let render = match table.remove("template") {
             None => true,
             Some(value) => value.get_ref().as_bool().ok_or_else(|| {
@@ -643,67 +649,9 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))
             })?,
         };
-        // The condition first: in an entity that `if`/`unless` leave
-        // unmanaged, a template that fails to render is no error, so a
-        // value it uses need not be defined where the entity does not apply.
-        const CONDITIONS: [&str; 2] = ["if", "unless"];
+        let skipped = self.evaluate_conditions(&mut table, render, location, at)?;
         if render {
-            for (key, value) in table.iter_mut() {
-                if CONDITIONS.contains(&key.get_ref().as_ref()) {
-                    self.templates
-                        .render_value(value, &|offset| at(offset), key.get_ref())?;
-                }
-            }
-        }
-        let condition_places: Vec<(&str, Location)> = CONDITIONS
-            .into_iter()
-            .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
-            .collect();
-        let condition = |property: &str| {
-            table
-                .get(property)
-                .and_then(|value| value.get_ref().as_str())
-                .map(str::to_string)
-        };
-        let (only_if, unless) = (condition("if"), condition("unless"));
-        let skipped = common::condition_skip(
-            only_if.as_deref(),
-            unless.as_deref(),
-            |property, expression| {
-                let place = condition_places
-                    .iter()
-                    .find(|(name, _)| *name == property)
-                    .map_or(location, |(_, place)| place);
-                let context = self.templates.context(place, property)?;
-                context.is_true(expression).map_err(|err| {
-                    Error::new(format!(
-                        "{place}: {property} = {expression:?}: {}; write a minijinja expression over facts and data, like facts.os.id == \"debian\"",
-                        err.message()
-                    ))
-                })
-            },
-        )?;
-        if render {
-            for (key, value) in table.iter_mut() {
-                if CONDITIONS.contains(&key.get_ref().as_ref()) {
-                    continue;
-                }
-                if skipped.is_none() {
-                    self.templates
-                        .render_value(value, &|offset| at(offset), key.get_ref())?;
-                } else {
-                    // Unmanaged: rendered where it can be (a mode from
-                    // data still validates), left as written where not.
-                    let mut rendered = value.clone();
-                    if self
-                        .templates
-                        .render_value(&mut rendered, &|offset| at(offset), key.get_ref())
-                        .is_ok()
-                    {
-                        *value = rendered;
-                    }
-                }
-            }
+            self.render_properties(&mut table, skipped.is_some(), at)?;
         }
         let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
         let common = take_common(&mut table, at)?;
@@ -737,6 +685,88 @@ impl<'e, R: Resource> Loader<'e, R> {
             source: source.clone(),
         })
     }
+
+    /// Renders `if` and `unless` (when `render`) and evaluates them: why
+    /// the entity is left unmanaged, if it is.
+    ///
+    /// The condition comes first: in an entity that `if`/`unless` leave
+    /// unmanaged, a template that fails to render is no error, so a value
+    /// it uses need not be defined where the entity does not apply.
+    fn evaluate_conditions(
+        &mut self,
+        table: &mut DeTable<'_>,
+        render: bool,
+        location: &Location,
+        at: &dyn Fn(usize) -> Location,
+    ) -> Result<Option<String>> {
+        if render {
+            for (key, value) in table.iter_mut() {
+                if CONDITIONS.contains(&key.get_ref().as_ref()) {
+                    self.templates
+                        .render_value(value, &|offset| at(offset), key.get_ref())?;
+                }
+            }
+        }
+        let condition_places: Vec<(&str, Location)> = CONDITIONS
+            .into_iter()
+            .filter_map(|property| Some((property, at(table.get(property)?.span().start))))
+            .collect();
+        let condition = |property: &str| {
+            table
+                .get(property)
+                .and_then(|value| value.get_ref().as_str())
+                .map(str::to_string)
+        };
+        let (only_if, unless) = (condition("if"), condition("unless"));
+        common::condition_skip(
+            only_if.as_deref(),
+            unless.as_deref(),
+            |property, expression| {
+                let place = condition_places
+                    .iter()
+                    .find(|(name, _)| *name == property)
+                    .map_or(location, |(_, place)| place);
+                let context = self.templates.context(place, property)?;
+                context.is_true(expression).map_err(|err| {
+                    Error::new(format!(
+                        "{place}: {property} = {expression:?}: {}; write a minijinja expression over facts and data, like facts.os.id == \"debian\"",
+                        err.message()
+                    ))
+                })
+            },
+        )
+    }
+
+    /// Renders the properties other than the conditions; in an unmanaged
+    /// (`skipped`) entity, only those that render without an error.
+    fn render_properties(
+        &mut self,
+        table: &mut DeTable<'_>,
+        skipped: bool,
+        at: &dyn Fn(usize) -> Location,
+    ) -> Result<()> {
+        for (key, value) in table.iter_mut() {
+            if CONDITIONS.contains(&key.get_ref().as_ref()) {
+                continue;
+            }
+            if !skipped {
+                self.templates
+                    .render_value(value, &|offset| at(offset), key.get_ref())?;
+            } else {
+                // Unmanaged: rendered where it can be (a mode from
+                // data still validates), left as written where not.
+                let mut rendered = value.clone();
+                if self
+                    .templates
+                    .render_value(&mut rendered, &|offset| at(offset), key.get_ref())
+                    .is_ok()
+                {
+                    *value = rendered;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]) -> Error {
@@ -758,6 +788,33 @@ pub fn closest<'c>(name: &str, candidates: &[&'c str]) -> Option<&'c str> {
         .filter(|(distance, candidate)| *distance <= 2.max(candidate.len() / 3))
         .min()
         .map(|(_, candidate)| candidate)
+}
+
+/// The properties that decide whether an entity is managed.
+const CONDITIONS: [&str; 2] = ["if", "unless"];
+
+/// Renames the resource's aliases to the properties they stand for; a
+/// table that sets both is an error.
+fn rename_aliases<R: Resource>(
+    table: &mut DeTable<'_>,
+    at: &dyn Fn(usize) -> Location,
+) -> Result<()> {
+    let kind = R::KIND;
+    for (alias, property) in R::ALIASES {
+        if let Some((key, value)) = table.remove_entry(*alias) {
+            if table.contains_key(*property) {
+                return Err(Error::new(format!(
+                    "{}: [[{kind}]] sets both {alias} and {property}; keep only {property}",
+                    at(key.span().start)
+                )));
+            }
+            table.insert(
+                Spanned::new(key.span(), DeString::Borrowed(property)),
+                value,
+            );
+        }
+    }
+    Ok(())
 }
 
 fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Result<Common> {
@@ -979,7 +1036,7 @@ fn looks_like_template(text: &str) -> bool {
 
 /// The field names of a `#[derive(Deserialize)]` struct, found by asking it
 /// to deserialize from a probe; `None` for other shapes (maps, flatten).
-fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
+pub(crate) fn struct_fields<R: DeserializeOwned>() -> Option<&'static [&'static str]> {
     let mut shape = None;
     let _ = R::deserialize(FieldProbe(&mut shape));
     match shape {

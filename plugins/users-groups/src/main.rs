@@ -1,6 +1,5 @@
-//! The `holo-users-groups` binary (being written).
+//! The `holo-users-groups` binary: everything is in the SDK and the library.
 
 fn main() -> std::process::ExitCode {
-    eprintln!("!! holo-users-groups is not built yet");
-    std::process::ExitCode::FAILURE
+    holo_plugin::run(holo_users_groups::UsersGroupsPlugin)
 }

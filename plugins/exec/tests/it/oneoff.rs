@@ -88,7 +88,8 @@ fn ctrl_c_ends_the_command_and_releases_the_lock() {
         .expect("kill");
     assert!(killed.success());
     let output = child.wait_with_output().expect("wait");
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    // As holo apply: 128 + SIGINT.
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     assert!(
         text(&output.stderr).contains("!! interrupted by SIGINT"),
         "{}",

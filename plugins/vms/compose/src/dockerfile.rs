@@ -303,11 +303,15 @@ pub fn shell_quote(word: &str) -> String {
 /// Translates a Dockerfile. `context` is the directory COPY sources are
 /// relative to; they must stay inside it and be files.
 pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<DockerfileError>> {
-    let mut out = Provisioning::default();
-    let mut workdir: Option<String> = None;
-    let context_canonical = context
-        .canonicalize()
-        .unwrap_or_else(|_| context.to_path_buf());
+    let mut translation = Translation {
+        out: Provisioning::default(),
+        workdir: None,
+        context,
+        context_canonical: context
+            .canonicalize()
+            .unwrap_or_else(|_| context.to_path_buf()),
+        messages: Vec::new(),
+    };
     let (instructions, mut errors) = logical_lines(text);
     for Logical {
         line,
@@ -319,171 +323,201 @@ pub fn translate(text: &str, context: &Path) -> Result<Provisioning, Vec<Dockerf
             Some((k, a)) => (k.to_ascii_uppercase(), a.trim().to_string()),
             None => (instruction.to_ascii_uppercase(), String::new()),
         };
-        let mut fail = |message: String| errors.push(DockerfileError { line, message });
-        match keyword.as_str() {
-            "FROM" => {
-                let words: Vec<&str> = args
-                    .split_whitespace()
-                    .filter(|w| !w.starts_with("--"))
-                    .collect();
-                match words.first() {
-                    Some(image) if out.base_image.is_none() => {
-                        out.base_image = Some(image.to_string())
-                    }
-                    Some(_) => fail("multi-stage builds are not supported: keep one FROM".into()),
-                    None => fail("FROM needs an image, such as FROM ubuntu:noble".into()),
-                }
-            }
-            "RUN" => {
-                if args.is_empty() {
-                    fail("RUN needs a command".into());
-                    continue;
-                }
-                let command = match exec_form(&args) {
-                    _ if !heredocs.is_empty() => heredoc_run(&args, &heredocs),
-                    Some(argv) => argv
-                        .iter()
-                        .map(|a| shell_quote(a))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    None => args.clone(),
-                };
-                let mut prefix = String::new();
-                for (k, v) in &out.environment {
-                    prefix.push_str(&format!("export {k}={}; ", shell_quote(v)));
-                }
-                if let Some(dir) = &workdir {
-                    prefix.push_str(&format!("cd {} && ", shell_quote(dir)));
-                }
-                out.runcmd
-                    .push(GuestCommand::Shell(format!("{prefix}{command}")));
-            }
-            "ENV" => match parse_env(&args) {
-                Some(pairs) => out.environment.extend(pairs),
-                None => fail("ENV needs KEY=VALUE (or KEY VALUE)".into()),
+        translation.instruction(&keyword, &args, &heredocs);
+        errors.extend(
+            translation
+                .messages
+                .drain(..)
+                .map(|message| DockerfileError { line, message }),
+        );
+    }
+    if errors.is_empty() {
+        Ok(translation.out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A Dockerfile being translated, one instruction at a time.
+struct Translation<'a> {
+    out: Provisioning,
+    /// The directory WORKDIR set last.
+    workdir: Option<String>,
+    context: &'a Path,
+    context_canonical: PathBuf,
+    /// The current instruction's errors.
+    messages: Vec<String>,
+}
+
+impl Translation<'_> {
+    fn fail(&mut self, message: impl Into<String>) {
+        self.messages.push(message.into());
+    }
+
+    fn instruction(&mut self, keyword: &str, args: &str, heredocs: &[Heredoc]) {
+        match keyword {
+            "FROM" => self.from(args),
+            "RUN" => self.run(args, heredocs),
+            "ENV" => match parse_env(args) {
+                Some(pairs) => self.out.environment.extend(pairs),
+                None => self.fail("ENV needs KEY=VALUE (or KEY VALUE)"),
             },
-            "WORKDIR" => {
-                if args.is_empty() {
-                    fail("WORKDIR needs a directory".into());
-                    continue;
-                }
-                let dir = match (&workdir, args.starts_with('/')) {
-                    (Some(base), false) => format!("{}/{args}", base.trim_end_matches('/')),
-                    _ => args.clone(),
-                };
-                out.runcmd.push(GuestCommand::Shell(format!(
-                    "mkdir -p {}",
-                    shell_quote(&dir)
-                )));
-                workdir = Some(dir);
+            "WORKDIR" => self.workdir(args),
+            "ADD" => self.fail("unsupported Dockerfile instruction ADD: use COPY for local files"),
+            "COPY" if !heredocs.is_empty() => self.copy_heredocs(args, heredocs),
+            "COPY" => self.copy(args),
+            other => self.fail(advice(other)),
+        }
+    }
+
+    fn from(&mut self, args: &str) {
+        let words: Vec<&str> = args
+            .split_whitespace()
+            .filter(|w| !w.starts_with("--"))
+            .collect();
+        match words.first() {
+            Some(image) if self.out.base_image.is_none() => {
+                self.out.base_image = Some(image.to_string())
             }
-            "ADD" => {
-                fail("unsupported Dockerfile instruction ADD: use COPY for local files".into())
+            Some(_) => self.fail("multi-stage builds are not supported: keep one FROM"),
+            None => self.fail("FROM needs an image, such as FROM ubuntu:noble"),
+        }
+    }
+
+    fn run(&mut self, args: &str, heredocs: &[Heredoc]) {
+        if args.is_empty() {
+            self.fail("RUN needs a command");
+            return;
+        }
+        let command = match exec_form(args) {
+            _ if !heredocs.is_empty() => heredoc_run(args, heredocs),
+            Some(argv) => argv
+                .iter()
+                .map(|a| shell_quote(a))
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => args.to_string(),
+        };
+        let mut prefix = String::new();
+        for (k, v) in &self.out.environment {
+            prefix.push_str(&format!("export {k}={}; ", shell_quote(v)));
+        }
+        if let Some(dir) = &self.workdir {
+            prefix.push_str(&format!("cd {} && ", shell_quote(dir)));
+        }
+        self.out
+            .runcmd
+            .push(GuestCommand::Shell(format!("{prefix}{command}")));
+    }
+
+    fn workdir(&mut self, args: &str) {
+        if args.is_empty() {
+            self.fail("WORKDIR needs a directory");
+            return;
+        }
+        let dir = self.in_workdir(args);
+        self.out.runcmd.push(GuestCommand::Shell(format!(
+            "mkdir -p {}",
+            shell_quote(&dir)
+        )));
+        self.workdir = Some(dir);
+    }
+
+    /// `path` relative to WORKDIR, unless absolute.
+    fn in_workdir(&self, path: &str) -> String {
+        match (&self.workdir, path.starts_with('/')) {
+            (Some(base), false) => format!("{}/{path}", base.trim_end_matches('/')),
+            _ => path.to_string(),
+        }
+    }
+
+    /// COPY's words without its options, and its `--chown` owner.
+    fn copy_words(&mut self, args: &str) -> (Vec<String>, Option<String>) {
+        let mut owner = None;
+        let mut words = Vec::new();
+        for word in args.split_whitespace() {
+            if let Some(chown) = word.strip_prefix("--chown=") {
+                owner = Some(chown.to_string());
+            } else if word.starts_with("--") {
+                self.fail(format!("COPY option {word} is not supported; only --chown"));
+            } else {
+                words.push(word.to_string());
             }
-            "COPY" if !heredocs.is_empty() => {
-                let mut owner = None;
-                let mut words = Vec::new();
-                for word in without_markers(&args).split_whitespace() {
-                    if let Some(chown) = word.strip_prefix("--chown=") {
-                        owner = Some(chown.to_string());
-                    } else if word.starts_with("--") {
-                        fail(format!("COPY option {word} is not supported; only --chown"));
-                    } else {
-                        words.push(word.to_string());
-                    }
-                }
-                let [dest] = words.as_slice() else {
-                    fail("COPY <<EOF needs one destination and no other source, such as COPY <<EOF /etc/app.conf".into());
-                    continue;
-                };
-                if heredocs.len() > 1 && !dest.ends_with('/') {
-                    fail(format!(
-                        "COPY with {} heredocs needs a directory as its destination (ending in /), as BuildKit does: each heredoc becomes a file named after its delimiter",
-                        heredocs.len()
-                    ));
-                    continue;
-                }
-                let dest = match (&workdir, dest.starts_with('/')) {
-                    (Some(base), false) => format!("{}/{dest}", base.trim_end_matches('/')),
-                    _ => dest.clone(),
-                };
-                for heredoc in &heredocs {
-                    let body = if heredoc.quoted {
-                        heredoc.body.clone()
-                    } else {
-                        expand_env(&heredoc.body, &out.environment)
-                    };
-                    let path = if dest.ends_with('/') {
-                        format!("{dest}{}", heredoc.delimiter)
+        }
+        (words, owner)
+    }
+
+    /// `COPY <<EOF DEST`: each heredoc becomes a file.
+    fn copy_heredocs(&mut self, args: &str, heredocs: &[Heredoc]) {
+        let (words, owner) = self.copy_words(&without_markers(args));
+        let [dest] = words.as_slice() else {
+            self.fail("COPY <<EOF needs one destination and no other source, such as COPY <<EOF /etc/app.conf");
+            return;
+        };
+        if heredocs.len() > 1 && !dest.ends_with('/') {
+            self.fail(format!(
+                "COPY with {} heredocs needs a directory as its destination (ending in /), as BuildKit does: each heredoc becomes a file named after its delimiter",
+                heredocs.len()
+            ));
+            return;
+        }
+        let dest = self.in_workdir(dest);
+        for heredoc in heredocs {
+            let body = if heredoc.quoted {
+                heredoc.body.clone()
+            } else {
+                expand_env(&heredoc.body, &self.out.environment)
+            };
+            let path = if dest.ends_with('/') {
+                format!("{dest}{}", heredoc.delimiter)
+            } else {
+                dest.clone()
+            };
+            self.out.write_files.push(WriteFile {
+                path,
+                content: body,
+                owner: owner.clone(),
+                ..WriteFile::default()
+            });
+        }
+    }
+
+    /// `COPY SOURCE... DEST`: files from the build context.
+    fn copy(&mut self, args: &str) {
+        let (mut words, owner) = match exec_form(args) {
+            Some(list) => (list, None),
+            None => self.copy_words(args),
+        };
+        if words.len() < 2 {
+            self.fail("COPY needs a source and a destination");
+            return;
+        }
+        let dest = words.pop().unwrap_or_default();
+        let dest = self.in_workdir(&dest);
+        let many = words.len() > 1;
+        for source in &words {
+            match read_copy_source(source, self.context, &self.context_canonical) {
+                Ok(bytes) => {
+                    let file_name = Path::new(source)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let path = if dest.ends_with('/') || many {
+                        format!("{}/{file_name}", dest.trim_end_matches('/'))
                     } else {
                         dest.clone()
                     };
-                    out.write_files.push(WriteFile {
+                    self.out.write_files.push(WriteFile {
                         path,
-                        content: body,
+                        content: base64::engine::general_purpose::STANDARD.encode(bytes),
+                        encoding: Some("b64".into()),
                         owner: owner.clone(),
                         ..WriteFile::default()
                     });
                 }
+                Err(message) => self.fail(message),
             }
-            "COPY" => {
-                let mut owner = None;
-                let mut words: Vec<String> = Vec::new();
-                match exec_form(&args) {
-                    Some(list) => words = list,
-                    None => {
-                        for word in args.split_whitespace() {
-                            if let Some(chown) = word.strip_prefix("--chown=") {
-                                owner = Some(chown.to_string());
-                            } else if word.starts_with("--") {
-                                fail(format!("COPY option {word} is not supported; only --chown"));
-                            } else {
-                                words.push(word.to_string());
-                            }
-                        }
-                    }
-                }
-                if words.len() < 2 {
-                    fail("COPY needs a source and a destination".into());
-                    continue;
-                }
-                let dest = words.pop().unwrap_or_default();
-                let dest = match (&workdir, dest.starts_with('/')) {
-                    (Some(base), false) => format!("{}/{dest}", base.trim_end_matches('/')),
-                    _ => dest,
-                };
-                let many = words.len() > 1;
-                for source in &words {
-                    match read_copy_source(source, context, &context_canonical) {
-                        Ok(bytes) => {
-                            let file_name = Path::new(source)
-                                .file_name()
-                                .map(|n| n.to_string_lossy().into_owned())
-                                .unwrap_or_default();
-                            let path = if dest.ends_with('/') || many {
-                                format!("{}/{file_name}", dest.trim_end_matches('/'))
-                            } else {
-                                dest.clone()
-                            };
-                            out.write_files.push(WriteFile {
-                                path,
-                                content: base64::engine::general_purpose::STANDARD.encode(bytes),
-                                encoding: Some("b64".into()),
-                                owner: owner.clone(),
-                                ..WriteFile::default()
-                            });
-                        }
-                        Err(message) => fail(message),
-                    }
-                }
-            }
-            other => fail(advice(other)),
         }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
     }
 }
 

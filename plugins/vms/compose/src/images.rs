@@ -60,9 +60,9 @@ impl ImageTable {
 
 impl ImageTag {
     /// The digest of `checksum_type` (the table check makes it known).
-    pub fn algorithm(&self) -> holo_plugin::download::Algorithm {
-        holo_plugin::download::Algorithm::parse(&self.checksum_type)
-            .unwrap_or(holo_plugin::download::Algorithm::Sha256)
+    pub fn algorithm(&self) -> holo_checksum::Algorithm {
+        holo_checksum::Algorithm::parse(&self.checksum_type)
+            .unwrap_or(holo_checksum::Algorithm::Sha256)
     }
 }
 
@@ -146,7 +146,7 @@ pub fn table_problems(table: &ImageTable) -> Vec<String> {
                     tag.format
                 ));
             }
-            if holo_plugin::download::Algorithm::parse(&tag.checksum_type).is_none() {
+            if holo_checksum::Algorithm::parse(&tag.checksum_type).is_none() {
                 problems.push(format!(
                     "{what}: checksum_type {:?} is not sha256 or sha512",
                     tag.checksum_type

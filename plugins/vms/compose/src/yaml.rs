@@ -539,20 +539,7 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
                 self.finish(node, anchor);
             }
             Event::SequenceStart(..) | Event::MappingStart(..) if self.stack.len() >= MAX_DEPTH => {
-                if self.errors.is_empty() {
-                    self.errors.push(Diag::at(
-                        &pos,
-                        "",
-                        format!("nesting deeper than {MAX_DEPTH} levels; flatten the document"),
-                    ));
-                }
-                // Keep the frames balanced so the matching end events pop them.
-                self.stack.push(Frame::Seq {
-                    anchor: 0,
-                    tag: None,
-                    pos,
-                    items: Vec::new(),
-                });
+                self.start_too_deep(pos);
             }
             Event::SequenceStart(anchor, tag) => {
                 let tag = self.merge_tag(tag.as_deref(), &pos);
@@ -577,73 +564,87 @@ impl<'input> SpannedEventReceiver<'input> for Builder {
             Event::SequenceEnd | Event::MappingEnd if self.stack.len() > MAX_DEPTH => {
                 self.stack.pop();
             }
-            Event::SequenceEnd => {
-                if let Some(Frame::Seq {
-                    anchor,
-                    tag,
-                    pos,
-                    items,
-                }) = self.stack.pop()
-                {
-                    let mut node = Node::seq(items, pos);
-                    node.tag = tag;
-                    self.finish(node, anchor);
-                }
-            }
-            Event::MappingEnd => {
-                if let Some(Frame::Map {
-                    anchor,
-                    tag,
-                    pos,
-                    entries,
-                    ..
-                }) = self.stack.pop()
-                {
-                    let entries = self.resolve_merge_keys(entries);
-                    let mut node = Node::map(entries, pos);
-                    node.tag = tag;
-                    self.finish(node, anchor);
-                }
-            }
-            Event::Alias(id) => match self.anchors.get(&id) {
-                Some((_, _, depth)) if self.stack.len() + depth > MAX_DEPTH => {
-                    self.errors.push(Diag::at(
-                        &pos,
-                        "",
-                        format!(
-                            "aliases nest deeper than {MAX_DEPTH} levels; simplify the anchors"
-                        ),
-                    ));
-                    self.finish(Node::new(Kind::Null, pos), 0);
-                }
-                Some((node, size, _)) if *size <= self.alias_budget => {
-                    self.alias_budget -= *size;
-                    let mut node = node.clone();
-                    // The alias's own position is more useful for errors
-                    // about where the value ended up.
-                    node.pos = pos;
-                    self.finish(node, 0);
-                }
-                Some(_) => {
-                    self.errors.push(Diag::at(
-                        &pos,
-                        "",
-                        "aliases expand to too many nodes; simplify the anchors",
-                    ));
-                    self.finish(Node::new(Kind::Null, pos), 0);
-                }
-                None => {
-                    self.errors
-                        .push(Diag::at(&pos, "", "alias refers to an unknown anchor"));
-                    self.finish(Node::new(Kind::Null, pos), 0);
-                }
-            },
+            Event::SequenceEnd | Event::MappingEnd => self.end_collection(),
+            Event::Alias(id) => self.alias(id, pos),
             Event::Nothing
             | Event::StreamStart
             | Event::StreamEnd
             | Event::DocumentStart(_)
             | Event::DocumentEnd => {}
         }
+    }
+}
+
+impl Builder {
+    /// A sequence or mapping beyond `MAX_DEPTH`: one error, and a frame
+    /// that only keeps the start and end events balanced.
+    fn start_too_deep(&mut self, pos: Pos) {
+        if self.errors.is_empty() {
+            self.errors.push(Diag::at(
+                &pos,
+                "",
+                format!("nesting deeper than {MAX_DEPTH} levels; flatten the document"),
+            ));
+        }
+        // Keep the frames balanced so the matching end events pop them.
+        self.stack.push(Frame::Seq {
+            anchor: 0,
+            tag: None,
+            pos,
+            items: Vec::new(),
+        });
+    }
+
+    /// The end of the innermost sequence or mapping: its node.
+    fn end_collection(&mut self) {
+        match self.stack.pop() {
+            Some(Frame::Seq {
+                anchor,
+                tag,
+                pos,
+                items,
+            }) => {
+                let mut node = Node::seq(items, pos);
+                node.tag = tag;
+                self.finish(node, anchor);
+            }
+            Some(Frame::Map {
+                anchor,
+                tag,
+                pos,
+                entries,
+                ..
+            }) => {
+                let entries = self.resolve_merge_keys(entries);
+                let mut node = Node::map(entries, pos);
+                node.tag = tag;
+                self.finish(node, anchor);
+            }
+            None => {}
+        }
+    }
+
+    /// An alias: a copy of the anchored node, within the depth and the
+    /// budget of expanded nodes; a null after an error otherwise.
+    fn alias(&mut self, id: usize, pos: Pos) {
+        let message = match self.anchors.get(&id) {
+            Some((_, _, depth)) if self.stack.len() + depth > MAX_DEPTH => {
+                format!("aliases nest deeper than {MAX_DEPTH} levels; simplify the anchors")
+            }
+            Some((node, size, _)) if *size <= self.alias_budget => {
+                self.alias_budget -= *size;
+                let mut node = node.clone();
+                // The alias's own position is more useful for errors
+                // about where the value ended up.
+                node.pos = pos;
+                self.finish(node, 0);
+                return;
+            }
+            Some(_) => "aliases expand to too many nodes; simplify the anchors".to_string(),
+            None => "alias refers to an unknown anchor".to_string(),
+        };
+        self.errors.push(Diag::at(&pos, "", message));
+        self.finish(Node::new(Kind::Null, pos), 0);
     }
 }
 

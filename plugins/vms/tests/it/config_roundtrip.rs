@@ -2,7 +2,7 @@
 //! manifest, whatever strings the environment and labels hold.
 
 use crate::common;
-use common::Fixture;
+use common::{ConfigOutput, Fixture};
 use proptest::prelude::*;
 
 /// Strings that YAML would read as something else if printed plain.
@@ -196,4 +196,24 @@ proptest! {
         second.directory = first.directory.clone();
         prop_assert_eq!(first, second, "config output:\n{}", config);
     }
+}
+
+#[test]
+fn config_output_of_includes_anchors_extends_and_interpolation_reads_back() {
+    let f = Fixture::new(&[
+        (
+            "holos.yaml",
+            "include: [inc.yaml]\nx-a: &a {image: alpine}\nservices:\n  web:\n    <<: *a\n    extends: {service: base}\n    ports: [\"${P:-80}:80\", {target: 81, published: \"8100-8101\"}]\n    environment: [K=v]\n    healthcheck: {test: [\"CMD-SHELL\", \"true\"], interval: 1m30s}\n  base:\n    image: debian\n    cpus: \"2.5\"\n",
+        ),
+        (
+            "inc.yaml",
+            "services:\n  db: {image: debian, mem_limit: 1g}\n",
+        ),
+    ]);
+    let first = f.manifest();
+    let config = f.config();
+    let g = Fixture::new(&[("holos.yaml", &config)]);
+    let mut second = g.manifest();
+    second.directory = first.directory.clone();
+    assert_eq!(first, second, "config output:\n{config}");
 }

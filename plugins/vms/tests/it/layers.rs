@@ -1,6 +1,8 @@
 //! holos's crates follow its layers: the app (holo-vms) depends on the
-//! runtime, the runtime on the compose model, the compose model on the SDK,
-//! never back; clap appears only in the app. Read from `cargo tree`.
+//! runtime, the runtime on the compose model and the SDK, never back; clap
+//! appears only in the app, and the compose model is a pure library: no
+//! HTTP client, TLS or process runner (not even through the SDK). Read from
+//! `cargo tree`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -36,7 +38,7 @@ fn the_app_depends_on_the_runtime_the_runtime_on_compose_never_back() {
     let runtime = normal_dependencies("holos-runtime");
     assert!(runtime.contains("holos-compose"), "{runtime:?}");
     let compose = normal_dependencies("holos-compose");
-    assert!(compose.contains("holo-plugin"), "{compose:?}");
+    assert!(compose.contains("holo-checksum"), "{compose:?}");
     for (name, dependencies, above) in [
         (
             "holos-runtime",
@@ -55,5 +57,24 @@ fn the_app_depends_on_the_runtime_the_runtime_on_compose_never_back() {
                 "{name} depends on {forbidden}: the layers are app, runtime, compose, SDK, never back"
             );
         }
+    }
+}
+
+#[test]
+fn the_compose_model_needs_no_http_client_tls_or_process_runner() {
+    let compose = normal_dependencies("holos-compose");
+    for forbidden in [
+        "holo-plugin",
+        "ureq",
+        "rustls",
+        "ring",
+        "process-wrap",
+        "nix",
+    ] {
+        assert!(
+            !compose.contains(forbidden),
+            "holos-compose depends on {forbidden}: the compose model is a pure library \
+             (checksum algorithms come from holo-checksum, not the SDK's download feature)"
+        );
     }
 }

@@ -209,40 +209,9 @@ pub fn decode_references(
             (GuestFileKind::Secret, false) => format!("/run/secrets/{target}"),
             (GuestFileKind::Config, false) => format!("/{target}"),
         };
-        let id = |key: &str, r: &mut Reader| -> Option<u32> {
-            let Some(n) = field(key) else { return Some(0) };
-            let text = r.string(n, &child(&entry_path, key))?;
-            match text.trim().parse::<u32>() {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    r.error(
-                        n,
-                        &child(&entry_path, key),
-                        format!("{text:?} is not a numeric {key}; write a number such as \"1000\""),
-                    );
-                    None
-                }
-            }
-        };
-        let (uid, gid) = (id("uid", r), id("gid", r));
-        let mode = match field("mode") {
-            Some(n) => match r
-                .string(n, &child(&entry_path, "mode"))
-                .map(|t| parse_mode(&t))
-            {
-                Some(Ok(mode)) => Some(mode),
-                Some(Err(e)) => {
-                    r.error(n, &child(&entry_path, "mode"), e);
-                    None
-                }
-                None => None,
-            },
-            // Compose gives 0444; a secret readable by its owner only.
-            None => Some(match kind {
-                GuestFileKind::Config => 0o444,
-                GuestFileKind::Secret => 0o400,
-            }),
-        };
+        let uid = decode_id(r, field("uid"), &entry_path, "uid");
+        let gid = decode_id(r, field("gid"), &entry_path, "gid");
+        let mode = decode_mode(r, field("mode"), &child(&entry_path, "mode"), kind);
         let (Some(uid), Some(gid), Some(mode)) = (uid, gid, mode) else {
             continue;
         };
@@ -276,6 +245,47 @@ pub fn decode_references(
         });
     }
     out
+}
+
+/// A reference's `uid` or `gid` (`key`): a number as a string; 0 when unset.
+fn decode_id(r: &mut Reader, n: Option<&Node>, entry_path: &str, key: &str) -> Option<u32> {
+    let Some(n) = n else { return Some(0) };
+    let text = r.string(n, &child(entry_path, key))?;
+    match text.trim().parse::<u32>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            r.error(
+                n,
+                &child(entry_path, key),
+                format!("{text:?} is not a numeric {key}; write a number such as \"1000\""),
+            );
+            None
+        }
+    }
+}
+
+/// A reference's `mode`, else the default of its kind.
+fn decode_mode(
+    r: &mut Reader,
+    n: Option<&Node>,
+    mode_path: &str,
+    kind: GuestFileKind,
+) -> Option<u32> {
+    match n {
+        Some(n) => match r.string(n, mode_path).map(|t| parse_mode(&t)) {
+            Some(Ok(mode)) => Some(mode),
+            Some(Err(e)) => {
+                r.error(n, mode_path, e);
+                None
+            }
+            None => None,
+        },
+        // Compose gives 0444; a secret readable by its owner only.
+        None => Some(match kind {
+            GuestFileKind::Config => 0o444,
+            GuestFileKind::Secret => 0o400,
+        }),
+    }
 }
 
 /// A file mode as Compose writes it: octal with a leading `0` or `0o`

@@ -266,6 +266,25 @@ fn host_range(base: Ipv4Addr, prefix: u8) -> std::ops::RangeInclusive<u32> {
     (start + 2)..=(start + size - 2)
 }
 
+/// One instance on one network: its name, replica number, service, the
+/// service's membership and the MAC it asks for.
+type Member = (String, u32, String, Membership, Option<String>);
+
+/// What `place` works with while it goes through the networks.
+struct Placement<'a> {
+    project: &'a Project,
+    requests: &'a Requests,
+    defs: &'a BTreeMap<String, NetworkDef>,
+    existing: &'a network::Allocations,
+    /// Which networks each service is on, in the order written.
+    memberships: BTreeMap<String, Vec<Membership>>,
+    /// Per instance, its NICs, filled in network order.
+    attachments: BTreeMap<String, Vec<Attachment>>,
+    /// The MACs services set or were given, which a generated one must
+    /// not repeat.
+    given_macs: BTreeSet<String>,
+}
+
 /// Gives every instance of `services` its NICs and returns the segments.
 /// `existing` are the addresses and subnets of an earlier run, kept.
 pub fn place(
@@ -276,9 +295,46 @@ pub fn place(
     existing: &network::Allocations,
     r: &mut Reader,
 ) -> Vec<Segment> {
-    // Which networks each service is on, in the order written.
-    let mut memberships: BTreeMap<String, Vec<Membership>> = BTreeMap::new();
-    for service in services.iter() {
+    let memberships = memberships_of(project, services, requests, defs, r);
+    let names = segment_names(&memberships, defs);
+    let mut auto_subnets = auto_subnets(&names, defs, existing);
+    let given_macs = memberships
+        .values()
+        .flatten()
+        .filter_map(|m| m.mac_address.clone())
+        .chain(requests.by_service.values().filter_map(|r| r.mac.clone()))
+        .collect();
+    let mut placement = Placement {
+        project,
+        requests,
+        defs,
+        existing,
+        memberships,
+        attachments: BTreeMap::new(),
+        given_macs,
+    };
+    let mut segments = Vec::new();
+    for name in &names {
+        let subnet = placement.subnet(name, &mut auto_subnets, r);
+        segments.push(placement.segment(name, subnet, services, r));
+    }
+    placement.attach(services);
+    check_unique_macs(project, services, r);
+    segments
+}
+
+/// Which networks each service is on, in the order written (the default
+/// network for a service that names none), with an error for an unknown
+/// network and for a fixed address on replicas.
+fn memberships_of(
+    project: &Project,
+    services: &[Service],
+    requests: &Requests,
+    defs: &BTreeMap<String, NetworkDef>,
+    r: &mut Reader,
+) -> BTreeMap<String, Vec<Membership>> {
+    let mut memberships = BTreeMap::new();
+    for service in services {
         let request = requests
             .by_service
             .get(&service.name)
@@ -315,8 +371,14 @@ pub fn place(
         }
         memberships.insert(service.name.clone(), list);
     }
-    // Segment order: default first, then by name; automatic subnets are
-    // 10.10.N.0/24 for the Nth, skipping those that ipam takes.
+    memberships
+}
+
+/// Segment order: default first, then by name.
+fn segment_names(
+    memberships: &BTreeMap<String, Vec<Membership>>,
+    defs: &BTreeMap<String, NetworkDef>,
+) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     if memberships
         .values()
@@ -330,20 +392,21 @@ pub fn place(
             .filter(|n| n.as_str() != DEFAULT && defs.contains_key(n.as_str()))
             .map(|n| n.to_string()),
     );
-    let mut auto_subnets = auto_subnets(&names, defs, existing);
-    let mut segments = Vec::new();
-    // Per network: instance -> (attachment), filled in service order.
-    let mut attachments: BTreeMap<String, Vec<Attachment>> = BTreeMap::new();
-    // The MACs services set, which a generated one must not repeat.
-    let mut given_macs: BTreeSet<String> = memberships
-        .values()
-        .flatten()
-        .filter_map(|m| m.mac_address.clone())
-        .chain(requests.by_service.values().filter_map(|r| r.mac.clone()))
-        .collect();
-    for name in &names {
-        let def = defs.get(name).cloned().unwrap_or_default();
-        let subnet = match (name.as_str(), def.subnet, &def.bridge) {
+    names
+}
+
+impl Placement<'_> {
+    /// The network's subnet: its ipam one, 10.10.0.0/24 for the default,
+    /// none for a host bridge, else an automatic 10.10.N.0/24 (those ipam
+    /// takes skipped).
+    fn subnet(
+        &self,
+        name: &str,
+        auto_subnets: &mut BTreeMap<String, (Ipv4Addr, u8)>,
+        r: &mut Reader,
+    ) -> Option<(Ipv4Addr, u8)> {
+        let def = self.defs.get(name).cloned().unwrap_or_default();
+        match (name, def.subnet, &def.bridge) {
             (_, Some(subnet), _) => Some(subnet),
             (DEFAULT, None, _) => Some((Ipv4Addr::new(10, 10, 0, 0), 24)),
             (_, None, Some(_)) => None,
@@ -351,18 +414,21 @@ pub fn place(
                 let subnet = auto_subnets.remove(name);
                 if subnet.is_none() {
                     r.diags.push(
-                        &project.model.pos,
+                        &self.project.model.pos,
                         format!("networks.{name}"),
                         "no free subnet left in 10.10.0.0/16; give the network one under ipam.config",
                     );
                 }
                 subnet
             }
-        };
-        let backend = match &def.bridge {
-            Some(bridge) => SegmentBackend::Bridge {
-                bridge: bridge.clone(),
-            },
+        }
+    }
+
+    /// The host bridge the network names, else its multicast group.
+    fn backend(&self, name: &str) -> SegmentBackend {
+        let project = self.project;
+        match self.defs.get(name).and_then(|def| def.bridge.clone()) {
+            Some(bridge) => SegmentBackend::Bridge { bridge },
             None => {
                 let (group, port) = if name == DEFAULT {
                     network::multicast_for(&project.name)
@@ -371,18 +437,21 @@ pub fn place(
                 };
                 SegmentBackend::Multicast { group, port }
             }
-        };
-        // Members in start order, each instance with its own entry.
-        let mut members: Vec<(String, u32, String, Membership, Option<String>)> = Vec::new();
-        for service in services.iter() {
-            let Some(m) = memberships[&service.name]
-                .iter()
-                .find(|m| &m.network == name)
-            else {
+        }
+    }
+
+    /// The network's members in start order, each instance with its own
+    /// entry.
+    fn members(&self, name: &str, services: &[Service]) -> Vec<Member> {
+        let mut members = Vec::new();
+        for service in services {
+            let list = &self.memberships[&service.name];
+            let Some(m) = list.iter().find(|m| m.network == name) else {
                 continue;
             };
-            let first = memberships[&service.name].first().map(|f| &f.network) == Some(name);
-            let service_mac = requests
+            let first = list.first().map(|f| f.network.as_str()) == Some(name);
+            let service_mac = self
+                .requests
                 .by_service
                 .get(&service.name)
                 .and_then(|request| request.mac.clone())
@@ -397,61 +466,77 @@ pub fn place(
                 ));
             }
         }
-        let ips: BTreeMap<String, Ipv4Addr> = match subnet {
+        members
+    }
+
+    /// The addresses of the network's members: kept, fixed or new.
+    fn addresses(
+        &self,
+        name: &str,
+        subnet: Option<(Ipv4Addr, u8)>,
+        members: &[Member],
+        r: &mut Reader,
+    ) -> BTreeMap<String, Ipv4Addr> {
+        let ipam_subnet = self.defs.get(name).and_then(|def| def.subnet);
+        match subnet {
             None => BTreeMap::new(),
-            Some(_) if name == DEFAULT && def.subnet.is_none() => {
-                let wanted: Vec<String> = members.iter().map(|m| m.0.clone()).collect();
-                let pinned: BTreeMap<String, Ipv4Addr> = members
-                    .iter()
-                    .filter_map(|m| m.3.ipv4_address.map(|ip| (m.0.clone(), ip)))
-                    .collect();
-                let mut keep = existing.default.clone();
-                keep.extend(pinned.clone());
-                match network::allocate_ips(&wanted, &keep) {
-                    Ok(ips) => {
-                        for (instance, ip) in &pinned {
-                            if ips.get(instance) != Some(ip) {
-                                r.diags.push(
-                                    &project.model.pos,
-                                    format!("services.{}.networks.{name}.ipv4_address", instance),
-                                    format!(
-                                        "{ip} is not free in {}; pick another",
-                                        network::SUBNET
-                                    ),
-                                );
-                            }
-                        }
-                        ips
-                    }
-                    Err(e) => {
-                        r.diags.push(&project.model.pos, "networks", e);
-                        BTreeMap::new()
-                    }
-                }
+            Some(_) if name == DEFAULT && ipam_subnet.is_none() => {
+                self.default_addresses(members, r)
             }
             Some((base, prefix)) => {
-                allocate_in(base, prefix, name, &members, &existing.on(name), r)
+                allocate_in(base, prefix, name, members, &self.existing.on(name), r)
             }
-        };
+        }
+    }
+
+    /// The default network's addresses: those of an earlier run and the
+    /// fixed ones kept, the others allocated.
+    fn default_addresses(&self, members: &[Member], r: &mut Reader) -> BTreeMap<String, Ipv4Addr> {
+        let wanted: Vec<String> = members.iter().map(|m| m.0.clone()).collect();
+        let pinned: BTreeMap<String, Ipv4Addr> = members
+            .iter()
+            .filter_map(|m| m.3.ipv4_address.map(|ip| (m.0.clone(), ip)))
+            .collect();
+        let mut keep = self.existing.default.clone();
+        keep.extend(pinned.clone());
+        match network::allocate_ips(&wanted, &keep) {
+            Ok(ips) => {
+                for (instance, ip) in &pinned {
+                    if ips.get(instance) != Some(ip) {
+                        r.diags.push(
+                            &self.project.model.pos,
+                            format!("services.{instance}.networks.{DEFAULT}.ipv4_address"),
+                            format!("{ip} is not free in {}; pick another", network::SUBNET),
+                        );
+                    }
+                }
+                ips
+            }
+            Err(e) => {
+                r.diags.push(&self.project.model.pos, "networks", e);
+                BTreeMap::new()
+            }
+        }
+    }
+
+    /// The segment of network `name`: each member's NIC (recorded in
+    /// `attachments`) and `/etc/hosts` entry.
+    fn segment(
+        &mut self,
+        name: &str,
+        subnet: Option<(Ipv4Addr, u8)>,
+        services: &[Service],
+        r: &mut Reader,
+    ) -> Segment {
+        let backend = self.backend(name);
+        let members = self.members(name, services);
+        let ips = self.addresses(name, subnet, &members, r);
         let mut hosts = Vec::new();
         for (instance, replica, service, m, mac) in &members {
             let ip = ips.get(instance).copied();
-            let hashed = || network::hashed_mac(&format!("{}/{name}/{instance}", project.name));
-            let mac = match (mac, ip, name == DEFAULT) {
-                (Some(mac), _, _) => mac.clone(),
-                (None, Some(ip), true) => network::internal_mac(ip),
-                // From the address alone, so that it stays while the address
-                // does; the rare clash (10.20.0.5 and 172.20.0.5) is hashed.
-                (None, Some(ip), false) => {
-                    let o = ip.octets();
-                    let mac = format!("52:54:02:{:02x}:{:02x}:{:02x}", o[1], o[2], o[3]);
-                    if given_macs.insert(mac.clone()) {
-                        mac
-                    } else {
-                        hashed()
-                    }
-                }
-                (None, None, _) => hashed(),
+            let mac = match mac {
+                Some(mac) => mac.clone(),
+                None => self.generated_mac(name, instance, ip),
             };
             if let Some(ip) = ip {
                 let mut names = vec![instance.clone()];
@@ -464,42 +549,69 @@ pub fn place(
                     names,
                 });
             }
-            attachments
+            self.attachments
                 .entry(instance.clone())
                 .or_default()
                 .push(Attachment {
-                    network: name.clone(),
+                    network: name.to_string(),
                     ip,
                     prefix: subnet.map_or(0, |(_, p)| p),
                     mac,
                     aliases: m.aliases.clone(),
                 });
         }
-        segments.push(Segment {
-            name: name.clone(),
+        Segment {
+            name: name.to_string(),
             subnet: subnet.map_or_else(String::new, |(base, p)| format!("{base}/{p}")),
             backend,
             hosts,
-        });
-    }
-    // Each instance's NICs in the order its service lists its networks.
-    for service in services.iter_mut() {
-        let order: Vec<String> = memberships[&service.name]
-            .iter()
-            .map(|m| m.network.clone())
-            .collect();
-        for instance in &mut service.instances {
-            let mut nics = attachments.remove(&instance.name).unwrap_or_default();
-            nics.sort_by_key(|a| order.iter().position(|n| *n == a.network));
-            if let Some(first) = nics.first() {
-                instance.ip = first.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
-                instance.mac_internal = first.mac.clone();
-            }
-            instance.networks = nics;
         }
     }
+
+    /// The MAC of an instance that sets none on network `name`.
+    fn generated_mac(&mut self, name: &str, instance: &str, ip: Option<Ipv4Addr>) -> String {
+        let hashed = || network::hashed_mac(&format!("{}/{name}/{instance}", self.project.name));
+        match (ip, name == DEFAULT) {
+            (Some(ip), true) => network::internal_mac(ip),
+            // From the address alone, so that it stays while the address
+            // does; the rare clash (10.20.0.5 and 172.20.0.5) is hashed.
+            (Some(ip), false) => {
+                let o = ip.octets();
+                let mac = format!("52:54:02:{:02x}:{:02x}:{:02x}", o[1], o[2], o[3]);
+                if self.given_macs.insert(mac.clone()) {
+                    mac
+                } else {
+                    hashed()
+                }
+            }
+            (None, _) => hashed(),
+        }
+    }
+
+    /// Each instance's NICs in the order its service lists its networks.
+    fn attach(mut self, services: &mut [Service]) {
+        for service in services.iter_mut() {
+            let order: Vec<String> = self.memberships[&service.name]
+                .iter()
+                .map(|m| m.network.clone())
+                .collect();
+            for instance in &mut service.instances {
+                let mut nics = self.attachments.remove(&instance.name).unwrap_or_default();
+                nics.sort_by_key(|a| order.iter().position(|n| *n == a.network));
+                if let Some(first) = nics.first() {
+                    instance.ip = first.ip.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                    instance.mac_internal = first.mac.clone();
+                }
+                instance.networks = nics;
+            }
+        }
+    }
+}
+
+/// An error for each MAC address two NICs share.
+fn check_unique_macs(project: &Project, services: &[Service], r: &mut Reader) {
     let mut macs: BTreeMap<String, String> = BTreeMap::new();
-    for service in services.iter() {
+    for service in services {
         for instance in &service.instances {
             for nic in &instance.networks {
                 if let Some(other) = macs.insert(nic.mac.clone(), instance.name.clone()) {
@@ -515,7 +627,6 @@ pub fn place(
             }
         }
     }
-    segments
 }
 
 /// The subnets of the named networks that give none (no `ipam`, no host
@@ -568,7 +679,7 @@ fn allocate_in(
     base: Ipv4Addr,
     prefix: u8,
     name: &str,
-    members: &[(String, u32, String, Membership, Option<String>)],
+    members: &[Member],
     existing: &BTreeMap<String, Ipv4Addr>,
     r: &mut Reader,
 ) -> BTreeMap<String, Ipv4Addr> {

@@ -71,54 +71,95 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
         .and_then(|d| d.get("resources"))
         .and_then(|d| d.get("limits"));
     let vcpu = match get("vcpu") {
-        Some(n) => {
-            let vcpu_path = child(&vpath, "vcpu");
-            match r.unsigned(n, &vcpu_path, MAX_VCPU) {
-                Some(0) => {
-                    r.error(
-                        n,
-                        &vcpu_path,
-                        "must be at least 1, found 0; a VM needs a virtual CPU".to_string(),
-                    );
-                    None
-                }
-                vcpu => vcpu.map(|v| v as u32),
-            }
-        }
-        None => {
-            let cpus = node
-                .get("cpus")
-                .filter(|n| !n.is_null())
-                .map(|n| (n, child(path, "cpus")))
-                .or_else(|| {
-                    limits
-                        .and_then(|l| l.get("cpus"))
-                        .map(|n| (n, format!("{path}.deploy.resources.limits.cpus")))
-                });
-            match cpus {
-                // The same bounds as vm.vcpu: cpus: 1e9 is no more a VM
-                // than vcpu: 2000.
-                Some((n, p)) => match r.number(n, &p) {
-                    Some(c) if (0.0..=MAX_VCPU as f64).contains(&c) => {
-                        Some(c.ceil().max(1.0) as u32)
-                    }
-                    Some(c) => {
-                        r.error(
-                            n,
-                            &p,
-                            format!("must be between 0 and {MAX_VCPU}, found {c}"),
-                        );
-                        None
-                    }
-                    None => None,
-                },
-                None => Some(1),
-            }
-        }
+        Some(n) => decode_vcpu(r, n, &child(&vpath, "vcpu")),
+        None => decode_cpus(r, node, path, limits),
     };
+    let memory_mb = decode_memory(r, node, path, get("memory_mb"), limits, min_memory)?;
+    let machine = get("machine")
+        .and_then(|n| r.string(n, &child(&vpath, "machine")))
+        .unwrap_or_else(|| "q35".into());
+    let cpu_model = get("cpu_model").and_then(|n| r.string(n, &child(&vpath, "cpu_model")));
+    let uefi = get("uefi")
+        .and_then(|n| r.boolean(n, &child(&vpath, "uefi")))
+        .unwrap_or(false);
+    let extra_args = get("extra_args")
+        .map(|n| r.strings(n, &child(&vpath, "extra_args")))
+        .unwrap_or_default();
+    let disk_size_bytes = match get("disk_size") {
+        Some(n) => Some(decode_disk_size(r, n, &child(&vpath, "disk_size"))?),
+        None => None,
+    };
+    Some(Vm {
+        vcpu: vcpu?,
+        memory_mb: memory_mb?,
+        machine,
+        cpu_model,
+        uefi,
+        extra_args,
+        disk_size_bytes,
+    })
+}
+
+/// `vm.vcpu`: at least 1.
+fn decode_vcpu(r: &mut Reader, n: &Node, vcpu_path: &str) -> Option<u32> {
+    match r.unsigned(n, vcpu_path, MAX_VCPU) {
+        Some(0) => {
+            r.error(
+                n,
+                vcpu_path,
+                "must be at least 1, found 0; a VM needs a virtual CPU".to_string(),
+            );
+            None
+        }
+        vcpu => vcpu.map(|v| v as u32),
+    }
+}
+
+/// The vCPUs from Compose's `cpus` or `deploy.resources.limits.cpus`,
+/// rounded up; 1 without either.
+fn decode_cpus(r: &mut Reader, node: &Node, path: &str, limits: Option<&Node>) -> Option<u32> {
+    let cpus = node
+        .get("cpus")
+        .filter(|n| !n.is_null())
+        .map(|n| (n, child(path, "cpus")))
+        .or_else(|| {
+            limits
+                .and_then(|l| l.get("cpus"))
+                .map(|n| (n, format!("{path}.deploy.resources.limits.cpus")))
+        });
+    match cpus {
+        // The same bounds as vm.vcpu: cpus: 1e9 is no more a VM
+        // than vcpu: 2000.
+        Some((n, p)) => match r.number(n, &p) {
+            Some(c) if (0.0..=MAX_VCPU as f64).contains(&c) => Some(c.ceil().max(1.0) as u32),
+            Some(c) => {
+                r.error(
+                    n,
+                    &p,
+                    format!("must be between 0 and {MAX_VCPU}, found {c}"),
+                );
+                None
+            }
+            None => None,
+        },
+        None => Some(1),
+    }
+}
+
+/// The memory in MiB from `vm.memory_mb`, `mem_limit` or
+/// `deploy.resources.limits.memory`, at least the guest's minimum. `None`
+/// when the field is not even a string (the VM is not decoded further).
+fn decode_memory(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    memory_mb_node: Option<&Node>,
+    limits: Option<&Node>,
+    min_memory: u64,
+) -> Option<Option<u64>> {
     // Whichever field sets the memory, the same minimum applies to it.
-    let memory_field = get("memory_mb")
-        .map(|n| (n, child(&vpath, "memory_mb"), false))
+    let memory_field = memory_mb_node
+        .map(|n| (n, child(&child(path, "vm"), "memory_mb"), false))
         .or_else(|| {
             node.get("mem_limit")
                 .filter(|n| !n.is_null())
@@ -163,51 +204,30 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
             format!("{mem} MB is below the {minimum} MB {needs}; raise it"),
         );
     }
-    let machine = get("machine")
-        .and_then(|n| r.string(n, &child(&vpath, "machine")))
-        .unwrap_or_else(|| "q35".into());
-    let cpu_model = get("cpu_model").and_then(|n| r.string(n, &child(&vpath, "cpu_model")));
-    let uefi = get("uefi")
-        .and_then(|n| r.boolean(n, &child(&vpath, "uefi")))
-        .unwrap_or(false);
-    let extra_args = get("extra_args")
-        .map(|n| r.strings(n, &child(&vpath, "extra_args")))
-        .unwrap_or_default();
-    let disk_size_bytes = match get("disk_size") {
-        Some(n) => {
-            let dpath = child(&vpath, "disk_size");
-            let text = r.string(n, &dpath)?;
-            match parse_bytes(&text) {
-                Some(bytes) if bytes >= MIN_DISK_SIZE => Some(bytes),
-                Some(_) => {
-                    r.error(
-                        n,
-                        &dpath,
-                        format!(
-                            "{text:?} is too small for a root disk; write at least 64m, e.g. 20g"
-                        ),
-                    );
-                    return None;
-                }
-                None => {
-                    r.error(
-                        n,
-                        &dpath,
-                        format!("{text:?} is not a size; write e.g. 20g or 512m"),
-                    );
-                    return None;
-                }
-            }
+    Some(memory_mb)
+}
+
+/// `vm.disk_size`: a size of at least 64 MiB; `None` (the VM is not
+/// decoded further) otherwise.
+fn decode_disk_size(r: &mut Reader, n: &Node, dpath: &str) -> Option<u64> {
+    let text = r.string(n, dpath)?;
+    match parse_bytes(&text) {
+        Some(bytes) if bytes >= MIN_DISK_SIZE => Some(bytes),
+        Some(_) => {
+            r.error(
+                n,
+                dpath,
+                format!("{text:?} is too small for a root disk; write at least 64m, e.g. 20g"),
+            );
+            None
         }
-        None => None,
-    };
-    Some(Vm {
-        vcpu: vcpu?,
-        memory_mb: memory_mb?,
-        machine,
-        cpu_model,
-        uefi,
-        extra_args,
-        disk_size_bytes,
-    })
+        None => {
+            r.error(
+                n,
+                dpath,
+                format!("{text:?} is not a size; write e.g. 20g or 512m"),
+            );
+            None
+        }
+    }
 }

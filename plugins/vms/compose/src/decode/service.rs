@@ -13,13 +13,16 @@ use super::ports::decode_ports;
 use super::reader::{Reader, child, item};
 use super::resources::{decode_replicas, decode_vm};
 use super::storage::{decode_devices, decode_volumes};
-use crate::dockerfile::shell_quote;
+use crate::dockerfile::{Provisioning, shell_quote};
 use crate::images;
 use crate::keys;
 use crate::load::Environment;
 use crate::load::dotenv::read_env_file;
 use crate::load::interpolate::Lookup;
-use crate::manifest::{Dependency, GuestCommand, GuestFileKind, HostEntry, Image, Service};
+use crate::manifest::{
+    CloudInit, Dependency, GuestCommand, GuestFile, GuestFileKind, HostEntry, Image, Metadata,
+    Service,
+};
 use crate::yaml::{Kind, Node, ScalarType};
 
 /// What a service decode needs to know about the rest of the project.
@@ -39,265 +42,98 @@ pub struct Context<'a> {
 const DEFAULT_STOP_GRACE_MS: u64 = 30_000;
 const DEFAULT_USER: &str = "ubuntu";
 
+/// A service's mapping and its key path, for the steps that each decode a
+/// few of its fields.
+struct Fields<'n> {
+    node: &'n Node,
+    path: &'n str,
+}
+
+impl<'n> Fields<'n> {
+    /// The field `key`, unless absent or null.
+    fn get(&self, key: &str) -> Option<&'n Node> {
+        self.node.get(key).filter(|n| !n.is_null())
+    }
+
+    /// The key path of the field `key`.
+    fn path(&self, key: &str) -> String {
+        child(self.path, key)
+    }
+}
+
+/// The service's image and what its alias implies.
+struct ImageChoice {
+    image: Option<Image>,
+    /// The alias's login user, for services that set none.
+    default_user: Option<String>,
+    /// The alias's smallest workable memory, in MiB.
+    min_memory: u64,
+}
+
 pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> Option<Service> {
     let path = format!("services.{name}");
     let entries = r.mapping_of(node, &path, &[keys::SERVICE_MAPPED, keys::SERVICE_METADATA])?;
-    let field = |key: &str| node.get(key).filter(|n| !n.is_null());
-    let fpath = |key: &str| child(&path, key);
+    let f = Fields { node, path: &path };
 
-    let mut metadata = BTreeMap::new();
-    for (key, value) in entries {
-        let key = key.as_str().unwrap_or_default();
-        // deploy and build carry Swarm and BuildKit fields holos keeps as
-        // metadata beside the parts it maps.
-        if keys::SERVICE_METADATA.contains(&key) || key == "deploy" || key == "build" {
-            metadata.insert(key.to_string(), value.to_json());
-        }
-    }
+    let mut metadata = service_metadata(entries);
     if let Some(extends) = node.get("extends")
         && extends.as_map().is_some()
     {
-        r.mapping(extends, &fpath("extends"), keys::EXTENDS);
+        r.mapping(extends, &f.path("extends"), keys::EXTENDS);
     }
 
     let provisioning = decode_build(r, node, &path);
-
-    // Image: explicit, else the Dockerfile's FROM.
-    let image_node = field("image");
-    let image_text = match image_node {
-        Some(n) => r.string(n, &fpath("image")),
-        None => provisioning.as_ref().and_then(|p| p.base_image.clone()),
-    };
-    let image_os = match field("image_os") {
-        Some(n) => r.string(n, &fpath("image_os")).and_then(|os| {
-            if images::OS_FAMILIES.contains(&os.as_str()) {
-                Some(os)
-            } else {
-                r.error(
-                    n,
-                    &fpath("image_os"),
-                    format!("must be systemd or openrc, found {os:?}"),
-                );
-                None
-            }
-        }),
-        None => None,
-    };
-    let image_format = match field("image_format") {
-        Some(n) => r.string(n, &fpath("image_format")).and_then(|f| {
-            if images::FORMATS.contains(&f.as_str()) {
-                Some(f)
-            } else {
-                r.error(
-                    n,
-                    &fpath("image_format"),
-                    format!("must be one of {}", images::FORMATS.join(", ")),
-                );
-                None
-            }
-        }),
-        None => None,
-    };
-    let mut default_user: Option<String> = None;
-    let mut min_memory: u64 = 0;
-    let image = match image_text {
-        None => {
-            // A build that failed has already been reported.
-            if node.get("build").is_none() && node.get("dockerfile").is_none() {
-                r.error(
-                    node,
-                    &path,
-                    "needs image: (an alias such as ubuntu:noble, or a local disk image) or build:",
-                );
-            }
-            None
-        }
-        Some(text) if images::is_image_path(&text) => {
-            let format = image_format
-                .clone()
-                .or_else(|| images::format_from_extension(&text).map(str::to_string));
-            if format.is_none()
-                && let Some(n) = image_node
-            {
-                r.error(
-                    n,
-                    &fpath("image"),
-                    "cannot infer the image format from the extension; set image_format",
-                );
-            }
-            Some(Image {
-                reference: text.clone(),
-                alias: None,
-                tag: None,
-                path: Some(text),
-                format: format.unwrap_or_default(),
-                os: image_os.clone().unwrap_or_else(|| "systemd".into()),
-            })
-        }
-        Some(text) => match images::resolve_alias(&text) {
-            Ok((mut image, alias)) => {
-                default_user = Some(alias.user.clone());
-                min_memory = alias.min_memory_mb;
-                if let Some(os) = &image_os {
-                    image.os = os.clone();
-                }
-                if let Some(f) = &image_format {
-                    image.format = f.clone();
-                }
-                Some(image)
-            }
-            Err(e) => {
-                match image_node {
-                    Some(n) => r.error(n, &fpath("image"), e),
-                    None => r.error(node, &fpath("build"), format!("Dockerfile FROM: {e}")),
-                }
-                None
-            }
-        },
-    };
+    let choice = decode_image(r, &f, provisioning.as_ref());
 
     let replicas = decode_replicas(r, node, &path);
-    let vm = decode_vm(r, node, &path, min_memory);
-    let ports = field("ports")
-        .map(|n| decode_ports(r, n, &fpath("ports")))
+    let vm = decode_vm(r, node, &path, choice.min_memory);
+    let ports = f
+        .get("ports")
+        .map(|n| decode_ports(r, n, &f.path("ports")))
         .unwrap_or_default();
-    let mounts = field("volumes")
-        .map(|n| decode_volumes(r, n, &fpath("volumes"), cx.volume_names, &mut metadata))
+    let mounts = f
+        .get("volumes")
+        .map(|n| decode_volumes(r, n, &f.path("volumes"), cx.volume_names, &mut metadata))
         .unwrap_or_default();
-    let devices = field("devices")
-        .map(|n| decode_devices(r, n, &fpath("devices"), &mut metadata))
+    let devices = f
+        .get("devices")
+        .map(|n| decode_devices(r, n, &f.path("devices"), &mut metadata))
         .unwrap_or_default();
-    let depends_on = field("depends_on")
-        .map(|n| decode_depends_on(r, n, &fpath("depends_on")))
-        .unwrap_or_default();
-
-    let mut labels = BTreeMap::new();
-    if let Some(n) = field("label_file") {
-        for file in r.string_or_list(n, &fpath("label_file")) {
-            match read_env_file(Path::new(&file), false, cx.environment) {
-                Ok(entries) => labels.extend(
-                    entries
-                        .into_iter()
-                        .map(|e| (e.key, e.value.unwrap_or_default())),
-                ),
-                Err(e) => r.error(
-                    n,
-                    &fpath("label_file"),
-                    format!("{e}; fix the path or the file"),
-                ),
-            }
-        }
-    }
-    if let Some(n) = field("labels") {
-        for (k, v) in r.key_values(n, &fpath("labels"), &['=']) {
-            labels.insert(k, v.unwrap_or_default());
-        }
-    }
-
-    let mut environment = BTreeMap::new();
-    if let Some(p) = &provisioning {
-        environment.extend(p.environment.iter().cloned());
-    }
-    if let Some(n) = field("env_file") {
-        decode_env_files(r, n, &fpath("env_file"), cx.environment, &mut environment);
-    }
-    if let Some(n) = field("environment") {
-        for (k, v) in r.key_values(n, &fpath("environment"), &['=']) {
-            // A bare KEY takes its value from the environment; unset ones are omitted.
-            match v.or_else(|| cx.environment.lookup(&k)) {
-                Some(v) => {
-                    environment.insert(k, v);
-                }
-                None => {
-                    environment.remove(&k);
-                }
-            }
-        }
-    }
-
-    let extra_hosts = field("extra_hosts")
-        .map(|n| decode_extra_hosts(r, n, &fpath("extra_hosts")))
+    let depends_on = f
+        .get("depends_on")
+        .map(|n| decode_depends_on(r, n, &f.path("depends_on")))
         .unwrap_or_default();
 
-    let mut cloud_init = decode_cloud_init(r, field("cloud_init"), &fpath("cloud_init"));
-    let explicit_runcmd = std::mem::take(&mut cloud_init.runcmd);
-    if cloud_init.user.is_empty() {
-        cloud_init.user = field("user")
-            .and_then(|n| r.string(n, &fpath("user")))
-            .or(default_user)
-            .unwrap_or_else(|| DEFAULT_USER.into());
-    }
-    if cloud_init.hostname.is_none() {
-        cloud_init.hostname = field("hostname").and_then(|n| r.string(n, &fpath("hostname")));
-    }
-    if let Some(domain) = field("domainname").and_then(|n| r.string(n, &fpath("domainname")))
-        && let Some(host) = &cloud_init.hostname
-    {
-        cloud_init.fqdn = Some(format!("{host}.{domain}"));
-    }
-    let working_dir = field("working_dir").and_then(|n| r.string(n, &fpath("working_dir")));
-    if let Some(p) = &provisioning {
-        cloud_init
-            .write_files
-            .splice(0..0, p.write_files.iter().cloned());
-        cloud_init.runcmd.extend(p.runcmd.iter().cloned());
-    }
-    let entrypoint = field("entrypoint").and_then(|n| shell_words(r, n, &fpath("entrypoint")));
-    let command = field("command").and_then(|n| shell_words(r, n, &fpath("command")));
-    let joined = match (entrypoint, command) {
-        (Some(e), Some(c)) => Some(format!("{e} {c}")),
-        (Some(e), None) => Some(e),
-        (None, Some(c)) => Some(c),
-        (None, None) => None,
-    };
-    if let Some(cmd) = joined {
-        let cmd = match &working_dir {
-            Some(dir) => format!("cd {} && {cmd}", shell_quote(dir)),
-            None => cmd,
-        };
-        cloud_init.command = Some(cmd);
-    }
-    cloud_init.runcmd.extend(explicit_runcmd);
-    for hook in field("post_start")
-        .map(|n| decode_hooks(r, n, &fpath("post_start")))
-        .unwrap_or_default()
-    {
-        cloud_init
-            .post_start
-            .push(GuestCommand::Shell(hook_to_shell(&hook)));
-    }
-    let pre_stop = field("pre_stop")
-        .map(|n| decode_hooks(r, n, &fpath("pre_stop")))
+    let labels = decode_labels(r, &f, cx.environment);
+    let environment = decode_environment(r, &f, provisioning.as_ref(), cx.environment);
+    let extra_hosts = f
+        .get("extra_hosts")
+        .map(|n| decode_extra_hosts(r, n, &f.path("extra_hosts")))
+        .unwrap_or_default();
+    let cloud_init = decode_guest_setup(r, &f, provisioning.as_ref(), choice.default_user);
+    let pre_stop = f
+        .get("pre_stop")
+        .map(|n| decode_hooks(r, n, &f.path("pre_stop")))
         .unwrap_or_default();
 
-    let dns_search = field("dns_search")
-        .map(|n| r.string_or_list(n, &fpath("dns_search")))
+    let dns_search = f
+        .get("dns_search")
+        .map(|n| r.string_or_list(n, &f.path("dns_search")))
         .unwrap_or_default();
-    let mut files = Vec::new();
-    for (kind, key) in [
-        (GuestFileKind::Config, "configs"),
-        (GuestFileKind::Secret, "secrets"),
-    ] {
-        if let Some(n) = field(key) {
-            let declared = |name: &str| cx.root.get(key).and_then(|d| d.get(name)).is_some();
-            files.extend(decode_references(
-                r,
-                kind,
-                n,
-                &fpath(key),
-                cx.definitions,
-                &declared,
-            ));
-        }
-    }
-    let healthcheck =
-        field("healthcheck").and_then(|n| decode_healthcheck(r, n, &fpath("healthcheck")));
-    let stop_grace_period_ms = field("stop_grace_period")
-        .and_then(|n| duration(r, n, &fpath("stop_grace_period")))
+    let files = decode_guest_files(r, &f, cx);
+    let healthcheck = f
+        .get("healthcheck")
+        .and_then(|n| decode_healthcheck(r, n, &f.path("healthcheck")));
+    let stop_grace_period_ms = f
+        .get("stop_grace_period")
+        .and_then(|n| duration(r, n, &f.path("stop_grace_period")))
         .unwrap_or(DEFAULT_STOP_GRACE_MS);
-    let protect = field("x-holo").and_then(|n| decode_x_holo(r, n, &fpath("x-holo")));
-    let profiles = field("profiles")
-        .map(|n| r.strings(n, &fpath("profiles")))
+    let protect = f
+        .get("x-holo")
+        .and_then(|n| decode_x_holo(r, n, &f.path("x-holo")));
+    let profiles = f
+        .get("profiles")
+        .map(|n| r.strings(n, &f.path("profiles")))
         .unwrap_or_default();
 
     let mut vm = vm?;
@@ -306,7 +142,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
     }
     Some(Service {
         name: name.to_string(),
-        image: image?,
+        image: choice.image?,
         replicas,
         vm,
         ports,
@@ -327,6 +163,264 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         metadata,
         protect: protect.unwrap_or(cx.default_protect),
     })
+}
+
+/// The fields holos keeps as metadata, as JSON.
+fn service_metadata(entries: &[(Node, Node)]) -> Metadata {
+    let mut metadata = BTreeMap::new();
+    for (key, value) in entries {
+        let key = key.as_str().unwrap_or_default();
+        // deploy and build carry Swarm and BuildKit fields holos keeps as
+        // metadata beside the parts it maps.
+        if keys::SERVICE_METADATA.contains(&key) || key == "deploy" || key == "build" {
+            metadata.insert(key.to_string(), value.to_json());
+        }
+    }
+    metadata
+}
+
+/// `image_os` or `image_format`: one of `allowed`, else `complaint`.
+fn decode_choice(
+    r: &mut Reader,
+    f: &Fields,
+    key: &str,
+    allowed: &[&str],
+    complaint: impl FnOnce(&str) -> String,
+) -> Option<String> {
+    let n = f.get(key)?;
+    let value = r.string(n, &f.path(key))?;
+    if allowed.contains(&value.as_str()) {
+        Some(value)
+    } else {
+        r.error(n, &f.path(key), complaint(&value));
+        None
+    }
+}
+
+/// The image: explicit, else the Dockerfile's FROM; a local disk image or
+/// an alias.
+fn decode_image(r: &mut Reader, f: &Fields, provisioning: Option<&Provisioning>) -> ImageChoice {
+    let image_node = f.get("image");
+    let image_text = match image_node {
+        Some(n) => r.string(n, &f.path("image")),
+        None => provisioning.and_then(|p| p.base_image.clone()),
+    };
+    let image_os = decode_choice(r, f, "image_os", &images::OS_FAMILIES, |os| {
+        format!("must be systemd or openrc, found {os:?}")
+    });
+    let image_format = decode_choice(r, f, "image_format", &images::FORMATS, |_| {
+        format!("must be one of {}", images::FORMATS.join(", "))
+    });
+    let mut choice = ImageChoice {
+        image: None,
+        default_user: None,
+        min_memory: 0,
+    };
+    match image_text {
+        None => {
+            // A build that failed has already been reported.
+            if f.node.get("build").is_none() && f.node.get("dockerfile").is_none() {
+                r.error(
+                    f.node,
+                    f.path,
+                    "needs image: (an alias such as ubuntu:noble, or a local disk image) or build:",
+                );
+            }
+        }
+        Some(text) if images::is_image_path(&text) => {
+            let format =
+                image_format.or_else(|| images::format_from_extension(&text).map(str::to_string));
+            if format.is_none()
+                && let Some(n) = image_node
+            {
+                r.error(
+                    n,
+                    &f.path("image"),
+                    "cannot infer the image format from the extension; set image_format",
+                );
+            }
+            choice.image = Some(Image {
+                reference: text.clone(),
+                alias: None,
+                tag: None,
+                path: Some(text),
+                format: format.unwrap_or_default(),
+                os: image_os.unwrap_or_else(|| "systemd".into()),
+            });
+        }
+        Some(text) => match images::resolve_alias(&text) {
+            Ok((mut image, alias)) => {
+                choice.default_user = Some(alias.user.clone());
+                choice.min_memory = alias.min_memory_mb;
+                if let Some(os) = image_os {
+                    image.os = os;
+                }
+                if let Some(format) = image_format {
+                    image.format = format;
+                }
+                choice.image = Some(image);
+            }
+            Err(e) => match image_node {
+                Some(n) => r.error(n, &f.path("image"), e),
+                None => r.error(f.node, &f.path("build"), format!("Dockerfile FROM: {e}")),
+            },
+        },
+    }
+    choice
+}
+
+/// `label_file` then `labels`, the later winning.
+fn decode_labels(r: &mut Reader, f: &Fields, env: &Environment) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::new();
+    if let Some(n) = f.get("label_file") {
+        for file in r.string_or_list(n, &f.path("label_file")) {
+            match read_env_file(Path::new(&file), false, env) {
+                Ok(entries) => labels.extend(
+                    entries
+                        .into_iter()
+                        .map(|e| (e.key, e.value.unwrap_or_default())),
+                ),
+                Err(e) => r.error(
+                    n,
+                    &f.path("label_file"),
+                    format!("{e}; fix the path or the file"),
+                ),
+            }
+        }
+    }
+    if let Some(n) = f.get("labels") {
+        for (k, v) in r.key_values(n, &f.path("labels"), &['=']) {
+            labels.insert(k, v.unwrap_or_default());
+        }
+    }
+    labels
+}
+
+/// The Dockerfile's ENV, then `env_file`, then `environment`.
+fn decode_environment(
+    r: &mut Reader,
+    f: &Fields,
+    provisioning: Option<&Provisioning>,
+    env: &Environment,
+) -> BTreeMap<String, String> {
+    let mut environment = BTreeMap::new();
+    if let Some(p) = provisioning {
+        environment.extend(p.environment.iter().cloned());
+    }
+    if let Some(n) = f.get("env_file") {
+        decode_env_files(r, n, &f.path("env_file"), env, &mut environment);
+    }
+    if let Some(n) = f.get("environment") {
+        for (k, v) in r.key_values(n, &f.path("environment"), &['=']) {
+            // A bare KEY takes its value from the environment; unset ones are omitted.
+            match v.or_else(|| env.lookup(&k)) {
+                Some(v) => {
+                    environment.insert(k, v);
+                }
+                None => {
+                    environment.remove(&k);
+                }
+            }
+        }
+    }
+    environment
+}
+
+/// The guest's cloud-init: `cloud_init`, the user and host names, the
+/// Dockerfile's files and commands, the command (entrypoint and command,
+/// in `working_dir`) and `post_start`.
+fn decode_guest_setup(
+    r: &mut Reader,
+    f: &Fields,
+    provisioning: Option<&Provisioning>,
+    default_user: Option<String>,
+) -> CloudInit {
+    let mut cloud_init = decode_cloud_init(r, f.get("cloud_init"), &f.path("cloud_init"));
+    let explicit_runcmd = std::mem::take(&mut cloud_init.runcmd);
+    if cloud_init.user.is_empty() {
+        cloud_init.user = f
+            .get("user")
+            .and_then(|n| r.string(n, &f.path("user")))
+            .or(default_user)
+            .unwrap_or_else(|| DEFAULT_USER.into());
+    }
+    if cloud_init.hostname.is_none() {
+        cloud_init.hostname = f
+            .get("hostname")
+            .and_then(|n| r.string(n, &f.path("hostname")));
+    }
+    if let Some(domain) = f
+        .get("domainname")
+        .and_then(|n| r.string(n, &f.path("domainname")))
+        && let Some(host) = &cloud_init.hostname
+    {
+        cloud_init.fqdn = Some(format!("{host}.{domain}"));
+    }
+    let working_dir = f
+        .get("working_dir")
+        .and_then(|n| r.string(n, &f.path("working_dir")));
+    if let Some(p) = provisioning {
+        cloud_init
+            .write_files
+            .splice(0..0, p.write_files.iter().cloned());
+        cloud_init.runcmd.extend(p.runcmd.iter().cloned());
+    }
+    if let Some(cmd) = decode_command(r, f) {
+        let cmd = match &working_dir {
+            Some(dir) => format!("cd {} && {cmd}", shell_quote(dir)),
+            None => cmd,
+        };
+        cloud_init.command = Some(cmd);
+    }
+    cloud_init.runcmd.extend(explicit_runcmd);
+    for hook in f
+        .get("post_start")
+        .map(|n| decode_hooks(r, n, &f.path("post_start")))
+        .unwrap_or_default()
+    {
+        cloud_init
+            .post_start
+            .push(GuestCommand::Shell(hook_to_shell(&hook)));
+    }
+    cloud_init
+}
+
+/// `entrypoint` and `command` joined into one shell line.
+fn decode_command(r: &mut Reader, f: &Fields) -> Option<String> {
+    let entrypoint = f
+        .get("entrypoint")
+        .and_then(|n| shell_words(r, n, &f.path("entrypoint")));
+    let command = f
+        .get("command")
+        .and_then(|n| shell_words(r, n, &f.path("command")));
+    match (entrypoint, command) {
+        (Some(e), Some(c)) => Some(format!("{e} {c}")),
+        (Some(e), None) => Some(e),
+        (None, Some(c)) => Some(c),
+        (None, None) => None,
+    }
+}
+
+/// The service's `configs` and `secrets` references.
+fn decode_guest_files(r: &mut Reader, f: &Fields, cx: &Context) -> Vec<GuestFile> {
+    let mut files = Vec::new();
+    for (kind, key) in [
+        (GuestFileKind::Config, "configs"),
+        (GuestFileKind::Secret, "secrets"),
+    ] {
+        if let Some(n) = f.get(key) {
+            let declared = |name: &str| cx.root.get(key).and_then(|d| d.get(name)).is_some();
+            files.extend(decode_references(
+                r,
+                kind,
+                n,
+                &f.path(key),
+                cx.definitions,
+                &declared,
+            ));
+        }
+    }
+    files
 }
 
 /// An `x-holo` mapping (on a service, or the top-level default): its

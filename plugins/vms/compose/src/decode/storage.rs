@@ -20,139 +20,159 @@ pub fn decode_volumes(
     for (i, entry) in r.list(node, path).iter().enumerate() {
         let epath = item(path, i);
         let mount = match &entry.kind {
-            Kind::Scalar { text, .. } => {
-                let parts: Vec<&str> = text.split(':').collect();
-                let (source, target, mode) = match parts.as_slice() {
-                    [source, target] => (*source, *target, None),
-                    [source, target, mode] => (*source, *target, Some(*mode)),
-                    // An anonymous volume: only the path in the guest.
-                    [target] => ("", *target, None),
-                    _ => {
-                        r.error(entry, &epath, "must be SOURCE:TARGET[:ro|rw]");
-                        continue;
-                    }
-                };
-                let read_only = match mode {
-                    None | Some("rw") => false,
-                    Some("ro") => true,
-                    Some(other) => {
-                        r.error(
-                            entry,
-                            &epath,
-                            format!("mode {other:?} is not supported; use ro or rw"),
-                        );
-                        continue;
-                    }
-                };
-                let kind = if source.is_empty() {
-                    MountKind::Anonymous
-                } else if source.starts_with('/') {
-                    MountKind::Bind
-                } else {
-                    MountKind::Volume
-                };
-                Mount {
-                    kind,
-                    source: source.to_string(),
-                    target: target.to_string(),
-                    read_only,
-                }
-            }
-            Kind::Map(_) => {
-                if r.mapping(entry, &epath, keys::VOLUME_LONG).is_none() {
-                    continue;
-                }
-                let kind = r
-                    .opt_string(entry.get("type"), &child(&epath, "type"))
-                    .unwrap_or_else(|| "volume".into());
-                if !keys::VOLUME_TYPES.contains(&kind.as_str()) {
-                    r.error(
-                        entry,
-                        &child(&epath, "type"),
-                        format!(
-                            "unknown volume type {kind:?}; use one of {}",
-                            keys::VOLUME_TYPES.join(", ")
-                        ),
-                    );
-                    continue;
-                }
-                if !matches!(kind.as_str(), "bind" | "volume") {
-                    ignored.push(entry.to_json());
-                    continue;
-                }
-                let source = r.opt_string(entry.get("source"), &child(&epath, "source"));
-                let target = r.opt_string(entry.get("target"), &child(&epath, "target"));
-                let read_only = entry
-                    .get("read_only")
-                    .and_then(|n| r.boolean(n, &child(&epath, "read_only")))
-                    .unwrap_or(false);
-                // A volume without a source is anonymous, as in Compose.
-                let (source, kind) = match (source, kind.as_str()) {
-                    (Some(source), "bind") => (source, MountKind::Bind),
-                    (Some(source), _) => (source, MountKind::Volume),
-                    (None, "volume") => (String::new(), MountKind::Anonymous),
-                    (None, _) => {
-                        r.error(entry, &epath, "a bind mount needs source: and target:");
-                        continue;
-                    }
-                };
-                let Some(target) = target else {
-                    r.error(
-                        entry,
-                        &epath,
-                        "a mount needs target:, the path in the guest",
-                    );
-                    continue;
-                };
-                Mount {
-                    kind,
-                    source,
-                    target,
-                    read_only,
-                }
-            }
+            Kind::Scalar { text, .. } => short_volume(r, entry, &epath, text),
+            Kind::Map(_) => long_volume(r, entry, &epath, &mut ignored),
             _ => {
                 r.error(entry, &epath, "must be SOURCE:TARGET[:ro|rw] or a mapping");
-                continue;
+                None
             }
         };
-        if !mount.target.starts_with('/') {
-            let hint = if mount.kind == MountKind::Anonymous {
-                "; an anonymous volume is a path such as /app/node_modules, a named one NAME:/path"
-            } else {
-                ""
-            };
-            r.error(
-                entry,
-                &epath,
-                format!(
-                    "target {:?} must be an absolute path in the guest{hint}",
-                    mount.target
-                ),
-            );
-            continue;
+        if let Some(mount) = mount
+            && mount_is_valid(r, entry, &epath, &mount, volume_names)
+        {
+            out.push(mount);
         }
-        if mount.kind == MountKind::Volume && !volume_names.contains(&mount.source) {
-            let hint =
-                crate::diag::did_you_mean(&mount.source, volume_names.iter().map(String::as_str))
-                    .map(|s| format!("did you mean {s:?}? "))
-                    .unwrap_or_default();
-            r.error(
-                entry,
-                &epath,
-                format!(
-                    "volume {:?} is not declared; {hint}declare it under top-level volumes",
-                    mount.source
-                ),
-            );
-            continue;
-        }
-        out.push(mount);
     }
     if !ignored.is_empty() {
         metadata.insert("volumes_ignored".into(), serde_json::Value::Array(ignored));
     }
     out
+}
+
+/// `SOURCE:TARGET[:ro|rw]`, or only `TARGET` for an anonymous volume.
+fn short_volume(r: &mut Reader, entry: &Node, epath: &str, text: &str) -> Option<Mount> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let (source, target, mode) = match parts.as_slice() {
+        [source, target] => (*source, *target, None),
+        [source, target, mode] => (*source, *target, Some(*mode)),
+        // An anonymous volume: only the path in the guest.
+        [target] => ("", *target, None),
+        _ => {
+            r.error(entry, epath, "must be SOURCE:TARGET[:ro|rw]");
+            return None;
+        }
+    };
+    let read_only = match mode {
+        None | Some("rw") => false,
+        Some("ro") => true,
+        Some(other) => {
+            r.error(
+                entry,
+                epath,
+                format!("mode {other:?} is not supported; use ro or rw"),
+            );
+            return None;
+        }
+    };
+    let kind = if source.is_empty() {
+        MountKind::Anonymous
+    } else if source.starts_with('/') {
+        MountKind::Bind
+    } else {
+        MountKind::Volume
+    };
+    Some(Mount {
+        kind,
+        source: source.to_string(),
+        target: target.to_string(),
+        read_only,
+    })
+}
+
+/// The long syntax; types other than bind and volume are kept in `ignored`.
+fn long_volume(
+    r: &mut Reader,
+    entry: &Node,
+    epath: &str,
+    ignored: &mut Vec<serde_json::Value>,
+) -> Option<Mount> {
+    r.mapping(entry, epath, keys::VOLUME_LONG)?;
+    let kind = r
+        .opt_string(entry.get("type"), &child(epath, "type"))
+        .unwrap_or_else(|| "volume".into());
+    if !keys::VOLUME_TYPES.contains(&kind.as_str()) {
+        r.error(
+            entry,
+            &child(epath, "type"),
+            format!(
+                "unknown volume type {kind:?}; use one of {}",
+                keys::VOLUME_TYPES.join(", ")
+            ),
+        );
+        return None;
+    }
+    if !matches!(kind.as_str(), "bind" | "volume") {
+        ignored.push(entry.to_json());
+        return None;
+    }
+    let source = r.opt_string(entry.get("source"), &child(epath, "source"));
+    let target = r.opt_string(entry.get("target"), &child(epath, "target"));
+    let read_only = entry
+        .get("read_only")
+        .and_then(|n| r.boolean(n, &child(epath, "read_only")))
+        .unwrap_or(false);
+    // A volume without a source is anonymous, as in Compose.
+    let (source, kind) = match (source, kind.as_str()) {
+        (Some(source), "bind") => (source, MountKind::Bind),
+        (Some(source), _) => (source, MountKind::Volume),
+        (None, "volume") => (String::new(), MountKind::Anonymous),
+        (None, _) => {
+            r.error(entry, epath, "a bind mount needs source: and target:");
+            return None;
+        }
+    };
+    let Some(target) = target else {
+        r.error(entry, epath, "a mount needs target:, the path in the guest");
+        return None;
+    };
+    Some(Mount {
+        kind,
+        source,
+        target,
+        read_only,
+    })
+}
+
+/// An absolute target, and a named volume that is declared.
+fn mount_is_valid(
+    r: &mut Reader,
+    entry: &Node,
+    epath: &str,
+    mount: &Mount,
+    volume_names: &[String],
+) -> bool {
+    if !mount.target.starts_with('/') {
+        let hint = if mount.kind == MountKind::Anonymous {
+            "; an anonymous volume is a path such as /app/node_modules, a named one NAME:/path"
+        } else {
+            ""
+        };
+        r.error(
+            entry,
+            epath,
+            format!(
+                "target {:?} must be an absolute path in the guest{hint}",
+                mount.target
+            ),
+        );
+        return false;
+    }
+    if mount.kind == MountKind::Volume && !volume_names.contains(&mount.source) {
+        let hint =
+            crate::diag::did_you_mean(&mount.source, volume_names.iter().map(String::as_str))
+                .map(|s| format!("did you mean {s:?}? "))
+                .unwrap_or_default();
+        r.error(
+            entry,
+            epath,
+            format!(
+                "volume {:?} is not declared; {hint}declare it under top-level volumes",
+                mount.source
+            ),
+        );
+        return false;
+    }
+    true
 }
 
 pub fn decode_devices(

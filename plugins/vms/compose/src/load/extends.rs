@@ -75,34 +75,7 @@ fn resolve(
         );
         return None;
     }
-    let (base_name, base_file) = match (extends.as_str(), extends.get("service")) {
-        (Some(n), _) => (n.to_string(), None),
-        (None, Some(n)) => match n.as_str() {
-            Some(n) => (
-                n.to_string(),
-                extends
-                    .get("file")
-                    .and_then(Node::as_str)
-                    .map(PathBuf::from),
-            ),
-            None => {
-                diags.push(
-                    &n.pos,
-                    format!("{path}.extends.service"),
-                    "must be a service name",
-                );
-                return None;
-            }
-        },
-        (None, None) => {
-            diags.push(
-                &extends.pos,
-                format!("{path}.extends"),
-                "needs service: (and optionally file:); write extends: {service: NAME}",
-            );
-            return None;
-        }
-    };
+    let (base_name, base_file) = extends_target(extends, &path, diags)?;
     chain.push(key);
     let base = match &base_file {
         None => {
@@ -121,34 +94,15 @@ fn resolve(
                 resolve(root, file, &base_name, env, chain, diags)
             }
         }
-        Some(other) => match yaml::load_file(other) {
-            Err(errors) => {
-                diags.extend(errors);
-                None
-            }
-            Ok(mut other_root) => {
-                interpolate::interpolate_tree(&mut other_root, env, "", diags);
-                let dir = other.parent().unwrap_or(Path::new("/"));
-                paths::resolve_service_paths(&mut other_root, dir);
-                if other_root
-                    .get("services")
-                    .and_then(|s| s.get(&base_name))
-                    .is_none()
-                {
-                    diags.push(
-                        &extends.pos,
-                        format!("{path}.extends"),
-                        format!(
-                            "{} has no service {base_name:?}; fix service: or file:",
-                            other.display()
-                        ),
-                    );
-                    None
-                } else {
-                    resolve(&other_root, Some(other), &base_name, env, chain, diags)
-                }
-            }
-        },
+        Some(other) => {
+            let base = Base {
+                file: other,
+                name: &base_name,
+                extends,
+                path: &path,
+            };
+            resolve_in_file(&base, env, chain, diags)
+        }
     };
     chain.pop();
     let base = base?;
@@ -157,4 +111,86 @@ fn resolve(
     let mut merged = merge::merge(base, own, &["services", name]);
     merged.pos = service.pos.clone();
     Some(merged)
+}
+
+/// The service `extends` names, and the file it is in when not this one.
+fn extends_target(
+    extends: &Node,
+    path: &str,
+    diags: &mut Diags,
+) -> Option<(String, Option<PathBuf>)> {
+    match (extends.as_str(), extends.get("service")) {
+        (Some(n), _) => Some((n.to_string(), None)),
+        (None, Some(n)) => match n.as_str() {
+            Some(n) => Some((
+                n.to_string(),
+                extends
+                    .get("file")
+                    .and_then(Node::as_str)
+                    .map(PathBuf::from),
+            )),
+            None => {
+                diags.push(
+                    &n.pos,
+                    format!("{path}.extends.service"),
+                    "must be a service name",
+                );
+                None
+            }
+        },
+        (None, None) => {
+            diags.push(
+                &extends.pos,
+                format!("{path}.extends"),
+                "needs service: (and optionally file:); write extends: {service: NAME}",
+            );
+            None
+        }
+    }
+}
+
+/// A base service in another file, and where the extending service names it.
+struct Base<'a> {
+    file: &'a Path,
+    name: &'a str,
+    extends: &'a Node,
+    /// The extending service's key path.
+    path: &'a str,
+}
+
+/// The base service resolved in its own file (interpolated, its paths
+/// relative to that file's directory).
+fn resolve_in_file(
+    base: &Base,
+    env: &Environment,
+    chain: &mut Vec<(Option<PathBuf>, String)>,
+    diags: &mut Diags,
+) -> Option<Node> {
+    let mut other_root = match yaml::load_file(base.file) {
+        Err(errors) => {
+            diags.extend(errors);
+            return None;
+        }
+        Ok(root) => root,
+    };
+    interpolate::interpolate_tree(&mut other_root, env, "", diags);
+    let dir = base.file.parent().unwrap_or(Path::new("/"));
+    paths::resolve_service_paths(&mut other_root, dir);
+    if other_root
+        .get("services")
+        .and_then(|s| s.get(base.name))
+        .is_none()
+    {
+        diags.push(
+            &base.extends.pos,
+            format!("{}.extends", base.path),
+            format!(
+                "{} has no service {:?}; fix service: or file:",
+                base.file.display(),
+                base.name
+            ),
+        );
+        return None;
+    }
+    resolve(&other_root, Some(base.file), base.name, env, chain, diags)
 }

@@ -117,81 +117,9 @@ pub fn apply_includes(
     let file_dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
     let mut base: Option<Node> = None;
     for entry in entries(&include, &file_dir, diags) {
-        let mut include_env = env.clone();
-        let dir = entry
-            .project_directory
-            .clone()
-            .or_else(|| {
-                entry
-                    .paths
-                    .first()
-                    .and_then(|p| p.parent().map(Path::to_path_buf))
-            })
-            .unwrap_or_else(|| file_dir.clone());
-        let env_files = if entry.env_files.is_empty() {
-            vec![dir.join(".env")]
-        } else {
-            entry.env_files.clone()
-        };
-        for env_file in &env_files {
-            if !entry.env_files.is_empty() && !env_file.is_file() {
-                diags.push(
-                    &entry.node.pos,
-                    "include",
-                    format!(
-                        "env_file {} does not exist; create it or fix the path",
-                        env_file.display()
-                    ),
-                );
-                continue;
-            }
-            match Environment::with_dotenv(&env.vars, env_file) {
-                Ok(extra) => {
-                    for (k, v) in extra.vars {
-                        include_env.vars.entry(k).or_insert(v);
-                    }
-                }
-                Err(d) => diags.list.push(d),
-            }
-        }
+        let include_env = include_environment(&entry, env, &file_dir, diags);
         for path in &entry.paths {
-            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
-            if stack
-                .iter()
-                .any(|s| s.canonicalize().unwrap_or_else(|_| s.clone()) == canonical)
-            {
-                let chain: Vec<String> = stack
-                    .iter()
-                    .chain(std::iter::once(path))
-                    .map(|p| p.display().to_string())
-                    .collect();
-                diags.push(
-                    &entry.node.pos,
-                    "include",
-                    format!(
-                        "include cycle: {}; remove one of these includes",
-                        chain.join(" -> ")
-                    ),
-                );
-                continue;
-            }
-            if stack.len() >= MAX_DEPTH {
-                diags.push(
-                    &entry.node.pos,
-                    "include",
-                    format!("includes nest deeper than {MAX_DEPTH} files; flatten them"),
-                );
-                continue;
-            }
-            if !path.is_file() {
-                diags.push(
-                    &entry.node.pos,
-                    "include",
-                    format!(
-                        "included file {} does not exist; fix the path",
-                        path.display()
-                    ),
-                );
+            if !can_include(&entry, path, stack, diags) {
                 continue;
             }
             let base_dir = entry
@@ -221,4 +149,98 @@ pub fn apply_includes(
             merged
         }
     }
+}
+
+/// The environment an include's files are interpolated with: the
+/// including one, then its `env_file`s (else the `.env` of its directory).
+fn include_environment(
+    entry: &IncludeEntry,
+    env: &Environment,
+    file_dir: &Path,
+    diags: &mut Diags,
+) -> Environment {
+    let mut include_env = env.clone();
+    let dir = entry
+        .project_directory
+        .clone()
+        .or_else(|| {
+            entry
+                .paths
+                .first()
+                .and_then(|p| p.parent().map(Path::to_path_buf))
+        })
+        .unwrap_or_else(|| file_dir.to_path_buf());
+    let env_files = if entry.env_files.is_empty() {
+        vec![dir.join(".env")]
+    } else {
+        entry.env_files.clone()
+    };
+    for env_file in &env_files {
+        if !entry.env_files.is_empty() && !env_file.is_file() {
+            diags.push(
+                &entry.node.pos,
+                "include",
+                format!(
+                    "env_file {} does not exist; create it or fix the path",
+                    env_file.display()
+                ),
+            );
+            continue;
+        }
+        match Environment::with_dotenv(&env.vars, env_file) {
+            Ok(extra) => {
+                for (k, v) in extra.vars {
+                    include_env.vars.entry(k).or_insert(v);
+                }
+            }
+            Err(d) => diags.list.push(d),
+        }
+    }
+    include_env
+}
+
+/// Whether `path` can be included from the files on `stack`: no cycle,
+/// not too deep, and a file.
+fn can_include(entry: &IncludeEntry, path: &Path, stack: &[PathBuf], diags: &mut Diags) -> bool {
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    if stack
+        .iter()
+        .any(|s| s.canonicalize().unwrap_or_else(|_| s.clone()) == canonical)
+    {
+        let chain: Vec<String> = stack
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(std::iter::once(path))
+            .map(|p| p.display().to_string())
+            .collect();
+        diags.push(
+            &entry.node.pos,
+            "include",
+            format!(
+                "include cycle: {}; remove one of these includes",
+                chain.join(" -> ")
+            ),
+        );
+        return false;
+    }
+    if stack.len() >= MAX_DEPTH {
+        diags.push(
+            &entry.node.pos,
+            "include",
+            format!("includes nest deeper than {MAX_DEPTH} files; flatten them"),
+        );
+        return false;
+    }
+    if !path.is_file() {
+        diags.push(
+            &entry.node.pos,
+            "include",
+            format!(
+                "included file {} does not exist; fix the path",
+                path.display()
+            ),
+        );
+        return false;
+    }
+    true
 }

@@ -190,36 +190,7 @@ fn order_top_level(model: &mut Node) {
 
 /// Loads the whole project as Compose would.
 pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
-    // COMPOSE_FILE stands in for -f, as in Docker Compose.
-    let from_env: Vec<PathBuf> = options
-        .environment
-        .get("COMPOSE_FILE")
-        .map(|v| {
-            v.split(':')
-                .filter(|p| !p.is_empty())
-                .map(PathBuf::from)
-                .collect()
-        })
-        .unwrap_or_default();
-    let requested = if options.files.is_empty() {
-        &from_env
-    } else {
-        &options.files
-    };
-    let files = if requested.is_empty() {
-        discover(&options.working_dir).map_err(|d| vec![d])?
-    } else {
-        requested
-            .iter()
-            .map(|f| {
-                if f.is_absolute() {
-                    f.clone()
-                } else {
-                    options.working_dir.join(f)
-                }
-            })
-            .collect()
-    };
+    let files = project_files(options)?;
     let first = files
         .first()
         .cloned()
@@ -255,44 +226,7 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
         return Err(diags.list);
     }
 
-    let name_node = model.get("name").cloned();
-    if let Some(node) = &name_node
-        && node.as_str().is_none()
-    {
-        return Err(vec![Diag::at(
-            &node.pos,
-            "name",
-            format!("must be a string, found {}", node.type_name()),
-        )]);
-    }
-    // `-p` wins over `name:`, as in Docker Compose, so that every command
-    // acts on the project the user named.
-    let raw_name = match (
-        &options.project_name,
-        name_node.as_ref().and_then(Node::as_str),
-    ) {
-        (Some(flag), _) => flag.clone(),
-        (None, Some(n)) => n.to_string(),
-        (None, None) => options.default_name.clone().unwrap_or_else(|| {
-            directory
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        }),
-    };
-    let name = normalize_project_name(&raw_name);
-    if name.is_empty() {
-        let pos = name_node
-            .map(|n| n.pos)
-            .unwrap_or_else(|| Pos::synthetic(&first.to_string_lossy()));
-        return Err(vec![Diag::at(
-            &pos,
-            "name",
-            format!(
-                "project name {raw_name:?} has no letters or digits; set name: or pass -p NAME"
-            ),
-        )]);
-    }
+    let name = project_name(&model, options, &directory, &first)?;
     model.set("name", Node::string(&name, model.pos.clone()));
     order_top_level(&mut model);
 
@@ -318,4 +252,83 @@ pub fn load(options: &Options) -> Result<Project, Vec<Diag>> {
         warnings: diags.warnings,
         inactive,
     })
+}
+
+/// The compose files: `-f`, else `COMPOSE_FILE` (as in Docker Compose),
+/// else the ones found in the working directory.
+fn project_files(options: &Options) -> Result<Vec<PathBuf>, Vec<Diag>> {
+    let from_env: Vec<PathBuf> = options
+        .environment
+        .get("COMPOSE_FILE")
+        .map(|v| {
+            v.split(':')
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let requested = if options.files.is_empty() {
+        &from_env
+    } else {
+        &options.files
+    };
+    if requested.is_empty() {
+        return discover(&options.working_dir).map_err(|d| vec![d]);
+    }
+    Ok(requested
+        .iter()
+        .map(|f| {
+            if f.is_absolute() {
+                f.clone()
+            } else {
+                options.working_dir.join(f)
+            }
+        })
+        .collect())
+}
+
+/// The project name: `name:`, else `-p`, else the directory's name;
+/// normalised, and never empty.
+fn project_name(
+    model: &Node,
+    options: &Options,
+    directory: &Path,
+    first: &Path,
+) -> Result<String, Vec<Diag>> {
+    let name_node = model.get("name");
+    if let Some(node) = name_node
+        && node.as_str().is_none()
+    {
+        return Err(vec![Diag::at(
+            &node.pos,
+            "name",
+            format!("must be a string, found {}", node.type_name()),
+        )]);
+    }
+    // `-p` wins over `name:`, as in Docker Compose, so that every command
+    // acts on the project the user named.
+    let raw_name = match (&options.project_name, name_node.and_then(Node::as_str)) {
+        (Some(flag), _) => flag.clone(),
+        (None, Some(n)) => n.to_string(),
+        (None, None) => options.default_name.clone().unwrap_or_else(|| {
+            directory
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+    };
+    let name = normalize_project_name(&raw_name);
+    if name.is_empty() {
+        let pos = name_node
+            .map(|n| n.pos.clone())
+            .unwrap_or_else(|| Pos::synthetic(&first.to_string_lossy()));
+        return Err(vec![Diag::at(
+            &pos,
+            "name",
+            format!(
+                "project name {raw_name:?} has no letters or digits; set name: or pass -p NAME"
+            ),
+        )]);
+    }
+    Ok(name)
 }

@@ -287,26 +287,6 @@ fn discovers_compose_yaml_and_its_override() {
 }
 
 #[test]
-fn config_output_reads_back_to_the_same_manifest() {
-    let f = Fixture::new(&[
-        (
-            "holos.yaml",
-            "include: [inc.yaml]\nx-a: &a {image: alpine}\nservices:\n  web:\n    <<: *a\n    extends: {service: base}\n    ports: [\"${P:-80}:80\", {target: 81, published: \"8100-8101\"}]\n    environment: [K=v]\n    healthcheck: {test: [\"CMD-SHELL\", \"true\"], interval: 1m30s}\n  base:\n    image: debian\n    cpus: \"2.5\"\n",
-        ),
-        (
-            "inc.yaml",
-            "services:\n  db: {image: debian, mem_limit: 1g}\n",
-        ),
-    ]);
-    let first = f.manifest();
-    let config = f.config();
-    let g = Fixture::new(&[("holos.yaml", &config)]);
-    let mut second = g.manifest();
-    second.directory = first.directory.clone();
-    assert_eq!(first, second, "config output:\n{config}");
-}
-
-#[test]
 fn replicas_ports_ips_and_macs() {
     let m = project("name: net\nservices:\n  web:\n    image: alpine\n    scale: 2\n    depends_on: [db]\n    ports: [\"8080:80\", \"8090:90\", \"9000\"]\n  db:\n    image: alpine\n").manifest();
     let db = service(&m, "db");

@@ -7,7 +7,7 @@ use holos_compose::keys;
 use std::path::Path;
 
 fn schema() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/holos.schema.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../share/holos.schema.json");
     let text = std::fs::read_to_string(&path).expect("share/holos.schema.json exists");
     serde_json::from_str(&text).expect("the schema is JSON")
 }
@@ -114,7 +114,7 @@ fn schema_and_parser_agree_on_the_corpus() {
 #[test]
 fn schema_accepts_every_example() {
     let validator = jsonschema::validator_for(&schema()).expect("the schema compiles");
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../share/examples/compose");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../share/examples/compose");
     let mut count = 0;
     for entry in std::fs::read_dir(&examples).expect("examples") {
         let dir = entry.expect("entry").path();

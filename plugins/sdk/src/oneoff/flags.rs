@@ -1,0 +1,320 @@
+//! The flags of `ensure`: `NAME --PROPERTY VALUE ...` as the one-table
+//! document of a resource file, typed by the resource struct.
+
+use super::request::{EnsureRequest, FLAGS_FILE, ResourceEntry};
+use super::secrets::FileValues;
+use crate::error::{Error, Result};
+use crate::plugin::{Plugin, ValueType};
+use crate::resources::closest;
+use std::path::PathBuf;
+
+/// The flags of `ensure` for a plugin: its kind (the first section of
+/// `properties`) and every property with its type. `--VALUE` for each value
+/// of `ensure` stands for `--ensure VALUE`; `--PROPERTY-file FILE` reads a
+/// value from a file (`-`: standard input), so that a secret is never on
+/// the command line.
+pub struct Flags {
+    kind: String,
+    types: Vec<(&'static str, ValueType)>,
+    ensure_values: Vec<&'static str>,
+    aliases: &'static [(&'static str, &'static str)],
+}
+
+/// What the flags gave so far.
+#[derive(Default)]
+struct Parsed {
+    table: toml::Table,
+    name: Option<String>,
+    noop: bool,
+    force: bool,
+    /// The flag that set each property, as written.
+    given: Vec<(String, String)>,
+    files: FileValues,
+}
+
+impl Flags {
+    /// The flags of `plugin`; `None` when it has no properties to give.
+    pub fn of<P: Plugin>(plugin: &P) -> Option<Flags> {
+        let properties = plugin.properties();
+        let types = plugin.property_types();
+        let (kind, _) = properties.first()?;
+        if types.is_empty() {
+            return None;
+        }
+        let mut ensure_values: Vec<&'static str> = properties
+            .iter()
+            .find(|(section, _)| *section == format!("{kind}.ensure"))
+            .map(|(_, values)| values.clone())
+            .unwrap_or_default();
+        if let Some((_, ValueType::OneOf(values))) =
+            types.iter().find(|(name, _)| *name == "ensure")
+        {
+            for value in values.iter() {
+                if !ensure_values.contains(value) {
+                    ensure_values.push(value);
+                }
+            }
+        }
+        Some(Flags::new(
+            kind,
+            types,
+            ensure_values,
+            plugin.flag_aliases(),
+        ))
+    }
+
+    /// The flags of a `[[kind]]` table with these properties, and the
+    /// common properties every kind accepts.
+    fn new(
+        kind: &str,
+        mut types: Vec<(&'static str, ValueType)>,
+        ensure_values: Vec<&'static str>,
+        aliases: &'static [(&'static str, &'static str)],
+    ) -> Flags {
+        types.extend(crate::resources::common_property_types());
+        Flags {
+            kind: kind.to_string(),
+            types,
+            ensure_values,
+            aliases,
+        }
+    }
+
+    /// Flags of a kind without `ensure` values or aliases.
+    #[cfg(test)]
+    pub(crate) fn for_tests(kind: &str, types: Vec<(&'static str, ValueType)>) -> Flags {
+        Flags::new(kind, types, Vec::new(), &[])
+    }
+
+    fn type_of(&self, property: &str) -> Option<&ValueType> {
+        self.types
+            .iter()
+            .find(|(name, _)| *name == property)
+            .map(|(_, value_type)| value_type)
+    }
+
+    /// Turns `NAME --PROPERTY VALUE ...` into the one-table document.
+    pub fn parse(&self, command: &str, args: &[String]) -> Result<EnsureRequest> {
+        let mut parsed = Parsed::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let Some(flag) = arg.strip_prefix("--") else {
+                if parsed.name.replace(arg.clone()).is_some() {
+                    return Err(Error::new(format!(
+                        "{command}: {arg:?} is a second name; give one NAME and the properties as --PROPERTY VALUE"
+                    )));
+                }
+                continue;
+            };
+            self.take_flag(command, flag, &mut args, &mut parsed)?;
+        }
+        self.request(command, parsed)
+    }
+
+    /// One `--flag[=VALUE]`, taking its value from `args` when it needs one.
+    fn take_flag(
+        &self,
+        command: &str,
+        flag: &str,
+        args: &mut std::slice::Iter<String>,
+        parsed: &mut Parsed,
+    ) -> Result<()> {
+        let (flag, inline) = match flag.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (flag, None),
+        };
+        let property = match self.aliases.iter().find(|(alias, _)| *alias == flag) {
+            Some((_, property)) => property.to_string(),
+            None => flag.replace('-', "_"),
+        };
+        match property.as_str() {
+            "noop" if inline.is_none() => {
+                parsed.noop = true;
+                return Ok(());
+            }
+            "force_apply" if inline.is_none() => {
+                parsed.force = true;
+                return Ok(());
+            }
+            _ => {}
+        }
+        if inline.is_none() && self.ensure_values.contains(&flag) {
+            let value = toml::Value::String(flag.into());
+            return set_once(parsed, command, ("ensure", flag), value);
+        }
+        let negated = property.strip_prefix("no_");
+        if let (Some(base), None) = (negated, &inline)
+            && self.type_of(base) == Some(&ValueType::Bool)
+        {
+            return set_once(parsed, command, (base, flag), toml::Value::Boolean(false));
+        }
+        if self.type_of(&property).is_none()
+            && let Some(base) = property.strip_suffix("_file")
+            && let Some(value_type) = self.type_of(base).filter(|t| FileValues::reads(t))
+        {
+            let path = value_of(command, flag, inline, args)?;
+            let value = parsed.files.read(command, flag, &path, value_type)?;
+            return set_once(parsed, command, (base, flag), value);
+        }
+        let Some(value_type) = self.type_of(&property) else {
+            return Err(self.unknown_flag(command, flag));
+        };
+        if property == "name" {
+            return Err(Error::new(format!(
+                "{command}: give the name as the first argument, not as --name"
+            )));
+        }
+        let text = match (inline, value_type) {
+            (Some(text), _) => text,
+            (None, ValueType::Bool) => "true".to_string(),
+            (None, _) => value_of(command, flag, None, args)?,
+        };
+        let value = typed(value_type, &text).map_err(|wanted| {
+            Error::new(format!(
+                "{command}: --{flag}: expected {wanted}, got {text:?}{}",
+                repeat_hint(value_type, flag)
+            ))
+        })?;
+        match (value_type, parsed.table.get_mut(&property)) {
+            (ValueType::Array(_), Some(toml::Value::Array(list))) => list.push(value),
+            (ValueType::Array(_), None) => {
+                parsed.given.push((property.clone(), format!("--{flag}")));
+                parsed
+                    .table
+                    .insert(property, toml::Value::Array(vec![value]));
+            }
+            _ => set_once(parsed, command, (&property, flag), value)?,
+        }
+        Ok(())
+    }
+
+    /// The request of the parsed flags: `name` first, then the properties.
+    fn request(&self, command: &str, parsed: Parsed) -> Result<EnsureRequest> {
+        let Some(name) = parsed.name else {
+            return Err(Error::new(format!(
+                "usage: {command} NAME [--PROPERTY VALUE]... [--noop] [--force-apply]"
+            )));
+        };
+        let mut ordered = toml::Table::new();
+        ordered.insert("name".to_string(), toml::Value::String(name));
+        ordered.extend(parsed.table);
+        let mut document = toml::Table::new();
+        document.insert(
+            self.kind.clone(),
+            toml::Value::Array(vec![toml::Value::Table(ordered)]),
+        );
+        let document = toml::to_string(&document)
+            .map_err(|err| Error::new(format!("{command}: cannot write the table: {err}")))?;
+        Ok(EnsureRequest {
+            resources: vec![ResourceEntry::File {
+                path: PathBuf::from(FLAGS_FILE),
+                content: document,
+            }],
+            noop: parsed.noop,
+            force: parsed.force,
+            flags_given: parsed.given,
+        })
+    }
+
+    fn unknown_flag(&self, command: &str, flag: &str) -> Error {
+        let mut known: Vec<String> = self
+            .types
+            .iter()
+            .filter(|(name, _)| *name != "name")
+            .map(|(name, _)| name.replace('_', "-"))
+            .collect();
+        known.extend(self.ensure_values.iter().map(|value| value.to_string()));
+        known.extend(self.aliases.iter().map(|(alias, _)| alias.to_string()));
+        known.extend(["noop".to_string(), "force-apply".to_string()]);
+        let names: Vec<&str> = known.iter().map(String::as_str).collect();
+        let suggestion = closest(flag, &names)
+            .map(|name| format!(" (did you mean --{name}?)"))
+            .unwrap_or_default();
+        Error::new(format!(
+            "{command}: unknown flag --{flag}{suggestion}; the flags are the properties of a [[{}]] table: --{}",
+            self.kind,
+            names.join(", --")
+        ))
+    }
+}
+
+/// The value of `--flag`: written inline, or the next argument.
+fn value_of(
+    command: &str,
+    flag: &str,
+    inline: Option<String>,
+    args: &mut std::slice::Iter<String>,
+) -> Result<String> {
+    match inline {
+        Some(text) => Ok(text),
+        None => args
+            .next()
+            .cloned()
+            .ok_or_else(|| Error::new(format!("{command}: --{flag} needs a value"))),
+    }
+}
+
+/// Sets `property` from `--flag`, refusing a second flag for it: the
+/// message names both flags as written (`--version` and `--absent` both
+/// set `ensure`).
+fn set_once(
+    parsed: &mut Parsed,
+    command: &str,
+    (property, flag): (&str, &str),
+    value: toml::Value,
+) -> Result<()> {
+    let flag = format!("--{flag}");
+    if let Some((_, first)) = parsed.given.iter().find(|(name, _)| name == property) {
+        return Err(Error::new(if *first == flag {
+            format!("{command}: {flag} is given twice; give it once")
+        } else {
+            format!("{command}: {first} and {flag} both set {property}; give one of them")
+        }));
+    }
+    parsed.table.insert(property.to_string(), value);
+    parsed.given.push((property.to_string(), flag));
+    Ok(())
+}
+
+/// The flag's text as a TOML value of the property's type, or what the
+/// type wants when the text is not of it: loading the table would name
+/// neither the flag nor what to give. Strings, choices and properties of
+/// several types (a mode, an owner) are checked when the table is loaded.
+pub(super) fn typed(
+    value_type: &ValueType,
+    text: &str,
+) -> std::result::Result<toml::Value, &'static str> {
+    match value_type {
+        ValueType::Integer => text
+            .trim()
+            .parse()
+            .map(toml::Value::Integer)
+            .map_err(|_| "an integer"),
+        ValueType::Bool => text
+            .trim()
+            .parse()
+            .map(toml::Value::Boolean)
+            .map_err(|_| "true or false"),
+        ValueType::Array(element) => typed(element, text),
+        ValueType::Table => format!("value = {text}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut parsed| parsed.remove("value"))
+            .filter(toml::Value::is_table)
+            .ok_or("an inline TOML table such as '{ key = \"value\" }'"),
+        ValueType::String | ValueType::OneOf(_) | ValueType::Any => {
+            Ok(toml::Value::String(text.to_string()))
+        }
+    }
+}
+
+/// For a list: each flag gives one element.
+fn repeat_hint(value_type: &ValueType, flag: &str) -> String {
+    match value_type {
+        ValueType::Array(_) => format!(" (a list: give --{flag} once per element)"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

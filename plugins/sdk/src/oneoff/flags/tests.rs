@@ -1,0 +1,140 @@
+use super::*;
+use crate::oneoff::probe::property_types;
+use crate::oneoff::test_demo::Demo;
+
+fn flags() -> Flags {
+    Flags::new(
+        "demo",
+        property_types::<Demo>(),
+        vec!["present", "absent"],
+        &[("version", "ensure")],
+    )
+}
+
+fn document(request: &EnsureRequest) -> &str {
+    match request.resources.as_slice() {
+        [ResourceEntry::File { content, .. }] => content,
+        other => panic!("one file, not {other:?}"),
+    }
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|arg| arg.to_string()).collect()
+}
+
+#[test]
+fn flags_become_a_typed_table() {
+    let request = flags()
+        .parse(
+            "holo-demo ensure",
+            &args(&[
+                "x",
+                "--mode",
+                "0644",
+                "--force",
+                "--returns",
+                "0",
+                "--returns=3",
+                "--data",
+                "{ port = 80 }",
+                "--timeout",
+                "5",
+                "--absent",
+                "--require",
+                "file:/a",
+                "--noop",
+            ]),
+        )
+        .expect("parses");
+    assert!(request.noop && !request.force);
+    let table: toml::Table = document(&request).parse().expect("toml");
+    let demo = &table["demo"][0];
+    assert_eq!(demo["name"].as_str(), Some("x"));
+    assert_eq!(demo["mode"].as_str(), Some("0644"));
+    assert_eq!(demo["force"].as_bool(), Some(true));
+    assert_eq!(demo["returns"].as_array().map(Vec::len), Some(2));
+    assert_eq!(demo["returns"][1].as_integer(), Some(3));
+    assert_eq!(demo["data"]["port"].as_integer(), Some(80));
+    assert_eq!(demo["timeout"].as_integer(), Some(5));
+    assert_eq!(demo["ensure"].as_str(), Some("absent"));
+    assert_eq!(demo["require"][0].as_str(), Some("file:/a"));
+}
+
+#[test]
+fn negations_aliases_and_mistakes() {
+    let flags = flags();
+    let parse = |list: &[&str]| flags.parse("holo-demo ensure", &args(list));
+    let request = parse(&["x", "--no-force", "--version", "1.2"]).expect("parses");
+    let table: toml::Table = document(&request).parse().expect("toml");
+    assert_eq!(table["demo"][0]["force"].as_bool(), Some(false));
+    assert_eq!(table["demo"][0]["ensure"].as_str(), Some("1.2"));
+    let message = |list: &[&str]| parse(list).expect_err("fails").message().to_string();
+    assert!(message(&["x", "--forse"]).contains("unknown flag --forse (did you mean --force?)"));
+    assert_eq!(
+        message(&["x", "--timeout"]),
+        "holo-demo ensure: --timeout needs a value"
+    );
+    assert_eq!(
+        message(&["x", "--absent", "--ensure", "present"]),
+        "holo-demo ensure: --absent and --ensure both set ensure; give one of them"
+    );
+    assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
+    assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));
+    assert!(message(&["x", "--name", "y"]).contains("first argument"));
+    assert_eq!(
+        message(&["x", "--force=maybe"]),
+        "holo-demo ensure: --force: expected true or false, got \"maybe\""
+    );
+    assert_eq!(
+        message(&["x", "--protect=yes"]),
+        "holo-demo ensure: --protect: expected true or false, got \"yes\""
+    );
+    assert_eq!(
+        message(&["x", "--timeout", "soon"]),
+        "holo-demo ensure: --timeout: expected an integer, got \"soon\""
+    );
+    assert_eq!(
+        message(&["x", "--returns", "0", "--returns", "x"]),
+        "holo-demo ensure: --returns: expected an integer, got \"x\" (a list: give --returns once per element)"
+    );
+    assert_eq!(
+        message(&["x", "--data", "port = 80"]),
+        "holo-demo ensure: --data: expected an inline TOML table such as '{ key = \"value\" }', got \"port = 80\""
+    );
+}
+
+#[test]
+fn a_value_is_read_from_a_file_without_its_final_newline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "p4ss word\n").expect("write");
+    let data = dir.path().join("data.toml");
+    std::fs::write(&data, "port = 80\n").expect("write");
+    let secret = secret.display().to_string();
+    let data = data.display().to_string();
+    let request = flags()
+        .parse(
+            "holo-demo ensure",
+            &args(&["x", "--mode-file", &secret, "--data-file", &data]),
+        )
+        .expect("parses");
+    let table: toml::Table = document(&request).parse().expect("toml");
+    assert_eq!(table["demo"][0]["mode"].as_str(), Some("p4ss word"));
+    assert_eq!(table["demo"][0]["data"]["port"].as_integer(), Some(80));
+    let message = |list: &[&str]| {
+        flags()
+            .parse("holo-demo ensure", &args(list))
+            .expect_err("fails")
+            .message()
+            .to_string()
+    };
+    assert_eq!(
+        message(&["x", "--mode", "1", "--mode-file", &secret]),
+        "holo-demo ensure: --mode and --mode-file both set mode; give one of them"
+    );
+    assert!(
+        message(&["x", "--mode-file", "/nonexistent/x"])
+            .starts_with("holo-demo ensure: --mode-file: cannot read /nonexistent/x: "),
+    );
+    assert!(message(&["x", "--timeout-file", &secret]).contains("unknown flag --timeout-file"));
+}
