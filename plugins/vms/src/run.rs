@@ -42,7 +42,7 @@ pub struct RunArgs {
     #[arg(long = "profile", value_name = "PROFILE")]
     pub profiles: Vec<String>,
     /// The VM's name (its service and hostname, and its project unless
-    /// --project-name); run-SECONDS by default.
+    /// --project-name); run-SECONDS-PID by default.
     #[arg(long)]
     pub name: Option<String>,
     /// Virtual CPUs.
@@ -222,12 +222,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let runtime = HostSettings::from_env()?;
     let name = match args.project_name.as_ref().or(args.name.as_ref()) {
         Some(name) => name.clone(),
+        // The pid tells apart runs started in the same second.
         None => format!(
-            "run-{}",
+            "run-{}-{}",
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
-                .unwrap_or(0)
+                .unwrap_or(0),
+            std::process::id()
         ),
     };
     let vm = args.name.clone().unwrap_or_else(|| name.clone());
@@ -282,7 +284,7 @@ fn start_and_run(
     vm: &str,
 ) -> Result<ExitCode, String> {
     let (project, manifest) = holos_compose::resolve(options).map_err(|diags| {
-        let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+        let lines: Vec<String> = diags.iter().map(|d| as_flag(d, args, vm)).collect();
         lines.join("\n")
     })?;
     let request = UpRequest {
@@ -332,6 +334,44 @@ fn start_and_run(
             .and_then(|c| u8::try_from(c).ok())
             .unwrap_or(255),
     ))
+}
+
+/// An error in the compose file that run wrote, said of the flag (and its
+/// value) that put the field there; other errors as they are.
+fn as_flag(diag: &holos_compose::Diag, args: &RunArgs, vm: &str) -> String {
+    let Some(field) = diag.path.strip_prefix(&format!("services.{vm}.")) else {
+        return diag.to_string();
+    };
+    let item = |list: &[String], rest: &str| {
+        rest.strip_prefix('[')
+            .and_then(|r| r.split_once(']'))
+            .and_then(|(index, _)| index.parse::<usize>().ok())
+            .and_then(|index| list.get(index))
+            .map(|value| format!("{value:?}"))
+    };
+    let flag = if field == "vm.vcpu" {
+        args.vcpu.map(|v| format!("--vcpu {v}"))
+    } else if field == "vm.memory_mb" {
+        args.memory.as_ref().map(|v| format!("--memory {v:?}"))
+    } else if let Some(rest) = field.strip_prefix("ports") {
+        item(&args.publish, rest).map(|v| format!("-p {v}"))
+    } else if let Some(rest) = field.strip_prefix("volumes") {
+        item(&args.volumes, rest).map(|v| format!("-v {v}"))
+    } else if let Some(rest) = field.strip_prefix("cloud_init.packages") {
+        item(&args.packages, rest).map(|v| format!("--pkg {v}"))
+    } else if let Some(rest) = field.strip_prefix("cloud_init.runcmd") {
+        item(&args.runcmd, rest).map(|v| format!("--runcmd {v}"))
+    } else if field == "cloud_init.user" {
+        args.user.as_ref().map(|v| format!("--user {v:?}"))
+    } else if field.starts_with("image") {
+        Some(format!("IMAGE {:?}", args.image))
+    } else {
+        None
+    };
+    match flag {
+        Some(flag) => format!("{flag}: {}", diag.message),
+        None => diag.to_string(),
+    }
 }
 
 /// `--rm`: the run's named volumes go with it, as `docker run --rm`
