@@ -253,3 +253,36 @@ fn bad_xml_is_named_with_its_file_and_line() {
     let out = holos(dir.path(), &["import"]);
     assert_eq!(out.status.code(), Some(2), "--xml or --connect is required");
 }
+
+#[test]
+fn deeply_nested_or_huge_xml_is_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("deep.xml");
+    let depth = 200_000;
+    let xml = format!(
+        "<domain><name>x</name>{}{}</domain>",
+        "<a>".repeat(depth),
+        "</a>".repeat(depth)
+    );
+    std::fs::write(&deep, xml).unwrap();
+    let out = holos(dir.path(), &["import", "--xml", deep.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("elements nest deeper than 256 levels"),
+        "{said}"
+    );
+
+    let huge = dir.path().join("huge.xml");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(17 << 20).unwrap();
+    let out = holos(dir.path(), &["import", "--xml", huge.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "huge.xml is 17.0 MiB; a domain's XML is far smaller (at most 16.0 MiB is read)"
+        ),
+        "{said}"
+    );
+}
