@@ -4,7 +4,7 @@
 //! stderr; errors exit 1.
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -402,6 +402,18 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
     Ok(lifecycle::up(&runtime, &request)?)
 }
 
+/// Whether `name`, the first word of `exec` or `logs`, names a project of
+/// the state directory: only where no compose project is at hand (no `-f`,
+/// no `-p`, no compose file here), as after `holos run`.
+fn names_a_recorded_project(settings: &HostSettings, options: &Options, name: &str) -> bool {
+    no_compose_project(options) && settings.layout.projects().iter().any(|p| p == name)
+}
+
+fn recorded(settings: &HostSettings, project: &str) -> Result<ProjectRecord, String> {
+    ProjectRecord::load(&settings.layout, project)?
+        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+}
+
 fn load(settings: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
     let project = project_name(options)?;
     ProjectRecord::load(&settings.layout, &project)?
@@ -526,21 +538,22 @@ fn print(text: &str) -> Result<(), String> {
 }
 
 fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
-    let record = load(settings, options)?;
+    let (record, target) = match args.target.as_deref() {
+        Some(name) if names_a_recorded_project(settings, options, name) => {
+            (recorded(settings, name)?, None)
+        }
+        target => (load(settings, options)?, target),
+    };
     let mut chosen: Vec<_> = record
         .instances
         .values()
-        .filter(|i| {
-            args.target
-                .as_deref()
-                .is_none_or(|t| i.spec.name == t || i.spec.service == t)
-        })
+        .filter(|i| target.is_none_or(|t| i.spec.name == t || i.spec.service == t))
         .collect();
     if chosen.is_empty() {
         return Err(format!(
             "project {} has no service or instance {:?}",
             record.project,
-            args.target.as_deref().unwrap_or_default()
+            target.unwrap_or_default()
         ));
     }
     chosen.sort_by_key(|i| i.start_order);
@@ -701,13 +714,19 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e.into()),
     };
-    let record = match load(&runtime, options) {
-        Ok(r) => r,
+    let (record, instance_name, command) = match exec_target(&runtime, options, args) {
+        Ok(found) => found,
         Err(e) => return fail(e),
     };
-    let instance = match lifecycle::find_instance(&record, &args.instance) {
-        Ok(i) => i,
-        Err(e) => return fail(e.into()),
+    let instance = match instance_name {
+        Some(name) => match lifecycle::find_instance(&record, &name) {
+            Ok(i) => i,
+            Err(e) => return fail(e.into()),
+        },
+        None => match record.instances.values().min_by_key(|i| i.start_order) {
+            Some(i) => i,
+            None => return fail(format!("project {} has no instances", record.project)),
+        },
     };
     if host::running_pid(instance.pid, &instance.spec).is_none() {
         return fail(format!(
@@ -719,7 +738,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         return fail(format!("{}: {e}", instance.spec.name));
     }
     let mut argv: Vec<String> = Vec::new();
-    for arg in &args.command {
+    for arg in &command {
         match arg.to_str() {
             Some(text) => argv.push(text.to_string()),
             None => {
@@ -740,10 +759,51 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
     if !argv.is_empty() {
         command.arg("--").arg(ssh::remote_command_line(&argv));
     }
-    let err = command.exec();
-    fail(format!(
-        "cannot run ssh: {err}; holos exec needs openssh-client"
-    ))
+    // Waited for, not exec'd: ssh's own failure (255) gets a word.
+    let status = match command.status() {
+        Ok(status) => status,
+        Err(err) => {
+            return fail(format!(
+                "cannot run ssh: {err}; holos exec needs openssh-client"
+            ));
+        }
+    };
+    match status.code() {
+        Some(255) => fail(format!(
+            "ssh to {} as {user} ended with 255: ssh failed (the guest refused the login with the project's key, or the connection broke; see ssh's message above), or the command itself exited 255",
+            instance.spec.label()
+        )),
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(255)),
+        // Ended by a signal, as a shell reports it.
+        None => ExitCode::from(
+            128 + status
+                .signal()
+                .and_then(|s| u8::try_from(s).ok())
+                .unwrap_or(127),
+        ),
+    }
+}
+
+/// The project, instance and command of `exec`: `exec INSTANCE [CMD...]`
+/// in the compose project, or `exec PROJECT [INSTANCE [CMD...]]` for a
+/// project of the state directory (its first instance when none is named).
+fn exec_target(
+    settings: &HostSettings,
+    options: &Options,
+    args: &ExecArgs,
+) -> Result<(ProjectRecord, Option<String>, Vec<std::ffi::OsString>), String> {
+    if !names_a_recorded_project(settings, options, &args.instance) {
+        let record = load(settings, options)?;
+        return Ok((record, Some(args.instance.clone()), args.command.clone()));
+    }
+    let record = recorded(settings, &args.instance)?;
+    let mut rest = args.command.iter();
+    let instance = rest
+        .next()
+        .filter(|word| *word != "--")
+        .map(|word| word.to_string_lossy().into_owned());
+    let command: Vec<_> = rest.skip_while(|word| *word == "--").cloned().collect();
+    Ok((record, instance, command))
 }
 
 /// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.

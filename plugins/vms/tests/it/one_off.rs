@@ -243,3 +243,54 @@ fn run_names_the_flag_and_value_it_refuses() {
         assert!(!said.contains("holos.yaml"), "{flag} {value}: {said}");
     }
 }
+
+/// A stand-in `ssh` on the project's PATH that logs its argv and exits
+/// with `code`.
+fn standin_ssh(p: &Project, code: u8) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let log = p.path().join("ssh-argv");
+    let script = p.path().join("bin/ssh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {}\nexit {code}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
+/// After `holos run`, where no compose file is, `exec` and `logs` take the
+/// run's project name; a login the guest refuses is said, not just 255.
+#[test]
+#[ignore = "needs qemu-img"]
+fn exec_and_logs_take_a_project_of_the_state_directory() {
+    runtime_support::require_qemu_img();
+    let p = Project::new("services: {}\n", Qemu::Fake);
+    p.ok(&["run", "-d", "--name", "box", "./base.qcow2"]);
+    std::fs::remove_file(p.path().join("holos.yaml")).unwrap();
+    let log = standin_ssh(&p, 0);
+    let out = p.run(&["exec", "box", "box-0", "--", "echo", "hi"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let argv = std::fs::read_to_string(&log).unwrap();
+    assert!(argv.lines().any(|l| l == "echo hi"), "{argv}");
+    // The project alone: a login shell on its first instance.
+    p.ok(&["exec", "box"]);
+    let logs = runtime_support::stdout(&p, &["logs", "box"]);
+    assert!(!logs.is_empty(), "no console output");
+
+    standin_ssh(&p, 255);
+    let out = p.run(&["exec", "box", "box-0", "--", "true"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{said}");
+    assert!(
+        said.contains("ssh to box/box-0 as ") && said.contains("ended with 255: ssh failed"),
+        "{said}"
+    );
+}
