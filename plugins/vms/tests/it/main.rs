@@ -11,6 +11,7 @@ mod crash_recovery;
 mod devices;
 mod doctor;
 mod e2e_debian;
+mod extra_hosts;
 mod flags;
 mod golden;
 mod guest_files;
