@@ -220,12 +220,8 @@ fn volumes_command(
         }
         VolumesCommand::Resize(args) => {
             let resized = volumes::resize(layout, &project, &args.name, args.size)?;
-            let grown = format!(
-                "volume {} grown from {} to {}",
-                args.name,
-                volumes::human_bytes(resized.before),
-                volumes::human_bytes(args.size)
-            );
+            let (before, after) = volumes::human_pair(resized.before, args.size);
+            let grown = format!("volume {} grown from {before} to {after}", args.name);
             match resized.growth {
                 volumes::Growth::Unchanged => eprintln!(
                     "holos: volume {} is {} already; nothing to do",

@@ -31,6 +31,13 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     if let Some(dir) = &cli.state_dir {
+        if !dir.is_dir() && reads_state(&cli.command) {
+            eprintln!(
+                "holos: the state directory {} (--state-dir) does not exist; name one that does (holos up creates it)",
+                dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
         holos_runtime::state_dir::use_state_dir(dir);
     }
     if let Some(limit) = cli.lock_timeout {
@@ -82,6 +89,26 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// The commands that only read the state directory: for them a missing
+/// `--state-dir` is a mistake, not an empty state.
+fn reads_state(command: &HolosCommand) -> bool {
+    matches!(
+        command,
+        HolosCommand::Ps(_)
+            | HolosCommand::Logs(_)
+            | HolosCommand::Exec(_)
+            | HolosCommand::Console(_)
+            | HolosCommand::Inspect(_)
+            | HolosCommand::Stop(_)
+            | HolosCommand::Start(_)
+            | HolosCommand::Down(_)
+            | HolosCommand::Volumes(_)
+            | HolosCommand::Snapshots(_)
+            | HolosCommand::Verify(_)
+            | HolosCommand::Images(_)
+    )
+}
+
 /// The commands that load no compose file: `version`, `run` (which writes
 /// its own) and `completions`.
 fn run_without_project(cli: &Cli) -> Option<ExitCode> {
@@ -129,6 +156,10 @@ pub fn run_with_messages(
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
     let (project, manifest) = holos_compose::resolve(options)?;
+    if let Some(message) = crate::compose_project::unknown_profile(options, &project) {
+        let file = project.files.first().cloned().unwrap_or_default();
+        return Err(vec![Diag::file(&file, message)]);
+    }
     if let HolosCommand::Validate { .. } = command {
         let missing = holos_compose::decode::missing_files(&project, &manifest);
         if !missing.is_empty() {

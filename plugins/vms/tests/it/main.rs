@@ -13,6 +13,7 @@ mod doctor;
 mod e2e_debian;
 mod extra_hosts;
 mod flags;
+mod global_flags;
 mod golden;
 mod guest_files;
 mod health;
