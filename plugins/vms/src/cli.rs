@@ -43,6 +43,14 @@ impl Cli {
             | HolosCommand::Down(DownArgs { file_args, .. })
             | HolosCommand::Stop(ServiceArgs { file_args, .. })
             | HolosCommand::Start(ServiceArgs { file_args, .. })
+            | HolosCommand::Restart(ServiceArgs { file_args, .. })
+            | HolosCommand::Pause(ServiceArgs { file_args, .. })
+            | HolosCommand::Unpause(ServiceArgs { file_args, .. })
+            | HolosCommand::Rm(ServiceArgs { file_args, .. })
+            | HolosCommand::Wait(ServiceArgs { file_args, .. })
+            | HolosCommand::Kill(KillArgs { file_args, .. })
+            | HolosCommand::Port(PortArgs { file_args, .. })
+            | HolosCommand::SshConfig(SshConfigArgs { file_args, .. })
             | HolosCommand::Ps(PsArgs { file_args, .. })
             | HolosCommand::Exec(ExecArgs { file_args, .. })
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
@@ -134,6 +142,22 @@ pub enum HolosCommand {
     Stop(ServiceArgs),
     /// Start stopped VMs again.
     Start(ServiceArgs),
+    /// Stop, then start the VMs again (Compose's restart, Vagrant's reload).
+    Restart(ServiceArgs),
+    /// Halt the guests' CPUs (QMP stop), as Compose's pause and Vagrant's suspend.
+    Pause(ServiceArgs),
+    /// Resume paused guests (QMP cont), as Compose's unpause and Vagrant's resume.
+    Unpause(ServiceArgs),
+    /// Send a signal to the VMs' QEMU processes (SIGKILL by default), as Compose's kill.
+    Kill(KillArgs),
+    /// Remove stopped VMs (their disks; named volumes stay), as Compose's rm and Vagrant's destroy.
+    Rm(ServiceArgs),
+    /// Wait until the VMs have stopped, as Compose's wait.
+    Wait(ServiceArgs),
+    /// Print the host address a guest port is published on, as Compose's port.
+    Port(PortArgs),
+    /// Print ~/.ssh/config entries for the VMs, as Vagrant's ssh-config.
+    SshConfig(SshConfigArgs),
     /// List the instances: state, pid, ports, SSH port, IP.
     Ps(PsArgs),
     /// Print the serial console log.
@@ -239,6 +263,48 @@ pub struct DownArgs {
     /// The project to take down; the compose file's project when not given.
     #[arg(value_name = "PROJECT")]
     pub project: Option<String>,
+    /// Also remove the project's named volumes, as Compose's down -v.
+    #[arg(short = 'v', long)]
+    pub volumes: bool,
+}
+
+/// `holos kill [-s SIGNAL] [SERVICE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct KillArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The signal, by name (SIGTERM, TERM) or number.
+    #[arg(short = 's', long, value_name = "SIGNAL", default_value = "SIGKILL", value_parser = parse_signal)]
+    pub signal: nix::sys::signal::Signal,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+}
+
+/// `holos port SERVICE|INSTANCE PORT [--protocol tcp|udp]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct PortArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "SERVICE|INSTANCE")]
+    pub instance: String,
+    /// The guest port.
+    #[arg(value_name = "PORT")]
+    pub port: u16,
+    /// tcp or udp.
+    #[arg(long, default_value = "tcp", value_parser = ["tcp", "udp"])]
+    pub protocol: String,
+}
+
+/// `holos ssh-config [INSTANCE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SshConfigArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One instance (a service name means its first); all when not given.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: Option<String>,
 }
 
 /// `holos stop [SERVICE]` and `holos start [SERVICE]`.
@@ -644,6 +710,22 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
     holos_compose::decode::reader::parse_duration_ms(text)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
+}
+
+/// `SIGNAL`: a name with or without `SIG`, or a number.
+fn parse_signal(text: &str) -> Result<nix::sys::signal::Signal, String> {
+    use std::str::FromStr;
+    let upper = text.to_ascii_uppercase();
+    let named = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    text.parse::<i32>()
+        .ok()
+        .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
+        .or_else(|| nix::sys::signal::Signal::from_str(&named).ok())
+        .ok_or_else(|| format!("{text:?} is not a signal; write e.g. SIGTERM, TERM or 15"))
 }
 
 /// `SIZE`: a Compose byte size (`10G`, `512M`, a bare number is bytes).

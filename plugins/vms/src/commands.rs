@@ -14,7 +14,7 @@ use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self, UpRequest};
-use holos_runtime::ops::{devices, doctor, inspect, snapshots, volumes};
+use holos_runtime::ops::{control, devices, doctor, inspect, snapshots, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
@@ -39,13 +39,48 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 Some(name) => name.clone(),
                 None => project_name(options)?,
             };
-            Ok(lifecycle::down(rt, &project)?)
+            lifecycle::down(rt, &project)?;
+            if args.volumes {
+                remove_volumes(rt, &project)?;
+            }
+            Ok(())
         }),
         HolosCommand::Stop(args) => with_project(options, |rt, project| {
             lifecycle::stop(rt, project, args.service.as_deref())
         }),
         HolosCommand::Start(args) => with_project(options, |rt, project| {
             lifecycle::start(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Restart(args) => with_project(options, |rt, project| {
+            control::restart(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Pause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), true)
+        }),
+        HolosCommand::Unpause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), false)
+        }),
+        HolosCommand::Kill(args) => with_project(options, |rt, project| {
+            control::kill(rt, project, args.service.as_deref(), args.signal)
+        }),
+        HolosCommand::Rm(args) => with_project(options, |rt, project| {
+            control::remove_stopped(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Wait(args) => with_project(options, |rt, project| {
+            control::wait(&rt.layout, project, args.service.as_deref())
+        }),
+        HolosCommand::Port(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let address = control::port(&record, &args.instance, args.port, &args.protocol)?;
+            print(&format!("{address}\n"))
+        }),
+        HolosCommand::SshConfig(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            print(&control::ssh_config(
+                &rt.layout,
+                &record,
+                args.instance.as_deref(),
+            )?)
         }),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
@@ -525,6 +560,22 @@ fn ps(settings: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), S
         ));
     }
     print(&text)
+}
+
+/// `down -v`: the project's named volumes go too, as in Compose.
+fn remove_volumes(settings: &HostSettings, project: &str) -> Result<(), String> {
+    let dir = settings.layout.project_volumes(project);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {
+            eprintln!(
+                "holos: removed the named volumes of project {project} ({})",
+                dir.display()
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
 }
 
 /// Writes `text` to stdout; a closed stdout (`| head`) is not an error.

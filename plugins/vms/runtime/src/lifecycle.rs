@@ -478,7 +478,7 @@ pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Resul
 
 /// The names of the record's instances of `service` (all when `None`), in
 /// start order, or last started first when `reverse`.
-fn selected(
+pub(crate) fn selected(
     record: &ProjectRecord,
     service: Option<&str>,
     reverse: bool,
@@ -509,7 +509,7 @@ fn selected(
     Ok(chosen.iter().map(|i| i.spec.name.clone()).collect())
 }
 
-fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
+pub(crate) fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
     ProjectRecord::load(layout, project)?.ok_or_else(|| {
         Error::Request(format!(
             "project {project} has no instances; create them with holos up"

@@ -6,6 +6,7 @@
 
 mod cli;
 mod common;
+mod compose_verbs;
 mod config_roundtrip;
 mod crash_recovery;
 mod devices;

@@ -1,0 +1,185 @@
+//! The Compose verbs that act on a project's instances beyond up and down:
+//! `restart`, `pause` and `unpause` (QMP `stop` and `cont`), `kill`, `rm`
+//! of stopped instances, `wait`, `port` and `ssh-config`.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::error::Error;
+use crate::host;
+use crate::lifecycle::{self, find_instance, load_existing, selected};
+use crate::qmp::Qmp;
+use crate::settings::HostSettings;
+use crate::state::{InstanceRecord, LOCK_WAIT, Layout, ProjectLock, ProjectRecord};
+
+/// `holos restart [SERVICE]`: stop, then start again on the same disks.
+pub fn restart(settings: &HostSettings, project: &str, service: Option<&str>) -> Result<(), Error> {
+    lifecycle::stop(settings, project, service)?;
+    lifecycle::start(settings, project, service)
+}
+
+/// The running instances of `service` (all when `None`), in start order;
+/// those that do not run are named on stderr and left out.
+fn running<'r>(
+    record: &'r ProjectRecord,
+    service: Option<&str>,
+) -> Result<Vec<(&'r InstanceRecord, u32)>, Error> {
+    let mut found = Vec::new();
+    for name in selected(record, service, false)? {
+        let Some(instance) = record.instances.get(&name) else {
+            continue;
+        };
+        match host::running_pid(instance.pid, &instance.spec) {
+            Some(pid) => found.push((instance, pid)),
+            None => eprintln!("holos: {} is not running", instance.spec.label()),
+        }
+    }
+    Ok(found)
+}
+
+/// `holos pause` (QMP `stop`) and `holos unpause` (QMP `cont`): the guest's
+/// CPUs halt and resume; QEMU and its memory stay.
+pub fn pause(
+    settings: &HostSettings,
+    project: &str,
+    service: Option<&str>,
+    paused: bool,
+) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let record = load_existing(&settings.layout, project)?;
+    let (command, done) = if paused {
+        ("stop", "paused")
+    } else {
+        ("cont", "unpaused")
+    };
+    for (instance, _) in running(&record, service)? {
+        Qmp::connect(&instance.spec.qmp_socket(), Duration::from_secs(5))?.execute(command)?;
+        eprintln!("holos: {} {done}", instance.spec.label());
+    }
+    Ok(())
+}
+
+/// `holos kill [-s SIGNAL] [SERVICE]`: the signal to each running QEMU.
+pub fn kill(
+    settings: &HostSettings,
+    project: &str,
+    service: Option<&str>,
+    signal: Signal,
+) -> Result<(), Error> {
+    let record = load_existing(&settings.layout, project)?;
+    for (instance, pid) in running(&record, service)? {
+        host::signal(pid, signal);
+        eprintln!(
+            "holos: {} (QEMU pid {pid}) sent {signal}",
+            instance.spec.label()
+        );
+    }
+    Ok(())
+}
+
+/// `holos rm [SERVICE]`: removes stopped instances (their disks and their
+/// place in the record); running ones are named and kept.
+pub fn remove_stopped(
+    settings: &HostSettings,
+    project: &str,
+    service: Option<&str>,
+) -> Result<(), Error> {
+    let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
+    let mut record = load_existing(&settings.layout, project)?;
+    for name in selected(&record, service, true)? {
+        let Some(instance) = record.instances.get(&name) else {
+            continue;
+        };
+        let label = instance.spec.label();
+        if host::running_pid(instance.pid, &instance.spec).is_some() {
+            eprintln!("holos: {label} is running, so it stays; stop it first (holos stop)");
+            continue;
+        }
+        let dir = instance.spec.dir.clone();
+        record.instances.remove(&name);
+        record.save(&settings.layout)?;
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::State(format!(
+                    "cannot remove {}: {e}",
+                    dir.display()
+                )));
+            }
+            _ => eprintln!("holos: removed {label}"),
+        }
+    }
+    if record.instances.is_empty() {
+        ProjectRecord::remove(&settings.layout, project)?;
+    }
+    Ok(())
+}
+
+/// `holos wait [SERVICE]`: returns once no selected instance runs.
+pub fn wait(layout: &Layout, project: &str, service: Option<&str>) -> Result<(), Error> {
+    let record = load_existing(layout, project)?;
+    let names = selected(&record, service, false)?;
+    loop {
+        let record = ProjectRecord::load(layout, project)?.unwrap_or_default();
+        let still = names.iter().any(|name| {
+            record
+                .instances
+                .get(name)
+                .is_some_and(|i| host::running_pid(i.pid, &i.spec).is_some())
+        });
+        if !still {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `holos port INSTANCE PORT [--protocol]`: the host address that a guest
+/// port is published on, as `docker compose port` prints it.
+pub fn port(
+    record: &ProjectRecord,
+    target: &str,
+    guest_port: u16,
+    protocol: &str,
+) -> Result<String, Error> {
+    let instance = find_instance(record, target)?;
+    instance
+        .spec
+        .forwards
+        .iter()
+        .find(|f| f.guest_port == guest_port && f.protocol.name() == protocol)
+        .map(|f| format!("{}:{}", f.host_ip, f.host_port))
+        .ok_or_else(|| {
+            Error::Request(format!(
+                "{} publishes no {protocol} port {guest_port}; see its ports with holos ps",
+                instance.spec.label()
+            ))
+        })
+}
+
+/// `holos ssh-config [INSTANCE]`: a `Host` block per instance for
+/// `~/.ssh/config`, as `vagrant ssh-config` prints it.
+pub fn ssh_config(
+    layout: &Layout,
+    record: &ProjectRecord,
+    target: Option<&str>,
+) -> Result<String, Error> {
+    let mut instances: Vec<&InstanceRecord> = match target {
+        Some(name) => vec![find_instance(record, name)?],
+        None => record.instances.values().collect(),
+    };
+    instances.sort_by_key(|i| i.start_order);
+    let key = layout.ssh_key(&record.project);
+    Ok(instances
+        .iter()
+        .map(|i| {
+            format!(
+                "Host {}\n  HostName 127.0.0.1\n  User {}\n  Port {}\n  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n  PasswordAuthentication no\n  IdentityFile {}\n  IdentitiesOnly yes\n  LogLevel FATAL\n\n",
+                i.spec.name,
+                i.spec.user,
+                i.spec.ssh_port,
+                key.display()
+            )
+        })
+        .collect())
+}
