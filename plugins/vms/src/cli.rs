@@ -51,6 +51,7 @@ impl Cli {
             | HolosCommand::Kill(KillArgs { file_args, .. })
             | HolosCommand::Port(PortArgs { file_args, .. })
             | HolosCommand::SshConfig(SshConfigArgs { file_args, .. })
+            | HolosCommand::Cp(CpArgs { file_args, .. })
             | HolosCommand::Ps(PsArgs { file_args, .. })
             | HolosCommand::Exec(ExecArgs { file_args, .. })
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
@@ -159,7 +160,10 @@ pub enum HolosCommand {
     /// Print ~/.ssh/config entries for the VMs, as Vagrant's ssh-config.
     SshConfig(SshConfigArgs),
     /// List the instances: state, pid, ports, SSH port, IP.
+    #[command(alias = "status")]
     Ps(PsArgs),
+    /// Copy a file or directory between the host and a guest, over SSH (Compose's cp).
+    Cp(CpArgs),
     /// Print the serial console log.
     Logs(LogsArgs),
     /// Run a command in an instance over SSH.
@@ -297,6 +301,19 @@ pub struct PortArgs {
     pub protocol: String,
 }
 
+/// `holos cp INSTANCE:PATH HOSTPATH` or `holos cp HOSTPATH INSTANCE:PATH`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct CpArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Where to copy from: a host path, or INSTANCE:PATH in a guest.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// Where to copy to: a host path, or INSTANCE:PATH in a guest.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+}
+
 /// `holos ssh-config [INSTANCE]`.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct SshConfigArgs {
@@ -358,6 +375,12 @@ pub struct ExecArgs {
     /// How long to wait for the guest's sshd (30, 90s, 2m).
     #[arg(short = 'w', long, value_name = "WAIT", value_parser = parse_wait)]
     pub wait: Option<Duration>,
+    /// Set an environment variable for the command; repeat for several.
+    #[arg(short = 'e', long = "env", value_name = "KEY=VAL")]
+    pub env: Vec<String>,
+    /// The directory in the guest to run the command in.
+    #[arg(long = "workdir", value_name = "DIR")]
+    pub workdir: Option<String>,
     /// The command and its arguments, passed on exactly; a login shell when empty.
     #[arg(
         value_name = "CMD",

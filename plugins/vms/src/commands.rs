@@ -74,6 +74,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             let address = control::port(&record, &args.instance, args.port, &args.protocol)?;
             print(&format!("{address}\n"))
         }),
+        HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
         HolosCommand::SshConfig(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
             print(&control::ssh_config(
@@ -562,6 +563,58 @@ fn ps(settings: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), S
     print(&text)
 }
 
+/// `INSTANCE:PATH`: the guest side of `cp` (a host path has no `:` before
+/// its first `/`).
+fn guest_side(text: &str) -> Option<(&str, &str)> {
+    text.split_once(':')
+        .filter(|(instance, _)| !instance.is_empty() && !instance.contains('/'))
+}
+
+/// `holos cp`: scp with the project key, as `exec` reaches the guest.
+fn cp(settings: &HostSettings, options: &Options, args: &crate::cli::CpArgs) -> Result<(), String> {
+    let (name, path, to_guest) = match (guest_side(&args.source), guest_side(&args.target)) {
+        (Some((name, path)), None) => (name, path, false),
+        (None, Some((name, path))) => (name, path, true),
+        (Some(_), Some(_)) => {
+            return Err("holos cp copies between the host and one guest; copy through the host in two steps".into());
+        }
+        (None, None) => {
+            return Err(format!(
+                "neither {:?} nor {:?} names a guest; write INSTANCE:PATH for the guest side (holos cp web-0:/etc/hosts ./hosts)",
+                args.source, args.target
+            ));
+        }
+    };
+    let record = load(settings, options)?;
+    let instance = lifecycle::find_instance(&record, name)?;
+    if host::running_pid(instance.pid, &instance.spec).is_none() {
+        return Err(format!(
+            "{} is not running; start it with holos start {}",
+            instance.spec.label(),
+            instance.spec.service
+        ));
+    }
+    let remote = format!("{}@127.0.0.1:{path}", instance.spec.user);
+    let (from, to) = if to_guest {
+        (args.source.as_str(), remote.as_str())
+    } else {
+        (remote.as_str(), args.target.as_str())
+    };
+    let key = settings.layout.ssh_key(&record.project);
+    let status = std::process::Command::new("scp")
+        .args(ssh::scp_options(&key, &instance.spec))
+        .args([from, to])
+        .status()
+        .map_err(|e| format!("cannot run scp: {e}; holos cp needs openssh-client"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "scp from {from} to {to} failed ({status}); see its message above"
+        ))
+    }
+}
+
 /// `down -v`: the project's named volumes go too, as in Compose.
 fn remove_volumes(settings: &HostSettings, project: &str) -> Result<(), String> {
     let dir = settings.layout.project_volumes(project);
@@ -801,10 +854,14 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         .unwrap_or_else(|| instance.spec.user.clone());
     let key = runtime.layout.ssh_key(&record.project);
     let tty = argv.is_empty() && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+    let line = match remote_line(&argv, &args.env, args.workdir.as_deref()) {
+        Ok(line) => line,
+        Err(e) => return fail(e),
+    };
     let mut command = std::process::Command::new("ssh");
     command.args(ssh::ssh_args(&key, &instance.spec, &user, tty));
-    if !argv.is_empty() {
-        command.arg("--").arg(ssh::remote_command_line(&argv));
+    if let Some(line) = line {
+        command.arg("--").arg(line);
     }
     // Waited for, not exec'd: ssh's own failure (255) gets a word.
     let status = match command.status() {
@@ -829,6 +886,39 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
                 .unwrap_or(127),
         ),
     }
+}
+
+/// The remote command line of `exec`: the argv exactly, after `cd DIR`
+/// (`--workdir`) and `export KEY=VAL` (`-e`); `None` for ssh's own login
+/// shell.
+fn remote_line(
+    argv: &[String],
+    env: &[String],
+    workdir: Option<&str>,
+) -> Result<Option<String>, String> {
+    use holo_plugin::command::shell_quote;
+    let mut steps = Vec::new();
+    if let Some(dir) = workdir {
+        steps.push(format!("cd {}", shell_quote(dir)));
+    }
+    for pair in env {
+        match pair.split_once('=') {
+            Some((key, _)) if !key.is_empty() && !key.contains(char::is_whitespace) => {
+                steps.push(format!("export {}", shell_quote(pair)));
+            }
+            _ => return Err(format!("-e {pair:?} is not KEY=VAL; write e.g. -e DEBUG=1")),
+        }
+    }
+    let body = if argv.is_empty() {
+        "exec \"$SHELL\" -l".to_string()
+    } else {
+        ssh::remote_command_line(argv)
+    };
+    Ok(match (steps.is_empty(), argv.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(body),
+        (false, _) => Some(format!("{} && {body}", steps.join(" && "))),
+    })
 }
 
 /// The project, instance and command of `exec`: `exec INSTANCE [CMD...]`
