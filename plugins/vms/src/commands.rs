@@ -51,38 +51,15 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Start(args) => with_project(options, |rt, project| {
             lifecycle::start(rt, project, args.service.as_deref())
         }),
-        HolosCommand::Restart(args) => with_project(options, |rt, project| {
-            control::restart(rt, project, args.service.as_deref())
-        }),
-        HolosCommand::Pause(args) => with_project(options, |rt, project| {
-            control::pause(rt, project, args.service.as_deref(), true)
-        }),
-        HolosCommand::Unpause(args) => with_project(options, |rt, project| {
-            control::pause(rt, project, args.service.as_deref(), false)
-        }),
-        HolosCommand::Kill(args) => with_project(options, |rt, project| {
-            control::kill(rt, project, args.service.as_deref(), args.signal)
-        }),
-        HolosCommand::Rm(args) => with_project(options, |rt, project| {
-            control::remove_stopped(rt, project, args.service.as_deref())
-        }),
-        HolosCommand::Wait(args) => with_project(options, |rt, project| {
-            control::wait(&rt.layout, project, args.service.as_deref())
-        }),
-        HolosCommand::Port(args) => with_runtime(|rt| {
-            let record = load(rt, options)?;
-            let address = control::port(&record, &args.instance, args.port, &args.protocol)?;
-            print(&format!("{address}\n"))
-        }),
-        HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
-        HolosCommand::SshConfig(args) => with_runtime(|rt| {
-            let record = load(rt, options)?;
-            print(&control::ssh_config(
-                &rt.layout,
-                &record,
-                args.instance.as_deref(),
-            )?)
-        }),
+        HolosCommand::Restart(_)
+        | HolosCommand::Pause(_)
+        | HolosCommand::Unpause(_)
+        | HolosCommand::Kill(_)
+        | HolosCommand::Rm(_)
+        | HolosCommand::Wait(_)
+        | HolosCommand::Port(_)
+        | HolosCommand::Cp(_)
+        | HolosCommand::SshConfig(_) => control_command(options, command),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         HolosCommand::Exec(args) => return Some(exec(options, args)),
@@ -147,6 +124,46 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// The Compose verbs beyond up and down: restart, pause, unpause, kill,
+/// rm, wait, port, cp and ssh-config.
+fn control_command(options: &Options, command: &HolosCommand) -> Result<(), String> {
+    match command {
+        HolosCommand::Restart(args) => with_project(options, |rt, project| {
+            control::restart(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Pause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), true)
+        }),
+        HolosCommand::Unpause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), false)
+        }),
+        HolosCommand::Kill(args) => with_project(options, |rt, project| {
+            control::kill(rt, project, args.service.as_deref(), args.signal)
+        }),
+        HolosCommand::Rm(args) => with_project(options, |rt, project| {
+            control::remove_stopped(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Wait(args) => with_project(options, |rt, project| {
+            control::wait(&rt.layout, project, args.service.as_deref())
+        }),
+        HolosCommand::Port(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let address = control::port(&record, &args.instance, args.port, &args.protocol)?;
+            print(&format!("{address}\n"))
+        }),
+        HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
+        HolosCommand::SshConfig(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            print(&control::ssh_config(
+                &rt.layout,
+                &record,
+                args.instance.as_deref(),
+            )?)
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `holos snapshots create|list|restore|rm|export`.

@@ -93,23 +93,58 @@ fn cp_goes_both_ways_and_exec_takes_env_and_workdir() {
     let ssh_port = p.ps()[0]["ssh_port"].to_string();
     let scp = standin(&p, "scp");
     let lines = |log: &std::path::Path| -> Vec<String> {
-        std::fs::read_to_string(log).unwrap().lines().map(String::from).collect()
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
     };
     p.ok(&["cp", "web-0:/etc/hosts", "./h"]);
     let argv = lines(&scp);
-    assert_eq!(argv[argv.len() - 2..], ["ubuntu@127.0.0.1:/etc/hosts", "./h"], "{argv:?}");
-    assert!(argv.windows(2).any(|w| w[0] == "-P" && w[1] == ssh_port), "{argv:?}");
-    assert!(argv.iter().any(|a| a.ends_with("ssh/verbs/id_ed25519")), "{argv:?}");
+    assert_eq!(
+        argv[argv.len() - 2..],
+        ["ubuntu@127.0.0.1:/etc/hosts", "./h"],
+        "{argv:?}"
+    );
+    assert!(
+        argv.windows(2).any(|w| w[0] == "-P" && w[1] == ssh_port),
+        "{argv:?}"
+    );
+    assert!(
+        argv.iter().any(|a| a.ends_with("ssh/verbs/id_ed25519")),
+        "{argv:?}"
+    );
     p.ok(&["cp", "./h", "web:/tmp/h"]);
     let argv = lines(&scp);
-    assert_eq!(argv[argv.len() - 2..], ["./h", "ubuntu@127.0.0.1:/tmp/h"], "{argv:?}");
+    assert_eq!(
+        argv[argv.len() - 2..],
+        ["./h", "ubuntu@127.0.0.1:/tmp/h"],
+        "{argv:?}"
+    );
     let said = runtime_support::fails(&p, &["cp", "./a", "./b"]);
-    assert!(said.contains("write INSTANCE:PATH for the guest side"), "{said}");
+    assert!(
+        said.contains("write INSTANCE:PATH for the guest side"),
+        "{said}"
+    );
 
     let ssh = standin(&p, "ssh");
-    p.ok(&["exec", "-e", "A=1 2", "--workdir", "/srv", "web-0", "--", "ls", "-l"]);
+    p.ok(&[
+        "exec",
+        "-e",
+        "A=1 2",
+        "--workdir",
+        "/srv",
+        "web-0",
+        "--",
+        "ls",
+        "-l",
+    ]);
     let argv = lines(&ssh);
-    assert_eq!(argv.last().unwrap(), "cd /srv && export 'A=1 2' && ls -l", "{argv:?}");
+    assert_eq!(
+        argv.last().unwrap(),
+        "cd /srv && export 'A=1 2' && ls -l",
+        "{argv:?}"
+    );
     let out = p.run(&["exec", "-e", "novalue", "web-0", "--", "true"]);
     assert_eq!(out.status.code(), Some(255));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-e \"novalue\" is not KEY=VAL"));
