@@ -33,6 +33,26 @@ pub struct Cli {
     pub command: HolosCommand,
 }
 
+impl HolosCommand {
+    /// The Compose verbs beyond up and down, which act on recorded
+    /// instances: restart, pause, unpause, kill, rm, wait, port, cp and
+    /// ssh-config.
+    pub fn is_control_verb(&self) -> bool {
+        matches!(
+            self,
+            HolosCommand::Restart(_)
+                | HolosCommand::Pause(_)
+                | HolosCommand::Unpause(_)
+                | HolosCommand::Kill(_)
+                | HolosCommand::Rm(_)
+                | HolosCommand::Wait(_)
+                | HolosCommand::Port(_)
+                | HolosCommand::Cp(_)
+                | HolosCommand::SshConfig(_)
+        )
+    }
+}
+
 impl Cli {
     /// The compose files: those given before the command, then those after.
     pub fn files(&self) -> Vec<PathBuf> {

@@ -51,15 +51,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Start(args) => with_project(options, |rt, project| {
             lifecycle::start(rt, project, args.service.as_deref())
         }),
-        HolosCommand::Restart(_)
-        | HolosCommand::Pause(_)
-        | HolosCommand::Unpause(_)
-        | HolosCommand::Kill(_)
-        | HolosCommand::Rm(_)
-        | HolosCommand::Wait(_)
-        | HolosCommand::Port(_)
-        | HolosCommand::Cp(_)
-        | HolosCommand::SshConfig(_) => control_command(options, command),
+        verb if verb.is_control_verb() => control_command(options, command),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         HolosCommand::Exec(args) => return Some(exec(options, args)),

@@ -92,29 +92,22 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// The commands that only read the state directory: for them a missing
 /// `--state-dir` is a mistake, not an empty state.
 fn reads_state(command: &HolosCommand) -> bool {
-    matches!(
-        command,
-        HolosCommand::Ps(_)
-            | HolosCommand::Logs(_)
-            | HolosCommand::Exec(_)
-            | HolosCommand::Console(_)
-            | HolosCommand::Inspect(_)
-            | HolosCommand::Stop(_)
-            | HolosCommand::Start(_)
-            | HolosCommand::Restart(_)
-            | HolosCommand::Pause(_)
-            | HolosCommand::Unpause(_)
-            | HolosCommand::Kill(_)
-            | HolosCommand::Rm(_)
-            | HolosCommand::Wait(_)
-            | HolosCommand::Port(_)
-            | HolosCommand::SshConfig(_)
-            | HolosCommand::Down(_)
-            | HolosCommand::Volumes(_)
-            | HolosCommand::Snapshots(_)
-            | HolosCommand::Verify(_)
-            | HolosCommand::Images(_)
-    )
+    command.is_control_verb()
+        || matches!(
+            command,
+            HolosCommand::Ps(_)
+                | HolosCommand::Logs(_)
+                | HolosCommand::Exec(_)
+                | HolosCommand::Console(_)
+                | HolosCommand::Inspect(_)
+                | HolosCommand::Stop(_)
+                | HolosCommand::Start(_)
+                | HolosCommand::Down(_)
+                | HolosCommand::Volumes(_)
+                | HolosCommand::Snapshots(_)
+                | HolosCommand::Verify(_)
+                | HolosCommand::Images(_)
+        )
 }
 
 /// The commands that load no compose file: `version`, `run` (which writes
