@@ -146,6 +146,9 @@ pub enum HolosCommand {
         /// Also check that no other program listens on the published host ports.
         #[arg(long)]
         network: bool,
+        /// Print the verdict, errors and notes as JSON on standard output.
+        #[arg(long)]
+        json: bool,
     },
     /// List the built-in image aliases and tags, and which are cached.
     Images(ImagesArgs),
@@ -379,6 +382,9 @@ pub struct LogsArgs {
     /// Start with the last N lines of each log (all by default).
     #[arg(short = 'n', long = "tail", value_name = "N")]
     pub tail: Option<usize>,
+    /// Print each line as a JSON object: {"instance": ..., "line": ...}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.

@@ -693,11 +693,15 @@ fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(
                 &mut file,
                 offsets[index],
                 LogCopy {
-                    whole_lines: prefixed || args.follow,
+                    whole_lines: prefixed || args.follow || args.json,
                     keep_partial: args.follow,
                 },
                 |chunk| {
-                    if prefixed {
+                    if args.json {
+                        chunk
+                            .split_inclusive(|b| *b == b'\n')
+                            .try_for_each(|line| stdout.write_all(json_line(name, line).as_bytes()))
+                    } else if prefixed {
                         chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
                             stdout.write_all(format!("{name} | ").as_bytes())?;
                             stdout.write_all(line)
@@ -720,6 +724,17 @@ fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// One console line of `logs --json`: `{"instance": …, "line": …}` and a
+/// newline (the line without its own, invalid UTF-8 as U+FFFD).
+fn json_line(instance: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let mut out = serde_json::json!({"instance": instance, "line": text}).to_string();
+    out.push('\n');
+    out
 }
 
 /// How many bytes of a log [`copy_log`] holds at once.

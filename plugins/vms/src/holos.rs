@@ -62,6 +62,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if let Some(code) = crate::commands::run(&cli.command, &options) {
         return code;
     }
+    if let HolosCommand::Validate { json: true, .. } = &cli.command {
+        return validate_json(&cli.command, &options);
+    }
     let mut stdout = std::io::stdout().lock();
     match run_with_messages(&cli.command, &options) {
         Ok((text, messages)) => {
@@ -87,6 +90,37 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `validate --json`: `{"valid", "errors": [{file, line, column, path,
+/// message}], "messages"}` on stdout; exit 1 when there are errors.
+fn validate_json(command: &HolosCommand, options: &Options) -> ExitCode {
+    let (verdict, code) = match run_with_messages(command, options) {
+        Ok((_, messages)) => (
+            serde_json::json!({"valid": true, "errors": [], "messages": messages}),
+            ExitCode::SUCCESS,
+        ),
+        Err(diags) => {
+            let errors: Vec<serde_json::Value> = diags
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "file": d.pos.file.display().to_string(),
+                        "line": d.pos.line,
+                        "column": d.pos.col,
+                        "path": d.path,
+                        "message": d.message,
+                    })
+                })
+                .collect();
+            (
+                serde_json::json!({"valid": false, "errors": errors, "messages": []}),
+                ExitCode::FAILURE,
+            )
+        }
+    };
+    let _ = std::io::stdout().write_all(pretty_json(&verdict).as_bytes());
+    code
 }
 
 /// The commands that only read the state directory: for them a missing

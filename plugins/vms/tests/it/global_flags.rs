@@ -68,3 +68,36 @@ fn a_state_dir_that_does_not_exist_is_named() {
         "{said}"
     );
 }
+
+#[test]
+fn validate_json_gives_the_verdict_and_every_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("holos.yaml"),
+        "name: js\nservices:\n  web:\n    image: alpine\n    vm: {vcpu: 0}\n",
+    )
+    .unwrap();
+    let out = holos(dir.path(), &["validate", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["valid"], false);
+    let error = &verdict["errors"][0];
+    assert_eq!(error["line"], 5);
+    assert_eq!(error["path"], "services.web.vm.vcpu");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be at least 1"),
+        "{verdict}"
+    );
+    std::fs::write(
+        dir.path().join("holos.yaml"),
+        "name: js\nservices:\n  web:\n    image: alpine\n",
+    )
+    .unwrap();
+    let out = holos(dir.path(), &["validate", "--json", "-q"]);
+    assert!(out.status.success());
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["valid"], true, "{verdict}");
+}

@@ -284,6 +284,14 @@ fn exec_and_logs_take_a_project_of_the_state_directory() {
     p.ok(&["exec", "box"]);
     let logs = runtime_support::stdout(&p, &["logs", "box"]);
     assert!(!logs.is_empty(), "no console output");
+    let json = runtime_support::stdout(&p, &["logs", "--json", "box"]);
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), logs.lines().count(), "{json}");
+    assert_eq!(lines[0]["instance"], "box-0");
+    assert_eq!(lines[0]["line"], logs.lines().next().unwrap());
 
     standin_ssh(&p, 255);
     let out = p.run(&["exec", "box", "box-0", "--", "true"]);
