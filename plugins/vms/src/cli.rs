@@ -49,6 +49,7 @@ impl HolosCommand {
                 | HolosCommand::Port(_)
                 | HolosCommand::Cp(_)
                 | HolosCommand::SshConfig(_)
+                | HolosCommand::Stats(_)
         )
     }
 }
@@ -72,6 +73,7 @@ impl Cli {
             | HolosCommand::Port(PortArgs { file_args, .. })
             | HolosCommand::SshConfig(SshConfigArgs { file_args, .. })
             | HolosCommand::Cp(CpArgs { file_args, .. })
+            | HolosCommand::Stats(StatsArgs { file_args, .. })
             | HolosCommand::Ps(PsArgs { file_args, .. })
             | HolosCommand::Exec(ExecArgs { file_args, .. })
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
@@ -182,6 +184,8 @@ pub enum HolosCommand {
     Port(PortArgs),
     /// Print ~/.ssh/config entries for the VMs, as Vagrant's ssh-config.
     SshConfig(SshConfigArgs),
+    /// Show each running VM's status (QMP), CPU and memory use, as Compose's stats.
+    Stats(StatsArgs),
     /// List the instances: state, pid, ports, SSH port, IP.
     #[command(alias = "status")]
     Ps(PsArgs),
@@ -335,6 +339,19 @@ pub struct CpArgs {
     /// Where to copy to: a host path, or INSTANCE:PATH in a guest.
     #[arg(value_name = "TARGET")]
     pub target: String,
+}
+
+/// `holos stats [SERVICE] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos ssh-config [INSTANCE]`.

@@ -27,6 +27,8 @@ use crate::compose_project::{describe, project_name, resolve};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
+/// How long `stats` measures CPU use over.
+const STATS_SAMPLE: Duration = Duration::from_millis(500);
 /// How long `exec` waits for sshd unless `-w` says otherwise.
 const EXEC_WAIT: Duration = Duration::from_secs(60);
 
@@ -146,6 +148,15 @@ fn control_command(options: &Options, command: &HolosCommand) -> Result<(), Stri
             print(&format!("{address}\n"))
         }),
         HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
+        HolosCommand::Stats(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let rows = control::stats(&record, args.service.as_deref(), STATS_SAMPLE)?;
+            print(&if args.json {
+                inspect::to_json(&rows)
+            } else {
+                control::stats_table(&rows)
+            })
+        }),
         HolosCommand::SshConfig(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
             print(&control::ssh_config(

@@ -34,8 +34,21 @@ fn compose_verbs_act_on_the_running_instances() {
     );
     assert!(config.contains("ssh/verbs/id_ed25519"), "{config}");
 
+    let status = |p: &Project| -> serde_json::Value {
+        serde_json::from_str(&stdout(p, &["stats", "--json"])).unwrap()
+    };
+    let running = status(&p);
+    assert_eq!(running[0]["status"], "running", "{running}");
+    assert_eq!(running[0]["instance"], "web-0");
+    assert!(
+        running[0]["memory_rss_bytes"].as_u64().unwrap() > 0,
+        "{running}"
+    );
     assert_eq!(p.ok(&["pause"]), "holos: verbs/web-0 paused\n");
+    assert_eq!(status(&p)[0]["status"], "paused");
     assert_eq!(p.ok(&["unpause"]), "holos: verbs/web-0 unpaused\n");
+    assert_eq!(status(&p)[0]["status"], "running");
+    assert!(stdout(&p, &["stats"]).starts_with("INSTANCE "));
 
     let before = p.pid_of("web-0").unwrap();
     let said = p.ok(&["restart", "web"]);

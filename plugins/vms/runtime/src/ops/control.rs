@@ -183,3 +183,105 @@ pub fn ssh_config(
         })
         .collect())
 }
+
+/// One row of `holos stats`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InstanceStats {
+    pub project: String,
+    pub instance: String,
+    /// QMP's `query-status` (`running`, `paused`…).
+    pub status: String,
+    pub pid: u32,
+    /// QEMU's CPU time over the sample, in percent of one host CPU.
+    pub cpu_percent: f64,
+    /// QEMU's resident memory (the guest's RAM it has touched, and QEMU's own).
+    pub memory_rss_bytes: u64,
+    /// The guest's memory as configured.
+    pub memory_mb: u64,
+}
+
+/// QEMU's CPU time so far, in clock ticks (`utime` + `stime` of
+/// `/proc/PID/stat`).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which may hold spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// `holos stats [SERVICE]`: each running instance's QMP status, and its
+/// QEMU's CPU use over `sample` and resident memory.
+pub fn stats(
+    record: &ProjectRecord,
+    service: Option<&str>,
+    sample: Duration,
+) -> Result<Vec<InstanceStats>, Error> {
+    let running = running(record, service)?;
+    let before: Vec<Option<u64>> = running.iter().map(|(_, pid)| cpu_ticks(*pid)).collect();
+    std::thread::sleep(sample);
+    let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let mut rows = Vec::new();
+    for ((instance, pid), before) in running.into_iter().zip(before) {
+        let used = match (before, cpu_ticks(pid)) {
+            (Some(a), Some(b)) => b.saturating_sub(a) as f64 / ticks_per_second,
+            _ => 0.0,
+        };
+        let status = Qmp::connect(&instance.spec.qmp_socket(), Duration::from_secs(5))
+            .and_then(|mut qmp| qmp.execute("query-status"))
+            .ok()
+            .and_then(|reply| {
+                reply
+                    .get("status")
+                    .and_then(|s| s.as_str())
+                    .map(String::from)
+            })
+            .unwrap_or_else(|| "unknown".into());
+        rows.push(InstanceStats {
+            project: record.project.clone(),
+            instance: instance.spec.name.clone(),
+            status,
+            pid,
+            cpu_percent: (used / sample.as_secs_f64() * 1000.0).round() / 10.0,
+            memory_rss_bytes: rss_bytes(pid),
+            memory_mb: instance.spec.memory_mb,
+        });
+    }
+    Ok(rows)
+}
+
+/// The table of `holos stats`.
+pub fn stats_table(rows: &[InstanceStats]) -> String {
+    let mut text = format!(
+        "{:<20} {:<10} {:<8} {:>7} {:>12} {:>10}\n",
+        "INSTANCE", "STATUS", "PID", "CPU %", "MEM USAGE", "MEM LIMIT"
+    );
+    for row in rows {
+        text.push_str(&format!(
+            "{:<20} {:<10} {:<8} {:>7.1} {:>12} {:>10}\n",
+            row.instance,
+            row.status,
+            row.pid,
+            row.cpu_percent,
+            super::volumes::human_bytes(row.memory_rss_bytes),
+            format!("{} MiB", row.memory_mb)
+        ));
+    }
+    text
+}
