@@ -237,6 +237,16 @@ fn run_names_the_flag_and_value_it_refuses() {
             "./x:/y:zz",
             "-v \"./x:/y:zz\": mode \"zz\" is not supported",
         ),
+        (
+            "--device",
+            "nonsense",
+            "--device \"nonsense\": \"nonsense\" is not a PCI address",
+        ),
+        (
+            "--image-os",
+            "plan9",
+            "--image-os \"plan9\": must be systemd or openrc",
+        ),
     ] {
         let said = runtime_support::fails(&p, &["run", "-d", flag, value, "./base.qcow2"]);
         assert!(said.contains(says), "{flag} {value}: {said}");
