@@ -700,16 +700,21 @@ pub struct ImportArgs {
     #[arg(
         long = "xml",
         value_name = "FILE",
-        required_unless_present = "connect",
-        conflicts_with = "connect"
+        required_unless_present_any = ["connect", "domains", "all"],
+        conflicts_with_all = ["connect", "domains", "all"]
     )]
     pub xml: Vec<PathBuf>,
-    /// Read the domains from libvirt with `virsh -c URI dumpxml`.
+    /// Read the domains from libvirt with `virsh -c URI dumpxml`; virsh's
+    /// default connection when not given.
     #[arg(long, value_name = "URI")]
     pub connect: Option<String>,
-    /// The domains to import with --connect; all of them when none is named.
-    #[arg(value_name = "DOMAIN", requires = "connect")]
+    /// The domains to import from libvirt (all of them with --all, or with
+    /// --connect when none is named).
+    #[arg(value_name = "DOMAIN")]
     pub domains: Vec<String>,
+    /// Import every domain of the libvirt connection (virsh list --all).
+    #[arg(long, conflicts_with = "domains")]
+    pub all: bool,
     /// Write the compose file here instead of printing it.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,

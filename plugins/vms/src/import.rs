@@ -607,12 +607,14 @@ fn header(domains: &[Domain], warnings: &[String]) -> String {
     text
 }
 
-/// `virsh -c URI dumpxml DOMAIN` for each domain (`virsh list --all --name`
-/// when none is named).
-pub fn from_virsh(uri: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
+/// `virsh [-c URI] dumpxml DOMAIN` for each domain (`virsh list --all
+/// --name` when none is named); virsh's default connection without a URI.
+pub fn from_virsh(uri: Option<&str>, names: &[String]) -> Result<Vec<(String, String)>, String> {
+    let connect: Vec<&str> = uri.map(|uri| vec!["-c", uri]).unwrap_or_default();
+    let shown = uri.map(|uri| format!(" -c {uri}")).unwrap_or_default();
     let virsh = |args: &[&str]| -> Result<String, String> {
         let command = holo_plugin::process::Command::new("virsh")
-            .args(["-c", uri])
+            .args(connect.iter().copied())
             .args(args)
             .timeout(std::time::Duration::from_secs(60));
         let finished = command
@@ -641,13 +643,16 @@ pub fn from_virsh(uri: &str, names: &[String]) -> Result<Vec<(String, String)>, 
         names.to_vec()
     };
     if names.is_empty() {
-        return Err(format!("{uri} has no domains to import"));
+        return Err(format!(
+            "{} has no domains to import",
+            uri.unwrap_or("the default libvirt connection")
+        ));
     }
     names
         .iter()
         .map(|name| {
             Ok((
-                format!("virsh -c {uri} dumpxml {name}"),
+                format!("virsh{shown} dumpxml {name}"),
                 virsh(&["dumpxml", name])?,
             ))
         })
@@ -673,9 +678,10 @@ pub fn from_files(files: &[std::path::PathBuf]) -> Result<Vec<(String, String)>,
 
 /// `holos import`.
 pub fn run(args: &crate::cli::ImportArgs) -> Result<(), String> {
-    let sources = match &args.connect {
-        Some(uri) => from_virsh(uri, &args.domains)?,
-        None => from_files(&args.xml)?,
+    let sources = if args.xml.is_empty() {
+        from_virsh(args.connect.as_deref(), &args.domains)?
+    } else {
+        from_files(&args.xml)?
     };
     let domains = sources
         .iter()
