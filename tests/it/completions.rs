@@ -169,6 +169,9 @@ fn holos_prints_completions_from_clap_for_every_shell() {
             "port",
             "ssh-config",
             "wait",
+            "stats",
+            "top",
+            "cp",
         ] {
             assert!(script.contains(command), "{shell} script lacks {command}");
         }

@@ -50,6 +50,7 @@ impl HolosCommand {
                 | HolosCommand::Cp(_)
                 | HolosCommand::SshConfig(_)
                 | HolosCommand::Stats(_)
+                | HolosCommand::Top(_)
         )
     }
 }
@@ -69,6 +70,7 @@ impl Cli {
             | HolosCommand::Unpause(ServiceArgs { file_args, .. })
             | HolosCommand::Rm(ServiceArgs { file_args, .. })
             | HolosCommand::Wait(ServiceArgs { file_args, .. })
+            | HolosCommand::Top(ServiceArgs { file_args, .. })
             | HolosCommand::Kill(KillArgs { file_args, .. })
             | HolosCommand::Port(PortArgs { file_args, .. })
             | HolosCommand::SshConfig(SshConfigArgs { file_args, .. })
@@ -186,6 +188,8 @@ pub enum HolosCommand {
     SshConfig(SshConfigArgs),
     /// Show each running VM's status (QMP), CPU and memory use, as Compose's stats.
     Stats(StatsArgs),
+    /// List the processes in each running guest (ps over SSH), as Compose's top.
+    Top(ServiceArgs),
     /// List the instances: state, pid, ports, SSH port, IP.
     #[command(alias = "status")]
     Ps(PsArgs),

@@ -148,6 +148,7 @@ fn control_command(options: &Options, command: &HolosCommand) -> Result<(), Stri
             print(&format!("{address}\n"))
         }),
         HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
+        HolosCommand::Top(args) => with_runtime(|rt| top(rt, options, args.service.as_deref())),
         HolosCommand::Stats(args) => with_runtime(|rt| {
             let record = load(rt, options)?;
             let rows = control::stats(&record, args.service.as_deref(), STATS_SAMPLE)?;
@@ -581,6 +582,53 @@ fn ps(settings: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), S
         ));
     }
     print(&text)
+}
+
+/// `holos top [SERVICE]`: `ps` in each running guest, over SSH, under a
+/// line naming the instance.
+fn top(settings: &HostSettings, options: &Options, service: Option<&str>) -> Result<(), String> {
+    let record = load(settings, options)?;
+    let key = settings.layout.ssh_key(&record.project);
+    let mut instances: Vec<_> = record
+        .instances
+        .values()
+        .filter(|i| service.is_none_or(|s| i.spec.service == s))
+        .collect();
+    if instances.is_empty() {
+        return Err(format!(
+            "project {} has no service {:?}",
+            record.project,
+            service.unwrap_or_default()
+        ));
+    }
+    instances.sort_by_key(|i| i.start_order);
+    for instance in instances {
+        if host::running_pid(instance.pid, &instance.spec).is_none() {
+            eprintln!("holos: {} is not running", instance.spec.label());
+            continue;
+        }
+        let out = std::process::Command::new("ssh")
+            .args(ssh::ssh_args(
+                &key,
+                &instance.spec,
+                &instance.spec.user,
+                false,
+            ))
+            .args(["--", "ps -eo user,pid,ppid,pcpu,pmem,etime,args"])
+            .output()
+            .map_err(|e| format!("cannot run ssh: {e}; holos top needs openssh-client"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "ps in {} failed ({}): {}",
+                instance.spec.label(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        print(&format!("{}\n", instance.spec.name))?;
+        print(&String::from_utf8_lossy(&out.stdout))?;
+    }
+    Ok(())
 }
 
 /// `INSTANCE:PATH`: the guest side of `cp` (a host path has no `:` before

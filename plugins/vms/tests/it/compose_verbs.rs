@@ -141,6 +141,11 @@ fn cp_goes_both_ways_and_exec_takes_env_and_workdir() {
     );
 
     let ssh = standin(&p, "ssh");
+    assert_eq!(stdout(&p, &["top"]), "web-0\n");
+    assert_eq!(
+        lines(&ssh).last().unwrap(),
+        "ps -eo user,pid,ppid,pcpu,pmem,etime,args"
+    );
     p.ok(&[
         "exec",
         "-e",
