@@ -356,3 +356,31 @@ fn an_export_killed_midway_leaves_no_file_under_the_final_name_and_the_next_one_
         "the killed export's partial file is cleaned"
     );
 }
+
+/// `volumes import` of a file that is no disk image is refused with the
+/// reason; a resize by a few bytes says the exact sizes, which the rounded
+/// ones would show as equal.
+#[test]
+#[ignore = "needs qemu-img"]
+fn import_refuses_a_text_file_and_a_small_resize_shows_exact_sizes() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(COMPOSE, Qemu::Fake);
+    let text = p.path().join("notes.txt");
+    std::fs::write(&text, "not a disk\n").unwrap();
+    let said = fails(&p, &["volumes", "import", "data", text.to_str().unwrap()]);
+    assert!(
+        said.contains("notes.txt is not a disk image (no format's signature, and its size is not a whole number of 512-byte sectors)"),
+        "{said}"
+    );
+    assert!(!p.state().join("volumes/vols/data.qcow2").exists());
+
+    p.ok(&["up", "--no-wait"]);
+    p.ok(&["stop"]);
+    let said = p.ok(&["volumes", "resize", "data", "16777728"]);
+    assert!(
+        said.contains(
+            "volume data grown from 16.0 MiB (16777216 bytes) to 16.0 MiB (16777728 bytes)"
+        ),
+        "{said}"
+    );
+}
