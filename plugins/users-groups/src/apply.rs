@@ -5,26 +5,39 @@
 
 use crate::model::{Definition, Entity, Field, Value, sorted_union};
 
-/// The desired state and whether getting there overrides someone.
+/// The desired state, and whether the definition contradicts the base
+/// image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Desired {
     pub entity: Entity,
-    /// The definition contradicts the base image, or the result contradicts
-    /// the provisioned image: apply then needs `--force`.
-    pub conflict: bool,
+    /// An attribute other than the comment that the definition sets
+    /// differently from the base image.
+    pub contradicts_base: bool,
 }
 
 /// Apply's desired state: the definition merged into the base image (the
-/// definition wins; auxiliary groups are joined unless `skipBaseGroups`),
-/// and what neither says taken from the provisioned image, so that an
-/// entity is restored with the same numbers.
-pub fn desired(definition: &Definition, base: &Entity, provisioned: Option<&Entity>) -> Desired {
+/// definition wins; auxiliary groups are joined unless `skipBaseGroups`).
+/// What neither says is taken from the provisioned image, so that any
+/// change since shows as one and an entity deleted by someone else comes
+/// back with the same numbers, then from the entity as it is. With
+/// `--force` the entity as it is comes first: it is overwritten only where
+/// the definition or the base image say so. A comment that no definition
+/// asks for is left as it is.
+pub fn desired(
+    definition: &Definition,
+    base: &Entity,
+    actual: Option<&Entity>,
+    provisioned: Option<&Entity>,
+    force: bool,
+) -> Desired {
     let mut entity = base.clone();
-    let mut conflict = false;
+    let mut contradicts_base = false;
     let attributes = &mut entity.attributes;
     for field in Field::ALL {
         if let Some(wanted) = field.get(&definition.attributes) {
-            conflict |= field.get(attributes).is_some_and(|old| old != wanted);
+            let old = field.get(attributes);
+            contradicts_base |=
+                field.conflict_label(base.kind).is_some() && old.is_some_and(|old| old != wanted);
             field.set(attributes, Some(wanted));
         }
     }
@@ -33,22 +46,51 @@ pub fn desired(definition: &Definition, base: &Entity, provisioned: Option<&Enti
     } else {
         sorted_union(&attributes.groups, &definition.attributes.groups)
     };
-    for field in Field::ALL {
-        let recorded = provisioned.and_then(|image| field.get(&image.attributes));
-        match (field.get(attributes), recorded) {
-            (None, Some(recorded)) => field.set(attributes, Some(recorded)),
-            (Some(wanted), Some(recorded)) => conflict |= wanted != recorded,
-            _ => {}
+    if attributes.comment.is_none() {
+        attributes.comment = actual.and_then(|actual| actual.attributes.comment.clone());
+    }
+    let order = if force {
+        [actual, provisioned]
+    } else {
+        [provisioned, actual]
+    };
+    for known in order.into_iter().flatten() {
+        for field in Field::ALL {
+            if field.get(attributes).is_none() {
+                field.set(attributes, field.get(&known.attributes));
+            }
+        }
+        if attributes.groups.is_empty() {
+            attributes.groups = sorted_union(&known.attributes.groups, &[]);
         }
     }
-    Desired { entity, conflict }
+    Desired {
+        entity,
+        contradicts_base,
+    }
 }
 
-/// The left side of `holo diff` for an entity that was never provisioned:
-/// the definition merged into the actual state (Holo 3 joins the groups
-/// here even with `skipBaseGroups`).
-pub fn desired_before_first_apply(definition: &Definition, actual: Option<&Entity>) -> Entity {
-    let mut entity = actual
+/// Whether getting from `actual` to `desired` overrides something that
+/// both say differently: an attribute other than the comment, or the
+/// auxiliary groups when both list some.
+pub fn overrides(actual: &Entity, desired: &Entity) -> bool {
+    let (now, wanted) = (&actual.attributes, &desired.attributes);
+    let field_differs = Field::ALL.into_iter().any(|field| {
+        field.conflict_label(actual.kind).is_some()
+            && matches!((field.get(now), field.get(wanted)), (Some(now), Some(wanted)) if now != wanted)
+    });
+    let groups_differ = !now.groups.is_empty()
+        && !wanted.groups.is_empty()
+        && sorted_union(&now.groups, &[]) != sorted_union(&wanted.groups, &[]);
+    field_differs || groups_differ
+}
+
+/// The left side of `holo diff`, as Holo 3 has it: the definition merged
+/// into the provisioned image, or for an entity that was never provisioned
+/// into the actual state (the definition wins; the groups of both are
+/// joined, even with `skipBaseGroups`). The base image plays no part.
+pub fn diff_desired(definition: &Definition, recorded_or_actual: Option<&Entity>) -> Entity {
+    let mut entity = recorded_or_actual
         .cloned()
         .unwrap_or_else(|| Entity::named(definition.kind, &definition.name));
     let attributes = &mut entity.attributes;
@@ -89,11 +131,6 @@ pub fn changes(actual: &Entity, target: &Entity) -> Vec<Change> {
     changes
 }
 
-/// True when two records of an entity say the same.
-pub fn same(first: &Entity, second: &Entity) -> bool {
-    changes(first, second).is_empty() && changes(second, first).is_empty()
-}
-
 /// What apply does with a defined entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -116,10 +153,11 @@ pub struct Facts {
     /// The actual state has every attribute of the desired state.
     pub as_desired: bool,
     pub provisioned: bool,
-    /// The actual state differs from the provisioned image.
-    pub modified_since: bool,
-    /// The desired state contradicts the base or provisioned image.
-    pub conflict: bool,
+    /// Getting there overrides someone: for a provisioned entity, the
+    /// actual and the desired state say something differently (see
+    /// [`overrides`]); for one never provisioned, the definition
+    /// contradicts the base image.
+    pub overrides: bool,
     pub force: bool,
 }
 
@@ -139,9 +177,7 @@ pub fn step(facts: Facts) -> Step {
         Facts { exists: false, .. } => Step::Create,
         Facts { force: true, .. } => Step::Modify,
         Facts {
-            conflict: false,
-            modified_since: false,
-            ..
+            overrides: false, ..
         } => Step::Modify,
         _ => Step::RequiresOverwrite,
     }
@@ -156,17 +192,21 @@ pub enum ScrubStep {
     Delete,
     /// It existed before: back to the base image (usermod, groupmod).
     Restore,
+    /// It existed before and someone deleted it since: created again as
+    /// the base image has it (useradd, groupadd).
+    Recreate,
 }
 
 /// `base_is_empty`: the base image holds only the name (the entity did
-/// not exist before Holo). An entity that someone deleted since is left
-/// deleted.
-pub fn scrub_step(base_is_empty: bool, exists: bool, as_base: bool) -> ScrubStep {
-    match (exists, base_is_empty, as_base) {
-        (false, _, _) => ScrubStep::Nothing,
-        (true, true, _) => ScrubStep::Delete,
-        (true, false, true) => ScrubStep::Nothing,
-        (true, false, false) => ScrubStep::Restore,
+/// not exist before Holo). An entity that existed before is changed back
+/// even when it is as its base image already: Holo 3 then prints
+/// `usermod NAME` (which the real tools are spared, see `plugin.rs`).
+pub fn scrub_step(base_is_empty: bool, exists: bool) -> ScrubStep {
+    match (exists, base_is_empty) {
+        (false, true) => ScrubStep::Nothing,
+        (false, false) => ScrubStep::Recreate,
+        (true, true) => ScrubStep::Delete,
+        (true, false) => ScrubStep::Restore,
     }
 }
 
@@ -223,8 +263,7 @@ mod tests {
         exists: true,
         as_desired: false,
         provisioned: false,
-        modified_since: false,
-        conflict: false,
+        overrides: false,
         force: false,
     };
 
@@ -232,7 +271,7 @@ mod tests {
     fn step_as_desired_is_not_changed() {
         let facts = Facts {
             as_desired: true,
-            conflict: true,
+            overrides: true,
             ..FACTS
         };
         assert_eq!(step(facts), Step::NotChanged);
@@ -269,10 +308,9 @@ mod tests {
     }
 
     #[test]
-    fn step_conflict_or_edit_is_modified_with_force() {
+    fn step_overriding_is_modified_with_force() {
         let facts = Facts {
-            conflict: true,
-            modified_since: true,
+            overrides: true,
             force: true,
             ..FACTS
         };
@@ -285,42 +323,33 @@ mod tests {
     }
 
     #[test]
-    fn step_conflict_needs_force() {
+    fn step_overriding_needs_force() {
         let facts = Facts {
-            conflict: true,
-            ..FACTS
-        };
-        assert_eq!(step(facts), Step::RequiresOverwrite);
-    }
-
-    #[test]
-    fn step_edit_since_provisioning_needs_force() {
-        let facts = Facts {
+            overrides: true,
             provisioned: true,
-            modified_since: true,
             ..FACTS
         };
         assert_eq!(step(facts), Step::RequiresOverwrite);
     }
 
     #[test]
-    fn scrub_of_missing_entity_does_nothing() {
-        assert_eq!(scrub_step(true, false, false), ScrubStep::Nothing);
+    fn scrub_of_created_entity_that_is_gone_does_nothing() {
+        assert_eq!(scrub_step(true, false), ScrubStep::Nothing);
+    }
+
+    #[test]
+    fn scrub_of_entity_that_existed_and_is_gone_recreates_it() {
+        assert_eq!(scrub_step(false, false), ScrubStep::Recreate);
     }
 
     #[test]
     fn scrub_of_created_entity_deletes_it() {
-        assert_eq!(scrub_step(true, true, false), ScrubStep::Delete);
+        assert_eq!(scrub_step(true, true), ScrubStep::Delete);
     }
 
     #[test]
-    fn scrub_of_entity_as_base_does_nothing() {
-        assert_eq!(scrub_step(false, true, true), ScrubStep::Nothing);
-    }
-
-    #[test]
-    fn scrub_of_changed_entity_restores_base() {
-        assert_eq!(scrub_step(false, true, false), ScrubStep::Restore);
+    fn scrub_of_entity_that_existed_restores_base() {
+        assert_eq!(scrub_step(false, true), ScrubStep::Restore);
     }
 
     #[test]
@@ -340,20 +369,22 @@ mod tests {
         );
         let provisioned = user(Attributes {
             number: Some(1001),
-            shell: Some("/bin/bash".into()),
+            shell: Some("/bin/zsh".into()),
             ..Attributes::default()
         });
-        let result = desired(&wanted, &base, Some(&provisioned));
-        assert!(!result.conflict);
+        let result = desired(&wanted, &base, None, Some(&provisioned), false);
+        assert!(!result.contradicts_base);
         let a = &result.entity.attributes;
         assert_eq!(a.number, Some(1001));
+        assert_eq!(a.shell.as_deref(), Some("/bin/bash"));
         assert_eq!(a.groups, groups(&["network", "video"]));
     }
 
     #[test]
-    fn desired_conflicts_with_base_or_provisioned() {
+    fn desired_contradicts_base_except_in_the_comment() {
         let base = user(Attributes {
             number: Some(2003),
+            comment: Some("X".into()),
             ..Attributes::default()
         });
         let wanted = definition(
@@ -364,19 +395,101 @@ mod tests {
             },
             true,
         );
-        let result = desired(&wanted, &base, None);
-        assert!(result.conflict);
+        let result = desired(&wanted, &base, None, None, false);
+        assert!(result.contradicts_base);
         assert_eq!(result.entity.attributes.groups, groups(&["network"]));
-        let provisioned = user(Attributes {
-            number: Some(7),
-            ..Attributes::default()
-        });
-        let empty = user(Attributes::default());
-        assert!(desired(&wanted, &empty, Some(&provisioned)).conflict);
+        let comment_only = definition(
+            Attributes {
+                comment: Some("Z".into()),
+                ..Attributes::default()
+            },
+            false,
+        );
+        assert!(!desired(&comment_only, &base, None, None, false).contradicts_base);
     }
 
     #[test]
-    fn diff_before_first_apply_joins_groups_even_when_skipping() {
+    fn desired_keeps_the_comment_there_over_the_provisioned_one() {
+        let actual = user(Attributes {
+            comment: Some("Y".into()),
+            ..Attributes::default()
+        });
+        let provisioned = user(Attributes {
+            comment: Some("X".into()),
+            groups: groups(&["video"]),
+            ..Attributes::default()
+        });
+        let nothing = definition(Attributes::default(), false);
+        let base = user(Attributes::default());
+        let result = desired(&nothing, &base, Some(&actual), Some(&provisioned), false);
+        let a = &result.entity.attributes;
+        assert_eq!(a.comment.as_deref(), Some("Y"));
+        assert_eq!(a.groups, groups(&["video"]));
+    }
+
+    #[test]
+    fn desired_with_force_takes_the_entity_as_it_is_before_the_image() {
+        let actual = user(Attributes {
+            shell: Some("/bin/sh".into()),
+            ..Attributes::default()
+        });
+        let provisioned = user(Attributes {
+            shell: Some("/bin/zsh".into()),
+            number: Some(7),
+            ..Attributes::default()
+        });
+        let nothing = definition(Attributes::default(), false);
+        let base = user(Attributes::default());
+        let shell = |force| {
+            let result = desired(&nothing, &base, Some(&actual), Some(&provisioned), force);
+            (
+                result.entity.attributes.shell,
+                result.entity.attributes.number,
+            )
+        };
+        assert_eq!(shell(false), (Some("/bin/zsh".to_string()), Some(7)));
+        assert_eq!(shell(true), (Some("/bin/sh".to_string()), Some(7)));
+    }
+
+    #[test]
+    fn overrides_when_both_say_an_attribute_differently() {
+        let now = user(Attributes {
+            shell: Some("/bin/sh".into()),
+            comment: Some("Y".into()),
+            ..Attributes::default()
+        });
+        let wanted = user(Attributes {
+            shell: Some("/bin/zsh".into()),
+            comment: Some("X".into()),
+            number: Some(1),
+            ..Attributes::default()
+        });
+        assert!(overrides(&now, &wanted));
+        let same_shell = user(Attributes {
+            shell: Some("/bin/sh".into()),
+            ..wanted.attributes.clone()
+        });
+        assert!(!overrides(&now, &same_shell));
+    }
+
+    #[test]
+    fn overrides_groups_only_when_both_list_some() {
+        let video = user(Attributes {
+            groups: groups(&["video"]),
+            ..Attributes::default()
+        });
+        let audio = user(Attributes {
+            groups: groups(&["audio"]),
+            ..Attributes::default()
+        });
+        let none = user(Attributes::default());
+        assert!(overrides(&video, &audio));
+        assert!(!overrides(&none, &audio));
+        assert!(!overrides(&video, &none));
+    }
+
+    #[test]
+    fn diff_joins_groups_even_when_skipping() {
         let actual = user(Attributes {
             groups: groups(&["video"]),
             ..Attributes::default()
@@ -388,7 +501,7 @@ mod tests {
             },
             true,
         );
-        let left = desired_before_first_apply(&wanted, Some(&actual));
+        let left = diff_desired(&wanted, Some(&actual));
         assert_eq!(left.attributes.groups, groups(&["network", "video"]));
     }
 
@@ -413,8 +526,6 @@ mod tests {
                 Change::Groups(groups(&["a"]))
             ]
         );
-        assert!(!same(&actual, &target));
-        assert!(same(&actual, &actual.clone()));
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct Stacked {
     pub definition: Definition,
     /// The files as read (below `HOLO_RESOURCE_DIR`), each once, in order.
     pub sources: Vec<PathBuf>,
+    /// The file of each definition, in order: Holo 3 says `found in` once
+    /// per definition, so a file that defines the entity twice is named
+    /// twice.
+    pub found_in: Vec<PathBuf>,
 }
 
 /// Everything read from the resource directory.
@@ -44,6 +48,19 @@ pub struct Found {
     /// Entities whose definitions are broken or conflict: neither applied
     /// nor scrubbed.
     pub broken: Vec<String>,
+    /// Entities whose definitions conflict, left out by [`Found::finish`].
+    conflicting: std::collections::BTreeSet<String>,
+}
+
+impl Found {
+    /// Leaves out the entities with a broken or conflicting definition,
+    /// once every file is read.
+    pub fn finish(&mut self) {
+        self.broken.extend(std::mem::take(&mut self.conflicting));
+        for id in &self.broken {
+            self.entities.remove(id);
+        }
+    }
 }
 
 /// A file's text with the origin path for our own messages.
@@ -67,6 +84,16 @@ impl Source<'_> {
             self.origin.display(),
             self.line_of(offset)
         )
+    }
+
+    /// A problem Holo 3 reports with a text of its own: that text, then
+    /// where and what to do.
+    fn problem(&self, offset: usize, problem: &Problem) -> String {
+        let ours = self.at(offset, &problem.detail);
+        match &problem.holo3 {
+            Some(holo3) => format!("{holo3} ({ours})"),
+            None => ours,
+        }
     }
 }
 
@@ -118,14 +145,12 @@ fn read_list(
     problems: &mut Vec<String>,
 ) {
     let Some(items) = value.get_ref().as_array() else {
-        problems.push(source.at(
-            value.span().start,
-            format!(
-                "{} must be written as [[{}]] tables",
-                kind.table(),
-                kind.table()
-            ),
-        ));
+        let problem = Problem::wrong_type(
+            value.get_ref(),
+            "slice",
+            format!("write {} as [[{0}]] tables", kind.table()),
+        );
+        problems.push(source.problem(value.span().start, &problem));
         return;
     };
     for (index, item) in items.iter().enumerate() {
@@ -171,20 +196,22 @@ fn read_table(
                 "{label} is missing required 'name' attribute"
             )));
         }
-        Some(_) => {
+        Some(value) => {
             let at = table.get("name").map_or(offset, |value| value.span().start);
-            let message = source.at(at, format!("{label}: name must be a string"));
-            return Err(TableError::Ours(message, None));
+            let problem =
+                Problem::wrong_type(value, "string", format!("{label}: name must be a string"));
+            return Err(TableError::Ours(source.problem(at, &problem), None));
         }
     };
-    let ours = |at: usize, message: String| {
+    let ours = |at: usize, problem: Problem| {
+        let detail = format!("{}:{name}: {}", kind.table(), problem.detail);
         TableError::Ours(
-            source.at(at, format!("{}:{name}: {message}", kind.table())),
+            source.problem(at, &Problem { detail, ..problem }),
             Some(name.clone()),
         )
     };
     if let Some(problem) = bad_name(&name) {
-        return Err(ours(offset, problem));
+        return Err(ours(offset, Problem::ours(problem)));
     }
     let mut definition = Definition {
         kind,
@@ -206,7 +233,7 @@ fn read_table(
             };
             return Err(ours(
                 key.span().start,
-                format!("unknown attribute {key_name:?}; {hint}"),
+                Problem::ours(format!("unknown attribute {key_name:?}; {hint}")),
             ));
         }
         set_attribute(&mut definition, key_name, value.get_ref())
@@ -231,76 +258,107 @@ fn bad_name(name: &str) -> Option<String> {
     })
 }
 
+/// A problem with a value: Holo 3's text for it, if Holo 3 has one, and
+/// ours.
+struct Problem {
+    holo3: Option<String>,
+    detail: String,
+}
+
+impl Problem {
+    fn ours(detail: String) -> Problem {
+        Problem {
+            holo3: None,
+            detail,
+        }
+    }
+
+    /// A value of the wrong type, in the words of Holo 3's TOML decoder
+    /// (`go_type` is what it wanted: integer, string, boolean or slice).
+    fn wrong_type(value: &DeValue<'_>, go_type: &str, detail: String) -> Problem {
+        let found = match value {
+            DeValue::String(_) => "string",
+            DeValue::Integer(_) => "int64",
+            DeValue::Float(_) => "float64",
+            DeValue::Boolean(_) => "bool",
+            DeValue::Datetime(_) => "time.Time",
+            DeValue::Array(_) => "[]interface {}",
+            DeValue::Table(_) => "map[string]interface {}",
+        };
+        Problem {
+            holo3: Some(format!(
+                "toml: cannot load TOML value of type {found} into a Go {go_type}"
+            )),
+            detail,
+        }
+    }
+}
+
 fn set_attribute(
     definition: &mut Definition,
     key: &str,
     value: &DeValue<'_>,
-) -> Result<(), String> {
+) -> Result<(), Problem> {
     let a = &mut definition.attributes;
     match key {
-        "name" => {}
-        "gid" | "uid" => a.number = Some(number(key, value)?),
+        // As in Holo 3, 0 and "" are as good as unset.
+        "gid" | "uid" => a.number = Some(number(key, value)?).filter(|&number| number != 0),
         "system" => definition.system = boolean(key, value)?,
         "skipBaseGroups" => definition.skip_base_groups = boolean(key, value)?,
-        "comment" => a.comment = Some(text(key, value)?),
-        "home" => a.home = Some(text(key, value)?),
-        "group" => a.group = Some(text(key, value)?),
-        "shell" => a.shell = Some(text(key, value)?),
+        "comment" => a.comment = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "home" => a.home = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "group" => a.group = Some(text(key, value)?).filter(|text| !text.is_empty()),
+        "shell" => a.shell = Some(text(key, value)?).filter(|text| !text.is_empty()),
         "groups" => a.groups = texts(key, value)?,
-        _ => return Err(format!("unknown attribute {key:?}")),
+        _ => {}
     }
     Ok(())
 }
 
-fn number(key: &str, value: &DeValue<'_>) -> Result<u32, String> {
-    value
-        .as_integer()
-        .and_then(|integer| u32::from_str_radix(integer.as_str(), integer.radix()).ok())
-        .ok_or_else(|| {
-            format!(
-                "{key} must be a number from 0 to 4294967295, not {}",
-                shown(value)
-            )
-        })
+fn number(key: &str, value: &DeValue<'_>) -> Result<u32, Problem> {
+    let Some(integer) = value.as_integer() else {
+        let detail = format!("{key} must be a number such as 1001");
+        return Err(Problem::wrong_type(value, "integer", detail));
+    };
+    u32::from_str_radix(integer.as_str(), integer.radix()).map_err(|_| {
+        Problem::ours(format!(
+            "{key} must be a number from 0 to 4294967295, not {}",
+            integer.as_str()
+        ))
+    })
 }
 
-fn boolean(key: &str, value: &DeValue<'_>) -> Result<bool, String> {
-    value
-        .as_bool()
-        .ok_or_else(|| format!("{key} must be true or false, not {}", shown(value)))
+fn boolean(key: &str, value: &DeValue<'_>) -> Result<bool, Problem> {
+    value.as_bool().ok_or_else(|| {
+        Problem::wrong_type(value, "boolean", format!("{key} must be true or false"))
+    })
 }
 
-fn text(key: &str, value: &DeValue<'_>) -> Result<String, String> {
-    value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{key} must be a string, not {}", shown(value)))
+fn text(key: &str, value: &DeValue<'_>) -> Result<String, Problem> {
+    value.as_str().map(str::to_string).ok_or_else(|| {
+        Problem::wrong_type(value, "string", format!("{key} must be a string in quotes"))
+    })
 }
 
-fn texts(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, String> {
-    let wrong = || format!("{key} must be a list of group names, such as [\"audio\", \"video\"]");
-    let items = value.as_array().ok_or_else(wrong)?;
+fn texts(key: &str, value: &DeValue<'_>) -> Result<Vec<String>, Problem> {
+    let detail = || format!("{key} must be a list of group names, such as [\"audio\", \"video\"]");
+    let items = value
+        .as_array()
+        .ok_or_else(|| Problem::wrong_type(value, "slice", detail()))?;
     items
         .iter()
         .map(|item| {
-            item.get_ref()
-                .as_str()
+            let item = item.get_ref();
+            item.as_str()
                 .map(str::to_string)
-                .ok_or_else(wrong)
+                .ok_or_else(|| Problem::wrong_type(item, "string", detail()))
         })
         .collect()
 }
 
-fn shown(value: &DeValue<'_>) -> String {
-    match value {
-        DeValue::String(text) => format!("the string {text:?}"),
-        DeValue::Integer(integer) => format!("the number {}", integer.as_str()),
-        other => format!("a {}", other.type_str()),
-    }
-}
-
-/// Adds a definition to its entity's stack, or starts one; a conflict
-/// (Holo 3's message) leaves the entity out.
+/// Adds a definition to its entity's stack, or starts one. A conflict
+/// (Holo 3's message) leaves the entity out at the end; later definitions
+/// are still compared, as Holo 3 does.
 fn stack(
     source: &Source<'_>,
     definition: Definition,
@@ -308,27 +366,27 @@ fn stack(
     problems: &mut Vec<String>,
 ) {
     let id = definition.id();
-    if found.broken.contains(&id) {
-        return;
-    }
     let Some(stacked) = found.entities.get_mut(&id) else {
-        found.entities.insert(
-            id,
-            Stacked {
-                definition,
-                sources: vec![source.path.to_path_buf()],
-            },
-        );
+        if !found.broken.contains(&id) {
+            found.entities.insert(
+                id,
+                Stacked {
+                    definition,
+                    sources: vec![source.path.to_path_buf()],
+                    found_in: vec![source.path.to_path_buf()],
+                },
+            );
+        }
         return;
     };
     let conflicts = stacked.definition.stack(&definition);
+    stacked.found_in.push(source.path.to_path_buf());
     if !stacked.sources.iter().any(|path| path == source.path) {
         stacked.sources.push(source.path.to_path_buf());
     }
     if !conflicts.is_empty() {
         problems.extend(conflicts);
-        found.entities.remove(&id);
-        found.broken.push(id);
+        found.conflicting.insert(id);
     }
 }
 
@@ -372,7 +430,7 @@ mod tests {
         assert_eq!(
             problems,
             [
-                "/usr/share/holo/users-groups/a.toml:7: group:g: gid must be a number from 0 to 4294967295, not the string \"12\"",
+                "toml: cannot load TOML value of type string into a Go integer (/usr/share/holo/users-groups/a.toml:7: group:g: gid must be a number such as 1001)",
                 "/usr/share/holo/users-groups/a.toml:3: user:u: unknown attribute \"shel\"; did you mean \"shell\"?",
             ]
         );
@@ -398,6 +456,10 @@ mod tests {
         read("[[group]]\nname = \"s\"\ngid = 1\n", &mut found);
         let problems = read("[[group]]\nname = \"s\"\ngid = 2\n", &mut found);
         assert_eq!(problems, ["conflicting GID for group:s (1 vs. 2)"]);
+        let problems = read("[[group]]\nname = \"s\"\ngid = 3\n", &mut found);
+        assert_eq!(problems, ["conflicting GID for group:s (1 vs. 3)"]);
+        found.finish();
         assert!(found.entities.is_empty());
+        assert_eq!(found.broken, ["group:s"]);
     }
 }

@@ -181,8 +181,8 @@ impl Definition {
     }
 
     /// Stacks a later definition of the same entity onto this one. Returns
-    /// Holo 3's messages for the attributes the two set differently; the
-    /// entity is then left alone.
+    /// Holo 3's messages for the attributes the two set differently (which
+    /// keep this one's value); the entity is then left alone.
     pub fn stack(&mut self, later: &Definition) -> Vec<String> {
         let mut conflicts = Vec::new();
         for field in Field::ALL {
@@ -198,14 +198,10 @@ impl Definition {
                 _ => {}
             }
         }
-        let groups = &mut self.attributes.groups;
-        if groups.is_empty() {
-            groups.clone_from(&later.attributes.groups);
-        } else if !later.attributes.groups.is_empty() {
-            *groups = sorted_union(groups, &later.attributes.groups);
-        }
+        // As Holo 3 stacks them: the groups of all, sorted; `system` from
+        // any; `skipBaseGroups` from the first.
+        self.attributes.groups = sorted_union(&self.attributes.groups, &later.attributes.groups);
         self.system |= later.system;
-        self.skip_base_groups |= later.skip_base_groups;
         conflicts
     }
 

@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use holo_plugin::command::command_line;
+use holo_plugin::resources::lexically_normal;
 use holo_plugin::{EntityCtx, Env, Error, Extension, Mode, Outcome, Plugin, Result, Scanned};
 
-use crate::apply::{self, Change, Facts, ScrubStep, Step};
+use crate::apply::{self, Facts, ScrubStep, Step};
 use crate::definitions::{self, Found, Source};
 use crate::image::{self, Image};
 use crate::model::{Definition, Entity, Kind};
@@ -43,22 +44,30 @@ impl Plugin for UsersGroupsPlugin {
                 let description = stacked.definition.description();
                 let mut entity = Scanned::new(id, stacked.definition);
                 for source in stacked.sources {
-                    let origin = env.origin_of(&source).display().to_string();
-                    entity = entity.source(source).info("found in", origin);
+                    entity = entity.source(source);
+                }
+                for source in stacked.found_in {
+                    // Clean, as Holo 3 prints it (its driver passes ./ROOT/).
+                    let origin = lexically_normal(&env.origin_of(&source));
+                    entity = entity.info("found in", origin.display().to_string());
                 }
                 entity.info("with", description)
             })
             .collect();
-        let mut orphans = Image::Base.ids(env)?;
-        orphans.extend(Image::Provisioned.ids(env)?);
-        orphans.sort();
-        orphans.dedup();
+        // As in Holo 3, an entity is Holo's when it has a base image.
+        let known: std::collections::BTreeSet<&str> = scanned
+            .iter()
+            .map(|entity| entity.id.as_str())
+            .chain(found.broken.iter().map(String::as_str))
+            .collect();
+        let orphans: Vec<String> = Image::Base
+            .ids(env)?
+            .into_iter()
+            .filter(|id| !known.contains(id.as_str()))
+            .collect();
+        drop(known);
         for id in orphans {
-            let defined = scanned.iter().any(|entity| entity.id == id);
-            if !defined && !found.broken.contains(&id) {
-                scanned
-                    .push(Scanned::orphan(id).action("Scrubbing", Some(SCRUB_REASON.to_string())));
-            }
+            scanned.push(Scanned::orphan(id).action("Scrubbing", Some(SCRUB_REASON.to_string())));
         }
         scanned.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(scanned)
@@ -84,17 +93,16 @@ impl Plugin for UsersGroupsPlugin {
         env: &Env,
         entity: &EntityCtx<Definition>,
     ) -> Result<Option<(PathBuf, PathBuf)>> {
-        let Some(definition) = &entity.spec else {
-            return Ok(None);
-        };
         let (kind, name) = parse_id(&entity.id)?;
         let actual = passwd::read(env)?.actual(kind, name);
-        let desired = match Image::Provisioned.read(env, &entity.id)? {
-            Some(provisioned) => {
-                let base = base_of(env, &entity.id, kind, name, actual.as_ref())?.0;
-                apply::desired(definition, &base, Some(&provisioned)).entity
+        let provisioned = Image::Provisioned.read(env, &entity.id)?;
+        let desired = match (&entity.spec, provisioned) {
+            // A scrubbed entity: what Holo last left against what is there.
+            (None, None) => return Ok(None),
+            (None, Some(provisioned)) => provisioned,
+            (Some(definition), provisioned) => {
+                apply::diff_desired(definition, provisioned.as_ref().or(actual.as_ref()))
             }
-            None => apply::desired_before_first_apply(definition, actual.as_ref()),
         };
         let dir = env.cache_dir.join(&entity.id);
         std::fs::create_dir_all(&dir).map_err(|err| Error::io("create directory", &dir, &err))?;
@@ -147,6 +155,7 @@ fn read_definitions(env: &Env) -> Result<Found> {
             eprint!("{text}");
         }
     }
+    found.finish();
     Ok(found)
 }
 
@@ -202,18 +211,18 @@ impl Run<'_> {
         let (kind, name) = (definition.kind, definition.name.as_str());
         let (base, base_on_disk) = base_of(self.env, &id, kind, name, actual)?;
         let provisioned = Image::Provisioned.read(self.env, &id)?;
-        let desired = apply::desired(definition, &base, provisioned.as_ref());
+        let force = self.mode == Mode::Force;
+        let desired = apply::desired(definition, &base, actual, provisioned.as_ref(), force);
         let changes = actual.map(|actual| apply::changes(actual, &desired.entity));
         let facts = Facts {
             exists: actual.is_some(),
             as_desired: changes.as_ref().is_some_and(Vec::is_empty),
             provisioned: provisioned.is_some(),
-            modified_since: match (actual, &provisioned) {
-                (Some(actual), Some(provisioned)) => !apply::same(actual, provisioned),
-                _ => false,
+            overrides: match (actual, &provisioned) {
+                (Some(actual), Some(_)) => apply::overrides(actual, &desired.entity),
+                _ => desired.contradicts_base,
             },
-            conflict: desired.conflict,
-            force: self.mode == Mode::Force,
+            force,
         };
         if !base_on_disk && self.mode != Mode::Noop {
             Image::Base.write(self.env, &base)?;
@@ -238,19 +247,16 @@ impl Run<'_> {
 
     fn scrub(&self, kind: Kind, name: &str, actual: Option<&Entity>) -> Result<Outcome> {
         let id = Entity::named(kind, name).id();
-        let base = Image::Base.read(self.env, &id)?;
-        let mut restore: Vec<Change> = Vec::new();
-        let step = match (&base, actual) {
-            (Some(base), Some(actual)) => {
-                restore = apply::changes(actual, base);
-                apply::scrub_step(base.is_empty(), true, restore.is_empty())
-            }
-            _ => ScrubStep::Nothing,
-        };
-        let argv = match (step, actual) {
-            (ScrubStep::Delete, Some(actual)) => Some(shadow::delete(actual)),
-            (ScrubStep::Restore, Some(actual)) => Some(shadow::modify(actual, &restore)),
-            _ => None,
+        let argv = match Image::Base.read(self.env, &id)? {
+            Some(base) => match (apply::scrub_step(base.is_empty(), actual.is_some()), actual) {
+                (ScrubStep::Delete, Some(actual)) => Some(shadow::delete(actual)),
+                (ScrubStep::Restore, Some(actual)) => {
+                    Some(shadow::modify(actual, &apply::changes(actual, &base)))
+                }
+                (ScrubStep::Recreate, _) => Some(shadow::create(&base, false)),
+                _ => None,
+            },
+            None => None,
         };
         if let Some(argv) = &argv
             && !self.carry_out(argv)?
@@ -275,7 +281,12 @@ impl Run<'_> {
             println!("Would run: {}", command_line(argv));
             return Ok(false);
         }
-        self.tools.run(argv)?;
+        // Holo 3 prints `usermod NAME` for a restore that changes nothing;
+        // the real usermod refuses to run without an option.
+        let changes_nothing = argv.len() == 2 && argv[0].ends_with("mod");
+        if !(changes_nothing && self.tools != Tools::Mock) {
+            self.tools.run(argv)?;
+        }
         Ok(true)
     }
 

@@ -78,7 +78,7 @@ impl Root {
             .unwrap();
         let text = String::from_utf8_lossy(&output.stdout).into_owned()
             + &String::from_utf8_lossy(&output.stderr);
-        without_run_number(&text)
+        without_run_number(&without_colors(&text))
     }
 
     /// Every file below the state directory, with its contents.
@@ -98,6 +98,23 @@ impl Root {
         found.sort();
         found
     }
+}
+
+/// The text without ANSI colours (Holo 3 prints them even into a pipe), as
+/// `holo-test` strips them.
+fn without_colors(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(after.len());
+        rest = after.get(end + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `target/tmp/holo.12345` as `target/tmp/holo`, as `holo-test` does.

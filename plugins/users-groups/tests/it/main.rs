@@ -4,6 +4,9 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bad_input;
 mod common;
+mod holo3_rules;
+mod noop;
 mod real_accounts;
 mod switch_holo3;

@@ -114,3 +114,34 @@ fn real_tools_create_stack_modify_and_remove_accounts_in_a_root_of_their_own() {
         "the machine's /etc/passwd or /etc/group changed"
     );
 }
+
+#[test]
+#[ignore = "needs root and the shadow tools"]
+fn a_failing_tool_fails_its_entity_and_records_no_provisioned_image() {
+    test_support::require_root("the shadow tools change account files only as root");
+    test_support::require_tools(&["useradd"], "passwd");
+    let root = accounts_root();
+    fs::remove_file(root.path("usr/share/holo/users-groups/02-more.toml")).unwrap();
+    root.write(
+        "usr/share/holo/users-groups/01-base.toml",
+        "[[user]]\nname = \"zoe\"\ngroups = [\"no-such-group\"]\n",
+    );
+    let out = root.holo(&test_support::binary("holo"), &["apply"], &REAL);
+    // The tool's own message, then the command line and its status.
+    assert!(
+        out.contains("useradd: group 'no-such-group' does not exist"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" --groups no-such-group zoe failed with exit code 6"),
+        "{out}"
+    );
+    assert_eq!(line(&root.read("etc/passwd"), "zoe"), None);
+    assert!(
+        !root
+            .path("var/lib/holo/users-groups/provisioned/user:zoe.toml")
+            .exists(),
+        "{:?}",
+        root.images()
+    );
+}

@@ -61,6 +61,13 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
 
 pub fn up(settings: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let manifest = request.manifest;
+    // What `holos validate` refuses too, before anything starts.
+    if let Some(problem) = crate::preflight::check(settings, manifest, &request.services)
+        .into_iter()
+        .next()
+    {
+        return Err(Error::Request(problem));
+    }
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
     let previous = ProjectRecord::load(&settings.layout, project)?;
@@ -471,7 +478,7 @@ pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Resul
 
 /// The names of the record's instances of `service` (all when `None`), in
 /// start order, or last started first when `reverse`.
-fn selected(
+pub(crate) fn selected(
     record: &ProjectRecord,
     service: Option<&str>,
     reverse: bool,
@@ -502,7 +509,7 @@ fn selected(
     Ok(chosen.iter().map(|i| i.spec.name.clone()).collect())
 }
 
-fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
+pub(crate) fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
     ProjectRecord::load(layout, project)?.ok_or_else(|| {
         Error::Request(format!(
             "project {project} has no instances; create them with holos up"

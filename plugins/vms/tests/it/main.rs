@@ -6,12 +6,15 @@
 
 mod cli;
 mod common;
+mod compose_verbs;
 mod config_roundtrip;
 mod crash_recovery;
 mod devices;
 mod doctor;
 mod e2e_debian;
+mod extra_hosts;
 mod flags;
+mod global_flags;
 mod golden;
 mod guest_files;
 mod health;
@@ -28,6 +31,7 @@ mod ops;
 mod plugin;
 mod plugin_oneoff;
 mod plugin_support;
+mod preflight;
 mod project_flag;
 mod projects;
 mod replica_ports;

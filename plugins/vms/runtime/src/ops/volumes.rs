@@ -278,6 +278,12 @@ pub fn import(
             source.display()
         )));
     }
+    if let Ok((crate::disk_format::Sniffed::NotADisk, _)) = crate::disk_format::sniff(source) {
+        return Err(Error::Request(format!(
+            "{} is not a disk image (no format's signature, and its size is not a whole number of 512-byte sectors); give a qcow2 or raw disk image (qemu-img info says what a file is)",
+            source.display()
+        )));
+    }
     let target = layout.volume(project, name);
     if let Ok(volume) = find(layout, project, name) {
         refuse_running(&volume, project, "replace")?;
@@ -564,6 +570,20 @@ resize2fs \"$dev\" 2>&1
 }
 
 /// `1536` → `1.5 KiB`.
+/// Two sizes as [`human_bytes`] says them, with the exact bytes when the
+/// rounded ones would read the same.
+pub fn human_pair(first: u64, second: u64) -> (String, String) {
+    let (a, b) = (human_bytes(first), human_bytes(second));
+    if a == b && first != second {
+        (
+            format!("{a} ({first} bytes)"),
+            format!("{b} ({second} bytes)"),
+        )
+    } else {
+        (a, b)
+    }
+}
+
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
