@@ -15,6 +15,7 @@ mod driver_inplace;
 mod driver_interrupt;
 mod driver_interrupt_commands;
 mod driver_limits;
+mod driver_messages;
 mod driver_no_hang;
 mod driver_resources;
 mod driver_run_lock;
