@@ -458,6 +458,16 @@ fn run_single(
     view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
 }
 
+/// The batch's stdin line for one entity.
+fn batch_line<'a>(ctx: &'a Context, entry: &Pending) -> BatchLine<'a> {
+    BatchLine {
+        id: ctx.entities[entry.index].id.as_str().into(),
+        refresh: entry.refresh,
+        requires: entry.requires.clone(),
+        subscribes: entry.subscribes.clone(),
+    }
+}
+
 fn run_batch(
     ctx: &Context,
     out: &mut Output,
@@ -467,13 +477,7 @@ fn run_batch(
 ) -> Vec<(Outcome, Duration)> {
     let mut stdin = Vec::new();
     for entry in runnable {
-        let line = BatchLine {
-            id: ctx.entities[entry.index].id.as_str().into(),
-            refresh: entry.refresh,
-            requires: entry.requires.clone(),
-            subscribes: entry.subscribes.clone(),
-        };
-        line.write(&mut stdin);
+        batch_line(ctx, entry).write(&mut stdin);
     }
     let mut batch = BatchRun {
         ctx,
@@ -529,43 +533,7 @@ fn run_batch(
             plugin.id
         )
     });
-    let BatchRun {
-        outcomes,
-        durations,
-        last_result,
-        mut streaming,
-        ..
-    } = batch;
-    // Entities without a result waited from the last result to the end.
-    let unfinished = last_result.elapsed();
-    let interrupted = crate::interrupt::signal().is_some();
-    let mut cut = false;
-    outcomes
-        .into_iter()
-        .zip(durations)
-        .enumerate()
-        .map(|(slot_index, (outcome, duration))| match outcome {
-            Some(outcome) => (outcome, duration),
-            // The first entity without a result is the one that was cut.
-            None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
-            None if interrupted => {
-                cut = true;
-                let entity = &ctx.entities[runnable[slot_index].index];
-                let mut view = streaming
-                    .remove(&slot_index)
-                    .unwrap_or_else(|| EntityView::new(entity));
-                (view.finish_interrupted(out), unfinished)
-            }
-            None => {
-                let entity = &ctx.entities[runnable[slot_index].index];
-                let mut view = streaming
-                    .remove(&slot_index)
-                    .unwrap_or_else(|| EntityView::new(entity));
-                let outcome = view.finish(ctx, out, Some(failure.clone()), "");
-                (outcome, unfinished)
-            }
-        })
-        .collect()
+    batch.outcomes(out, &failure)
 }
 
 /// The driver's side of one batch call: which entity each record is for,
@@ -585,6 +553,51 @@ struct BatchRun<'a> {
 }
 
 impl BatchRun<'_> {
+    /// Each entity's outcome and time; those without a result get one:
+    /// in an interrupted run the entity that was cut is interrupted and
+    /// the rest were not started, otherwise each failed with `failure`.
+    fn outcomes(self, out: &mut Output, failure: &str) -> Vec<(Outcome, Duration)> {
+        let BatchRun {
+            ctx,
+            runnable,
+            outcomes,
+            durations,
+            last_result,
+            mut streaming,
+            ..
+        } = self;
+        // Entities without a result waited from the last result to the end.
+        let unfinished = last_result.elapsed();
+        let interrupted = crate::interrupt::signal().is_some();
+        let mut cut = false;
+        outcomes
+            .into_iter()
+            .zip(durations)
+            .enumerate()
+            .map(|(slot_index, (outcome, duration))| match outcome {
+                Some(outcome) => (outcome, duration),
+                // The first entity without a result is the one that was cut.
+                None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
+                None if interrupted => {
+                    cut = true;
+                    let entity = &ctx.entities[runnable[slot_index].index];
+                    let mut view = streaming
+                        .remove(&slot_index)
+                        .unwrap_or_else(|| EntityView::new(entity));
+                    (view.finish_interrupted(out), unfinished)
+                }
+                None => {
+                    let entity = &ctx.entities[runnable[slot_index].index];
+                    let mut view = streaming
+                        .remove(&slot_index)
+                        .unwrap_or_else(|| EntityView::new(entity));
+                    let outcome = view.finish(ctx, out, Some(failure.to_string()), "");
+                    (outcome, unfinished)
+                }
+            })
+            .collect()
+    }
+
     /// Renders one FD 3 line: output so far, or the entity's final record.
     fn record(&mut self, out: &mut Output, line: &[u8]) {
         let record: BatchRecord = match serde_json::from_slice(line) {

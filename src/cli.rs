@@ -378,51 +378,83 @@ fn run(
         Command::Diff => diff_all(&run_dir, &plugins, &entities, out),
         Command::Version => 0,
         Command::Apply => {
-            let mode = options.mode();
-            let lock = if mode == Mode::Noop {
-                None
-            } else {
-                match crate::lock::acquire(&run_dir.root, out) {
-                    Ok(lock) => Some(lock),
-                    Err(code) => return code,
-                }
-            };
-            let ctx = apply::Context {
-                plugins: &plugins,
+            let plan = ApplyPlan {
                 run_dir: &run_dir,
+                plugins: &plugins,
                 entities: &entities,
+                missing_plugins,
             };
-            let applied = apply::run(&ctx, out, mode);
-            let mut code = apply::exit_code(mode, &applied.outcomes);
-            if let Some(interrupted) = crate::interrupt::exit_code() {
-                code = interrupted;
-            }
-            // Unlike Holo 3: a skipped plugin is a failure, so that a cron
-            // job learns that its entities are no longer managed.
-            if missing_plugins && matches!(code, 0 | 2) {
-                code = 1;
-            }
-            let results = entities
-                .iter()
-                .zip(applied.outcomes.iter().zip(&applied.durations))
-                // An interrupted run lists the entities it started.
-                .filter(|(_, (outcome, _))| **outcome != apply::Outcome::NotStarted)
-                .map(|(entity, (outcome, duration))| EntityResult {
-                    id: entity.id.clone(),
-                    plugin: plugins[entity.plugin].id.clone(),
-                    outcome: *outcome,
-                    duration: *duration,
-                })
-                .collect();
-            // Written under the lock, so the report is the last run's; the
-            // lock goes last, when nothing this run started is alive.
-            let code = reporting.write(out, code, results);
-            if let Some(lock) = lock {
-                crate::lock::release(lock, out);
-            }
-            code
+            apply_all(&plan, options, out, reporting)
         }
     }
+}
+
+/// What `holo apply` applies.
+struct ApplyPlan<'a> {
+    run_dir: &'a RunDir,
+    plugins: &'a [Plugin],
+    entities: &'a [Entity],
+    /// A declared plugin's binary is missing.
+    missing_plugins: bool,
+}
+
+/// `holo apply`: under the run's lock (unless a noop), applies the
+/// entities and writes the run report; the exit code.
+fn apply_all(
+    plan: &ApplyPlan,
+    options: &Options,
+    out: &mut Output,
+    reporting: &mut Reporting,
+) -> i32 {
+    let ApplyPlan {
+        run_dir,
+        plugins,
+        entities,
+        missing_plugins,
+    } = *plan;
+    let mode = options.mode();
+    let lock = if mode == Mode::Noop {
+        None
+    } else {
+        match crate::lock::acquire(&run_dir.root, out) {
+            Ok(lock) => Some(lock),
+            Err(code) => return code,
+        }
+    };
+    let ctx = apply::Context {
+        plugins,
+        run_dir,
+        entities,
+    };
+    let applied = apply::run(&ctx, out, mode);
+    let mut code = apply::exit_code(mode, &applied.outcomes);
+    if let Some(interrupted) = crate::interrupt::exit_code() {
+        code = interrupted;
+    }
+    // Unlike Holo 3: a skipped plugin is a failure, so that a cron
+    // job learns that its entities are no longer managed.
+    if missing_plugins && matches!(code, 0 | 2) {
+        code = 1;
+    }
+    let results = entities
+        .iter()
+        .zip(applied.outcomes.iter().zip(&applied.durations))
+        // An interrupted run lists the entities it started.
+        .filter(|(_, (outcome, _))| **outcome != apply::Outcome::NotStarted)
+        .map(|(entity, (outcome, duration))| EntityResult {
+            id: entity.id.clone(),
+            plugin: plugins[entity.plugin].id.clone(),
+            outcome: *outcome,
+            duration: *duration,
+        })
+        .collect();
+    // Written under the lock, so the report is the last run's; the
+    // lock goes last, when nothing this run started is alive.
+    let code = reporting.write(out, code, results);
+    if let Some(lock) = lock {
+        crate::lock::release(lock, out);
+    }
+    code
 }
 
 /// A path from the environment; unset or empty is `None`. A path that is

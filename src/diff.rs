@@ -1055,6 +1055,18 @@ struct Split {
     min_hi: bool,
 }
 
+impl Split {
+    /// Where a forward and a backward path meet: a minimal split.
+    fn found(i1: isize, i2: isize) -> Split {
+        Split {
+            i1: i1 as usize,
+            i2: i2 as usize,
+            min_lo: true,
+            min_hi: true,
+        }
+    }
+}
+
 /// The forward and backward diagonal vectors of xdiff's `xdl_split`.
 struct MiddleSnakeSearch<'a> {
     a: &'a [usize],
@@ -1109,12 +1121,6 @@ impl<'a> MiddleSnakeSearch<'a> {
         let (mut fmin, mut fmax, mut bmin, mut bmax) = (fmid, fmid, bmid, bmid);
         *self.fwd(fmid) = off1;
         *self.bwd(bmid) = lim1;
-        let found = |i1: isize, i2: isize| Split {
-            i1: i1 as usize,
-            i2: i2 as usize,
-            min_lo: true,
-            min_hi: true,
-        };
         let mut cost = 1;
         loop {
             let mut got_snake = false;
@@ -1130,27 +1136,9 @@ impl<'a> MiddleSnakeSearch<'a> {
             } else {
                 fmax -= 1;
             }
-            let mut d = fmax;
-            while d >= fmin {
-                let mut i1 = if *self.fwd(d - 1) >= *self.fwd(d + 1) {
-                    *self.fwd(d - 1) + 1
-                } else {
-                    *self.fwd(d + 1)
-                };
-                let start = i1;
-                let mut i2 = i1 - d;
-                while i1 < lim1 && i2 < lim2 && self.same(i1, i2) {
-                    i1 += 1;
-                    i2 += 1;
-                }
-                if i1 - start > SNAKE_COUNT {
-                    got_snake = true;
-                }
-                *self.fwd(d) = i1;
-                if odd && bmin <= d && d <= bmax && *self.bwd(d) <= i1 {
-                    return found(i1, i2);
-                }
-                d -= 2;
+            match self.forward_diagonals((fmin, fmax), (lim1, lim2), odd.then_some((bmin, bmax))) {
+                Ok(snake) => got_snake |= snake,
+                Err(split) => return split,
             }
 
             if bmin > dmin {
@@ -1165,27 +1153,13 @@ impl<'a> MiddleSnakeSearch<'a> {
             } else {
                 bmax -= 1;
             }
-            let mut d = bmax;
-            while d >= bmin {
-                let mut i1 = if *self.bwd(d - 1) < *self.bwd(d + 1) {
-                    *self.bwd(d - 1)
-                } else {
-                    *self.bwd(d + 1) - 1
-                };
-                let start = i1;
-                let mut i2 = i1 - d;
-                while i1 > off1 && i2 > off2 && self.same(i1 - 1, i2 - 1) {
-                    i1 -= 1;
-                    i2 -= 1;
-                }
-                if start - i1 > SNAKE_COUNT {
-                    got_snake = true;
-                }
-                *self.bwd(d) = i1;
-                if !odd && fmin <= d && d <= fmax && i1 <= *self.fwd(d) {
-                    return found(i1, i2);
-                }
-                d -= 2;
+            match self.backward_diagonals(
+                (bmin, bmax),
+                (off1, off2),
+                (!odd).then_some((fmin, fmax)),
+            ) {
+                Ok(snake) => got_snake |= snake,
+                Err(split) => return split,
             }
 
             if !need_min {
@@ -1207,6 +1181,86 @@ impl<'a> MiddleSnakeSearch<'a> {
             }
             cost += 1;
         }
+    }
+
+    /// One forward step over the diagonals `fmin..=fmax`: each path goes
+    /// as far along its snake as the records match, up to `(lim1, lim2)`.
+    /// `Err` when a path meets a backward one (on the diagonals
+    /// `backward`, checked when the difference is odd); else whether a
+    /// long snake was found.
+    fn forward_diagonals(
+        &mut self,
+        (fmin, fmax): (isize, isize),
+        (lim1, lim2): (isize, isize),
+        backward: Option<(isize, isize)>,
+    ) -> Result<bool, Split> {
+        let mut got_snake = false;
+        let mut d = fmax;
+        while d >= fmin {
+            let mut i1 = if *self.fwd(d - 1) >= *self.fwd(d + 1) {
+                *self.fwd(d - 1) + 1
+            } else {
+                *self.fwd(d + 1)
+            };
+            let start = i1;
+            let mut i2 = i1 - d;
+            while i1 < lim1 && i2 < lim2 && self.same(i1, i2) {
+                i1 += 1;
+                i2 += 1;
+            }
+            if i1 - start > SNAKE_COUNT {
+                got_snake = true;
+            }
+            *self.fwd(d) = i1;
+            if let Some((bmin, bmax)) = backward
+                && bmin <= d
+                && d <= bmax
+                && *self.bwd(d) <= i1
+            {
+                return Err(Split::found(i1, i2));
+            }
+            d -= 2;
+        }
+        Ok(got_snake)
+    }
+
+    /// One backward step over the diagonals `bmin..=bmax`, down to
+    /// `(off1, off2)`; as [`Self::forward_diagonals`], meeting a forward
+    /// path (checked when the difference is even).
+    fn backward_diagonals(
+        &mut self,
+        (bmin, bmax): (isize, isize),
+        (off1, off2): (isize, isize),
+        forward: Option<(isize, isize)>,
+    ) -> Result<bool, Split> {
+        let mut got_snake = false;
+        let mut d = bmax;
+        while d >= bmin {
+            let mut i1 = if *self.bwd(d - 1) < *self.bwd(d + 1) {
+                *self.bwd(d - 1)
+            } else {
+                *self.bwd(d + 1) - 1
+            };
+            let start = i1;
+            let mut i2 = i1 - d;
+            while i1 > off1 && i2 > off2 && self.same(i1 - 1, i2 - 1) {
+                i1 -= 1;
+                i2 -= 1;
+            }
+            if start - i1 > SNAKE_COUNT {
+                got_snake = true;
+            }
+            *self.bwd(d) = i1;
+            if let Some((fmin, fmax)) = forward
+                && fmin <= d
+                && d <= fmax
+                && i1 <= *self.fwd(d)
+            {
+                return Err(Split::found(i1, i2));
+            }
+            d -= 2;
+        }
+        Ok(got_snake)
     }
 
     /// The "interesting forward path" sampling of `xdl_split`.

@@ -230,6 +230,27 @@ impl Plugin {
         })
     }
 
+    /// The executable's path, argv and environment as C strings.
+    fn exec_arguments(
+        &self,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> std::io::Result<(CString, Vec<CString>, Vec<CString>)> {
+        let to_c = |s: &str| {
+            CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let path = to_c(&executable_path(&self.binary))?;
+        let mut argv = vec![to_c(&self.binary)?];
+        for arg in args {
+            argv.push(to_c(arg)?);
+        }
+        let mut envp = self.env.clone();
+        for (key, value) in extra_env {
+            envp.push(to_c(&format!("{key}={value}"))?);
+        }
+        Ok((path, argv, envp))
+    }
+
     /// [`Plugin::run`], where `sink` also gets `None` whenever the driver is
     /// about to wait for the plugin: the moment to show what it printed.
     ///
@@ -251,19 +272,8 @@ impl Plugin {
                 format!("not started: interrupted by {}", signal.as_str()),
             ));
         }
-        use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
-        let to_c = |s: &str| {
-            CString::new(s).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
-        };
-        let path = to_c(&executable_path(&self.binary))?;
-        let mut argv = vec![to_c(&self.binary)?];
-        for arg in args {
-            argv.push(to_c(arg)?);
-        }
-        let mut envp = self.env.clone();
-        for (key, value) in extra_env {
-            envp.push(to_c(&format!("{key}={value}"))?);
-        }
+        use nix::spawn::{PosixSpawnFileActions, posix_spawn};
+        let (path, argv, envp) = self.exec_arguments(args, extra_env)?;
 
         // Pipes are close-on-exec; the child gets its ends through dup2.
         let (stdin_read, stdin_write) = match stdin {
@@ -305,22 +315,7 @@ impl Plugin {
         if self.has_extension(holo_protocol::extension::RUN_LOCK) && lock >= 0 {
             actions.add_dup2(lock, holo_protocol::RUN_LOCK_FD)?;
         }
-        // The driver handles SIGINT/SIGTERM/SIGHUP (reset by exec) and
-        // ignores SIGPIPE (Rust runtime); plugins start with the defaults.
-        let mut attr = PosixSpawnAttr::init()?;
-        attr.set_sigmask(&nix::sys::signal::SigSet::empty())?;
-        let mut defaults = nix::sys::signal::SigSet::empty();
-        defaults.add(nix::sys::signal::Signal::SIGPIPE);
-        attr.set_sigdefault(&defaults)?;
-        // A session of its own: holo can end the plugin's process group,
-        // and find every process it started (they stay in the session unless
-        // meant to outlive it) when it must kill what is left. A terminal's
-        // Ctrl-C reaches holo alone, which passes it on.
-        attr.set_flags(
-            PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
-                | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF
-                | PosixSpawnFlags::from_bits_retain(i32::from(libc::POSIX_SPAWN_SETSID)),
-        )?;
+        let attr = spawn_attributes()?;
         let pid = posix_spawn(path.as_c_str(), &actions, &attr, &argv, &envp)?;
 
         drop((out_write, err_write, stdin_read, null));
@@ -515,6 +510,29 @@ struct Limits<'a> {
     grace: std::time::Duration,
 }
 
+/// How a plugin starts: every signal unblocked, SIGPIPE at its default,
+/// in a session of its own.
+fn spawn_attributes() -> std::io::Result<nix::spawn::PosixSpawnAttr> {
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFlags};
+    // The driver handles SIGINT/SIGTERM/SIGHUP (reset by exec) and
+    // ignores SIGPIPE (Rust runtime); plugins start with the defaults.
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_sigmask(&nix::sys::signal::SigSet::empty())?;
+    let mut defaults = nix::sys::signal::SigSet::empty();
+    defaults.add(nix::sys::signal::Signal::SIGPIPE);
+    attr.set_sigdefault(&defaults)?;
+    // A session of its own: holo can end the plugin's process group,
+    // and find every process it started (they stay in the session unless
+    // meant to outlive it) when it must kill what is left. A terminal's
+    // Ctrl-C reaches holo alone, which passes it on.
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK
+            | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF
+            | PosixSpawnFlags::from_bits_retain(i32::from(libc::POSIX_SPAWN_SETSID)),
+    )?;
+    Ok(attr)
+}
+
 /// Feeds stdin and reads the output pipes until the plugin has exited;
 /// then takes only what is already in the pipes. Passes an interrupt on to
 /// the plugin's process group, ends it at its timeout, and kills its whole
@@ -525,9 +543,9 @@ fn pump(
     limits: &Limits,
     mut sink: impl FnMut(Option<Chunk>),
 ) -> std::io::Result<Ending> {
-    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::poll::{PollFd, PollFlags, poll};
     use nix::sys::signal::{Signal, kill};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     let mut buffer = vec![0u8; 64 * 1024];
     let mut quiet = false;
     let mut ending = Ending::Exited;
@@ -567,27 +585,12 @@ fn pump(
             if let Some(fd) = watch {
                 fds.push(PollFd::new(fd, PollFlags::POLLIN));
             }
-            // Look first; only when nothing is ready is the caller told
-            // that the driver is about to wait.
-            let mut wait: Option<Duration> = if !quiet {
-                Some(Duration::ZERO)
-            } else if child.exit.is_some() {
-                None
-            } else {
-                Some(Duration::from_millis(EXIT_CHECK_INTERVAL_MS.into()))
-            };
-            for at in [deadline.filter(|_| kill_at.is_none()), kill_at]
-                .into_iter()
-                .flatten()
-            {
-                let left = at.saturating_duration_since(now) + Duration::from_millis(1);
-                wait = Some(wait.map_or(left, |wait| wait.min(left)));
-            }
-            let timeout = match wait {
-                None => PollTimeout::NONE,
-                Some(wait) => PollTimeout::try_from(wait.as_millis().min(60_000) as i32)
-                    .unwrap_or(PollTimeout::MAX),
-            };
+            let timeout = poll_timeout(
+                quiet,
+                child.exit.is_some(),
+                [deadline.filter(|_| kill_at.is_none()), kill_at],
+                now,
+            );
             let count = match poll(&mut fds, timeout) {
                 Ok(count) => count,
                 Err(nix::errno::Errno::EINTR) => continue,
@@ -635,22 +638,64 @@ fn pump(
             drain_after_exit(&streams.outputs, &mut buffer, &mut sink);
             return Ok(ending);
         }
-        let mut closed = Vec::new();
-        for (index, is_ready) in ready.into_iter().enumerate() {
-            if !is_ready {
-                continue;
-            }
-            let (tag, file) = &mut streams.outputs[index];
-            match file.read(&mut buffer) {
-                Ok(0) => closed.push(index),
-                Ok(n) => sink(Some(chunk(*tag, &buffer[..n]))),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => closed.push(index),
-            }
+        read_ready(&mut streams, ready, &mut buffer, &mut sink);
+    }
+}
+
+/// How long the poll may wait: not at all until it has once found nothing
+/// ready (only then is the caller told that the driver is about to wait),
+/// then until the child exits (or the next check for it without a pidfd),
+/// and never past the deadlines.
+fn poll_timeout(
+    quiet: bool,
+    has_pidfd: bool,
+    deadlines: [Option<std::time::Instant>; 2],
+    now: std::time::Instant,
+) -> nix::poll::PollTimeout {
+    use nix::poll::PollTimeout;
+    use std::time::Duration;
+    let mut wait: Option<Duration> = if !quiet {
+        Some(Duration::ZERO)
+    } else if has_pidfd {
+        None
+    } else {
+        Some(Duration::from_millis(EXIT_CHECK_INTERVAL_MS.into()))
+    };
+    for at in deadlines.into_iter().flatten() {
+        let left = at.saturating_duration_since(now) + Duration::from_millis(1);
+        wait = Some(wait.map_or(left, |wait| wait.min(left)));
+    }
+    match wait {
+        None => PollTimeout::NONE,
+        Some(wait) => {
+            PollTimeout::try_from(wait.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::MAX)
         }
-        for index in closed.into_iter().rev() {
-            streams.outputs.remove(index);
+    }
+}
+
+/// Hands what the ready outputs hold to `sink`; those at their end (or
+/// failing) are dropped from `streams`.
+fn read_ready(
+    streams: &mut Streams,
+    ready: Vec<bool>,
+    buffer: &mut [u8],
+    sink: &mut impl FnMut(Option<Chunk>),
+) {
+    let mut closed = Vec::new();
+    for (index, is_ready) in ready.into_iter().enumerate() {
+        if !is_ready {
+            continue;
         }
+        let (tag, file) = &mut streams.outputs[index];
+        match file.read(buffer) {
+            Ok(0) => closed.push(index),
+            Ok(n) => sink(Some(chunk(*tag, &buffer[..n]))),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => closed.push(index),
+        }
+    }
+    for index in closed.into_iter().rev() {
+        streams.outputs.remove(index);
     }
 }
 

@@ -6,6 +6,7 @@ mod driver;
 mod file;
 mod file_dependent;
 mod file_versus;
+mod files;
 mod holos_labels;
 mod inplace;
 mod long_line;
@@ -21,6 +22,11 @@ Benchmarks:
             scan report
   file      holo-file over N generated [[file]] resources: scan, first
             apply, no-op apply (batch and per-entity), diff
+  files     holo-files (Holo 3's plugin): a no-op apply over N repository
+            files with our driver and plugin, Holo 3's driver and our
+            plugin, and Holo 3's pair (built from HOLO3_SOURCE with Go;
+            left out without; one round, up to BENCH_HOLO3_MAX files,
+            default 2000); default SIZES 1000,1600,10000
   inplace   holo scan with and without a 1 GiB file among an inplace
             plugin's resources (SIZES is ignored)
   file-dependent
@@ -69,6 +75,7 @@ fn main() -> std::process::ExitCode {
         "file-versus" => &[10000],
         "long-line" => &[10, 50, 100],
         "holos-labels" => &[10000, 80000, 200000],
+        "files" => &[1000, 1600, 10000],
         _ => &[1000, 10000],
     };
     let sizes_arg = if name == "file-versus" || long_line_old.is_some() {
@@ -86,6 +93,7 @@ fn main() -> std::process::ExitCode {
     let result = match name.as_str() {
         "driver" => driver::run(&sizes),
         "file" => file::run(&sizes),
+        "files" => files::run(&sizes),
         "inplace" => inplace::run(),
         "long-line" => long_line::run(long_line_old.map(std::path::Path::new), &sizes),
         "peers" => peers::run(&sizes),

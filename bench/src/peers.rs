@@ -59,226 +59,344 @@ fn ratio(a: Option<Duration>, b: Option<Duration>) -> String {
     }
 }
 
+/// The tools of the comparison, found once.
+struct Tools {
+    bin: PathBuf,
+    /// `BENCH_OLD_BIN`: the holo and holo-file of an older build.
+    old_bin: Option<PathBuf>,
+    puppet: Option<PathBuf>,
+    cfengine: Option<PathBuf>,
+    holo3: Option<Holo3>,
+    user: String,
+    group: String,
+    /// `BENCH_SKIP`: what to leave out, comma-separated.
+    skip: String,
+    rounds: usize,
+}
+
+/// One size's figures, over all rounds.
+struct SizeFigures {
+    holo: Figures,
+    holo_old: Figures,
+    per_process: Figures,
+    holo3: Figures,
+    holo3_null: Figures,
+    per_process_null: Figures,
+    puppet: Figures,
+    cfengine: Figures,
+    floor: Vec<Duration>,
+    spawn: Vec<Duration>,
+}
+
+impl SizeFigures {
+    fn new() -> Self {
+        SizeFigures {
+            holo: Figures::new("holo (batch)"),
+            holo_old: Figures::new("holo before (batch)"),
+            per_process: Figures::new("holo (HOLO_NO_BATCH=1)"),
+            holo3: Figures::new("Holo 3 driver, holo-file"),
+            holo3_null: Figures::new("Holo 3 driver, holo-null"),
+            per_process_null: Figures::new("HOLO_NO_BATCH=1, holo-null"),
+            puppet: Figures::new("Puppet"),
+            cfengine: Figures::new("CFEngine"),
+            floor: Vec::new(),
+            spawn: Vec::new(),
+        }
+    }
+}
+
 /// Runs the comparison for each size in `sizes`.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
-    let bin = release_binaries(&["holo", "holo-file", "bench"])?;
-    // BENCH_SKIP=puppet,cfengine,per-process,holo3 leaves those out;
-    // BENCH_OLD_BIN=DIR adds the holo and holo-file of an older build.
-    let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
-    let skipped = |what: &str| skip.split(',').any(|item| item.trim() == what);
-    let old_bin = std::env::var_os("BENCH_OLD_BIN").map(PathBuf::from);
-    let puppet = which("puppet").filter(|_| !skipped("puppet"));
-    let cfengine = which("cf-agent")
-        .filter(|_| which("cf-key").is_some())
-        .filter(|_| !skipped("cfengine"));
-    println!(
-        "# holo against Puppet and CFEngine: N files with content, owner, group, mode and their directory"
-    );
-    let rounds = std::env::var("BENCH_ROUNDS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(ROUNDS);
-    println!("# {rounds} rounds per size, tools in turn; medians");
-    if skipped("puppet") {
-        println!("# skipped Puppet: BENCH_SKIP");
-    } else if puppet.is_none() {
-        println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
-    }
-    if skipped("cfengine") {
-        println!("# skipped CFEngine: BENCH_SKIP");
-    } else if cfengine.is_none() {
-        println!(
-            "# skipped CFEngine: `cf-agent`/`cf-key` are not installed (apt-get install cfengine3)"
-        );
-    }
-    let holo3 = if skipped("holo3") {
-        None
-    } else {
-        build_holo3()?
-    };
-    let (user, group) = current_user_and_group()?;
+    let tools = Tools::find()?;
     for &n in sizes {
-        let mut holo = Figures::new("holo (batch)");
-        let mut holo_old = Figures::new("holo before (batch)");
-        let mut per_process = Figures::new("holo (HOLO_NO_BATCH=1)");
-        let mut holo3_figures = Figures::new("Holo 3 driver, holo-file");
-        let mut holo3_null = Figures::new("Holo 3 driver, holo-null");
-        let mut per_process_null = Figures::new("HOLO_NO_BATCH=1, holo-null");
-        let mut puppet_figures = Figures::new("Puppet");
-        let mut cfengine_figures = Figures::new("CFEngine");
-        let mut floor = Vec::new();
-        let mut spawn = Vec::new();
+        let mut figures = SizeFigures::new();
         // Every tree stays until the size is done: ext4 skips inodes freed
         // in the last minutes when it allocates, so a tree deleted just
         // before a run makes that run's file creations scan past them.
         let mut kept = Vec::new();
-        for _ in 0..rounds {
-            let no_batch = &[("HOLO_NO_BATCH", "1")][..];
-            let mut runs = vec![(&mut holo, bin.as_path(), &[][..])];
-            if let Some(old) = &old_bin {
-                runs.push((&mut holo_old, old.as_path(), &[][..]));
-            }
-            if !skipped("per-process") {
-                runs.push((&mut per_process, bin.as_path(), no_batch));
-                let root = null_root(&bin, n)?;
-                per_process_null.first.push(time_holo(
-                    &bin,
-                    root.path(),
-                    &["apply"],
-                    no_batch,
-                    &[0],
-                )?);
-                per_process_null.noop.push(time_holo(
-                    &bin,
-                    root.path(),
-                    &["apply"],
-                    no_batch,
-                    &[0],
-                )?);
-                kept.push(root);
-            }
-            for (index, (figures, bin, env)) in runs.into_iter().enumerate() {
-                let root = root_with_plugins(bin, &["file"])?;
-                write_holo_fixture(root.path(), n)?;
-                settle();
-                figures
-                    .first
-                    .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
-                check_written(&root.path().join("srv/bench"), n)?;
-                figures
-                    .noop
-                    .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
-                if index == 0 {
-                    floor.push(time_floor(&root.path().join("srv/bench"))?);
-                }
-                kept.push(root);
-            }
-            if let Some(holo3) = &holo3 {
-                let root = root_with_plugins(&bin, &["file"])?;
-                write_holo_fixture(root.path(), n)?;
-                std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
-                    .map_err(|e| e.to_string())?;
-                settle();
-                holo3_figures
-                    .first
-                    .push(time_holo3(&holo3.driver, root.path())?);
-                check_written(&root.path().join("srv/bench"), n)?;
-                holo3_figures
-                    .noop
-                    .push(time_holo3(&holo3.driver, root.path())?);
-                kept.push(root);
-                let root = null_root(&bin, n)?;
-                holo3_null
-                    .first
-                    .push(time_holo3(&holo3.driver, root.path())?);
-                holo3_null
-                    .noop
-                    .push(time_holo3(&holo3.driver, root.path())?);
-                kept.push(root);
-            }
-            if let Some(puppet) = &puppet {
-                let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-                let manifest = write_puppet_fixture(work.path(), n, &user, &group)?;
-                settle();
-                puppet_figures
-                    .first
-                    .push(time_puppet(puppet, work.path(), &manifest)?);
-                check_written(&work.path().join("files"), n)?;
-                puppet_figures
-                    .noop
-                    .push(time_puppet(puppet, work.path(), &manifest)?);
-                kept.push(work);
-            }
-            if let Some(agent) = &cfengine {
-                let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-                let policy = write_cfengine_fixture(work.path(), agent, n, &user, &group)?;
-                settle();
-                cfengine_figures
-                    .first
-                    .push(time_cfengine(work.path(), &policy)?);
-                check_written(&work.path().join("files"), n)?;
-                cfengine_figures
-                    .noop
-                    .push(time_cfengine(work.path(), &policy)?);
-                kept.push(work);
-            }
-            if !skipped("per-process") || holo3.is_some() {
-                spawn.push(time_spawns(n)?);
-            }
+        for _ in 0..tools.rounds {
+            tools.round(n, &mut figures, &mut kept)?;
         }
-        println!();
-        println!("N = {n}");
-        println!("{:<26} {:>12} {:>12}", "tool", "first", "no-op");
-        for figures in [
-            &holo,
-            &holo_old,
-            &per_process,
-            &per_process_null,
-            &holo3_figures,
-            &holo3_null,
-            &puppet_figures,
-            &cfengine_figures,
-        ] {
-            if figures.first.is_empty() {
-                continue;
-            }
-            println!(
-                "{:<26} {:>12} {:>12}   per file {:.1} µs / {:.1} µs",
-                figures.label,
-                secs(median(&figures.first)),
-                secs(median(&figures.noop)),
-                per_file(median(&figures.first), n),
-                per_file(median(&figures.noop), n),
-            );
-        }
-        println!(
-            "{:<26} {:>12} {:>12}",
-            "floor (sha256sum + stat)",
-            "",
-            secs(median(&floor))
-        );
-        println!(
-            "{:<26} {:>12} {:>12}",
-            "N bare process starts",
-            "",
-            secs(median(&spawn))
-        );
-        let holo_first = median(&holo.first);
-        let holo_noop = median(&holo.noop);
-        println!(
-            "ratios: holo/CFEngine first {} no-op {}; holo/Puppet first {} no-op {}; holo no-op/floor {}; per-process first/bare starts {} no-op/bare starts {}; before/now first {} no-op {}",
-            ratio(holo_first, median(&cfengine_figures.first)),
-            ratio(holo_noop, median(&cfengine_figures.noop)),
-            ratio(holo_first, median(&puppet_figures.first)),
-            ratio(holo_noop, median(&puppet_figures.noop)),
-            ratio(holo_noop, median(&floor)),
-            ratio(median(&per_process.first), median(&spawn)),
-            ratio(median(&per_process.noop), median(&spawn)),
-            ratio(median(&holo_old.first), holo_first),
-            ratio(median(&holo_old.noop), holo_noop),
-        );
-        if !per_process_null.noop.is_empty() {
-            println!(
-                "HOLO_NO_BATCH=1 per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
-                ratio(median(&per_process_null.noop), median(&spawn)),
-                ratio(median(&per_process.first), median(&spawn)),
-                ratio(median(&per_process.noop), median(&spawn)),
-                ratio(median(&per_process.noop), median(&per_process_null.noop)),
-            );
-        }
-        if holo3.is_some() {
-            println!(
-                "Holo 3 driver per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
-                ratio(median(&holo3_null.noop), median(&spawn)),
-                ratio(median(&holo3_figures.first), median(&spawn)),
-                ratio(median(&holo3_figures.noop), median(&spawn)),
-                ratio(median(&holo3_figures.noop), median(&holo3_null.noop)),
-            );
-        }
-        println!("load average after N = {n}: {}", load_average());
+        print_size(n, &figures, tools.holo3.is_some());
         drop(kept);
     }
     Ok(())
+}
+
+impl Tools {
+    /// The release binaries and the peers that are installed (and not
+    /// left out), each one missing said so.
+    fn find() -> Result<Tools, String> {
+        let bin = release_binaries(&["holo", "holo-file", "bench"])?;
+        // BENCH_SKIP=puppet,cfengine,per-process,holo3 leaves those out;
+        // BENCH_OLD_BIN=DIR adds the holo and holo-file of an older build.
+        let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
+        let skipped = |what: &str| skip.split(',').any(|item| item.trim() == what);
+        let old_bin = std::env::var_os("BENCH_OLD_BIN").map(PathBuf::from);
+        let puppet = which("puppet").filter(|_| !skipped("puppet"));
+        let cfengine = which("cf-agent")
+            .filter(|_| which("cf-key").is_some())
+            .filter(|_| !skipped("cfengine"));
+        println!(
+            "# holo against Puppet and CFEngine: N files with content, owner, group, mode and their directory"
+        );
+        let rounds = std::env::var("BENCH_ROUNDS")
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .unwrap_or(ROUNDS);
+        println!("# {rounds} rounds per size, tools in turn; medians");
+        if skipped("puppet") {
+            println!("# skipped Puppet: BENCH_SKIP");
+        } else if puppet.is_none() {
+            println!("# skipped Puppet: `puppet` is not installed (apt-get install puppet-agent)");
+        }
+        if skipped("cfengine") {
+            println!("# skipped CFEngine: BENCH_SKIP");
+        } else if cfengine.is_none() {
+            println!(
+                "# skipped CFEngine: `cf-agent`/`cf-key` are not installed (apt-get install cfengine3)"
+            );
+        }
+        let holo3 = if skipped("holo3") {
+            None
+        } else {
+            build_holo3()?
+        };
+        let (user, group) = current_user_and_group()?;
+        Ok(Tools {
+            bin,
+            old_bin,
+            puppet,
+            cfengine,
+            holo3,
+            user,
+            group,
+            skip,
+            rounds,
+        })
+    }
+
+    fn skipped(&self, what: &str) -> bool {
+        self.skip.split(',').any(|item| item.trim() == what)
+    }
+
+    /// One round at size `n`: every tool in turn, a first apply and a
+    /// no-op apply each.
+    fn round(
+        &self,
+        n: usize,
+        figures: &mut SizeFigures,
+        kept: &mut Vec<tempfile::TempDir>,
+    ) -> Result<(), String> {
+        let bin = &self.bin;
+        let no_batch = &[("HOLO_NO_BATCH", "1")][..];
+        let mut runs = vec![(&mut figures.holo, bin.as_path(), &[][..])];
+        if let Some(old) = &self.old_bin {
+            runs.push((&mut figures.holo_old, old.as_path(), &[][..]));
+        }
+        if !self.skipped("per-process") {
+            runs.push((&mut figures.per_process, bin.as_path(), no_batch));
+            let root = null_root(bin, n)?;
+            for times in [
+                &mut figures.per_process_null.first,
+                &mut figures.per_process_null.noop,
+            ] {
+                times.push(time_holo(bin, root.path(), &["apply"], no_batch, &[0])?);
+            }
+            kept.push(root);
+        }
+        for (index, (tool, bin, env)) in runs.into_iter().enumerate() {
+            let root = root_with_plugins(bin, &["file"])?;
+            write_holo_fixture(root.path(), n)?;
+            settle();
+            tool.first
+                .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
+            check_written(&root.path().join("srv/bench"), n)?;
+            tool.noop
+                .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
+            if index == 0 {
+                figures
+                    .floor
+                    .push(time_floor(&root.path().join("srv/bench"))?);
+            }
+            kept.push(root);
+        }
+        if let Some(holo3) = &self.holo3 {
+            self.round_holo3(holo3, n, figures, kept)?;
+        }
+        self.round_peers(n, figures, kept)?;
+        if !self.skipped("per-process") || self.holo3.is_some() {
+            figures.spawn.push(time_spawns(n)?);
+        }
+        Ok(())
+    }
+
+    /// Holo 3's driver with our holo-file, and with holo-null.
+    fn round_holo3(
+        &self,
+        holo3: &Holo3,
+        n: usize,
+        figures: &mut SizeFigures,
+        kept: &mut Vec<tempfile::TempDir>,
+    ) -> Result<(), String> {
+        let root = root_with_plugins(&self.bin, &["file"])?;
+        write_holo_fixture(root.path(), n)?;
+        std::fs::create_dir_all(root.path().join("usr/share/holo/generators"))
+            .map_err(|e| e.to_string())?;
+        settle();
+        figures
+            .holo3
+            .first
+            .push(time_holo3(&holo3.driver, root.path())?);
+        check_written(&root.path().join("srv/bench"), n)?;
+        figures
+            .holo3
+            .noop
+            .push(time_holo3(&holo3.driver, root.path())?);
+        kept.push(root);
+        let root = null_root(&self.bin, n)?;
+        figures
+            .holo3_null
+            .first
+            .push(time_holo3(&holo3.driver, root.path())?);
+        figures
+            .holo3_null
+            .noop
+            .push(time_holo3(&holo3.driver, root.path())?);
+        kept.push(root);
+        Ok(())
+    }
+
+    /// Puppet and CFEngine, where installed.
+    fn round_peers(
+        &self,
+        n: usize,
+        figures: &mut SizeFigures,
+        kept: &mut Vec<tempfile::TempDir>,
+    ) -> Result<(), String> {
+        if let Some(puppet) = &self.puppet {
+            let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let manifest = write_puppet_fixture(work.path(), n, &self.user, &self.group)?;
+            settle();
+            figures
+                .puppet
+                .first
+                .push(time_puppet(puppet, work.path(), &manifest)?);
+            check_written(&work.path().join("files"), n)?;
+            figures
+                .puppet
+                .noop
+                .push(time_puppet(puppet, work.path(), &manifest)?);
+            kept.push(work);
+        }
+        if let Some(agent) = &self.cfengine {
+            let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let policy = write_cfengine_fixture(work.path(), agent, n, &self.user, &self.group)?;
+            settle();
+            figures
+                .cfengine
+                .first
+                .push(time_cfengine(work.path(), &policy)?);
+            check_written(&work.path().join("files"), n)?;
+            figures
+                .cfengine
+                .noop
+                .push(time_cfengine(work.path(), &policy)?);
+            kept.push(work);
+        }
+        Ok(())
+    }
+}
+
+/// The medians of size `n`, per tool, and their ratios.
+fn print_size(n: usize, figures: &SizeFigures, with_holo3: bool) {
+    println!();
+    println!("N = {n}");
+    println!("{:<26} {:>12} {:>12}", "tool", "first", "no-op");
+    for tool in [
+        &figures.holo,
+        &figures.holo_old,
+        &figures.per_process,
+        &figures.per_process_null,
+        &figures.holo3,
+        &figures.holo3_null,
+        &figures.puppet,
+        &figures.cfengine,
+    ] {
+        if tool.first.is_empty() {
+            continue;
+        }
+        println!(
+            "{:<26} {:>12} {:>12}   per file {:.1} µs / {:.1} µs",
+            tool.label,
+            secs(median(&tool.first)),
+            secs(median(&tool.noop)),
+            per_file(median(&tool.first), n),
+            per_file(median(&tool.noop), n),
+        );
+    }
+    println!(
+        "{:<26} {:>12} {:>12}",
+        "floor (sha256sum + stat)",
+        "",
+        secs(median(&figures.floor))
+    );
+    println!(
+        "{:<26} {:>12} {:>12}",
+        "N bare process starts",
+        "",
+        secs(median(&figures.spawn))
+    );
+    print_ratios(figures, with_holo3);
+    println!("load average after N = {n}: {}", load_average());
+}
+
+/// holo against its peers, the floor and the bare process starts.
+fn print_ratios(figures: &SizeFigures, with_holo3: bool) {
+    let SizeFigures {
+        holo,
+        holo_old,
+        per_process,
+        holo3,
+        holo3_null,
+        per_process_null,
+        puppet,
+        cfengine,
+        floor,
+        spawn,
+    } = figures;
+    let holo_first = median(&holo.first);
+    let holo_noop = median(&holo.noop);
+    println!(
+        "ratios: holo/CFEngine first {} no-op {}; holo/Puppet first {} no-op {}; holo no-op/floor {}; per-process first/bare starts {} no-op/bare starts {}; before/now first {} no-op {}",
+        ratio(holo_first, median(&cfengine.first)),
+        ratio(holo_noop, median(&cfengine.noop)),
+        ratio(holo_first, median(&puppet.first)),
+        ratio(holo_noop, median(&puppet.noop)),
+        ratio(holo_noop, median(floor)),
+        ratio(median(&per_process.first), median(spawn)),
+        ratio(median(&per_process.noop), median(spawn)),
+        ratio(median(&holo_old.first), holo_first),
+        ratio(median(&holo_old.noop), holo_noop),
+    );
+    if !per_process_null.noop.is_empty() {
+        println!(
+            "HOLO_NO_BATCH=1 per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
+            ratio(median(&per_process_null.noop), median(spawn)),
+            ratio(median(&per_process.first), median(spawn)),
+            ratio(median(&per_process.noop), median(spawn)),
+            ratio(median(&per_process.noop), median(&per_process_null.noop)),
+        );
+    }
+    if with_holo3 {
+        println!(
+            "Holo 3 driver per entity/bare start: holo-null {}; holo-file first {} no-op {}; holo-file no-op/holo-null {}",
+            ratio(median(&holo3_null.noop), median(spawn)),
+            ratio(median(&holo3.first), median(spawn)),
+            ratio(median(&holo3.noop), median(spawn)),
+            ratio(median(&holo3.noop), median(&holo3_null.noop)),
+        );
+    }
 }
 
 /// Writes out what earlier runs left dirty before a first apply is timed:

@@ -277,37 +277,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 names,
                 values,
                 declare,
-            } => {
-                let mut vals = Vec::with_capacity(names.len());
-                if names.len() == 2 && values.len() == 1 {
-                    // v, ok := m["k"]: the value (nil when absent) and
-                    // whether it is there.
-                    let found = self.path(&values[0]).cloned();
-                    vals.push(found.clone().unwrap_or(Value::Null));
-                    vals.push(Value::Bool(found.is_some()));
-                } else {
-                    for e in values {
-                        vals.push(self.eval(e)?);
-                    }
-                }
-                for ((name, pos), v) in names.iter().zip(vals) {
-                    if name == "_" {
-                        continue;
-                    }
-                    if *declare {
-                        if let Some(top) = self.scopes.last_mut() {
-                            top.insert(name.clone(), v);
-                        }
-                    } else if let Some(slot) =
-                        self.scopes.iter_mut().rev().find_map(|s| s.get_mut(name))
-                    {
-                        *slot = v;
-                    } else {
-                        return Err(self.fail(*pos, format!("could not assign {name:?}: the variable is not declared; declare it with {name} := …")));
-                    }
-                }
-                Ok(())
-            }
+            } => self.assign(names, values, *declare),
             Node::If {
                 init,
                 branches,
@@ -353,100 +323,143 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 let content = content.clone().map(|nodes| (nodes, self.src.clone()));
                 self.yield_block(&b, args, context, content, *pos)
             }
-            Node::YieldContent { pos } => {
-                let Some(c) = self.contents.pop() else {
+            Node::YieldContent { pos } => self.yield_content(*pos),
+            Node::Include { name, context, pos } => self.include(name, context.as_ref(), *pos),
+            Node::Try { body, catch } => self.try_catch(body, catch.as_ref()),
+        }
+    }
+
+    /// `a, b := x, y` (`declare`) or `a = x`; `v, ok := m["k"]` gives the
+    /// value (nil when absent) and whether it is there.
+    fn assign(&mut self, names: &[(String, usize)], values: &[Expr], declare: bool) -> R<()> {
+        let mut vals = Vec::with_capacity(names.len());
+        if names.len() == 2 && values.len() == 1 {
+            // v, ok := m["k"]: the value (nil when absent) and
+            // whether it is there.
+            let found = self.path(&values[0]).cloned();
+            vals.push(found.clone().unwrap_or(Value::Null));
+            vals.push(Value::Bool(found.is_some()));
+        } else {
+            for e in values {
+                vals.push(self.eval(e)?);
+            }
+        }
+        for ((name, pos), v) in names.iter().zip(vals) {
+            if name == "_" {
+                continue;
+            }
+            if declare {
+                if let Some(top) = self.scopes.last_mut() {
+                    top.insert(name.clone(), v);
+                }
+            } else if let Some(slot) = self.scopes.iter_mut().rev().find_map(|s| s.get_mut(name)) {
+                *slot = v;
+            } else {
+                return Err(self.fail(*pos, format!("could not assign {name:?}: the variable is not declared; declare it with {name} := …")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `yield content`: the content the current yield passed, in the
+    /// scopes and context it was written in.
+    fn yield_content(&mut self, pos: usize) -> R<()> {
+        let Some(c) = self.contents.pop() else {
+            return Ok(());
+        };
+        let saved_ctx = std::mem::replace(&mut self.context, c.context.clone());
+        let saved_scopes = std::mem::replace(&mut self.scopes, c.scopes.clone());
+        let saved_src = self.src.clone();
+        let r = self
+            .enter(c.src.clone(), pos)
+            .and_then(|_| self.scoped(&c.nodes));
+        if r.is_ok() {
+            self.depth -= 1;
+        }
+        self.src = saved_src;
+        self.scopes = saved_scopes;
+        self.context = saved_ctx;
+        self.contents.push(c);
+        r
+    }
+
+    /// `include "name" context`: the template, with the caller's blocks
+    /// and its own.
+    fn include(&mut self, name: &Expr, context: Option<&Expr>, pos: usize) -> R<()> {
+        let v = self.eval(name)?;
+        let Value::String(n) = v else {
+            return Err(self.fail(
+                name.pos,
+                format!(
+                    "the name of the template to include must be a string, not {} {}",
+                    type_name(&v),
+                    show(&v)
+                ),
+            ));
+        };
+        let resolved = resolve_name(&self.src.name, &n).map_err(|m| self.fail(name.pos, m))?;
+        let new_ctx = match context {
+            Some(e) => Some(self.eval(e)?),
+            None => None,
+        };
+        let t = self
+            .load(&resolved)
+            .map_err(|e| self.locate_load(e, name.pos))?;
+        let saved_src = self.src.clone();
+        // The included template sees the caller's blocks and its own.
+        let mut blocks = (*self.blocks).clone();
+        for (k, v) in t.blocks.iter() {
+            blocks.insert(k.clone(), v.clone());
+        }
+        let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
+        let saved_ctx = new_ctx.map(|c| std::mem::replace(&mut self.context, c));
+        let r = self
+            .enter(t.src.clone(), pos)
+            .and_then(|_| self.scoped(&t.parsed.body));
+        if r.is_ok() {
+            self.depth -= 1;
+        }
+        self.src = saved_src;
+        self.blocks = saved_blocks;
+        if let Some(c) = saved_ctx {
+            self.context = c;
+        }
+        r
+    }
+
+    /// `try … catch err …`: on an error the output and state go back to
+    /// where the try began, and the catch runs with the error's text.
+    fn try_catch(&mut self, body: &[Node], catch: Option<&(Option<String>, Vec<Node>)>) -> R<()> {
+        let mark = self.out.len();
+        let (scopes, ctx, src, blocks, depth, contents) = (
+            self.scopes.len(),
+            self.context.clone(),
+            self.src.clone(),
+            self.blocks.clone(),
+            self.depth,
+            self.contents.len(),
+        );
+        match self.scoped(body) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.out.truncate(mark);
+                self.scopes.truncate(scopes);
+                self.context = ctx;
+                self.src = src;
+                self.blocks = blocks;
+                self.depth = depth;
+                self.contents.truncate(contents);
+                let Some((var, nodes)) = catch else {
                     return Ok(());
                 };
-                let saved_ctx = std::mem::replace(&mut self.context, c.context.clone());
-                let saved_scopes = std::mem::replace(&mut self.scopes, c.scopes.clone());
-                let saved_src = self.src.clone();
-                let r = self
-                    .enter(c.src.clone(), *pos)
-                    .and_then(|_| self.scoped(&c.nodes));
-                if r.is_ok() {
-                    self.depth -= 1;
+                let mut scope = HashMap::new();
+                if let Some(var) = var {
+                    scope.insert(var.clone(), Value::String(e.to_string()));
                 }
-                self.src = saved_src;
-                self.scopes = saved_scopes;
-                self.context = saved_ctx;
-                self.contents.push(c);
+                self.scopes.push(scope);
+                let r = self.list(nodes);
+                self.scopes.pop();
                 r
-            }
-            Node::Include { name, context, pos } => {
-                let v = self.eval(name)?;
-                let Value::String(n) = v else {
-                    return Err(self.fail(
-                        name.pos,
-                        format!(
-                            "the name of the template to include must be a string, not {} {}",
-                            type_name(&v),
-                            show(&v)
-                        ),
-                    ));
-                };
-                let resolved =
-                    resolve_name(&self.src.name, &n).map_err(|m| self.fail(name.pos, m))?;
-                let new_ctx = match context {
-                    Some(e) => Some(self.eval(e)?),
-                    None => None,
-                };
-                let t = self
-                    .load(&resolved)
-                    .map_err(|e| self.locate_load(e, name.pos))?;
-                let saved_src = self.src.clone();
-                // The included template sees the caller's blocks and its own.
-                let mut blocks = (*self.blocks).clone();
-                for (k, v) in t.blocks.iter() {
-                    blocks.insert(k.clone(), v.clone());
-                }
-                let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
-                let saved_ctx = new_ctx.map(|c| std::mem::replace(&mut self.context, c));
-                let r = self
-                    .enter(t.src.clone(), *pos)
-                    .and_then(|_| self.scoped(&t.parsed.body));
-                if r.is_ok() {
-                    self.depth -= 1;
-                }
-                self.src = saved_src;
-                self.blocks = saved_blocks;
-                if let Some(c) = saved_ctx {
-                    self.context = c;
-                }
-                r
-            }
-            Node::Try { body, catch } => {
-                let mark = self.out.len();
-                let (scopes, ctx, src, blocks, depth, contents) = (
-                    self.scopes.len(),
-                    self.context.clone(),
-                    self.src.clone(),
-                    self.blocks.clone(),
-                    self.depth,
-                    self.contents.len(),
-                );
-                match self.scoped(body) {
-                    Ok(()) => Ok(()),
-                    Err(e) => {
-                        self.out.truncate(mark);
-                        self.scopes.truncate(scopes);
-                        self.context = ctx;
-                        self.src = src;
-                        self.blocks = blocks;
-                        self.depth = depth;
-                        self.contents.truncate(contents);
-                        let Some((var, nodes)) = catch else {
-                            return Ok(());
-                        };
-                        let mut scope = HashMap::new();
-                        if let Some(var) = var {
-                            scope.insert(var.clone(), Value::String(e.to_string()));
-                        }
-                        self.scopes.push(scope);
-                        let r = self.list(nodes);
-                        self.scopes.pop();
-                        r
-                    }
-                }
             }
         }
     }
@@ -667,62 +680,8 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     other => Err(self.fail(e.pos, format!("cannot read field {name:?} of {}: it is {} {}", describe(base), type_name(&other), show(&other)))),
                 }
             }
-            ExprKind::Index(base, index) => {
-                let b = self.eval(base)?;
-                let i = self.eval(index)?;
-                match (b, &i) {
-                    (Value::Object(mut map), Value::String(k)) => match map.remove(k) {
-                        Some(v) => Ok(v),
-                        None => Err(self.fail(e.pos, format!("{} has no key {k:?}", describe(base)))),
-                    },
-                    (Value::Array(mut items), Value::Number(_)) => {
-                        let n = funcs::int_arg("index", std::slice::from_ref(&i), 0).map_err(|m| self.fail(index.pos, m))?;
-                        let len = items.len();
-                        if n < 0 || n as usize >= len {
-                            return Err(self.fail(index.pos, format!("index {n} out of range: {} has {len} elements", describe(base))));
-                        }
-                        Ok(items.swap_remove(n as usize))
-                    }
-                    (Value::String(s), Value::Number(_)) => {
-                        let n = funcs::int_arg("index", std::slice::from_ref(&i), 0).map_err(|m| self.fail(index.pos, m))?;
-                        match s.as_bytes().get(n.max(0) as usize) {
-                            Some(byte) if n >= 0 => Ok(Value::from(*byte)),
-                            _ => Err(self.fail(index.pos, format!("index {n} out of range: the string has {} bytes", s.len()))),
-                        }
-                    }
-                    (b, i) => Err(self.fail(e.pos, format!("cannot index {} {} with {} {}", type_name(&b), describe(base), type_name(i), show(i)))),
-                }
-            }
-            ExprKind::Slice(base, lo, hi) => {
-                let b = self.eval(base)?;
-                let len = match &b {
-                    Value::Array(a) => a.len(),
-                    Value::String(s) => s.len(),
-                    other => return Err(self.fail(e.pos, format!("cannot slice {} {}", type_name(other), describe(base)))),
-                };
-                let mut bound = |x: &Option<Box<Expr>>, default: usize| -> R<usize> {
-                    match x {
-                        None => Ok(default),
-                        Some(x) => {
-                            let v = self.eval(x)?;
-                            let n = funcs::int_arg("slice", std::slice::from_ref(&v), 0).map_err(|m| self.fail(x.pos, m))?;
-                            usize::try_from(n).map_err(|_| self.fail(x.pos, format!("negative slice index {n}")))
-                        }
-                    }
-                };
-                let (l, h) = (bound(lo, 0)?, bound(hi, len)?);
-                if l > h || h > len {
-                    return Err(self.fail(e.pos, format!("slice bounds out of range [{l}:{h}] with length {len}")));
-                }
-                match b {
-                    Value::Array(a) => Ok(Value::Array(a[l..h].to_vec())),
-                    Value::String(s) => match s.get(l..h) {
-                        Some(part) => Ok(Value::String(part.to_string())),
-                        None => Err(self.fail(e.pos, format!("slice [{l}:{h}] cuts a character of the string in two"))),
-                    },
-                    _ => Ok(Value::Null),
-                }
-            }
+            ExprKind::Index(base, index) => self.index(e, base, index),
+            ExprKind::Slice(base, lo, hi) => self.slice(e, base, lo.as_deref(), hi.as_deref()),
             ExprKind::Call(name, args) => {
                 if name == "isset" {
                     if args.is_empty() {
@@ -762,30 +721,127 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     self.eval(n)
                 }
             }
-            ExprKind::Pipe(head, cmds) => {
-                let mut v = self.eval(head)?;
-                for cmd in cmds {
-                    let mut vals = Vec::with_capacity(cmd.args.len() + 1);
-                    let mut slotted = false;
-                    for a in &cmd.args {
-                        if matches!(a.kind, ExprKind::Slot) {
-                            if slotted {
-                                return Err(self.fail(a.pos, "_ may stand only once in a command"));
-                            }
-                            slotted = true;
-                            vals.push(v.clone());
-                        } else {
-                            vals.push(self.eval(a)?);
-                        }
-                    }
-                    if !slotted {
-                        vals.insert(0, v);
-                    }
-                    v = self.call(&cmd.name, &vals, cmd.pos)?;
-                }
-                Ok(v)
-            }
+            ExprKind::Pipe(head, cmds) => self.pipe(head, cmds),
         }
+    }
+
+    /// `base[index]`: a map's key, a list's element, a string's byte.
+    fn index(&mut self, e: &Expr, base: &Expr, index: &Expr) -> R<Value> {
+        let b = self.eval(base)?;
+        let i = self.eval(index)?;
+        match (b, &i) {
+            (Value::Object(mut map), Value::String(k)) => match map.remove(k) {
+                Some(v) => Ok(v),
+                None => Err(self.fail(e.pos, format!("{} has no key {k:?}", describe(base)))),
+            },
+            (Value::Array(mut items), Value::Number(_)) => {
+                let n = funcs::int_arg("index", std::slice::from_ref(&i), 0)
+                    .map_err(|m| self.fail(index.pos, m))?;
+                let len = items.len();
+                if n < 0 || n as usize >= len {
+                    return Err(self.fail(
+                        index.pos,
+                        format!(
+                            "index {n} out of range: {} has {len} elements",
+                            describe(base)
+                        ),
+                    ));
+                }
+                Ok(items.swap_remove(n as usize))
+            }
+            (Value::String(s), Value::Number(_)) => {
+                let n = funcs::int_arg("index", std::slice::from_ref(&i), 0)
+                    .map_err(|m| self.fail(index.pos, m))?;
+                match s.as_bytes().get(n.max(0) as usize) {
+                    Some(byte) if n >= 0 => Ok(Value::from(*byte)),
+                    _ => Err(self.fail(
+                        index.pos,
+                        format!("index {n} out of range: the string has {} bytes", s.len()),
+                    )),
+                }
+            }
+            (b, i) => Err(self.fail(
+                e.pos,
+                format!(
+                    "cannot index {} {} with {} {}",
+                    type_name(&b),
+                    describe(base),
+                    type_name(i),
+                    show(i)
+                ),
+            )),
+        }
+    }
+
+    /// `base[lo:hi]` of a list or a string.
+    fn slice(&mut self, e: &Expr, base: &Expr, lo: Option<&Expr>, hi: Option<&Expr>) -> R<Value> {
+        let b = self.eval(base)?;
+        let len = match &b {
+            Value::Array(a) => a.len(),
+            Value::String(s) => s.len(),
+            other => {
+                return Err(self.fail(
+                    e.pos,
+                    format!("cannot slice {} {}", type_name(other), describe(base)),
+                ));
+            }
+        };
+        let mut bound = |x: Option<&Expr>, default: usize| -> R<usize> {
+            match x {
+                None => Ok(default),
+                Some(x) => {
+                    let v = self.eval(x)?;
+                    let n = funcs::int_arg("slice", std::slice::from_ref(&v), 0)
+                        .map_err(|m| self.fail(x.pos, m))?;
+                    usize::try_from(n)
+                        .map_err(|_| self.fail(x.pos, format!("negative slice index {n}")))
+                }
+            }
+        };
+        let (l, h) = (bound(lo, 0)?, bound(hi, len)?);
+        if l > h || h > len {
+            return Err(self.fail(
+                e.pos,
+                format!("slice bounds out of range [{l}:{h}] with length {len}"),
+            ));
+        }
+        match b {
+            Value::Array(a) => Ok(Value::Array(a[l..h].to_vec())),
+            Value::String(s) => match s.get(l..h) {
+                Some(part) => Ok(Value::String(part.to_string())),
+                None => Err(self.fail(
+                    e.pos,
+                    format!("slice [{l}:{h}] cuts a character of the string in two"),
+                )),
+            },
+            _ => Ok(Value::Null),
+        }
+    }
+
+    /// `head | cmd a b | …`: each command gets the value so far as its
+    /// first argument, or where `_` stands.
+    fn pipe(&mut self, head: &Expr, cmds: &[parse::Command]) -> R<Value> {
+        let mut v = self.eval(head)?;
+        for cmd in cmds {
+            let mut vals = Vec::with_capacity(cmd.args.len() + 1);
+            let mut slotted = false;
+            for a in &cmd.args {
+                if matches!(a.kind, ExprKind::Slot) {
+                    if slotted {
+                        return Err(self.fail(a.pos, "_ may stand only once in a command"));
+                    }
+                    slotted = true;
+                    vals.push(v.clone());
+                } else {
+                    vals.push(self.eval(a)?);
+                }
+            }
+            if !slotted {
+                vals.insert(0, v);
+            }
+            v = self.call(&cmd.name, &vals, cmd.pos)?;
+        }
+        Ok(v)
     }
 
     fn call(&mut self, name: &str, args: &[Value], pos: usize) -> R<Value> {

@@ -195,6 +195,11 @@ pub fn show(v: &Value) -> String {
 
 /// Calls built-in `name`; None when there is no such built-in.
 pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    string_call(name, args).or_else(|| value_call(name, args))
+}
+
+/// The functions on strings.
+fn string_call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
     let r = match name {
         "lower" | "upper" | "trimSpace" | "html" | "url" | "safeHtml" | "safeJs" => (|| {
             want_args(name, args, 1)?;
@@ -261,6 +266,14 @@ pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
             };
             Ok(Value::Array(parts))
         })(),
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// The functions that build or measure values.
+fn value_call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    let r = match name {
         "json" | "writeJson" => (|| {
             want_args(name, args, 1)?;
             let mut s = json(&args[0])?;

@@ -176,20 +176,9 @@ fn lex_action(
             pos += len;
             Tok::Str(s)
         } else if c == '\'' {
-            // A character literal is its code point, as in Go.
-            let mut it = rest[1..].chars();
-            match (it.next(), it.next()) {
-                (Some(ch), Some('\'')) if ch != '\\' => {
-                    pos += 2 + ch.len_utf8();
-                    Tok::Int(i64::from(u32::from(ch)))
-                }
-                _ => {
-                    return Err(Failure::new(
-                        tok_pos,
-                        "bad character literal: write one character between single quotes",
-                    ));
-                }
-            }
+            let (tok, len) = lex_char(rest, tok_pos)?;
+            pos += len;
+            tok
         } else if c.is_ascii_digit()
             || (c == '.' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
         {
@@ -206,55 +195,20 @@ fn lex_action(
             pos += len;
             Tok::Ident(rest[..len].to_string())
         } else if c == '.' {
-            let after = &rest[1..];
-            let len = ident_len(after);
-            if len > 0 {
-                pos += 1 + len;
-                Tok::Field(after[..len].to_string())
-            } else {
-                pos += 1;
-                Tok::Dot
-            }
+            let (tok, len) = lex_dot(rest);
+            pos += len;
+            tok
         } else {
             pos += c.len_utf8();
-            match c {
-                '(' => {
-                    parens += 1;
-                    Tok::LParen
-                }
-                ')' => {
-                    parens = parens.saturating_sub(1);
-                    Tok::RParen
-                }
-                '[' => {
-                    brackets += 1;
-                    Tok::LBrack
-                }
-                ']' => {
-                    brackets = brackets.saturating_sub(1);
-                    Tok::RBrack
-                }
-                ',' => Tok::Comma,
-                ';' => Tok::Semicolon,
-                ':' => Tok::Colon,
-                '|' => Tok::Pipe,
-                '?' => Tok::Question,
-                '=' => Tok::Assign,
-                '+' => Tok::Op("+"),
-                '-' => Tok::Op("-"),
-                '*' => Tok::Op("*"),
-                '/' => Tok::Op("/"),
-                '%' => Tok::Op("%"),
-                '<' => Tok::Op("<"),
-                '>' => Tok::Op(">"),
-                '!' => Tok::Op("!"),
-                other => {
-                    return Err(Failure::new(
-                        tok_pos,
-                        format!("unexpected character {other:?} in action"),
-                    ));
-                }
+            let tok = punctuation(c, tok_pos)?;
+            match tok {
+                Tok::LParen => parens += 1,
+                Tok::RParen => parens = parens.saturating_sub(1),
+                Tok::LBrack => brackets += 1,
+                Tok::RBrack => brackets = brackets.saturating_sub(1),
+                _ => {}
             }
+            tok
         };
         out.push(Token {
             tok,
@@ -263,6 +217,62 @@ fn lex_action(
         });
         space = false;
     }
+}
+
+/// A character literal at the start of `rest`: its code point, as in Go,
+/// and its length.
+fn lex_char(rest: &str, tok_pos: usize) -> Result<(Tok, usize), Failure> {
+    let mut it = rest[1..].chars();
+    match (it.next(), it.next()) {
+        (Some(ch), Some('\'')) if ch != '\\' => {
+            Ok((Tok::Int(i64::from(u32::from(ch))), 2 + ch.len_utf8()))
+        }
+        _ => Err(Failure::new(
+            tok_pos,
+            "bad character literal: write one character between single quotes",
+        )),
+    }
+}
+
+/// `.field` or a lone `.`, and its length.
+fn lex_dot(rest: &str) -> (Tok, usize) {
+    let after = &rest[1..];
+    let len = ident_len(after);
+    if len > 0 {
+        (Tok::Field(after[..len].to_string()), 1 + len)
+    } else {
+        (Tok::Dot, 1)
+    }
+}
+
+/// A one-character token: brackets, separators and operators.
+fn punctuation(c: char, tok_pos: usize) -> Result<Tok, Failure> {
+    Ok(match c {
+        '(' => Tok::LParen,
+        ')' => Tok::RParen,
+        '[' => Tok::LBrack,
+        ']' => Tok::RBrack,
+        ',' => Tok::Comma,
+        ';' => Tok::Semicolon,
+        ':' => Tok::Colon,
+        '|' => Tok::Pipe,
+        '?' => Tok::Question,
+        '=' => Tok::Assign,
+        '+' => Tok::Op("+"),
+        '-' => Tok::Op("-"),
+        '*' => Tok::Op("*"),
+        '/' => Tok::Op("/"),
+        '%' => Tok::Op("%"),
+        '<' => Tok::Op("<"),
+        '>' => Tok::Op(">"),
+        '!' => Tok::Op("!"),
+        other => {
+            return Err(Failure::new(
+                tok_pos,
+                format!("unexpected character {other:?} in action"),
+            ));
+        }
+    })
 }
 
 /// A number at the start of `s` as Go writes it (`12`, `1.5`, `.5`, `5.`,

@@ -9,16 +9,25 @@
 //! machine without the prerequisite, it fails with a message naming what
 //! is missing instead of passing without having run.
 //!
-//! [`holo3`] finds and builds Holo 3 for the tests that compare with it.
+//! One harness per kind of run: [`plugin_run`] starts a plugin with the
+//! `HOLO_*` environment `holo` gives it, [`oneoff`] runs a plugin's
+//! `ensure` and `status` against a fresh root, [`process`] waits with a
+//! deadline instead of a fixed sleep, and [`http`] is the one HTTP server
+//! of the download tests. [`escapes`] is a root whose symlinks try to lead
+//! out of it, for the containment tests.
 //!
-//! [`oneoff`] runs a plugin's `ensure` and `status` against a fresh root.
+//! [`holo3`] finds and builds Holo 3 for the tests that compare with it.
 //!
 //! [`binary`] finds a binary of the workspace in the target directory of
 //! the running test. Tests never build anything themselves: `cargo test
 //! --workspace` (or `cargo build --workspace`) builds every binary once.
 
+pub mod escapes;
 pub mod holo3;
+pub mod http;
 pub mod oneoff;
+pub mod plugin_run;
+pub mod process;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -71,7 +71,4 @@ fn must<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
     result.unwrap_or_else(|err| panic!("cannot {what}: {err}"))
 }
 
-/// Output bytes as text, for assertions.
-pub fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+pub use crate::process::text;

@@ -196,6 +196,7 @@ fn run_and_kill(tree: &Tree, when: KillWhen) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
     if let KillWhen::Applied(_, extra_ms) = when {
+        // The drawn moment of the kill: this pause is what the test varies.
         std::thread::sleep(Duration::from_millis(extra_ms));
     }
     let _ = killpg(group, Signal::SIGKILL);

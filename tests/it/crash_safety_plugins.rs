@@ -12,22 +12,18 @@
 //! - the apply after that changes nothing.
 //!
 //! Archives are built with the system's `tar` and served over HTTP on
-//! 127.0.0.1 by a small server in this file.
+//! 127.0.0.1 by test-support's server.
 
-use std::collections::HashMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use sha2::{Digest, Sha256};
+use test_support::http::{Route, Server, sha256};
 
 const HOLO: &str = env!("CARGO_BIN_EXE_holo");
 const ROUNDS: u32 = 8;
@@ -59,71 +55,6 @@ fn build_plugins() -> PathBuf {
         test_support::binary(plugin);
     }
     test_support::profile_dir()
-}
-
-/// A tiny HTTP/1.1 server: GET of a path answers its body, else 404.
-#[derive(Clone)]
-struct Server {
-    base: String,
-    bodies: Arc<Mutex<HashMap<String, Vec<u8>>>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let server = Server {
-            base: format!("http://{}", listener.local_addr().expect("addr")),
-            bodies: Arc::default(),
-        };
-        let bodies = Arc::clone(&server.bodies);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let bodies = Arc::clone(&bodies);
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(&stream);
-                    let mut request = String::new();
-                    let _ = reader.read_line(&mut request);
-                    let mut line = String::new();
-                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                        line.clear();
-                    }
-                    let path = request.split(' ').nth(1).unwrap_or("").to_string();
-                    let body = bodies.lock().expect("lock").get(&path).cloned();
-                    let mut out = &stream;
-                    let _ = match body {
-                        Some(body) => out
-                            .write_all(
-                                format!(
-                                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                    body.len()
-                                )
-                                .as_bytes(),
-                            )
-                            .and_then(|()| out.write_all(&body)),
-                        None => out.write_all(
-                            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                        ),
-                    };
-                });
-            }
-        });
-        server
-    }
-
-    fn serve(&self, path: &str, body: Vec<u8>) -> String {
-        self.bodies
-            .lock()
-            .expect("lock")
-            .insert(path.to_string(), body);
-        format!("{}{path}", self.base)
-    }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 /// One plugin's scenario: the resources of version `round`, and what each
@@ -539,9 +470,9 @@ impl Archive {
                 .expect("run tar");
             assert!(status.success(), "tar failed");
             let bytes = fs::read(&archive).expect("archive");
-            let checksum = sha256_hex(&bytes);
+            let checksum = sha256(&bytes);
             versions.push((
-                server.serve(&format!("/v{round}/app.tar.gz"), bytes),
+                server.serve(&format!("/v{round}/app.tar.gz"), Route::body(bytes)),
                 checksum,
             ));
         }

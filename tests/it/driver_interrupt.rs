@@ -5,6 +5,7 @@
 //! overlaps the cut command.
 
 use crate::root;
+use test_support::process::{alive, wait_until};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -52,24 +53,6 @@ fn start_apply(root: &Path, name: &str, env: &[(&str, &str)]) -> Child {
     command.spawn().unwrap()
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < limit, "waited {limit:?} for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Alive and not a zombie.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 fn pids(root: &Path) -> Vec<i32> {
     std::fs::read_to_string(root.join("pids"))
         .unwrap_or_default()
@@ -95,7 +78,7 @@ fn assert_never_interleaved(root: &Path) {
 /// while the command lives; returns holo's exit code and output.
 fn interrupt(root: &Path, holo: &mut Child, signal: Signal, to_group: bool) -> (i32, String) {
     let lock = root.join("run/holo.pid");
-    wait_for("the command to start", Duration::from_secs(60), || {
+    wait_until("the command to start", Duration::from_secs(60), || {
         root.join("progress").exists()
     });
     let command = pids(root)[0];
@@ -160,7 +143,7 @@ fn sigterm_ends_the_command_and_a_second_run_never_overlaps_it() {
     let path = root.path();
     let mut first = start_apply(path, "out1", &[]);
     let lock = path.join("run/holo.pid");
-    wait_for("the command to start", Duration::from_secs(60), || {
+    wait_until("the command to start", Duration::from_secs(60), || {
         path.join("progress").exists()
     });
     kill(Pid::from_raw(first.id() as i32), Signal::SIGTERM).unwrap();

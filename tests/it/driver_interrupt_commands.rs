@@ -4,6 +4,7 @@
 //! and a scaffold file cut during its post command is redone next apply.
 
 use crate::root;
+use test_support::process::alive;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -61,16 +62,6 @@ fn apply(root: &Path, name: &str) -> (i32, String) {
     let status = run_holo(root, name).status().unwrap();
     let text = std::fs::read_to_string(root.join(name)).unwrap();
     (status.code().unwrap_or(-1), text)
-}
-
-/// Alive and not a zombie.
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 fn pids(root: &Path) -> Vec<i32> {

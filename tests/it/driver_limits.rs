@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::process::alive;
 
 /// `hang:a` hangs in apply (with a background child), `hang:b` applies.
 const PLUGIN: &str = r#"#!/bin/sh
@@ -119,15 +120,6 @@ fn kill_recorded(root: &Path) {
     for pid in recorded(root) {
         // SAFETY: kill(2).
         unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
     }
 }
 

@@ -9,6 +9,7 @@ use nix::unistd::Pid;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::process::wait_until;
 
 const HOLO: &str = env!("CARGO_BIN_EXE_holo");
 
@@ -54,17 +55,6 @@ fn holo(root: &Path, env: &[(&str, &str)]) -> Command {
     command
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "waited for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn progress(root: &Path) -> Vec<String> {
     std::fs::read_to_string(root.join("progress"))
         .unwrap_or_default()
@@ -76,7 +66,9 @@ fn progress(root: &Path) -> Vec<String> {
 /// Starts a run, waits until its command runs, and kills holo outright.
 fn kill_holo_during_work(root: &Path, env: &[(&str, &str)]) {
     let mut first: Child = holo(root, env).spawn().unwrap();
-    wait_for("the command to start", || root.join("progress").exists());
+    wait_until("the command to start", Duration::from_secs(60), || {
+        root.join("progress").exists()
+    });
     kill(Pid::from_raw(first.id() as i32), Signal::SIGKILL).unwrap();
     first.wait().unwrap();
     assert!(
@@ -167,7 +159,7 @@ command = "sleep 60 & echo $! > daemon; echo start >> progress; sleep 60"
     )
     .unwrap();
     let mut first = holo(root.path(), &[]).spawn().unwrap();
-    wait_for("the command to start", || {
+    wait_until("the command to start", Duration::from_secs(60), || {
         root.path().join("progress").exists()
     });
     kill(Pid::from_raw(first.id() as i32), Signal::SIGKILL).unwrap();

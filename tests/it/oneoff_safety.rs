@@ -119,7 +119,7 @@ fn assert_owner_only(root: &OneOffRoot, files: &[PathBuf]) {
 #[test]
 fn the_private_run_directory_is_owner_only_and_never_in_tmpdir() {
     let root = OneOffRoot::new("holo-exec");
-    let mut child = start_ensure(&root, "slow", "touch started; sleep 30");
+    let child = start_ensure(&root, "slow", "touch started; sleep 30");
     wait_for("the command to start", || root.path("started").exists());
     // The SDK's scan cache of a plugin run by hand is an empty 0700
     // directory there; the one-off's run directory is not.

@@ -259,77 +259,10 @@ fn debian_arch_and_rpm_install_the_same_paths_as_plugins_list_says() {
     );
 
     for plugin in &plugins {
-        let package = format!("holo-{}", plugin.id);
-        let set = &debian[&package];
-        for path in [
-            format!("/usr/lib/holo/holo-{}", plugin.id),
-            format!("/usr/share/holo/{}/", plugin.id),
-            format!("/usr/share/man/man8/holo-{}.8.gz", plugin.id),
-        ] {
-            assert!(set.contains(&path), "{package} does not install {path}");
-        }
-        let snippets: Vec<&String> = set
-            .iter()
-            .filter(|p| p.starts_with("/etc/holorc.d/"))
-            .collect();
-        match &plugin.snippet {
-            Some(snippet) => {
-                assert_eq!(
-                    snippets,
-                    [&format!("/etc/holorc.d/{snippet}")],
-                    "packaging/plugins.list ships {snippet}: debian/{package}.install (and the PKGBUILD and spec) must install it"
-                );
-                let text = read(&format!("holorc.d/{snippet}"));
-                assert!(
-                    entries(&text).any(|l| l == format!("plugin {}", plugin.id)),
-                    "holorc.d/{snippet} does not say `plugin {}`",
-                    plugin.id
-                );
-            }
-            None => assert!(
-                snippets.is_empty(),
-                "{package} installs {snippets:?}, but packaging/plugins.list ships no snippet"
-            ),
-        }
-        let postrm = repo().join(format!("packaging/debian/{package}.postrm"));
-        let mode = std::fs::metadata(&postrm)
-            .unwrap_or_else(|e| panic!("{}: {e}", postrm.display()))
-            .permissions()
-            .mode();
-        assert!(mode & 0o111 != 0, "{} is not executable", postrm.display());
-        let script = std::fs::read_to_string(&postrm).unwrap();
-        assert!(
-            script.contains("\"$1\" = purge") && script.contains("/var/lib/holo/"),
-            "{} must remove the state directory on purge only",
-            postrm.display()
-        );
+        check_plugin_package(plugin, &debian);
     }
-
     // Every page in man/ is shipped by exactly one package.
-    let mut pages: Vec<String> = std::fs::read_dir(repo().join("man"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            name.rsplit('.')
-                .next()
-                .is_some_and(|s| s.len() == 1 && s.chars().all(|c| c.is_ascii_digit()))
-        })
-        .collect();
-    pages.sort();
-    for page in &pages {
-        let section = page.rsplit('.').next().unwrap();
-        let installed = format!("/usr/share/man/man{section}/{page}.gz");
-        let shipping: Vec<&String> = debian
-            .iter()
-            .filter(|(_, set)| set.contains(&installed))
-            .map(|(package, _)| package)
-            .collect();
-        assert_eq!(
-            shipping.len(),
-            1,
-            "man/{page} must be in exactly one debian/PACKAGE.manpages (and the PKGBUILD and spec), found in {shipping:?}"
-        );
-    }
+    check_man_pages(&debian);
 
     // Every source a .install or .manpages file names is in the tree (the
     // build products come from target/ and debian/generated-completions).
@@ -386,6 +319,83 @@ fn debian_arch_and_rpm_install_the_same_paths_as_plugins_list_says() {
     assert!(read("packaging/debian/changelog").starts_with(&format!("holo ({version})")));
     assert!(read("packaging/arch/PKGBUILD").contains(&format!("\npkgver={version}\n")));
     assert!(read("packaging/rpm/holo.spec").contains(&format!("\nVersion:        {version}\n")));
+}
+
+/// A plugin's package installs its binary, data directory, man page and
+/// (only if plugins.list ships one) its holorc snippet, and purges its state.
+fn check_plugin_package(plugin: &Plugin, debian: &Paths) {
+    let package = format!("holo-{}", plugin.id);
+    let set = &debian[&package];
+    for path in [
+        format!("/usr/lib/holo/holo-{}", plugin.id),
+        format!("/usr/share/holo/{}/", plugin.id),
+        format!("/usr/share/man/man8/holo-{}.8.gz", plugin.id),
+    ] {
+        assert!(set.contains(&path), "{package} does not install {path}");
+    }
+    let snippets: Vec<&String> = set
+        .iter()
+        .filter(|p| p.starts_with("/etc/holorc.d/"))
+        .collect();
+    match &plugin.snippet {
+        Some(snippet) => {
+            assert_eq!(
+                snippets,
+                [&format!("/etc/holorc.d/{snippet}")],
+                "packaging/plugins.list ships {snippet}: debian/{package}.install (and the PKGBUILD and spec) must install it"
+            );
+            let text = read(&format!("holorc.d/{snippet}"));
+            assert!(
+                entries(&text).any(|l| l == format!("plugin {}", plugin.id)),
+                "holorc.d/{snippet} does not say `plugin {}`",
+                plugin.id
+            );
+        }
+        None => assert!(
+            snippets.is_empty(),
+            "{package} installs {snippets:?}, but packaging/plugins.list ships no snippet"
+        ),
+    }
+    let postrm = repo().join(format!("packaging/debian/{package}.postrm"));
+    let mode = std::fs::metadata(&postrm)
+        .unwrap_or_else(|e| panic!("{}: {e}", postrm.display()))
+        .permissions()
+        .mode();
+    assert!(mode & 0o111 != 0, "{} is not executable", postrm.display());
+    let script = std::fs::read_to_string(&postrm).unwrap();
+    assert!(
+        script.contains("\"$1\" = purge") && script.contains("/var/lib/holo/"),
+        "{} must remove the state directory on purge only",
+        postrm.display()
+    );
+}
+
+/// Every page in man/ is shipped by exactly one package.
+fn check_man_pages(debian: &Paths) {
+    let mut pages: Vec<String> = std::fs::read_dir(repo().join("man"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.rsplit('.')
+                .next()
+                .is_some_and(|s| s.len() == 1 && s.chars().all(|c| c.is_ascii_digit()))
+        })
+        .collect();
+    pages.sort();
+    for page in &pages {
+        let section = page.rsplit('.').next().unwrap();
+        let installed = format!("/usr/share/man/man{section}/{page}.gz");
+        let shipping: Vec<&String> = debian
+            .iter()
+            .filter(|(_, set)| set.contains(&installed))
+            .map(|(package, _)| package)
+            .collect();
+        assert_eq!(
+            shipping.len(),
+            1,
+            "man/{page} must be in exactly one debian/PACKAGE.manpages (and the PKGBUILD and spec), found in {shipping:?}"
+        );
+    }
 }
 
 /// The release build every packaging runs (Debian rules, PKGBUILD, RPM
@@ -699,6 +709,24 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
     };
 
     // 1. Build, and lintian clean of errors.
+    let (out, debs, built) = build_debs(packages.as_slice());
+    println!("built in {:?}", started.elapsed());
+    // 2. Each .deb holds what debian/PKG.* say, with the snippets as conffiles.
+    let contents = deb_contents(&debs, &built);
+    // 3. Install on this machine, and use it.
+    cleanup.packages = packages.clone();
+    run(Command::new("dpkg").arg("-i").args(&debs));
+    let samples = install_samples(&mut cleanup);
+    use_installed(&samples);
+    // 4. Remove keeps the state and the conffile; purge takes everything.
+    remove_and_purge(&packages, &samples, &contents, &mut cleanup);
+    drop(out);
+    println!("packaging test took {:?}", started.elapsed());
+}
+
+/// The packages built into a temporary directory, lintian clean of errors:
+/// the directory, the .debs and their package names, both sorted.
+fn build_debs(packages: &[String]) -> (tempfile::TempDir, Vec<PathBuf>, Vec<String>) {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().display().to_string();
     run(Command::new("dpkg-buildpackage")
@@ -711,7 +739,7 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         // dbgsym packages would double the build and lintian time and disk.
         .env("DEB_BUILD_OPTIONS", "noautodbgsym")
         .current_dir(repo()));
-    println!("built in {:?}", started.elapsed());
+
     let lintian = run(Command::new("lintian")
         .args(["--fail-on", "error", "--tag-display-limit", "0"])
         .arg(out.path().join("holo.changes")));
@@ -728,14 +756,18 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
     };
     debs.sort_by_key(package_of);
     let built: Vec<String> = debs.iter().map(package_of).collect();
-    let mut expected = packages.clone();
+    let mut expected = packages.to_vec();
     expected.sort();
     assert_eq!(built, expected);
+    (out, debs, built)
+}
 
-    // 2. Each .deb holds what debian/PKG.* say, with the snippets as conffiles.
+/// Checks that each .deb holds what debian/PKG.* say, with the snippets as
+/// conffiles; every path the packages hold.
+fn deb_contents(debs: &[PathBuf], built: &[String]) -> BTreeSet<String> {
     let listed = debian_paths();
     let mut contents = BTreeSet::new();
-    for (deb, package) in debs.iter().zip(&built) {
+    for (deb, package) in debs.iter().zip(built) {
         let list = run(Command::new("dpkg-deb").arg("-c").arg(deb));
         let paths: BTreeSet<String> = String::from_utf8_lossy(&list.stdout)
             .lines()
@@ -767,10 +799,12 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         assert_eq!(conffiles, etc, "{package} conffiles");
         contents.extend(paths);
     }
+    contents
+}
 
-    // 3. Install on this machine, and use it.
-    cleanup.packages = packages.clone();
-    run(Command::new("dpkg").arg("-i").args(&debs));
+/// A sample resource for each plugin with a snippet (and the scaffold's
+/// template directory): plugin id, entity and the paths made.
+fn install_samples(cleanup: &mut Cleanup) -> Vec<(String, &'static str, Vec<PathBuf>)> {
     let plugins = plugins();
     let mut samples = Vec::new();
     for plugin in plugins.iter().filter(|p| p.snippet.is_some()) {
@@ -795,6 +829,13 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         }
         samples.push((plugin.id.clone(), *entity, made));
     }
+    samples
+}
+
+/// holo scan sees every sample, the man pages and units are in place, and
+/// holo apply applies the file sample (the others are removed first: they
+/// would act on the machine).
+fn use_installed(samples: &[(String, &'static str, Vec<PathBuf>)]) {
     let holo = |args: &[&str]| {
         Command::new("/usr/bin/holo")
             .args(args)
@@ -814,7 +855,7 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         !stderr.contains("!!") && !stderr.contains("Skipping plugin"),
         "holo scan complains:\n{stderr}"
     );
-    for (_, entity, _) in &samples {
+    for (_, entity, _) in samples {
         assert!(
             stdout.lines().any(|l| l == *entity),
             "holo scan lacks {entity}:\n{stdout}"
@@ -838,7 +879,7 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         "holo-apply.timer must ship disabled"
     );
     // Only the file resource stays for apply: the others would act on the machine.
-    for (id, _, made) in &samples {
+    for (id, _, made) in samples {
         if id != "file" {
             made.iter().for_each(|path| remove(path));
         }
@@ -859,8 +900,16 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         Path::new("/var/lib/holo/file").is_dir(),
         "holo-file keeps no state"
     );
+}
 
-    // 4. Remove keeps the state and the conffile; purge takes everything.
+/// dpkg --remove keeps the state and the conffile; --purge takes
+/// everything the packages installed.
+fn remove_and_purge(
+    packages: &[String],
+    samples: &[(String, &'static str, Vec<PathBuf>)],
+    contents: &BTreeSet<String>,
+    cleanup: &mut Cleanup,
+) {
     run(Command::new("dpkg").args(["--remove", "holo-file"]));
     assert!(
         Path::new("/var/lib/holo/file").is_dir(),
@@ -870,12 +919,12 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
         Path::new("/etc/holorc.d/20-file").exists(),
         "remove took the conffile"
     );
-    for (_, _, made) in &samples {
+    for (_, _, made) in samples {
         made.iter().for_each(|path| remove(path));
     }
-    run(Command::new("dpkg").arg("--purge").args(&packages));
+    run(Command::new("dpkg").arg("--purge").args(packages));
     cleanup.packages.clear();
-    for package in &packages {
+    for package in packages {
         let status = dpkg_status(package);
         assert!(
             status.is_empty() || status.starts_with("un"),
@@ -891,5 +940,4 @@ fn debian_packages_build_install_work_and_purge_without_a_trace() {
     for dir in HOLO_DIRS {
         assert!(!Path::new(dir).exists(), "{dir} is left after purge");
     }
-    println!("packaging test took {:?}", started.elapsed());
 }

@@ -11,7 +11,7 @@ const PLUGINS: &[&str] = &["archive", "exec", "file", "package", "scaffold", "se
 
 /// Holo 3's plugins: the same files, but a scan of their own instead of a
 /// TOML resource table, and their modules named in their own section.
-const OWN_SCAN: &[&str] = &["files", "users-groups"];
+const OWN_SCAN: &[&str] = &["files", "users-groups", "ssh-keys", "run-scripts"];
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))

@@ -215,69 +215,18 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         mark_extracting(env, id, spec, recorded.as_ref(), true)?;
     }
     if plan.download {
-        let uid = owners::uid(env, &spec.owner)?;
-        let gid = owners::gid(env, &spec.group)?;
-        let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
-        create_missing_directory(env, &fs, parent)
-            .map_err(|err| Error::new(format!("cannot download to {}: {err}", spec.name)))?;
-        let credentials = credentials(env, id)?;
-        let target = in_root::real_entry(env, &fs, &archive)?;
-        let done = http::fetch(&target, spec, &credentials, uid, gid)?;
-        println!(
-            "Downloaded {} to {} ({} bytes, sha256 {})",
-            spec.shown_url, spec.name, done.bytes, done.sha256
-        );
+        download(env, &fs, id, spec, &archive)?;
     }
     if plan.extract
         && let Some(parent) = &spec.extract_parent
     {
-        let options = extract::Options {
-            keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
-            limits: apply::Limits {
-                max_bytes: spec.max_extract_size,
-                max_entries: spec.max_extract_entries,
-            },
-            wording: extract::Wording {
-                parent: "extract_parent",
-                raise_limits: Some(("max_extract_entries", "max_extract_size")),
-            },
+        let extraction = Extraction {
+            archive: &archive,
+            parent,
+            downloaded: plan.download,
+            recorded: recorded.as_ref(),
         };
-        let host_parent = env.root_join(parent);
-        let count = create_missing_directory(env, &fs, Path::new(parent))
-            .and_then(|()| {
-                let real =
-                    |path: &Path| in_root::real_path(env, &fs, path).map_err(|err| err.to_string());
-                extract::extract(
-                    &real(&archive)?,
-                    spec.format,
-                    &real(&host_parent)?,
-                    Path::new(parent),
-                    options,
-                )
-            })
-            .map_err(|message| {
-                // A downloaded archive that failed to extract goes again, so that
-                // the next run fetches and extracts it rather than taking it as
-                // done (without `creates` nothing else would tell).
-                let removed = plan.download && remove(&fs, &archive, &spec.name).is_ok();
-                // A refused extraction left nothing behind: the record goes
-                // back to what it was.
-                let _ = match &recorded {
-                    Some(record) => state::write(env, id, record),
-                    None => state::remove(env, id),
-                };
-                Error::new(format!(
-                    "cannot extract {} into {parent}: {message}; nothing was extracted{}",
-                    spec.name,
-                    if removed {
-                        ", and the download was removed so that the next run tries again"
-                    } else {
-                        ""
-                    }
-                ))
-            })?;
-        println!("Extracted {count} entries from {} into {parent}", spec.name);
-        mark_extracting(env, id, spec, recorded.as_ref(), false)?;
+        extract_archive(env, &fs, id, spec, &extraction)?;
     }
     if plan.cleanup {
         remove(&fs, &archive, &spec.name)?;
@@ -292,6 +241,95 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
     }
     write_record(env, id, spec, &after)?;
     Ok(Outcome::Changed)
+}
+
+/// Downloads the archive to its place, owned as the spec says.
+fn download(env: &Env, fs: &RootFs, id: &str, spec: &ArchiveSpec, archive: &Path) -> Result<()> {
+    let uid = owners::uid(env, &spec.owner)?;
+    let gid = owners::gid(env, &spec.group)?;
+    let parent = Path::new(&spec.name).parent().unwrap_or(Path::new("/"));
+    create_missing_directory(env, fs, parent)
+        .map_err(|err| Error::new(format!("cannot download to {}: {err}", spec.name)))?;
+    let credentials = credentials(env, id)?;
+    let target = in_root::real_entry(env, fs, archive)?;
+    let done = http::fetch(&target, spec, &credentials, uid, gid)?;
+    println!(
+        "Downloaded {} to {} ({} bytes, sha256 {})",
+        spec.shown_url, spec.name, done.bytes, done.sha256
+    );
+    Ok(())
+}
+
+/// An extraction of a downloaded archive.
+struct Extraction<'a> {
+    /// The archive on the host.
+    archive: &'a Path,
+    /// `extract_parent`, as the resource names it.
+    parent: &'a str,
+    /// The archive was downloaded in this run.
+    downloaded: bool,
+    /// The record before this run.
+    recorded: Option<&'a Record>,
+}
+
+/// Extracts the archive into `extract_parent`. A failure removes a fresh
+/// download and restores the record, so that the next run tries again.
+fn extract_archive(
+    env: &Env,
+    fs: &RootFs,
+    id: &str,
+    spec: &ArchiveSpec,
+    extraction: &Extraction,
+) -> Result<()> {
+    let parent = extraction.parent;
+    let options = extract::Options {
+        keep_setuid: spec.keep_setuid && nix::unistd::geteuid().is_root(),
+        limits: apply::Limits {
+            max_bytes: spec.max_extract_size,
+            max_entries: spec.max_extract_entries,
+        },
+        wording: extract::Wording {
+            parent: "extract_parent",
+            raise_limits: Some(("max_extract_entries", "max_extract_size")),
+        },
+    };
+    let host_parent = env.root_join(parent);
+    let count = create_missing_directory(env, fs, Path::new(parent))
+        .and_then(|()| {
+            let real =
+                |path: &Path| in_root::real_path(env, fs, path).map_err(|err| err.to_string());
+            extract::extract(
+                &real(extraction.archive)?,
+                spec.format,
+                &real(&host_parent)?,
+                Path::new(parent),
+                options,
+            )
+        })
+        .map_err(|message| {
+            // A downloaded archive that failed to extract goes again, so that
+            // the next run fetches and extracts it rather than taking it as
+            // done (without `creates` nothing else would tell).
+            let removed =
+                extraction.downloaded && remove(fs, extraction.archive, &spec.name).is_ok();
+            // A refused extraction left nothing behind: the record goes
+            // back to what it was.
+            let _ = match extraction.recorded {
+                Some(record) => state::write(env, id, record),
+                None => state::remove(env, id),
+            };
+            Error::new(format!(
+                "cannot extract {} into {parent}: {message}; nothing was extracted{}",
+                spec.name,
+                if removed {
+                    ", and the download was removed so that the next run tries again"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+    println!("Extracted {count} entries from {} into {parent}", spec.name);
+    mark_extracting(env, id, spec, extraction.recorded, false)
 }
 
 /// Creates `dir` (a path as the resource names it) with its missing parents,
@@ -455,107 +493,55 @@ fn render_diff(env: &Env, id: &str, spec: &ArchiveSpec) -> Result<Option<(PathBu
 /// What redaction leaves in place of a credential.
 const REDACTED: &str = "***";
 
-/// The table of `holo-archive status NAME`: the archive on disk (whether
-/// it is there, its checksum, owner and group), then holo-archive's
-/// record (the URL, `extract_parent`, `creates`), then the table of the
-/// last `holo-archive ensure`; what none of them holds is to fill in.
-fn status_table(env: &Env, name: &str) -> Result<StatusTable> {
+/// What the record says of the archive's source and extraction, over
+/// the ensured table.
+fn record_properties(properties: &mut holo_plugin::oneoff::Table, record: &Record) {
     use holo_plugin::oneoff::Value;
-    crate::model::validate_absolute("name", name)
-        .map_err(|message| Error::new(format!("holo-archive status: {message}")))?;
-    let id = format!("archive:{name}");
-    let record: Option<Record> = state::read(&holo_plugin::oneoff::record_env(env, &id)?, &id)?;
-    let ensured = holo_plugin::oneoff::ensured(env, &id)?;
-    let fs = env.root_fs()?;
-    let archive = env.root_join(name);
-    let on_disk = match fs.metadata(&archive) {
-        Ok(meta) if meta.is_file() => Some(meta),
-        Ok(_) => {
-            return Err(Error::new(format!(
-                "holo-archive status: {name} exists but is not a regular file, so it is no archive holo-archive manages"
-            )));
-        }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(err) => return Err(Error::io("read", &archive, &err)),
-    };
-    let exists = |path: &str| fs.metadata(&env.root_join(path)).is_ok();
-    let mut found = StatusTable {
-        properties: ensured.map(|ensured| ensured.table).unwrap_or_default(),
-        ..StatusTable::default()
-    };
-    let properties = &mut found.properties;
-    if let Some(record) = &record {
-        properties.insert("url".to_string(), Value::String(record.url.clone()));
-        for (key, value) in [
-            ("extract_parent", &record.extract_parent),
-            ("creates", &record.creates),
-            ("checksum", &record.checksum),
-        ] {
-            match value {
-                Some(value) => properties.insert(key.to_string(), Value::String(value.clone())),
-                None => properties.remove(key),
-            };
-        }
+    properties.insert("url".to_string(), Value::String(record.url.clone()));
+    for (key, value) in [
+        ("extract_parent", &record.extract_parent),
+        ("creates", &record.creates),
+        ("checksum", &record.checksum),
+    ] {
+        match value {
+            Some(value) => properties.insert(key.to_string(), Value::String(value.clone())),
+            None => properties.remove(key),
+        };
     }
-    let creates = properties
-        .get("creates")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let extracted =
-        properties.contains_key("extract_parent") && creates.as_deref().is_some_and(&exists);
-    let read = apply::read_back(
-        on_disk.is_some(),
-        record.as_ref().map(|record| record.ensure),
-        extracted,
-    );
-    properties.insert(
-        "ensure".to_string(),
-        Value::String(read.ensure.as_str().to_string()),
-    );
-    if read.cleanup {
-        properties.insert("cleanup".to_string(), Value::Boolean(true));
-    } else {
-        properties.remove("cleanup");
-    }
-    let ids = match &on_disk {
-        Some(meta) => {
-            use std::os::unix::fs::MetadataExt;
-            let real = in_root::real_path(env, &fs, &archive)?;
-            properties.insert(
-                "checksum".to_string(),
-                Value::String(holo_plugin::download::sha256_file(&real)?),
-            );
-            Some((meta.uid(), meta.gid()))
-        }
-        None => record
-            .as_ref()
-            .and_then(|record| Some((record.uid?, record.gid?))),
-    };
-    if let Some((uid, gid)) = ids {
-        let user = owners::user_name(env, uid).map_or(Value::Integer(uid.into()), Value::String);
-        let group = owners::group_name(env, gid).map_or(Value::Integer(gid.into()), Value::String);
-        properties.insert("owner".to_string(), user);
-        properties.insert("group".to_string(), group);
-    }
-    if let Some(note) = read.note {
-        found.notes.push(note.to_string());
-    }
-    if record.as_ref().is_some_and(|record| record.extracting) {
-        found.notes.push(
+}
+
+/// Notes on the extraction: one that did not finish, and whether
+/// `creates` exists.
+fn extraction_notes(
+    record: Option<&Record>,
+    creates: Option<&str>,
+    exists: &dyn Fn(&str) -> bool,
+    on_disk: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if record.is_some_and(|record| record.extracting) {
+        notes.push(
             "an extraction started and did not finish: the next apply extracts again".to_string(),
         );
     }
-    match &creates {
-        Some(path) if exists(path) => found.notes.push(format!("creates {path} exists")),
-        Some(path) => found.notes.push(format!(
+    match creates {
+        Some(path) if exists(path) => notes.push(format!("creates {path} exists")),
+        Some(path) => notes.push(format!(
             "creates {path} does not exist: the next apply extracts the archive"
         )),
-        None if on_disk.is_some() => found.notes.push(
+        None if on_disk => notes.push(
             "whether the archive was extracted, and where, is not recorded: add extract_parent and creates if it is to be"
                 .to_string(),
         ),
         None => {}
     }
+    notes
+}
+
+/// The properties no record gives (credentials are never written down):
+/// removed, each with what to fill in.
+fn mark_unknown(found: &mut StatusTable, name: &str) {
+    use holo_plugin::oneoff::Value;
     let properties = &mut found.properties;
     match properties.get("url").and_then(Value::as_str) {
         None => found.unknown.push((
@@ -605,5 +591,89 @@ fn status_table(env: &Env, name: &str) -> Result<StatusTable> {
             ));
         }
     }
+}
+
+/// The table of `holo-archive status NAME`: the archive on disk (whether
+/// it is there, its checksum, owner and group), then holo-archive's
+/// record (the URL, `extract_parent`, `creates`), then the table of the
+/// last `holo-archive ensure`; what none of them holds is to fill in.
+fn status_table(env: &Env, name: &str) -> Result<StatusTable> {
+    use holo_plugin::oneoff::Value;
+    crate::model::validate_absolute("name", name)
+        .map_err(|message| Error::new(format!("holo-archive status: {message}")))?;
+    let id = format!("archive:{name}");
+    let record: Option<Record> = state::read(&holo_plugin::oneoff::record_env(env, &id)?, &id)?;
+    let ensured = holo_plugin::oneoff::ensured(env, &id)?;
+    let fs = env.root_fs()?;
+    let archive = env.root_join(name);
+    let on_disk = match fs.metadata(&archive) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(_) => {
+            return Err(Error::new(format!(
+                "holo-archive status: {name} exists but is not a regular file, so it is no archive holo-archive manages"
+            )));
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Error::io("read", &archive, &err)),
+    };
+    let exists = |path: &str| fs.metadata(&env.root_join(path)).is_ok();
+    let mut found = StatusTable {
+        properties: ensured.map(|ensured| ensured.table).unwrap_or_default(),
+        ..StatusTable::default()
+    };
+    let properties = &mut found.properties;
+    if let Some(record) = &record {
+        record_properties(properties, record);
+    }
+    let creates = properties
+        .get("creates")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let extracted =
+        properties.contains_key("extract_parent") && creates.as_deref().is_some_and(&exists);
+    let read = apply::read_back(
+        on_disk.is_some(),
+        record.as_ref().map(|record| record.ensure),
+        extracted,
+    );
+    properties.insert(
+        "ensure".to_string(),
+        Value::String(read.ensure.as_str().to_string()),
+    );
+    if read.cleanup {
+        properties.insert("cleanup".to_string(), Value::Boolean(true));
+    } else {
+        properties.remove("cleanup");
+    }
+    let ids = match &on_disk {
+        Some(meta) => {
+            use std::os::unix::fs::MetadataExt;
+            let real = in_root::real_path(env, &fs, &archive)?;
+            properties.insert(
+                "checksum".to_string(),
+                Value::String(holo_plugin::download::sha256_file(&real)?),
+            );
+            Some((meta.uid(), meta.gid()))
+        }
+        None => record
+            .as_ref()
+            .and_then(|record| Some((record.uid?, record.gid?))),
+    };
+    if let Some((uid, gid)) = ids {
+        let user = owners::user_name(env, uid).map_or(Value::Integer(uid.into()), Value::String);
+        let group = owners::group_name(env, gid).map_or(Value::Integer(gid.into()), Value::String);
+        properties.insert("owner".to_string(), user);
+        properties.insert("group".to_string(), group);
+    }
+    if let Some(note) = read.note {
+        found.notes.push(note.to_string());
+    }
+    found.notes.extend(extraction_notes(
+        record.as_ref(),
+        creates.as_deref(),
+        &exists,
+        on_disk.is_some(),
+    ));
+    mark_unknown(&mut found, name);
     Ok(found)
 }

@@ -128,52 +128,9 @@ impl ExecResource {
                     .into(),
             );
         }
-        let environment = self
-            .environment
-            .iter()
-            .map(|entry| match entry.split_once('=') {
-                Some((key, _)) if !key.is_empty() && !is_variable_name(key) => Err(format!(
-                    "environment entry {entry:?}: {key:?} is not a variable name; use ASCII letters, digits and _, not starting with a digit"
-                )),
-                Some((key, value)) if !key.is_empty() && !value.is_empty() => {
-                    Ok((key.to_string(), value.to_string()))
-                }
-                _ => Err(format!(
-                    "environment entry {entry:?} is not KEY=value (both non-empty)"
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let path = match &self.path {
-            None => None,
-            Some(PathList::Joined(joined)) => Some(joined.split(':').map(str::to_string).collect()),
-            Some(PathList::List(list)) => Some(list.clone()),
-        };
-        if let Some(dirs) = &path {
-            for dir in dirs {
-                if !dir.starts_with('/') {
-                    return Err(format!(
-                        "path entry {dir:?} is not an absolute directory; path only takes directories from /"
-                    ));
-                }
-            }
-        }
-        let returns = match &self.returns {
-            None => vec![0],
-            Some(codes) if codes.is_empty() => {
-                return Err(
-                    "returns is empty; list the exit codes that mean success, like [0]".into(),
-                );
-            }
-            Some(codes) => codes
-                .iter()
-                .map(|code| {
-                    i32::try_from(*code)
-                        .ok()
-                        .filter(|code| (0..=255).contains(code))
-                        .ok_or_else(|| format!("returns: {code} is not an exit code (0 to 255)"))
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        };
+        let environment = environment_pairs(&self.environment)?;
+        let path = search_path(self.path.as_ref())?;
+        let returns = exit_codes(self.returns.as_deref())?;
         let timeout = match &self.timeout {
             None => None,
             Some(text) => Some(
@@ -202,6 +159,59 @@ impl ExecResource {
             subscribes,
             subscribe: Vec::new(),
         })
+    }
+}
+
+/// `environment`: `KEY=value` entries, both non-empty, the key a variable
+/// name.
+fn environment_pairs(entries: &[String]) -> Result<Vec<(String, String)>, String> {
+    entries
+        .iter()
+        .map(|entry| match entry.split_once('=') {
+            Some((key, _)) if !key.is_empty() && !is_variable_name(key) => Err(format!(
+                "environment entry {entry:?}: {key:?} is not a variable name; use ASCII letters, digits and _, not starting with a digit"
+            )),
+            Some((key, value)) if !key.is_empty() && !value.is_empty() => {
+                Ok((key.to_string(), value.to_string()))
+            }
+            _ => Err(format!(
+                "environment entry {entry:?} is not KEY=value (both non-empty)"
+            )),
+        })
+        .collect()
+}
+
+/// `path`: absolute directories, as a list or joined with `:`.
+fn search_path(path: Option<&PathList>) -> Result<Option<Vec<String>>, String> {
+    let dirs: Vec<String> = match path {
+        None => return Ok(None),
+        Some(PathList::Joined(joined)) => joined.split(':').map(str::to_string).collect(),
+        Some(PathList::List(list)) => list.clone(),
+    };
+    for dir in &dirs {
+        if !dir.starts_with('/') {
+            return Err(format!(
+                "path entry {dir:?} is not an absolute directory; path only takes directories from /"
+            ));
+        }
+    }
+    Ok(Some(dirs))
+}
+
+/// `returns`: the exit codes that mean success, 0 without it.
+fn exit_codes(codes: Option<&[i64]>) -> Result<Vec<i32>, String> {
+    match codes {
+        None => Ok(vec![0]),
+        Some([]) => Err("returns is empty; list the exit codes that mean success, like [0]".into()),
+        Some(codes) => codes
+            .iter()
+            .map(|code| {
+                i32::try_from(*code)
+                    .ok()
+                    .filter(|code| (0..=255).contains(code))
+                    .ok_or_else(|| format!("returns: {code} is not an exit code (0 to 255)"))
+            })
+            .collect(),
     }
 }
 

@@ -25,21 +25,7 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
 
     if action == Action::None {
         if mode != Mode::Noop {
-            match state::read::<Record>(env, id)? {
-                None => {
-                    // Adopt the path as it is, so that scrubbing later restores it.
-                    let original = save_original(env, &fs, spec, &current).map_err(context)?;
-                    write_record(env, id, spec, &wanted, &current, original)?;
-                }
-                // A run killed between writing the path and its record
-                // left the record behind the path, which is as wanted now:
-                // the record catches up, or the next change would be taken
-                // for an edit by the user.
-                Some(record) if apply::guard(Some(&record.left()), &current) != Guard::Proceed => {
-                    write_record(env, id, spec, &wanted, &current, record.original)?;
-                }
-                Some(_) => {}
-            }
+            catch_up_record(env, &fs, id, spec, &wanted, &current)?;
         }
         return Ok(Outcome::NotChanged);
     }
@@ -56,22 +42,7 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
     let changes = changes(env, spec, &wanted, &current);
 
     if mode == Mode::Noop {
-        if current.kind == Kind::of(spec.ensure) {
-            for change in &changes {
-                println!("Would have changed {change}");
-            }
-        } else {
-            println!(
-                "{}",
-                match action {
-                    Action::Store => "Would have created the file",
-                    Action::CreateDirectory => "Would have created directory",
-                    Action::Link if current.kind == Kind::Absent => "Would have created the link",
-                    Action::Link => "Would have replaced the file with the link",
-                    Action::Remove | Action::None => "Would have removed the file",
-                }
-            );
-        }
+        print_noop(spec, action, &current, &changes);
         return Ok(Outcome::Changed);
     }
 
@@ -151,6 +122,52 @@ impl Change {
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {} to {}", self.property, self.old, self.new)
+    }
+}
+
+/// A path already as wanted: adopted as it is (so that scrubbing later
+/// restores it) when there is no record, and the record brought up to
+/// date when a run was killed between writing the path and its record
+/// (or the next change would be taken for an edit by the user).
+fn catch_up_record(
+    env: &Env,
+    fs: &RootFs,
+    id: &str,
+    spec: &FileSpec,
+    wanted: &Wanted,
+    current: &Observed,
+) -> Result<()> {
+    let context = |err: Error| err.context(id);
+    match state::read::<Record>(env, id)? {
+        None => {
+            let original = save_original(env, fs, spec, current).map_err(context)?;
+            write_record(env, id, spec, wanted, current, original)?;
+        }
+        Some(record) if apply::guard(Some(&record.left()), current) != Guard::Proceed => {
+            write_record(env, id, spec, wanted, current, record.original)?;
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// What a noop run would have done.
+fn print_noop(spec: &FileSpec, action: Action, current: &Observed, changes: &[Change]) {
+    if current.kind == Kind::of(spec.ensure) {
+        for change in changes {
+            println!("Would have changed {change}");
+        }
+    } else {
+        println!(
+            "{}",
+            match action {
+                Action::Store => "Would have created the file",
+                Action::CreateDirectory => "Would have created directory",
+                Action::Link if current.kind == Kind::Absent => "Would have created the link",
+                Action::Link => "Would have replaced the file with the link",
+                Action::Remove | Action::None => "Would have removed the file",
+            }
+        );
     }
 }
 

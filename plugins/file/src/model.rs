@@ -235,79 +235,20 @@ impl FileResource {
         }
         let owner = principal(self.owner, "owner")?;
         let group = principal(self.group, "group")?;
-        let mode = match self.mode {
-            Some(ModeValue::Text(text)) => Some(parse_mode(&text).map_err(|m| invalid("mode", m))?),
-            Some(ModeValue::Integer(number)) => {
-                return Err(invalid(
-                    "mode",
-                    format!(
-                        "mode must be a string such as \"0644\"; the bare number {number} is ambiguous, quote it"
-                    ),
-                ));
-            }
-            None => None,
-        };
-        let target = match (ensure, self.target) {
-            (Ensure::Link, Some(target)) => {
-                Some(validate_target(&target).map_err(|m| invalid("target", m))?)
-            }
-            (Ensure::Link, None) => {
-                return Err(invalid(
-                    "target",
-                    "`target` is required with ensure = \"link\"; give the path the link points to",
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(invalid(
-                    "target",
-                    format!(
-                        "target only applies to ensure = \"link\", this one is \"{}\"; remove it or set ensure = \"link\"",
-                        ensure.as_str()
-                    ),
-                ));
-            }
-            (_, None) => None,
-        };
+        let mode = mode_value(self.mode)?;
+        let target = link_target(ensure, self.target)?;
         if ensure == Ensure::Link && mode.is_some() {
             return Err(invalid(
                 "mode",
                 "a symbolic link has no mode of its own (what it points to has); remove `mode`",
             ));
         }
-        if !matches!(ensure, Ensure::Absent | Ensure::Link) {
-            for (property, missing) in [
-                ("owner", owner.is_none()),
-                ("group", group.is_none()),
-                ("mode", mode.is_none()),
-            ] {
-                if missing {
-                    return Err(invalid(
-                        property,
-                        format!(
-                            "`{property}` is required unless ensure = \"absent\" or \"link\", so that no file gets default permissions; add it"
-                        ),
-                    ));
-                }
-            }
-        }
-        if let (Ensure::Present, Some(mode)) = (ensure, mode) {
-            let bits = [(0o4000, "setuid"), (0o2000, "setgid")];
-            let set: Vec<&str> = bits
-                .iter()
-                .filter(|(bit, _)| mode & bit != 0)
-                .map(|(_, name)| *name)
-                .collect();
-            if !set.is_empty() && self.allow_setid != Some(true) {
-                return Err(invalid(
-                    "mode",
-                    format!(
-                        "mode \"{}\" sets the {} bit on a file, which is easy to do by mistake; add allow_setid = true to the resource if it is meant",
-                        format_mode(mode),
-                        set.join(" and ")
-                    ),
-                ));
-            }
-        }
+        check_permissions(
+            ensure,
+            [owner.is_some(), group.is_some()],
+            mode,
+            self.allow_setid,
+        )?;
         let force = self.force.unwrap_or(false);
         if force && !matches!(ensure, Ensure::Absent | Ensure::Link) {
             return Err(invalid(
@@ -328,6 +269,87 @@ impl FileResource {
             found_in: declared.to_string(),
         })
     }
+}
+
+/// `mode`: a string of octal digits; a bare number is ambiguous.
+fn mode_value(mode: Option<ModeValue>) -> Result<Option<u32>, Invalid> {
+    match mode {
+        Some(ModeValue::Text(text)) => Ok(Some(parse_mode(&text).map_err(|m| invalid("mode", m))?)),
+        Some(ModeValue::Integer(number)) => Err(invalid(
+            "mode",
+            format!(
+                "mode must be a string such as \"0644\"; the bare number {number} is ambiguous, quote it"
+            ),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// `target`: required with ensure = "link", and only there.
+fn link_target(ensure: Ensure, target: Option<String>) -> Result<Option<String>, Invalid> {
+    match (ensure, target) {
+        (Ensure::Link, Some(target)) => Ok(Some(
+            validate_target(&target).map_err(|m| invalid("target", m))?,
+        )),
+        (Ensure::Link, None) => Err(invalid(
+            "target",
+            "`target` is required with ensure = \"link\"; give the path the link points to",
+        )),
+        (_, Some(_)) => Err(invalid(
+            "target",
+            format!(
+                "target only applies to ensure = \"link\", this one is \"{}\"; remove it or set ensure = \"link\"",
+                ensure.as_str()
+            ),
+        )),
+        (_, None) => Ok(None),
+    }
+}
+
+/// Owner, group and mode are required unless the file is absent or a
+/// link (no default permissions); setuid and setgid on a file need
+/// `allow_setid`.
+fn check_permissions(
+    ensure: Ensure,
+    owner_and_group: [bool; 2],
+    mode: Option<u32>,
+    allow_setid: Option<bool>,
+) -> Result<(), Invalid> {
+    if !matches!(ensure, Ensure::Absent | Ensure::Link) {
+        for (property, missing) in [
+            ("owner", !owner_and_group[0]),
+            ("group", !owner_and_group[1]),
+            ("mode", mode.is_none()),
+        ] {
+            if missing {
+                return Err(invalid(
+                    property,
+                    format!(
+                        "`{property}` is required unless ensure = \"absent\" or \"link\", so that no file gets default permissions; add it"
+                    ),
+                ));
+            }
+        }
+    }
+    if let (Ensure::Present, Some(mode)) = (ensure, mode) {
+        let bits = [(0o4000, "setuid"), (0o2000, "setgid")];
+        let set: Vec<&str> = bits
+            .iter()
+            .filter(|(bit, _)| mode & bit != 0)
+            .map(|(_, name)| *name)
+            .collect();
+        if !set.is_empty() && allow_setid != Some(true) {
+            return Err(invalid(
+                "mode",
+                format!(
+                    "mode \"{}\" sets the {} bit on a file, which is easy to do by mistake; add allow_setid = true to the resource if it is meant",
+                    format_mode(mode),
+                    set.join(" and ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn principal(
@@ -618,117 +640,121 @@ mod tests {
         assert!(spec.force);
     }
 
+    /// A resource (TOML), the property its error names, and a part of the
+    /// message.
+    const PROPERTY_ERRORS: &[(&str, &str, &str)] = &[
+        (
+            "name = \"etc\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "name",
+            "not absolute",
+        ),
+        (
+            "name = \"/e\"\nensure=\"file\"",
+            "ensure",
+            "use \"present\", \"absent\", \"directory\" or \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"presnt\"",
+            "ensure",
+            "(did you mean \"present\"?)",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"",
+            "mode",
+            "sets the setuid bit on a file",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"6755\"",
+            "mode",
+            "setuid and setgid bit on a file, which is easy to do by mistake; add allow_setid = true",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"",
+            "target",
+            "`target` is required with ensure = \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"\"",
+            "target",
+            "target is empty",
+        ),
+        (
+            "name = \"/e\"\ntarget=\"/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "target",
+            "target only applies to ensure = \"link\"",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\nmode=\"0777\"",
+            "mode",
+            "a symbolic link has no mode of its own",
+        ),
+        (
+            "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\ncontent=\"x\"",
+            "content",
+            "only a file with ensure = \"present\"",
+        ),
+        (
+            "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\nmode=\"0644\"",
+            "group",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"",
+            "mode",
+            "required",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=644",
+            "mode",
+            "quote it",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0999\"",
+            "mode",
+            "not octal",
+        ),
+        (
+            "name = \"/e\"\nowner=-1\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "not a valid numeric id",
+        ),
+        (
+            "name = \"/e\"\nowner=\"a b \"\ngroup=\"a\"\nmode=\"0644\"",
+            "owner",
+            "not a valid name",
+        ),
+        (
+            "name = \"/e\"\ncontent=\"x\"\nsource=\"y\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "source",
+            "exclude each other",
+        ),
+        (
+            "name = \"/e\"\nensure=\"directory\"\ncontent=\"x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+            "content",
+            "only a file with ensure = \"present\"",
+        ),
+        (
+            "name = \"/e\"\nforce=true\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
+            "force",
+            "only applies to ensure = \"absent\"",
+        ),
+        (
+            "name = \"/e\"\nsource=\"missing.txt\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
+            "source",
+            "/usr/share/holo/file/app/missing.txt",
+        ),
+    ];
+
     #[test]
     fn property_errors_name_the_property() {
-        for (text, property, needle) in [
-            (
-                "name = \"etc\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "name",
-                "not absolute",
-            ),
-            (
-                "name = \"/e\"\nensure=\"file\"",
-                "ensure",
-                "use \"present\", \"absent\", \"directory\" or \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"presnt\"",
-                "ensure",
-                "(did you mean \"present\"?)",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"4755\"",
-                "mode",
-                "sets the setuid bit on a file",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"6755\"",
-                "mode",
-                "setuid and setgid bit on a file, which is easy to do by mistake; add allow_setid = true",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"",
-                "target",
-                "`target` is required with ensure = \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"\"",
-                "target",
-                "target is empty",
-            ),
-            (
-                "name = \"/e\"\ntarget=\"/x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "target",
-                "target only applies to ensure = \"link\"",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\nmode=\"0777\"",
-                "mode",
-                "a symbolic link has no mode of its own",
-            ),
-            (
-                "name = \"/e\"\nensure=\"link\"\ntarget=\"/x\"\ncontent=\"x\"",
-                "content",
-                "only a file with ensure = \"present\"",
-            ),
-            (
-                "name = \"/e\"\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\nmode=\"0644\"",
-                "group",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"",
-                "mode",
-                "required",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=644",
-                "mode",
-                "quote it",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0999\"",
-                "mode",
-                "not octal",
-            ),
-            (
-                "name = \"/e\"\nowner=-1\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "not a valid numeric id",
-            ),
-            (
-                "name = \"/e\"\nowner=\"a b \"\ngroup=\"a\"\nmode=\"0644\"",
-                "owner",
-                "not a valid name",
-            ),
-            (
-                "name = \"/e\"\ncontent=\"x\"\nsource=\"y\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "source",
-                "exclude each other",
-            ),
-            (
-                "name = \"/e\"\nensure=\"directory\"\ncontent=\"x\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
-                "content",
-                "only a file with ensure = \"present\"",
-            ),
-            (
-                "name = \"/e\"\nforce=true\nowner=\"a\"\ngroup=\"a\"\nmode=\"0755\"",
-                "force",
-                "only applies to ensure = \"absent\"",
-            ),
-            (
-                "name = \"/e\"\nsource=\"missing.txt\"\nowner=\"a\"\ngroup=\"a\"\nmode=\"0644\"",
-                "source",
-                "/usr/share/holo/file/app/missing.txt",
-            ),
-        ] {
+        for (text, property, needle) in PROPERTY_ERRORS {
             let err = validate(text).expect_err(text);
-            assert_eq!(err.property, property, "{text}: {err}");
+            assert_eq!(err.property, *property, "{text}: {err}");
             assert!(err.message.contains(needle), "{text}: {err}");
         }
     }

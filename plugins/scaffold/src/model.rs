@@ -227,41 +227,12 @@ impl ScaffoldTable {
             }
         };
         let ensure = Ensure::parse(self.ensure.as_deref())?;
-        let delimiters = match (&self.left_delimiter, &self.right_delimiter) {
-            (None, None) if engine == TemplateEngine::Jet => Some(("[[".into(), "]]".into())),
-            (None, None) => None,
-            (Some(left), Some(right)) if !left.trim().is_empty() && !right.trim().is_empty() => {
-                if left == right {
-                    return Err("left_delimiter and right_delimiter must differ".to_string());
-                }
-                Some((left.clone(), right.clone()))
-            }
-            _ => {
-                return Err(
-                    "set both left_delimiter and right_delimiter, non-empty (for example \"[[\" and \"]]\")"
-                        .to_string(),
-                );
-            }
-        };
-        let mut post = Vec::new();
-        for entry in &self.post {
-            for (glob, command) in entry {
-                if glob.trim().is_empty() || command.trim().is_empty() {
-                    return Err(
-                        "post: every entry needs a glob and a command, as { \"*.sh\" = \"chmod +x {}\" }"
-                            .to_string(),
-                    );
-                }
-                glob::Pattern::new(glob)
-                    .map_err(|err| format!("post: {glob:?} is not a valid glob: {err}"))?;
-                let entry = Post {
-                    glob: glob.clone(),
-                    command: command.clone(),
-                };
-                entry.argv("PATH")?;
-                post.push(entry);
-            }
-        }
+        let delimiters = delimiters(
+            engine,
+            self.left_delimiter.as_ref(),
+            self.right_delimiter.as_ref(),
+        )?;
+        let post = post_commands(&self.post)?;
         Ok(ScaffoldSpec {
             name: self.name.clone(),
             source: resolved,
@@ -276,6 +247,54 @@ impl ScaffoldTable {
             protect: true,
         })
     }
+}
+
+/// The template delimiters: both or neither (jet's default `[[ ]]`),
+/// non-empty and different.
+fn delimiters(
+    engine: TemplateEngine,
+    left: Option<&String>,
+    right: Option<&String>,
+) -> Result<Option<(String, String)>, String> {
+    match (left, right) {
+        (None, None) if engine == TemplateEngine::Jet => Ok(Some(("[[".into(), "]]".into()))),
+        (None, None) => Ok(None),
+        (Some(left), Some(right)) if !left.trim().is_empty() && !right.trim().is_empty() => {
+            if left == right {
+                return Err("left_delimiter and right_delimiter must differ".to_string());
+            }
+            Ok(Some((left.clone(), right.clone())))
+        }
+        _ => Err(
+            "set both left_delimiter and right_delimiter, non-empty (for example \"[[\" and \"]]\")"
+                .to_string(),
+        ),
+    }
+}
+
+/// `post`: each entry's glob (valid) and command (one that splits into
+/// words).
+fn post_commands(entries: &[BTreeMap<String, String>]) -> Result<Vec<Post>, String> {
+    let mut post = Vec::new();
+    for entry in entries {
+        for (glob, command) in entry {
+            if glob.trim().is_empty() || command.trim().is_empty() {
+                return Err(
+                    "post: every entry needs a glob and a command, as { \"*.sh\" = \"chmod +x {}\" }"
+                        .to_string(),
+                );
+            }
+            glob::Pattern::new(glob)
+                .map_err(|err| format!("post: {glob:?} is not a valid glob: {err}"))?;
+            let entry = Post {
+                glob: glob.clone(),
+                command: command.clone(),
+            };
+            entry.argv("PATH")?;
+            post.push(entry);
+        }
+    }
+    Ok(post)
 }
 
 /// The target: absolute and canonical, and not `/` itself.

@@ -809,47 +809,16 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{BufRead, BufReader};
-    use std::net::TcpListener;
+    use test_support::http::{Route, Seen, Server};
 
-    /// Serves `responses` in order, one per connection; returns the URL base
-    /// and a handle yielding the raw requests.
-    fn serve(responses: Vec<Vec<u8>>) -> (String, std::thread::JoinHandle<Vec<String>>) {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let base = format!(
-            "http://127.0.0.1:{}",
-            listener.local_addr().expect("addr").port()
-        );
-        let handle = std::thread::spawn(move || {
-            let mut requests = Vec::new();
-            for response in responses {
-                let (stream, _) = listener.accept().expect("accept");
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut request = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    request.push_str(&line);
-                }
-                requests.push(request);
-                let mut stream = stream;
-                let _ = stream.write_all(&response);
-            }
-            requests
-        });
-        (base, handle)
-    }
-
-    fn ok(body: &[u8]) -> Vec<u8> {
-        let mut response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        response.extend_from_slice(body);
-        response
+    /// A request as text, lowercased: `get /path` and one `name: value`
+    /// line per header.
+    fn raw(seen: &Seen) -> String {
+        let mut text = format!("{} {} \n", seen.method, seen.path);
+        for (name, value) in &seen.headers {
+            text.push_str(&format!("{name}: {value}\n"));
+        }
+        text.to_ascii_lowercase()
     }
 
     fn sha(bytes: &[u8]) -> String {
@@ -884,7 +853,9 @@ mod tests {
     #[test]
     fn downloads_verifies_and_sends_credentials() {
         let body = b"archive bytes".to_vec();
-        let (base, server) = serve(vec![ok(&body)]);
+        let server = Server::start();
+        server.serve("/a.tar", Route::body(body.clone()));
+        let base = server.base.clone();
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("a.tar");
         let url = format!(
@@ -904,28 +875,25 @@ mod tests {
         assert_eq!(done.sha256, sha(&body));
         assert_eq!(done.bytes, body.len() as u64);
         assert_eq!(std::fs::read(&target).expect("read"), body);
-        let requests = server.join().expect("server");
-        let expected = base64::engine::general_purpose::STANDARD.encode("deploy:pa@ss");
+        let requests: Vec<String> = server.requests().iter().map(raw).collect();
+        let expected = base64::engine::general_purpose::STANDARD
+            .encode("deploy:pa@ss")
+            .to_ascii_lowercase();
         assert!(
-            requests[0].contains(&format!("authorization: Basic {expected}"))
-                || requests[0].contains(&format!("Authorization: Basic {expected}")),
+            requests[0].contains(&format!("authorization: basic {expected}")),
             "{}",
             requests[0]
         );
-        assert!(
-            requests[0]
-                .to_ascii_lowercase()
-                .contains("x-api-token: bearer abc123")
-        );
-        assert!(requests[0].starts_with("GET /a.tar "), "{}", requests[0]);
+        assert!(requests[0].contains("x-api-token: bearer abc123"));
+        assert!(requests[0].starts_with("get /a.tar "), "{}", requests[0]);
     }
 
     #[test]
     fn mismatch_and_non_200_leave_the_target_alone() {
-        let (base, server) = serve(vec![
-            ok(b"new content"),
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-        ]);
+        // The server answers 404 for /missing.zip.
+        let server = Server::start();
+        server.serve("/a.zip", Route::body(b"new content".to_vec()));
+        let base = server.base.clone();
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("a.zip");
         std::fs::write(&target, b"old").expect("old");
@@ -947,7 +915,7 @@ mod tests {
             .expect_err("404");
         assert!(err.message().contains("404 Not Found"), "{err}");
         assert!(!err.message().contains(&target_shown), "{err}");
-        server.join().expect("server");
+        assert_eq!(server.count("/missing.zip"), 1);
         assert_eq!(std::fs::read(&target).expect("read"), b"old");
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .expect("list")
@@ -958,15 +926,15 @@ mod tests {
 
     #[test]
     fn temp_files_of_a_killed_download_are_removed() {
-        let (base, server) = serve(vec![ok(b"x")]);
+        let server = Server::start();
+        let url = server.serve("/a.tar", Route::body(b"x".to_vec()));
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join(".a.tar-Ab12Cd"), b"partial").expect("leftover");
         std::fs::write(dir.path().join(".a.tar-keep-me"), b"not ours").expect("other");
-        Download::new(&format!("{base}/a.tar"), dir.path().join("a.tar"))
+        Download::new(&url, dir.path().join("a.tar"))
             .expect("valid")
             .fetch()
             .expect("download");
-        server.join().expect("server");
         let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .expect("list")
             .map(|entry| entry.expect("entry").file_name())
@@ -977,34 +945,33 @@ mod tests {
 
     #[test]
     fn idle_server_times_out_without_a_temp_file() {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let server = std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().expect("accept");
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial");
-            std::thread::sleep(Duration::from_millis(1500));
-        });
+        // Content-Length 100, 50 bytes, then nothing.
+        let server = Server::start();
+        let url = server.serve(
+            "/slow.tar",
+            Route {
+                stall: true,
+                ..Route::body(vec![b'p'; 100])
+            },
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("slow.tar");
-        let err = Download::new(&format!("http://127.0.0.1:{port}/slow.tar"), &target)
+        let err = Download::new(&url, &target)
             .expect("valid")
             .idle_timeout(Duration::from_millis(300))
             .fetch()
             .expect_err("idle");
         assert!(err.message().contains("timed out"), "{err}");
-        server.join().expect("server");
         assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 0);
     }
 
     #[test]
     fn sha512_and_part_file_and_in_memory_fetches() {
         let body = b"image bytes".to_vec();
-        let (base, server) = serve(vec![
-            ok(&body),
-            ok(&body),
-            ok(b"abc  disk.img\n"),
-            ok(&[b'x'; 100]),
-        ]);
+        let server = Server::start();
+        server.serve("/disk.img", Route::body(body.clone()));
+        server.serve("/SUMS", Route::body(b"abc  disk.img\n".to_vec()));
+        let base = server.base.clone();
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("disk.img");
         let sha512 = hex(&Sha512::digest(&body));
@@ -1033,26 +1000,19 @@ mod tests {
         assert_eq!(memory.fetch_bytes(100).expect("sums"), b"abc  disk.img\n");
         let err = memory.fetch_bytes(10).expect_err("too large");
         assert!(err.message().contains("larger than 10 bytes"), "{err}");
-        server.join().expect("server");
         assert_eq!(Algorithm::parse("SHA512"), Some(Algorithm::Sha512));
         assert_eq!(Algorithm::parse("md5"), None);
-    }
-
-    fn redirect(location: &str) -> Vec<u8> {
-        format!(
-            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        .into_bytes()
     }
 
     #[test]
     fn a_cross_origin_redirect_drops_every_header_the_download_set() {
         // Two ports on 127.0.0.1 are two origins.
-        let (mirror, mirror_server) = serve(vec![ok(b"payload")]);
-        let (first, first_server) = serve(vec![
-            redirect("/moved/a.tar"),
-            redirect(&format!("{mirror}/a.tar?sig=s3cr3t")),
-        ]);
+        let mirror_server = Server::start();
+        let mirror = mirror_server.serve("/a.tar?sig=s3cr3t", Route::body(b"payload".to_vec()));
+        let first_server = Server::start();
+        first_server.serve("/a.tar", Route::redirect("/moved/a.tar"));
+        first_server.serve("/moved/a.tar", Route::redirect(mirror));
+        let first = first_server.base.clone();
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("{}/a.tar", first.replace("http://", "http://deploy:pw@"));
         Download::new(&url, dir.path().join("a.tar"))
@@ -1063,10 +1023,10 @@ mod tests {
             .header("X-Plain", "not-a-secret")
             .fetch()
             .expect("download");
-        let first_requests = first_server.join().expect("first");
-        let mirror_requests = mirror_server.join().expect("mirror");
+        let first_requests: Vec<String> = first_server.requests().iter().map(raw).collect();
+        let mirror_requests: Vec<String> = mirror_server.requests().iter().map(raw).collect();
         // The same-origin hop keeps them.
-        let same_origin = first_requests[1].to_ascii_lowercase();
+        let same_origin = first_requests[1].clone();
         assert!(
             same_origin.starts_with("get /moved/a.tar "),
             "{same_origin}"
@@ -1078,7 +1038,7 @@ mod tests {
         ] {
             assert!(same_origin.contains(header), "{header} in {same_origin}");
         }
-        let received = mirror_requests[0].to_ascii_lowercase();
+        let received = mirror_requests[0].clone();
         assert!(received.starts_with("get /a.tar?sig=s3cr3t "), "{received}");
         for secret in [
             "tok-1",
@@ -1101,14 +1061,15 @@ mod tests {
 
     #[test]
     fn redirect_loops_end_with_a_message() {
-        let (base, server) = serve(vec![redirect("/a.tar"); 11]);
+        let server = Server::start();
+        let url = server.serve("/a.tar", Route::redirect("/a.tar"));
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = Download::new(&format!("{base}/a.tar"), dir.path().join("a.tar"))
+        let err = Download::new(&url, dir.path().join("a.tar"))
             .expect("valid")
             .fetch()
             .expect_err("loop");
         assert!(err.message().contains("more than 10 redirects"), "{err}");
-        server.join().expect("server");
+        assert_eq!(server.count("/a.tar"), 11);
     }
 
     #[test]

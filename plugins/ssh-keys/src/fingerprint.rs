@@ -11,7 +11,7 @@ use crate::model::KeyLine;
 pub fn describe(key: &KeyLine) -> Result<String, String> {
     let blob = STANDARD
         .decode(key.identity.data.as_bytes())
-        .map_err(|err| format!("the key data is not base64: {err}"))?;
+        .map_err(|_| "the key data (the field after the type) is not base64".to_string())?;
     let key_type = key.identity.key_type.as_str();
     let (label, bits) = label_and_bits(key_type, &blob)?;
     let hash = STANDARD_NO_PAD.encode(Sha256::digest(&blob));

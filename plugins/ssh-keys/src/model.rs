@@ -140,9 +140,9 @@ pub struct KeySet {
     pub keys: Vec<SourceKey>,
 }
 
-/// The keys of a key file, or one message per line that is not a key
-/// (`PATH:LINE: ...`).
-pub fn parse_key_file(path: &str, text: &str) -> Result<Vec<SourceKey>, Vec<String>> {
+/// The keys of a key file, and `(line number, what is wrong)` for each
+/// line that is not a key.
+pub fn parse_key_file(text: &str) -> (Vec<SourceKey>, Vec<(usize, String)>) {
     let mut keys: Vec<SourceKey> = Vec::new();
     let mut errors = Vec::new();
     for (index, line) in text.lines().enumerate() {
@@ -157,17 +157,13 @@ pub fn parse_key_file(path: &str, text: &str) -> Result<Vec<SourceKey>, Vec<Stri
                 line_number: index + 1,
                 key,
             }),
-            None => errors.push(format!(
-                "{path}:{}: not an SSH public key (expected [OPTIONS] TYPE BASE64 [COMMENT], as in sshd(8)'s AUTHORIZED_KEYS FILE FORMAT); fix or remove the line",
-                index + 1
+            None => errors.push((
+                index + 1,
+                "not an SSH public key (expected [OPTIONS] TYPE BASE64 [COMMENT], as in sshd(8)'s AUTHORIZED_KEYS FILE FORMAT)".to_string(),
             )),
         }
     }
-    if errors.is_empty() {
-        Ok(keys)
-    } else {
-        Err(errors)
-    }
+    (keys, errors)
 }
 
 #[cfg(test)]
@@ -203,10 +199,12 @@ mod tests {
 
     #[test]
     fn a_bad_line_of_a_key_file_is_named_with_its_number() {
-        let errors = parse_key_file("f.pub", "# c\nssh-rsa AAAA a\nnonsense\n").unwrap_err();
+        let (keys, errors) = parse_key_file("# c\nssh-rsa AAAA a\nnonsense\n");
+        assert_eq!(keys.len(), 1);
         assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].0, 3);
         assert!(
-            errors[0].starts_with("f.pub:3: not an SSH public key"),
+            errors[0].1.starts_with("not an SSH public key"),
             "{errors:?}"
         );
     }

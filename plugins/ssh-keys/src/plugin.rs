@@ -130,20 +130,20 @@ fn scan_key_file(
     let text = fs
         .read_to_string(path)
         .map_err(|err| vec![format!("cannot read {shown}: {err}")])?;
-    let keys = model::parse_key_file(&shown, &text)?;
+    let (keys, mut errors) = model::parse_key_file(&text);
     let mut described = Vec::new();
-    let mut errors = Vec::new();
     for key in &keys {
         match fingerprint::describe(&key.key) {
             Ok(line) => described.push(line),
-            Err(err) => errors.push(format!(
-                "{shown}:{}: {err}; fix or remove the line",
-                key.line_number
-            )),
+            Err(err) => errors.push((key.line_number, err)),
         }
     }
     if !errors.is_empty() {
-        return Err(errors);
+        errors.sort();
+        return Err(errors
+            .into_iter()
+            .map(|(line, err)| format!("{shown}:{line}: {err}; fix or remove the line"))
+            .collect());
     }
     let set = KeySet {
         user: user.to_string(),

@@ -92,27 +92,46 @@ pub enum Outcome {
 }
 
 impl Runner {
+    /// The driver's output of each operation, in order (`--force` only
+    /// when apply asked for it); the error says which failed to run.
+    fn run_operations(
+        &self,
+        case_dir: &Path,
+        restore: &dyn Fn(Vec<u8>) -> Vec<u8>,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
+        let mut actual: Vec<(&str, Vec<u8>)> = Vec::new();
+        for (name, args) in OPERATIONS {
+            if name == "apply-force-output" {
+                // only when apply said that something needs --force (as Holo)
+                let apply_output = actual
+                    .iter()
+                    .find(|(name, _)| *name == "apply-output")
+                    .map(|(_, output)| output.as_slice())
+                    .unwrap_or_default();
+                if !contains(apply_output, b"--force") {
+                    continue;
+                }
+            }
+            match self.run_driver(case_dir, args) {
+                Ok(output) => actual.push((name, restore(normalize_output(&output)))),
+                Err(message) => {
+                    return Err(format!(
+                        "{}: cannot run `{} {}`: {}",
+                        case_dir.display(),
+                        self.driver,
+                        args.join(" "),
+                        message
+                    ));
+                }
+            }
+        }
+        Ok(actual)
+    }
+
     /// Runs the case in `case_dir`, reporting on `report`.
     pub fn run(&self, case_dir: &Path, report: &mut dyn Write) -> io::Result<Outcome> {
-        // concurrent runs of one case (two test suites at once) would share
-        // target/; a lock on the case directory serializes them
-        let _lock = match fs::File::open(case_dir)
-            .map(|dir| nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockExclusive))
-        {
-            Ok(Ok(lock)) => lock,
-            Ok(Err((_, errno))) => {
-                writeln!(report, "!! cannot lock {}: {}", case_dir.display(), errno)?;
-                return Ok(Outcome::Failed);
-            }
-            Err(err) => {
-                writeln!(
-                    report,
-                    "!! cannot open the case directory {}: {}",
-                    case_dir.display(),
-                    err
-                )?;
-                return Ok(Outcome::Failed);
-            }
+        let Some(_lock) = lock_case(case_dir, report)? else {
+            return Ok(Outcome::Failed);
         };
         if self.update && is_known_failure(case_dir) {
             writeln!(
@@ -147,34 +166,13 @@ impl Runner {
             return Ok(Outcome::Failed);
         }
 
-        let mut actual: Vec<(&str, Vec<u8>)> = Vec::new();
-        for (name, args) in OPERATIONS {
-            if name == "apply-force-output" {
-                // only when apply said that something needs --force (as Holo)
-                let apply_output = actual
-                    .iter()
-                    .find(|(name, _)| *name == "apply-output")
-                    .map(|(_, output)| output.as_slice())
-                    .unwrap_or_default();
-                if !contains(apply_output, b"--force") {
-                    continue;
-                }
+        let mut actual = match self.run_operations(case_dir, &restore) {
+            Ok(actual) => actual,
+            Err(message) => {
+                writeln!(report, "!! {message}")?;
+                return Ok(Outcome::Failed);
             }
-            match self.run_driver(case_dir, args) {
-                Ok(output) => actual.push((name, restore(normalize_output(&output)))),
-                Err(message) => {
-                    writeln!(
-                        report,
-                        "!! {}: cannot run `{} {}`: {}",
-                        case_dir.display(),
-                        self.driver,
-                        args.join(" "),
-                        message
-                    )?;
-                    return Ok(Outcome::Failed);
-                }
-            }
-        }
+        };
         if case_dir.join(COMMANDS).exists() {
             match self.run_commands(case_dir, placeholders) {
                 Ok(output) => actual.push((COMMANDS_OUTPUT, restore(output))),
@@ -889,6 +887,33 @@ pub fn timeout_from(value: Option<OsString>) -> Result<Duration, String> {
                     value.to_string_lossy()
                 )
             }),
+    }
+}
+
+/// An exclusive lock on the case directory: concurrent runs of one case
+/// (two test suites at once) would share target/. `None` (reported) when
+/// it cannot be had.
+fn lock_case(
+    case_dir: &Path,
+    report: &mut dyn Write,
+) -> io::Result<Option<nix::fcntl::Flock<fs::File>>> {
+    match fs::File::open(case_dir)
+        .map(|dir| nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockExclusive))
+    {
+        Ok(Ok(lock)) => Ok(Some(lock)),
+        Ok(Err((_, errno))) => {
+            writeln!(report, "!! cannot lock {}: {}", case_dir.display(), errno)?;
+            Ok(None)
+        }
+        Err(err) => {
+            writeln!(
+                report,
+                "!! cannot open the case directory {}: {}",
+                case_dir.display(),
+                err
+            )?;
+            Ok(None)
+        }
     }
 }
 

@@ -9,7 +9,5 @@ mod bombs_and_kills;
 mod containment;
 mod credentials;
 mod directories;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod oneoff;
 mod support;

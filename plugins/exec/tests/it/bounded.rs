@@ -3,8 +3,9 @@
 //! a command that prints without end keeps the plugin at a few MiB.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 /// `holo-exec apply ENTITY` in test mode below `root`; the output goes to
 /// files, and the plugin's peak resident size (from wait4) is returned. A
@@ -21,16 +22,13 @@ fn apply(
     std::fs::write(resource_dir.join("test.toml"), resources).unwrap();
     let stdout = std::fs::File::create(root.join("stdout")).unwrap();
     let stderr = std::fs::File::create(root.join("stderr")).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_holo-exec"));
-    command
+    let mut command = PluginRun::new(env!("CARGO_BIN_EXE_holo-exec"), "exec", root)
         .args(["apply", entity])
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", &resource_dir)
-        .env("HOLO_CACHE_DIR", root.join("cache"))
-        .env("HOLO_STATE_DIR", root.join("state"))
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr);
+        .inherit_env()
+        .cache_dir(root.join("cache"))
+        .state_dir(root.join("state"))
+        .command();
+    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     for (key, value) in env {
         command.env(key, value);
     }

@@ -3,7 +3,7 @@
 //! root (absolute, or relative and climbing with `..`) is the one inside
 //! the root, never a file of the same name on the host.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::path::Path;
@@ -15,7 +15,6 @@ fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
         .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
         .args(args)
         .output()
-        .expect("run holo-exec")
 }
 
 /// Runs `scan`, then `apply exec:NAME` for each name; returns the log of

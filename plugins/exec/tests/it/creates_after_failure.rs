@@ -3,7 +3,7 @@
 //! successful (with a line saying so); one that fails without creating it
 //! fails, and one without `creates` fails on its exit code.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::path::Path;
@@ -15,7 +15,6 @@ fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
         .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
         .args(args)
         .output()
-        .expect("run holo-exec")
 }
 
 #[test]

@@ -4,9 +4,10 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 struct Run {
     code: Option<i32>,
@@ -22,12 +23,12 @@ fn apply(root: &Path, resources: &str, entity: &str) -> Run {
     std::fs::create_dir_all(&resource_dir).expect("mkdir");
     std::fs::write(resource_dir.join("test.toml"), resources).expect("resources");
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_holo-exec"))
+    let mut child = PluginRun::new(env!("CARGO_BIN_EXE_holo-exec"), "exec", root)
         .args(["apply", entity])
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", &resource_dir)
-        .env("HOLO_CACHE_DIR", root.join("cache"))
-        .env("HOLO_STATE_DIR", root.join("state"))
+        .inherit_env()
+        .cache_dir(root.join("cache"))
+        .state_dir(root.join("state"))
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -63,11 +64,6 @@ fn read_pid(path: &Path) -> i32 {
 }
 
 /// Gone, or a zombie that init reaps.
-fn is_gone(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    stat.is_empty() || stat.contains(") Z")
-}
-
 #[test]
 fn a_command_that_starts_a_daemon_does_not_hang_apply() {
     let root = tempfile::tempdir().expect("tempdir");
@@ -77,7 +73,7 @@ fn a_command_that_starts_a_daemon_does_not_hang_apply() {
         "exec:daemon",
     );
     let pid = read_pid(&root.path().join("daemon.pid"));
-    let still_running = !is_gone(pid);
+    let still_running = test_support::process::alive(pid as u32);
     unsafe { libc::kill(pid, libc::SIGKILL) };
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.took < Duration::from_secs(30), "took {:?}", run.took);
@@ -93,8 +89,7 @@ fn a_timeout_kills_the_command_and_its_background_children() {
         "exec:slow",
     );
     let pid = read_pid(&root.path().join("child.pid"));
-    std::thread::sleep(Duration::from_millis(200));
-    let gone = is_gone(pid);
+    let gone = test_support::process::gone_within(pid as u32, Duration::from_secs(10));
     if !gone {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }

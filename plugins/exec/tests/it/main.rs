@@ -9,6 +9,4 @@ mod containment;
 mod creates_after_failure;
 mod cwd_containment;
 mod daemons;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod oneoff;

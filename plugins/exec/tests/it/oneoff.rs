@@ -64,7 +64,12 @@ fn ctrl_c_ends_the_command_and_releases_the_lock() {
     use std::os::unix::process::CommandExt;
     let root = root();
     let child = std::process::Command::new(test_support::binary("holo-exec"))
-        .args(["ensure", "slow", "--command", "sleep 30"])
+        .args([
+            "ensure",
+            "slow",
+            "--command",
+            "sh -c 'touch started; exec sleep 30'",
+        ])
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOLO_ROOT_DIR", root.root())
@@ -74,12 +79,13 @@ fn ctrl_c_ends_the_command_and_releases_the_lock() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start holo-exec");
-    // The command runs once the lock is held.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !root.path("run/holo.pid").exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The command runs (under the lock) once it has made its marker.
+    test_support::process::wait_until(
+        "the command to start",
+        std::time::Duration::from_secs(20),
+        || root.path("started").exists(),
+    );
+    assert!(root.path("run/holo.pid").exists());
     // As a terminal does: SIGINT to the whole foreground group.
     let group = format!("-{}", child.id());
     let killed = std::process::Command::new("kill")

@@ -3,6 +3,7 @@
 //! it does not apply, and the plugin's scan goes on.
 
 use std::fs;
+use test_support::plugin_run::PluginRun;
 
 #[test]
 fn an_undefined_value_in_a_skipped_entity_does_not_fail_the_scan() {
@@ -36,17 +37,10 @@ mode = "0644"
 "#,
     )
     .expect("write");
-    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", &root)
-        .env("HOLO_RESOURCE_DIR", &resources)
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/cache"))
-        .output()
-        .expect("run holo-file");
+    let output = PluginRun::new(assert_cmd::cargo::cargo_bin!("holo-file"), "file", &root)
+        .args(["scan"])
+        .resource_dir(&resources)
+        .output();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

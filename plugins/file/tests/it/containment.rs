@@ -4,7 +4,7 @@
 //! directories, saved originals, state records and the owner database are
 //! all reached through such links here.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -13,46 +13,14 @@ use std::path::{Path, PathBuf};
 use escapes::{Escapes, write};
 
 fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
+    escapes
+        .plugin(assert_cmd::cargo::cargo_bin!("holo-file"), "file")
         .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", escapes.root())
-        .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/file"))
-        .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", escapes.path("tmp/holo.1"))
         .output()
-        .expect("run holo-file")
 }
 
-#[test]
-fn symlinks_in_the_root_never_lead_holo_file_outside_it() {
-    let escapes = Escapes::new();
-    let me = fs::metadata(escapes.dir.path()).expect("stat");
-    // etc/outdir -> /…/elsewhere: inside the root that is ROOT/…/elsewhere.
-    escapes.link_elsewhere("etc/outdir");
-    let counterpart = escapes.elsewhere_in_root();
-    fs::create_dir_all(&counterpart).expect("mkdir");
-    // etc/up -> ../../..: inside the root that climbs to ROOT itself.
-    escapes.link("etc/up", Path::new("../../.."));
-    // The state directory's parent climbs the same way: var/lib/holo -> ../../..
-    escapes.link("var/lib/holo", Path::new("../../.."));
-    // The owner database is a link to an absolute path.
-    escapes.link("etc/passwd", Path::new("/srv/passwd"));
-    escapes.link("etc/group", Path::new("/srv/group"));
-    write(
-        &escapes.path("srv/passwd"),
-        &format!("inroot:x:{}:{}::/:/bin/sh\n", me.uid(), me.gid()),
-    );
-    write(
-        &escapes.path("srv/group"),
-        &format!("inroot:x:{}:\n", me.gid()),
-    );
-    write(&escapes.path("orig.conf"), "the original\n");
-    write(
-        &escapes.path("usr/share/holo/file/links.toml"),
-        r#"
+/// Entities whose paths go through the links out of the root.
+const THROUGH_LINKS: &str = r#"
 [[file]]
 name = "/etc/outdir/motd"
 content = "through an absolute link\n"
@@ -80,7 +48,35 @@ ensure = "directory"
 owner = "inroot"
 group = "inroot"
 mode = "0755"
-"#,
+"#;
+
+#[test]
+fn symlinks_in_the_root_never_lead_holo_file_outside_it() {
+    let escapes = Escapes::new();
+    let me = fs::metadata(escapes.dir.path()).expect("stat");
+    // etc/outdir -> /…/elsewhere: inside the root that is ROOT/…/elsewhere.
+    escapes.link_elsewhere("etc/outdir");
+    let counterpart = escapes.elsewhere_in_root();
+    fs::create_dir_all(&counterpart).expect("mkdir");
+    // etc/up -> ../../..: inside the root that climbs to ROOT itself.
+    escapes.link("etc/up", Path::new("../../.."));
+    // The state directory's parent climbs the same way: var/lib/holo -> ../../..
+    escapes.link("var/lib/holo", Path::new("../../.."));
+    // The owner database is a link to an absolute path.
+    escapes.link("etc/passwd", Path::new("/srv/passwd"));
+    escapes.link("etc/group", Path::new("/srv/group"));
+    write(
+        &escapes.path("srv/passwd"),
+        &format!("inroot:x:{}:{}::/:/bin/sh\n", me.uid(), me.gid()),
+    );
+    write(
+        &escapes.path("srv/group"),
+        &format!("inroot:x:{}:\n", me.gid()),
+    );
+    write(&escapes.path("orig.conf"), "the original\n");
+    write(
+        &escapes.path("usr/share/holo/file/links.toml"),
+        THROUGH_LINKS,
     );
     let before = escapes.outside_the_root();
 

@@ -6,8 +6,6 @@
 
 mod conditions;
 mod containment;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod interrupted_apply;
 mod man_messages;
 mod non_utf8_names;

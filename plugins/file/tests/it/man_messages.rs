@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
+use test_support::plugin_run::PluginRun;
 
 /// The `.EX` blocks of `man/PAGE` that contain `needle`, each unwrapped to
 /// one line (roff escapes `\-` and `\(aq` undone).
@@ -32,16 +32,20 @@ fn quoted_examples(page: &str, needle: &str) -> Vec<String> {
 /// `holo-file scan` in test mode on a root at `./root` below `dir`: the
 /// `!!` lines it printed, as one line each.
 fn scan_errors(dir: &Path) -> Vec<String> {
-    let output = Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .current_dir(dir)
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", "./root")
-        .env("HOLO_RESOURCE_DIR", "./root/usr/share/holo/file")
-        .env("HOLO_CACHE_DIR", "./cache")
-        .env("HOLO_STATE_DIR", "./state")
-        .output()
-        .expect("holo-file runs");
+    // Relative directories: the messages name files as the user gave them.
+    let output = PluginRun::new(
+        assert_cmd::cargo::cargo_bin!("holo-file"),
+        "file",
+        Path::new("./root"),
+    )
+    .args(["scan"])
+    .inherit_env()
+    .cache_dir("./cache")
+    .state_dir("./state")
+    .command()
+    .current_dir(dir)
+    .output()
+    .expect("holo-file runs");
     assert!(!output.status.success());
     String::from_utf8_lossy(&output.stderr)
         .lines()

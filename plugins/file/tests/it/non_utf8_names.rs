@@ -5,6 +5,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
+use test_support::plugin_run::PluginRun;
 
 #[test]
 fn a_resource_file_with_a_non_utf8_name_is_named_with_a_fix() {
@@ -18,17 +19,10 @@ fn a_resource_file_with_a_non_utf8_name_is_named_with_a_fix() {
         "[[file]]\nname = \"/etc/motd\"\ncontent = \"x\\n\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\n",
     )
     .expect("write");
-    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", &root)
-        .env("HOLO_RESOURCE_DIR", &resources)
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/cache"))
-        .output()
-        .expect("run holo-file");
+    let output = PluginRun::new(assert_cmd::cargo::cargo_bin!("holo-file"), "file", &root)
+        .args(["scan"])
+        .resource_dir(&resources)
+        .output();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(!stderr.contains("cannot cache"), "{stderr}");

@@ -228,6 +228,8 @@ fn status_prints_the_table_that_declares_the_file() {
 
 #[test]
 fn ensure_holds_the_lock_of_a_holo_run() {
+    // Holo 3's words, as holo apply prints them: a live holder (pid 1,
+    // older than the lock) keeps it.
     let root = root();
     fs::create_dir_all(root.path("/run")).expect("mkdir");
     fs::write(root.path("/run/holo.pid"), "1\n").expect("lock");
@@ -238,7 +240,7 @@ fn ensure_holds_the_lock_of_a_holo_run() {
     assert_eq!(
         text(&output.stderr),
         format!(
-            "!! Cannot create lock file {lock}: open {lock}: file exists\n!! This usually means that another instance of Holo is currently running.\n!! If not, run holo apply once (it takes over a lock of a process that is gone) or delete the lock file manually.\n"
+            "!! Cannot create lock file {lock}: open {lock}: file exists\nThis usually means that another instance of Holo is currently running.\nIf not, you can try to delete the lock file manually.\n"
         )
     );
     assert!(!root.path("/etc/motd").exists());

@@ -6,6 +6,7 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use test_support::plugin_run::PluginRun;
 
 use holo_file::provider::posix;
 use holo_plugin::root_fs::RootFs;
@@ -46,17 +47,14 @@ impl Root {
     }
 
     fn run(&self, args: &[&str]) -> std::process::Output {
-        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOLO_API_VERSION", "3")
-            .env("HOLO_ROOT_DIR", self.path(""))
-            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/file"))
-            .env("HOLO_STATE_DIR", self.path("var/lib/holo/file"))
-            .env("HOLO_CACHE_DIR", self.cache())
-            .output()
-            .expect("run holo-file")
+        PluginRun::new(
+            assert_cmd::cargo::cargo_bin!("holo-file"),
+            "file",
+            &self.path(""),
+        )
+        .args(args)
+        .cache_dir(self.cache())
+        .output()
     }
 
     /// Scans, then applies `entity`; returns stdout and stderr of the apply.

@@ -8,6 +8,7 @@
 
 use std::fs;
 use std::path::Path;
+use test_support::plugin_run::PluginRun;
 
 fn write(path: &Path, text: &str) {
     fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -15,18 +16,11 @@ fn write(path: &Path, text: &str) {
 }
 
 fn scan(root: &Path, resource_dir: &Path) -> std::process::Output {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", resource_dir)
-        .env("HOLO_RESOURCE_ORIGIN", root.join("usr/share/holo/file"))
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/cache"))
+    PluginRun::new(assert_cmd::cargo::cargo_bin!("holo-file"), "file", root)
+        .args(["scan"])
+        .resource_dir(resource_dir)
+        .resource_origin(root.join("usr/share/holo/file"))
         .output()
-        .expect("run holo-file")
 }
 
 const HOST_SECRET: &str = "host-only-content-5c1e";

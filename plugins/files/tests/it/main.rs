@@ -6,5 +6,6 @@
 
 mod containment;
 mod killed_apply;
+mod patches;
 mod support;
 mod switch;

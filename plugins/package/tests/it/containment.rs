@@ -3,12 +3,11 @@
 //! absolute one and a relative one climbing with `..`), and every write
 //! lands inside the root, never where the links point on the host.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::path::Path;
 
-use assert_cmd::Command;
 use escapes::{Escapes, write};
 
 #[test]
@@ -35,15 +34,10 @@ fn the_mock_database_and_state_stay_inside_the_root() {
     let before = escapes.outside_the_root();
 
     let run = |operation: &[&str]| {
-        let output = Command::cargo_bin("holo-package")
-            .expect("holo-package is built")
-            .env("HOLO_ROOT_DIR", escapes.root())
-            .env("HOLO_RESOURCE_DIR", escapes.path("usr/share/holo/package"))
-            .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/package"))
-            .env("HOLO_CACHE_DIR", escapes.path("tmp/holo.1"))
+        let output = escapes
+            .plugin(assert_cmd::cargo::cargo_bin!("holo-package"), "package")
             .args(operation)
-            .output()
-            .expect("run holo-package");
+            .output();
         assert!(
             output.status.success(),
             "{operation:?}: {}",

@@ -6,8 +6,6 @@
 
 mod common;
 mod containment;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod oneoff;
 mod plugin_process;
 mod real_apt;

@@ -3,9 +3,11 @@
 //! behaves like the real one), and waiting for a held dpkg lock.
 
 use std::fs;
+use std::io::{BufRead, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 use assert_cmd::Command;
 
@@ -186,14 +188,20 @@ fn test_root_with_one_install() -> tempfile::TempDir {
 }
 
 fn apply_in(root: &Path, timeout: &str) -> Command {
-    let mut command = plugin();
-    command
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", root.join("usr/share/holo/package"))
-        .env("HOLO_CACHE_DIR", root.join("cache"))
-        .env("HOLO_PACKAGE_LOCK_TIMEOUT", timeout)
-        .args(["apply", "package:tool"]);
-    command
+    Command::from_std(apply_command(root, timeout))
+}
+
+fn apply_command(root: &Path, timeout: &str) -> std::process::Command {
+    PluginRun::new(
+        assert_cmd::cargo::cargo_bin!("holo-package"),
+        "package",
+        root,
+    )
+    .args(["apply", "package:tool"])
+    .inherit_env()
+    .cache_dir(root.join("cache"))
+    .env("HOLO_PACKAGE_LOCK_TIMEOUT", timeout)
+    .command()
 }
 
 #[test]
@@ -223,15 +231,19 @@ fn a_held_dpkg_lock_fails_after_the_timeout_naming_the_holder() {
 fn apply_waits_for_the_lock_and_then_installs() {
     let root = test_root_with_one_install();
     let lock = hold_fcntl_lock(&root.path().join("var/lib/dpkg/lock"));
-    let child = std::thread::spawn({
-        let mut command = apply_in(root.path(), "30");
-        move || command.output().expect("run holo-package")
-    });
-    std::thread::sleep(Duration::from_millis(700));
+    let mut child = apply_command(root.path(), "30")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run holo-package");
+    // The lock goes once the plugin says it waits (or has ended).
+    let mut said = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut stderr = String::new();
+    while !stderr.contains(">> waiting for") && said.read_line(&mut stderr).expect("read") > 0 {}
     drop(lock);
-    let output = child.join().expect("thread");
+    said.read_to_string(&mut stderr).expect("read");
+    let output = child.wait_with_output().expect("wait for holo-package");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}{stderr}");
     assert!(stderr.contains(">> waiting for"), "{stderr}");
     assert!(

@@ -9,6 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use test_support::plugin_run::PluginRun;
 
 const ENTITY: &str = "scaffold:/srv/app";
 
@@ -59,20 +60,14 @@ impl Root {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg("exec \"$0\" \"$@\" 3>\"$FD3_FILE\"")
-            .arg(env!("CARGO_BIN_EXE_holo-scaffold"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FD3_FILE", self.dir.path().join("fd3"))
-            .env("HOLO_ROOT_DIR", self.path(""))
-            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/scaffold"))
-            .env("HOLO_STATE_DIR", self.path("var/lib/holo/scaffold"))
-            .env("HOLO_CACHE_DIR", self.path("tmp/cache"));
-        command
+        PluginRun::new(
+            env!("CARGO_BIN_EXE_holo-scaffold"),
+            "scaffold",
+            &self.path(""),
+        )
+        .args(args)
+        .fd3_to(self.dir.path().join("fd3"))
+        .command()
     }
 
     fn run(&self, args: &[&str]) -> Run {
@@ -143,7 +138,10 @@ fn a_run_killed_during_post_runs_post_again_and_never_claims_an_edit() {
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(post), kill);
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(post), kill);
     child.wait().expect("reap");
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        test_support::process::gone_within(post as u32, Duration::from_secs(10)),
+        "post outlived SIGKILL"
+    );
     assert_eq!(root.read("srv/app/run.sh"), "echo two\n", "post was cut");
 
     // The next apply renders again and runs post, without --force.

@@ -6,11 +6,7 @@
 
 mod containment;
 mod converge;
-#[path = "../../../sdk/tests/it/escapes.rs"]
-mod escapes;
 mod go_engine;
-#[path = "../../../archive/tests/it/support/http.rs"]
-mod http;
 mod oneoff;
 mod scaffold;
 mod url_source;

@@ -5,6 +5,7 @@
 
 use std::fs;
 use std::path::PathBuf;
+use test_support::plugin_run::PluginRun;
 
 struct Root {
     dir: tempfile::TempDir,
@@ -61,20 +62,14 @@ impl Root {
         let fd3 = self.dir.path().join("fd3");
         let mut outputs = Vec::new();
         for args in [vec!["scan"], vec![operation, "scaffold:/srv/app"]] {
-            let output = std::process::Command::new("sh")
-                .arg("-c")
-                .arg("exec \"$0\" \"$@\" 3>\"$FD3_FILE\"")
-                .arg(env!("CARGO_BIN_EXE_holo-scaffold"))
-                .args(&args)
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("FD3_FILE", &fd3)
-                .env("HOLO_ROOT_DIR", self.path(""))
-                .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/scaffold"))
-                .env("HOLO_STATE_DIR", self.path("var/lib/holo/scaffold"))
-                .env("HOLO_CACHE_DIR", self.path("tmp/cache"))
-                .output()
-                .expect("run holo-scaffold");
+            let output = PluginRun::new(
+                env!("CARGO_BIN_EXE_holo-scaffold"),
+                "scaffold",
+                &self.path(""),
+            )
+            .args(&args)
+            .fd3_to(&fd3)
+            .output();
             assert!(
                 output.status.success() || args[0] != "scan",
                 "{args:?}: {}",

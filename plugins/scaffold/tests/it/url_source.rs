@@ -8,8 +8,9 @@ use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Output;
+use test_support::plugin_run::PluginRun;
 
-use crate::http::{Route, Server, sha256};
+use test_support::http::{Route, Server, sha256};
 
 struct Root {
     dir: tempfile::TempDir,
@@ -37,19 +38,14 @@ impl Root {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg("exec \"$0\" \"$@\" 3>/dev/null")
-            .arg(env!("CARGO_BIN_EXE_holo-scaffold"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOLO_ROOT_DIR", self.path(""))
-            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/scaffold"))
-            .env("HOLO_STATE_DIR", self.path("var/lib/holo/scaffold"))
-            .env("HOLO_CACHE_DIR", self.path("tmp/cache"))
-            .output()
-            .expect("run holo-scaffold")
+        PluginRun::new(
+            env!("CARGO_BIN_EXE_holo-scaffold"),
+            "scaffold",
+            &self.path(""),
+        )
+        .args(args)
+        .fd3_to("/dev/null")
+        .output()
     }
 
     /// Scan, then apply `scaffold:/srv/app`; both must succeed.

@@ -35,7 +35,7 @@ impl Messages {
 
     /// One line of [`Messages::rewrite`].
     fn rewrite_line(&self, line: &str, command: &str, file: &str, directory: &str) -> String {
-        let placed = line.strip_prefix(&file).and_then(|rest| {
+        let placed = line.strip_prefix(file).and_then(|rest| {
             let rest = rest.strip_prefix(':')?;
             let digits = rest.find(|c: char| !c.is_ascii_digit())?;
             let number: usize = rest[..digits].parse().ok()?;

@@ -24,6 +24,9 @@ const RUN_DIRS: &str = "var/cache/holo/ensure";
 pub(super) struct RunDir {
     /// The directory, removed on drop.
     base: PathBuf,
+    /// The directories above it that this run made, innermost first,
+    /// removed on drop when empty: a run leaves no trace.
+    made: Vec<PathBuf>,
     resources: PathBuf,
     cache: PathBuf,
     /// An empty state directory: the first scan, which only finds the
@@ -38,6 +41,11 @@ pub(super) struct RunDir {
 impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.base);
+        for dir in &self.made {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
     }
 }
 
@@ -51,9 +59,14 @@ fn private_dir(path: &Path) -> Result<()> {
 
 /// `ROOT/var/cache/holo/ensure` on the host, owner-only, emptied of the
 /// run directories of killed one-offs. Called under the run lock.
-fn run_dirs(env: &Env) -> Result<PathBuf> {
+/// Also gives the directories it made, innermost first.
+fn run_dirs(env: &Env) -> Result<(PathBuf, Vec<PathBuf>)> {
     let dirs = env.root_join(RUN_DIRS);
     let fs = env.root_fs()?;
+    let missing = dirs
+        .ancestors()
+        .take_while(|dir| *dir != env.root && !fs.is_dir(dir))
+        .count();
     if let Some(parent) = dirs.parent() {
         fs.create_dir_all(parent)
             .map_err(|err| Error::io("create", parent, &err))?;
@@ -79,7 +92,12 @@ fn run_dirs(env: &Env) -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-    Ok(real)
+    let made = real
+        .ancestors()
+        .take(missing)
+        .map(Path::to_path_buf)
+        .collect();
+    Ok((real, made))
 }
 
 /// Writes one entry of the resources, owner-only.
@@ -110,9 +128,11 @@ impl RunDir {
     /// Makes the run directory of this process with `request`'s resources.
     pub(super) fn create(env: &Env, request: &EnsureRequest) -> Result<RunDir> {
         let entries = &request.resources;
-        let base = run_dirs(env)?.join(format!("{}.{}", env.plugin_id, std::process::id()));
+        let (dirs, made) = run_dirs(env)?;
+        let base = dirs.join(format!("{}.{}", env.plugin_id, std::process::id()));
         private_dir(&base)?;
         let run_dir = RunDir {
+            made,
             resources: base.join("resources"),
             cache: base.join("cache"),
             no_state: base.join("no-state"),

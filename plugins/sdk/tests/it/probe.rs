@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use test_support::plugin_run::PluginRun;
 
 use base64::Engine;
 use serde::Deserialize;
@@ -50,17 +51,14 @@ impl Probe {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(r#"exec "$0" "$@" 3>"$FD3_CAPTURE""#)
-            .arg(probe_binary())
+        let mut command = PluginRun::new(probe_binary(), "probe", &self.dir.path().join("root"))
             .args(args)
-            .env("FD3_CAPTURE", self.dir.path().join("fd3"))
-            .env("HOLO_ROOT_DIR", self.dir.path().join("root"))
-            .env("HOLO_CACHE_DIR", self.dir.path().join("cache"))
-            .env("HOLO_RESOURCE_DIR", self.dir.path().join("res"))
-            .env_remove("RUST_BACKTRACE");
+            .inherit_env()
+            .cache_dir(self.dir.path().join("cache"))
+            .resource_dir(self.dir.path().join("res"))
+            .fd3_to(self.dir.path().join("fd3"))
+            .command();
+        command.env_remove("RUST_BACKTRACE");
         command
     }
 

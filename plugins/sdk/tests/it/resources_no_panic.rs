@@ -7,7 +7,6 @@ use proptest::prelude::*;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
-#[allow(dead_code)] // Only loaded, never read.
 struct Demo {
     name: String,
     value: Option<String>,
@@ -55,9 +54,22 @@ proptest! {
             _ => None,
         })
         .expect("env");
-        if let Err(err) = resources::load::<Demo>(&env) {
-            for line in err.message().lines() {
-                prop_assert!(line.starts_with("/origin/a.toml:"), "{}", line);
+        let text = lines.join("\n");
+        match resources::load::<Demo>(&env) {
+            Err(err) => {
+                for line in err.message().lines() {
+                    prop_assert!(line.starts_with("/origin/a.toml:"), "{}", line);
+                }
+            }
+            // A property is loaded only from a key the text has.
+            Ok(declared) => {
+                for demo in declared.iter().map(|d| &d.resource) {
+                    prop_assert!(text.contains("name"), "{:?}", demo);
+                    prop_assert!(demo.value.is_none() || text.contains("value"), "{:?}", demo);
+                    prop_assert!(demo.flags.is_none() || text.contains("flags"), "{:?}", demo);
+                    let count = demo.count.map(|n| n.to_string());
+                    prop_assert!(count.is_none_or(|n| text.contains(&n)), "{:?}", demo);
+                }
             }
         }
     }

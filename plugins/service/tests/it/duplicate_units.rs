@@ -3,6 +3,7 @@
 //! refuses them as a duplicate, naming both places.
 
 use std::fs;
+use test_support::plugin_run::PluginRun;
 
 #[test]
 fn a_unit_declared_with_and_without_its_suffix_is_a_duplicate() {
@@ -21,17 +22,14 @@ fn a_unit_declared_with_and_without_its_suffix_is_a_duplicate() {
         "\n[[service]]\nname = \"nginx.service\"\nensure = \"stopped\"\n\n[[service]]\nname = \"cron\"\nensure = \"running\"\n",
     )
     .expect("write");
-    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-service"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", &root)
-        .env("HOLO_RESOURCE_DIR", &resources)
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/service"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/cache"))
-        .output()
-        .expect("run holo-service");
+    let output = PluginRun::new(
+        assert_cmd::cargo::cargo_bin!("holo-service"),
+        "service",
+        &root,
+    )
+    .args(["scan"])
+    .resource_dir(&resources)
+    .output();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(

@@ -82,6 +82,13 @@ pub fn write_authorized_keys(
     before: &[String],
     lines: &[String],
 ) -> Result<()> {
+    let home_dir = env.root_join(&home.dir);
+    if !fs.is_dir(&home_dir) {
+        return Err(Error::new(format!(
+            "the home directory {} does not exist; create it (with the user's owner) first",
+            home_dir.display()
+        )));
+    }
     let ssh_dir = home.ssh_dir(env);
     refuse_symlink(fs, &ssh_dir)?;
     fs.create_dir_all(&ssh_dir)

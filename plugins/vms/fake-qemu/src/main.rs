@@ -396,6 +396,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// What the command line asks for, before anything is set up.
+#[derive(Default)]
+struct CommandLine {
+    chardevs: Vec<Chardev>,
+    /// Chardevs that options name by id, and the role they give them.
+    references: Vec<(String, Role)>,
+    /// `hostfwd` rules, with the option that spelled each.
+    forwards: Vec<(String, String)>,
+    /// The option, the path and what it is (file, drive, kernel…).
+    must_exist: Vec<(String, String, String)>,
+    pidfile: Option<PathBuf>,
+    drives: HashMap<String, String>,
+    name: String,
+    /// The option that asked for an accelerator, and the accelerator.
+    kvm_requested: Option<(String, String)>,
+    machine_none: bool,
+    cpu_given: bool,
+}
+
 /// Parses the command line and sets everything up. `Ok(None)`: a command
 /// such as `-version` that prints and exits.
 fn start(
@@ -403,43 +422,24 @@ fn start(
     args: &[String],
     events: Sender<Event>,
 ) -> Result<Option<Machine>, StartError> {
-    let mut chardevs: Vec<Chardev> = Vec::new();
-    let mut references: Vec<(String, Role)> = Vec::new();
-    let mut forwards: Vec<(String, String)> = Vec::new();
-    let mut must_exist: Vec<(String, String, String)> = Vec::new();
-    let mut pidfile = None;
-    let mut drives: HashMap<String, String> = HashMap::new();
-    let mut name = "guest".to_string();
-    let mut kvm_requested = None;
-    let (mut machine_none, mut cpu_given) = (false, false);
+    let mut command_line = CommandLine {
+        name: "guest".to_string(),
+        ..CommandLine::default()
+    };
     let mut i = 0;
     while i < args.len() {
         let raw = &args[i];
         let Some(option) = raw.strip_prefix("--").or_else(|| raw.strip_prefix('-')) else {
             // A bare word is the disk image, as `qemu-system-x86_64 disk.img`.
-            must_exist.push((raw.clone(), raw.clone(), "file".into()));
+            command_line
+                .must_exist
+                .push((raw.clone(), raw.clone(), "file".into()));
             i += 1;
             continue;
         };
         if FLAGS.contains(&option) {
-            match option {
-                "version" => {
-                    println!(
-                        "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3) [fake-qemu-system-x86_64]\nCopyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers"
-                    );
-                    return Ok(None);
-                }
-                "help" | "h" => {
-                    println!("usage: {program} [options] [disk_image] (fake for holos tests)");
-                    return Ok(None);
-                }
-                "enable-kvm" => kvm_requested = Some((raw.clone(), "kvm".to_string())),
-                "daemonize" => {
-                    return Err(StartError(
-                        "-daemonize: not supported by fake-qemu-system-x86_64; start it detached instead".into(),
-                    ));
-                }
-                _ => {}
+            if !command_line.flag(program, option, raw)? {
+                return Ok(None);
             }
             i += 1;
             continue;
@@ -450,7 +450,73 @@ fn start(
         let Some(value) = args.get(i + 1) else {
             return Err(StartError(format!("{raw}: requires an argument")));
         };
-        let spelled = format!("{raw} {value}");
+        command_line.option(option, value, &format!("{raw} {value}"))?;
+        i += 2;
+    }
+    command_line.check()?;
+
+    record_argv(args, &command_line.chardevs);
+    let qmp_clients: Clients = Arc::default();
+    let mut serial = Vec::new();
+    let mut cleanup = Vec::new();
+    // QEMU writes its pidfile before it creates any backend.
+    if let Some(path) = &command_line.pidfile {
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .map_err(|e| StartError(format!("cannot create PID file: {e}")))?;
+        cleanup.push(path.clone());
+    }
+    let backend = Backend {
+        program,
+        events: &events,
+        qmp_clients: &qmp_clients,
+    };
+    for chardev in &command_line.chardevs {
+        if let Some(out) = backend.open(chardev, &mut cleanup)? {
+            serial.push(out);
+        }
+    }
+    for (spelled, rule) in &command_line.forwards {
+        bind_forward(spelled, rule)?;
+    }
+    Ok(Some(Machine {
+        program: program.to_string(),
+        name: command_line.name,
+        serial,
+        qmp_clients,
+        cleanup,
+    }))
+}
+
+impl CommandLine {
+    /// An option without an argument; `Ok(false)` when it printed and
+    /// the program exits.
+    fn flag(&mut self, program: &str, option: &str, raw: &str) -> Result<bool, StartError> {
+        let raw = raw.to_string();
+        match option {
+            "version" => {
+                println!(
+                    "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3) [fake-qemu-system-x86_64]\nCopyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers"
+                );
+                return Ok(false);
+            }
+            "help" | "h" => {
+                println!("usage: {program} [options] [disk_image] (fake for holos tests)");
+                return Ok(false);
+            }
+            "enable-kvm" => self.kvm_requested = Some((raw.clone(), "kvm".to_string())),
+            "daemonize" => {
+                return Err(StartError(
+                    "-daemonize: not supported by fake-qemu-system-x86_64; start it detached instead".into(),
+                ));
+            }
+            _ => {}
+        }
+        Ok(true)
+    }
+
+    /// An option with its argument, `spelled` as the command line wrote
+    /// both.
+    fn option(&mut self, option: &str, value: &str, spelled: &str) -> Result<(), StartError> {
         match option {
             "chardev" => {
                 let backend = split_options(value).into_iter().next().unwrap_or_default();
@@ -458,10 +524,10 @@ fn start(
                 if !options.contains_key("id") {
                     return Err(StartError(format!("{spelled}: Parameter 'id' is missing")));
                 }
-                chardevs.push(Chardev {
+                self.chardevs.push(Chardev {
                     backend,
                     options,
-                    spelled: spelled.clone(),
+                    spelled: spelled.to_string(),
                     role: None,
                 });
             }
@@ -471,14 +537,14 @@ fn start(
                 } else {
                     Role::Qmp
                 };
-                match parse_spec(value, &spelled)
+                match parse_spec(value, spelled)
                     .map_err(|m| StartError(format!("{spelled}: {m}")))?
                 {
                     Spec::Chardev(mut chardev) => {
                         chardev.role = Some(role);
-                        chardevs.push(chardev);
+                        self.chardevs.push(chardev);
                     }
-                    Spec::Reference(id) => references.push((id, role)),
+                    Spec::Reference(id) => self.references.push((id, role)),
                     Spec::None => {}
                 }
             }
@@ -490,109 +556,130 @@ fn start(
                     )));
                 };
                 if options.get("mode").map(String::as_str) == Some("control") {
-                    references.push((id.clone(), Role::Qmp));
+                    self.references.push((id.clone(), Role::Qmp));
                 }
             }
             "device" => {
                 let (options, _) = parse_options(value, "driver");
                 if let Some(id) = options.get("chardev") {
-                    references.push((id.clone(), Role::Serial));
+                    self.references.push((id.clone(), Role::Serial));
                 }
             }
             "netdev" | "nic" => {
                 let (_, all) = parse_options(value, "type");
                 for (key, rule) in all {
                     if key == "hostfwd" {
-                        forwards.push((spelled.clone(), rule));
+                        self.forwards.push((spelled.to_string(), rule));
                     }
                 }
             }
             "drive" => {
                 let (options, _) = parse_options(value, "file");
                 if let Some(file) = options.get("file") {
-                    must_exist.push((spelled.clone(), file.clone(), "drive".into()));
+                    self.must_exist
+                        .push((spelled.to_string(), file.clone(), "drive".into()));
                     if let Some(id) = options.get("id") {
-                        drives.insert(id.clone(), file.clone());
+                        self.drives.insert(id.clone(), file.clone());
                     }
                 }
             }
             "blockdev" => {
                 let (options, _) = parse_options(value, "driver");
                 if let Some(file) = options.get("filename") {
-                    must_exist.push((spelled.clone(), file.clone(), "drive".into()));
+                    self.must_exist
+                        .push((spelled.to_string(), file.clone(), "drive".into()));
                 }
             }
             "kernel" | "initrd" | "cdrom" => {
-                must_exist.push((spelled.clone(), value.clone(), option.to_string()));
+                self.must_exist
+                    .push((spelled.to_string(), value.to_string(), option.to_string()));
             }
-            "pidfile" => pidfile = Some(PathBuf::from(value)),
+            "pidfile" => self.pidfile = Some(PathBuf::from(value)),
             "name" => {
                 let (options, _) = parse_options(value, "guest");
-                name = options.get("guest").cloned().unwrap_or(name);
+                if let Some(guest) = options.get("guest") {
+                    self.name = guest.clone();
+                }
             }
-            "accel" => kvm_requested = Some((spelled.clone(), value.clone())),
-            "cpu" => cpu_given = true,
+            "accel" => self.kvm_requested = Some((spelled.to_string(), value.to_string())),
+            "cpu" => self.cpu_given = true,
             "machine" | "M" => {
                 let (options, _) = parse_options(value, "type");
-                machine_none = options.get("type").is_some_and(|t| t == "none");
+                self.machine_none = options.get("type").is_some_and(|t| t == "none");
                 if let Some(accel) = options.get("accel") {
-                    kvm_requested = Some((spelled.clone(), accel.clone()));
+                    self.kvm_requested = Some((spelled.to_string(), accel.clone()));
                 }
             }
             _ => {}
         }
-        i += 2;
+        Ok(())
     }
 
-    let kvm_works = kvm_present();
-    if let Some((spelled, accel)) = kvm_requested {
-        let first = split_options(&accel).into_iter().next().unwrap_or_default();
-        let accels: Vec<&str> = first.split(':').collect();
-        let _ = KVM_ENABLED.set(accels.first() == Some(&"kvm") && kvm_works);
-        if accels.first() == Some(&"kvm") && !kvm_works && !accels.contains(&"tcg") {
-            eprintln!("Could not access KVM kernel module: No such file or directory");
-            return Err(StartError(format!(
-                "{spelled}: failed to initialize kvm: No such file or directory"
-            )));
+    /// What QEMU refuses before it starts: an accelerator it cannot use,
+    /// `-machine none` with a CPU, files that do not exist, chardevs named
+    /// but not defined.
+    fn check(&mut self) -> Result<(), StartError> {
+        let kvm_works = kvm_present();
+        if let Some((spelled, accel)) = &self.kvm_requested {
+            let first = split_options(accel).into_iter().next().unwrap_or_default();
+            let accels: Vec<&str> = first.split(':').collect();
+            let _ = KVM_ENABLED.set(accels.first() == Some(&"kvm") && kvm_works);
+            if accels.first() == Some(&"kvm") && !kvm_works && !accels.contains(&"tcg") {
+                eprintln!("Could not access KVM kernel module: No such file or directory");
+                return Err(StartError(format!(
+                    "{spelled}: failed to initialize kvm: No such file or directory"
+                )));
+            }
         }
-    }
-    if machine_none && cpu_given {
-        // x86 CPUs need a board to number them: QEMU 7.2 fails so.
-        return Err(StartError(
-            "apic-id property was not initialized properly".into(),
-        ));
-    }
-    let _ = DRIVES.set(drives);
-    for (spelled, path, kind) in &must_exist {
-        if !Path::new(path).exists() {
-            return Err(StartError(match kind.as_str() {
-                "kernel" => format!("could not load kernel '{path}': No such file or directory"),
-                "initrd" => format!("could not load initial ram disk '{path}'"),
-                _ => format!("{spelled}: Could not open '{path}': No such file or directory"),
-            }));
+        if self.machine_none && self.cpu_given {
+            // x86 CPUs need a board to number them: QEMU 7.2 fails so.
+            return Err(StartError(
+                "apic-id property was not initialized properly".into(),
+            ));
         }
-    }
-    for (id, role) in references {
-        match chardevs
-            .iter_mut()
-            .find(|c| c.options.get("id") == Some(&id))
-        {
-            Some(chardev) => chardev.role = Some(role),
-            None => return Err(StartError(format!("chardev: '{id}' not found"))),
+        let _ = DRIVES.set(std::mem::take(&mut self.drives));
+        for (spelled, path, kind) in &self.must_exist {
+            if !Path::new(path).exists() {
+                return Err(StartError(match kind.as_str() {
+                    "kernel" => {
+                        format!("could not load kernel '{path}': No such file or directory")
+                    }
+                    "initrd" => format!("could not load initial ram disk '{path}'"),
+                    _ => format!("{spelled}: Could not open '{path}': No such file or directory"),
+                }));
+            }
         }
+        for (id, role) in std::mem::take(&mut self.references) {
+            match self
+                .chardevs
+                .iter_mut()
+                .find(|c| c.options.get("id") == Some(&id))
+            {
+                Some(chardev) => chardev.role = Some(role),
+                None => return Err(StartError(format!("chardev: '{id}' not found"))),
+            }
+        }
+        Ok(())
     }
+}
 
-    record_argv(args, &chardevs);
-    let qmp_clients: Clients = Arc::default();
-    let mut serial = Vec::new();
-    let mut cleanup = Vec::new();
-    // QEMU writes its pidfile before it creates any backend.
-    if let Some(path) = pidfile {
-        std::fs::write(&path, format!("{}\n", std::process::id()))
-            .map_err(|e| StartError(format!("cannot create PID file: {e}")))?;
-        cleanup.push(path);
-    }
-    for chardev in &chardevs {
+/// Where a chardev's backend is opened.
+struct Backend<'a> {
+    program: &'a str,
+    events: &'a Sender<Event>,
+    qmp_clients: &'a Clients,
+}
+
+impl Backend<'_> {
+    /// Opens the chardev's backend (socket, file, stdio or null); its
+    /// output when it is a serial port. Sockets and files it creates go
+    /// into `cleanup`.
+    fn open(
+        &self,
+        chardev: &Chardev,
+        cleanup: &mut Vec<PathBuf>,
+    ) -> Result<Option<SerialOut>, StartError> {
+        let (program, events, qmp_clients) = (self.program, self.events, self.qmp_clients);
         let out = SerialOut {
             clients: Arc::default(),
             log: chardev.options.get("logfile").map(PathBuf::from),
@@ -658,10 +745,7 @@ fn start(
                     log: Some(PathBuf::from(path)),
                     ..out
                 };
-                if chardev.role == Some(Role::Serial) {
-                    serial.push(out);
-                }
-                continue;
+                return Ok((chardev.role == Some(Role::Serial)).then_some(out));
             }
             "stdio" if chardev.role == Some(Role::Qmp) => {
                 let events = events.clone();
@@ -678,20 +762,8 @@ fn start(
                 )));
             }
         }
-        if chardev.role == Some(Role::Serial) {
-            serial.push(out);
-        }
+        Ok((chardev.role == Some(Role::Serial)).then_some(out))
     }
-    for (spelled, rule) in &forwards {
-        bind_forward(spelled, rule)?;
-    }
-    Ok(Some(Machine {
-        program: program.to_string(),
-        name,
-        serial,
-        qmp_clients,
-        cleanup,
-    }))
 }
 
 /// Appends the arguments as one JSON line to `FAKE_QEMU_ARGV_FILE`, else to

@@ -403,6 +403,46 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         project: "e2e",
     };
 
+    apply_brings_db_then_web_up(&e2e, web_port);
+    let volume_before = networks_udp_and_disks(&e2e, udp_port);
+    // A one-off `holos run --rm` of the image boots beside the next two
+    // steps, which keep one guest busy at a time.
+    let debian_version = e2e.sh("web-0", "cat /etc/debian_version");
+    let one_off = OneOff::start(&e2e.root, &image);
+
+    crash_and_heal(&e2e);
+    // 3. Real systemd: holo-file writes a unit, holo-service converges it.
+    let phase = Instant::now();
+    holo_service_in_the_guest(&e2e);
+    eprintln!(
+        "e2e: holo-service against systemd in web-0 took {:.0}s",
+        phase.elapsed().as_secs_f64()
+    );
+    let step = Instant::now();
+    let one_off_started = one_off.started;
+    one_off.check(&e2e.root, &debian_version);
+    eprintln!(
+        "e2e: holos run --rm ended {:.0}s after holo-service did, {:.0}s after it started",
+        step.elapsed().as_secs_f64(),
+        one_off_started.elapsed().as_secs_f64()
+    );
+
+    down_and_up(&e2e, web_port);
+    snapshot_restores_a_deleted_file(&e2e);
+    stop_powers_the_guests_off(&e2e);
+    resize_and_start(&e2e, web_port, volume_before);
+    let step = Instant::now();
+    e2e.holos_ok(&["down"], UP_LIMIT);
+    eprintln!(
+        "e2e: holos down took {:.0}s; the whole test {:.0}s",
+        step.elapsed().as_secs_f64(),
+        test_started.elapsed().as_secs_f64()
+    );
+}
+
+/// Step 1, holo apply: db first, healthy, then web; cloud-init applied the
+/// hostname and the files, and the published port serves the page.
+fn apply_brings_db_then_web_up(e2e: &E2e, web_port: u16) {
     // 1. holo apply: db first, healthy, then web.
     let phase = Instant::now();
     let out = e2e.root.run_within(e2e.root.holo(&["apply"]), UP_LIMIT);
@@ -441,11 +481,16 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         "{response}"
     );
     assert!(response.trim_end().ends_with(WEB_PAGE), "{response}");
+}
 
+/// The networks in the guests, a UDP forward, and `vm.disk_size`; writes
+/// data to db's volume, to be found again after down + up. The volume's
+/// size, before it is resized.
+fn networks_udp_and_disks(e2e: &E2e, udp_port: u16) -> u64 {
     // Compose networks: web (front and back) reaches db and edge; edge
     // and db share no network and cannot reach each other.
     let step = Instant::now();
-    networks_in_the_guests(&e2e);
+    networks_in_the_guests(e2e);
     eprintln!(
         "e2e: the networks checked in the guests in {:.0}s",
         step.elapsed().as_secs_f64()
@@ -489,33 +534,19 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         "db-0",
         "mountpoint /srv/db && echo kept across down and up > /srv/db/kept && sync",
     );
+    volume_before
+}
 
-    // A one-off `holos run --rm` of the image boots beside the next two
-    // steps, which keep one guest busy at a time.
-    let debian_version = e2e.sh("web-0", "cat /etc/debian_version");
-    let one_off = OneOff::start(&e2e.root, &image);
-
+/// Step 2, a crash right after boot (`kill -9` of db-0's QEMU), healed by the
+/// next holo apply on the same disk.
+fn crash_and_heal(e2e: &E2e) {
     // 2. A crash right after boot. What a `kill -9` of QEMU loses is what
     // the guest had not written to its disk yet; host keys that cloud-init
     // made seconds before come back as empty files (ext4's delayed
     // allocation). The test makes that loss certain: it empties the keys,
     // syncs, and kills QEMU.
     let phase = Instant::now();
-    e2e.sh(
-        "db-0",
-        "for f in /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub; do : > \"$f\"; done; sync",
-    );
-    let killed = e2e.root.pid("e2e", "db-0").expect("db-0 runs") as u32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(killed as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !gone(killed) {
-        assert!(Instant::now() < deadline, "QEMU {killed} survived SIGKILL");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let killed = kill_db_losing_its_host_keys(e2e);
     // The next holo apply starts db-0 again on its disk. While it boots,
     // ps says starting: the healthy of before the kill is gone.
     let apply_log = e2e.root.path().join("crash-apply.log");
@@ -606,23 +637,31 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         "e2e: holo apply healed db-0 after kill -9 in {:.0}s",
         phase.elapsed().as_secs_f64()
     );
+}
 
-    // 3. Real systemd: holo-file writes a unit, holo-service converges it.
-    let phase = Instant::now();
-    holo_service_in_the_guest(&e2e);
-    eprintln!(
-        "e2e: holo-service against systemd in web-0 took {:.0}s",
-        phase.elapsed().as_secs_f64()
+/// Empties db-0's SSH host keys, syncs and kills its QEMU (`kill -9`);
+/// the pid it had.
+fn kill_db_losing_its_host_keys(e2e: &E2e) -> u32 {
+    e2e.sh(
+        "db-0",
+        "for f in /etc/ssh/ssh_host_*_key /etc/ssh/ssh_host_*_key.pub; do : > \"$f\"; done; sync",
     );
-    let step = Instant::now();
-    let one_off_started = one_off.started;
-    one_off.check(&e2e.root, &debian_version);
-    eprintln!(
-        "e2e: holos run --rm ended {:.0}s after holo-service did, {:.0}s after it started",
-        step.elapsed().as_secs_f64(),
-        one_off_started.elapsed().as_secs_f64()
-    );
+    let killed = e2e.root.pid("e2e", "db-0").expect("db-0 runs") as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(killed as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gone(killed) {
+        assert!(Instant::now() < deadline, "QEMU {killed} survived SIGKILL");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    killed
+}
 
+/// Step 4, holos down, then holos up from the compose file: db first, then web.
+fn down_and_up(e2e: &E2e, web_port: u16) {
     // 4. holos down, then holos up from the compose file.
     let phase = Instant::now();
     let down = e2e.holos_ok(&["down"], UP_LIMIT);
@@ -675,7 +714,10 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
             .trim_end()
             .ends_with(WEB_PAGE)
     );
+}
 
+/// Step 4b, a snapshot of the running web-0 brings back a file deleted after it.
+fn snapshot_restores_a_deleted_file(e2e: &E2e) {
     // 4b. A snapshot of the running web-0 brings back a file deleted after it.
     let phase = Instant::now();
     e2e.sh(
@@ -702,7 +744,10 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         "e2e: snapshot, delete, restore and boot took {:.0}s",
         phase.elapsed().as_secs_f64()
     );
+}
 
+/// Step 5, holos stop: the ACPI power button over QMP; the guests shut down.
+fn stop_powers_the_guests_off(e2e: &E2e) {
     // 5. holos stop: the ACPI power button over QMP; the guests shut down.
     let phase = Instant::now();
     let instances = ["web-0", "db-0"];
@@ -738,7 +783,11 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         );
     }
     eprintln!("e2e: holos stop took {:.0}s", phase.elapsed().as_secs_f64(),);
+}
 
+/// Steps 5b and 6: the stopped db's volume grows; holos start boots the same disks,
+/// web serves again and db's file system has grown.
+fn resize_and_start(e2e: &E2e, web_port: u16, volume_before: u64) {
     // 5b. The stopped db's volume grows; its file system follows at the
     // next boot (resize refuses while a running instance attaches it).
     let step = Instant::now();
@@ -799,13 +848,6 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
         "e2e: the guests settled and db's volume grew from {volume_before} to {volume_after} bytes in {:.0}s",
         step.elapsed().as_secs_f64()
     );
-    let step = Instant::now();
-    e2e.holos_ok(&["down"], UP_LIMIT);
-    eprintln!(
-        "e2e: holos down took {:.0}s; the whole test {:.0}s",
-        step.elapsed().as_secs_f64(),
-        test_started.elapsed().as_secs_f64()
-    );
 }
 
 /// Whether `pid` no longer runs (a zombie has an empty cmdline).
@@ -816,31 +858,7 @@ fn gone(pid: u32) -> bool {
 /// Copies holo, holo-file and holo-service into web-0 and converges a real
 /// systemd unit with them.
 fn holo_service_in_the_guest(e2e: &E2e) {
-    for (binary, target) in holo_binaries().iter().zip([
-        "/usr/local/bin/holo",
-        "/usr/lib/holo/holo-file",
-        "/usr/lib/holo/holo-service",
-    ]) {
-        // gzip on both sides: the copy crosses ssh and slirp under TCG.
-        let mut gzip = Command::new("gzip")
-            .args(["-1", "-c"])
-            .arg(binary)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = e2e.exec_with(
-            "web-0",
-            &format!("mkdir -p /usr/lib/holo && gzip -dc > {target}.new && chmod 0755 {target}.new && mv {target}.new {target}"),
-            Stdio::from(gzip.stdout.take().unwrap()),
-        );
-        assert!(gzip.wait().unwrap().success());
-        assert!(
-            out.status.success(),
-            "copying {}: {}",
-            binary.display(),
-            text(&out)
-        );
-    }
+    copy_holo_into(e2e, "web-0");
     // The host's binaries run in the guest (the same Debian release).
     assert_eq!(e2e.sh("web-0", "holo version"), env!("CARGO_PKG_VERSION"));
     e2e.sh(
@@ -933,6 +951,35 @@ fn holo_service_in_the_guest(e2e: &E2e) {
         ("active", "enabled"),
         "{said}"
     );
+}
+
+/// Copies the host's holo, holo-file and holo-service into `instance`.
+fn copy_holo_into(e2e: &E2e, instance: &str) {
+    for (binary, target) in holo_binaries().iter().zip([
+        "/usr/local/bin/holo",
+        "/usr/lib/holo/holo-file",
+        "/usr/lib/holo/holo-service",
+    ]) {
+        // gzip on both sides: the copy crosses ssh and slirp under TCG.
+        let mut gzip = Command::new("gzip")
+            .args(["-1", "-c"])
+            .arg(binary)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = e2e.exec_with(
+            instance,
+            &format!("mkdir -p /usr/lib/holo && gzip -dc > {target}.new && chmod 0755 {target}.new && mv {target}.new {target}"),
+            Stdio::from(gzip.stdout.take().unwrap()),
+        );
+        assert!(gzip.wait().unwrap().success());
+        assert!(
+            out.status.success(),
+            "copying {}: {}",
+            binary.display(),
+            text(&out)
+        );
+    }
 }
 
 /// What systemd says of the test unit in web-0 (one `holos exec`).
@@ -1141,40 +1188,50 @@ fn networks_in_the_guests(e2e: &E2e) {
     // NIC fails). Not through the default route: it leads to the host's
     // network, which may answer any address (a proxy that accepts every
     // TCP connect does here).
-    let isolated =
-        |instance: &str, own_ip: &str, web_ip: &str, other: &str, other_ip: &str, port: u16| {
-            let script = format!("nic=$(ip -4 -o addr show to {own_ip} | awk '{{print $2}}')\n")
-                + &probe(
-                    "busybox ping -c 1 -W 20 web",
-                    "web pinged",
-                    "web not pinged",
-                )
-                + &probe(
-                    &format!("busybox arping -f -c 2 -w 20 -I \"$nic\" {web_ip}"),
-                    "web answers ARP",
-                    "web silent",
-                )
-                + &probe(&format!("getent hosts {other}"), "named", "unnamed")
-                + &probe(
-                    &format!("busybox arping -f -c 3 -w 5 -I \"$nic\" {other_ip}"),
-                    "answers ARP",
-                    "silent",
-                )
-                + &format!("ip route add {other_ip}/32 dev \"$nic\"\n")
-                + &probe(
-                    &format!("timeout 20 bash -c '</dev/tcp/{other_ip}/{port}'"),
-                    "connected",
-                    "not connected",
-                )
-                + &format!("ip route del {other_ip}/32 dev \"$nic\"\n");
-            let said = e2e.sh(instance, &script);
-            assert_eq!(
-                said, "web pinged\nweb answers ARP\nunnamed\nsilent\nnot connected",
-                "{instance} and {other} ({other_ip}:{port})"
-            );
-        };
-    isolated("edge-0", &edge_ip, &web_ip, "db", &db_ip, 5432);
-    isolated("db-0", &db_ip, &web_back_ip, "edge", &edge_ip, 22);
+    assert_isolated(e2e, ("edge-0", &edge_ip), &web_ip, ("db", &db_ip), 5432);
+    assert_isolated(e2e, ("db-0", &db_ip), &web_back_ip, ("edge", &edge_ip), 22);
+}
+
+/// `instance` (at `own_ip`) reaches web (at `web_ip` on its network) but
+/// not `other` (at `other_ip`, port `port`): not by name nor by address on
+/// the link (no ARP answer, and a TCP connect through a route put on the
+/// NIC fails).
+fn assert_isolated(
+    e2e: &E2e,
+    (instance, own_ip): (&str, &str),
+    web_ip: &str,
+    (other, other_ip): (&str, &str),
+    port: u16,
+) {
+    let script = format!("nic=$(ip -4 -o addr show to {own_ip} | awk '{{print $2}}')\n")
+        + &probe(
+            "busybox ping -c 1 -W 20 web",
+            "web pinged",
+            "web not pinged",
+        )
+        + &probe(
+            &format!("busybox arping -f -c 2 -w 20 -I \"$nic\" {web_ip}"),
+            "web answers ARP",
+            "web silent",
+        )
+        + &probe(&format!("getent hosts {other}"), "named", "unnamed")
+        + &probe(
+            &format!("busybox arping -f -c 3 -w 5 -I \"$nic\" {other_ip}"),
+            "answers ARP",
+            "silent",
+        )
+        + &format!("ip route add {other_ip}/32 dev \"$nic\"\n")
+        + &probe(
+            &format!("timeout 20 bash -c '</dev/tcp/{other_ip}/{port}'"),
+            "connected",
+            "not connected",
+        )
+        + &format!("ip route del {other_ip}/32 dev \"$nic\"\n");
+    let said = e2e.sh(instance, &script);
+    assert_eq!(
+        said, "web pinged\nweb answers ARP\nunnamed\nsilent\nnot connected",
+        "{instance} and {other} ({other_ip}:{port})"
+    );
 }
 
 /// `holos run --rm --runcmd … IMAGE -- sh -c '…; exit 3'` of the test image, running

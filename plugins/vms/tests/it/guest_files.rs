@@ -6,10 +6,7 @@
 
 use crate::common;
 use common::{ConfigOutput, ENV_SECRET, SECRET, guest_files_project};
-use holos_compose::manifest::{GuestFileKind, REDACTED};
-
-/// Kind, source, target, uid, gid, mode, content.
-type Row<'a> = (GuestFileKind, &'a str, &'a str, u32, u32, &'a str, &'a [u8]);
+use holos_compose::manifest::REDACTED;
 
 #[test]
 fn secrets_never_reach_the_config_output() {

@@ -362,35 +362,7 @@ fn the_lock_file_pins_images_and_up_refuses_what_does_not_match() {
         "{said}"
     );
 
-    // An image the lock does not list.
-    std::fs::write(
-        p.path().join("holos.images.lock"),
-        format!(
-            "version = 1\n[images.\"./db.qcow2\"]\nsha256 = \"{}\"\n",
-            sha256(&changed)
-        ),
-    )
-    .unwrap();
-    let out = run(&p, &mirror, &["up", "--no-wait"]);
-    assert!(
-        stderr(&out).contains("service web: image alpine:3.23 is not pinned in")
-            && stderr(&out).contains("run `holos lock`"),
-        "{}",
-        stderr(&out)
-    );
-    // A damaged lock file names its line.
-    std::fs::write(
-        p.path().join("holos.images.lock"),
-        "version = 1\n[images.\"x\"]\nsha = 1\n",
-    )
-    .unwrap();
-    let out = run(&p, &mirror, &["up", "--no-wait"]);
-    assert!(
-        stderr(&out).contains("holos.images.lock:3: "),
-        "{}",
-        stderr(&out)
-    );
-    assert!(p.recorded_argvs().is_empty(), "nothing was started");
+    unlisted_and_damaged_locks_are_refused(&p, &mirror, &changed);
 
     // Locked again, `up` starts both, on the cached alias build.
     let out = run(&p, &mirror, &["lock"]);
@@ -414,6 +386,40 @@ fn the_lock_file_pins_images_and_up_refuses_what_does_not_match() {
         record["instances"]["db-0"]["spec"]["image"],
         db.display().to_string()
     );
+}
+
+/// An image the lock does not list, and a damaged lock file (named by its
+/// line), are refused; nothing is started.
+fn unlisted_and_damaged_locks_are_refused(p: &Project, mirror: &ImageMirror, changed: &[u8]) {
+    // An image the lock does not list.
+    std::fs::write(
+        p.path().join("holos.images.lock"),
+        format!(
+            "version = 1\n[images.\"./db.qcow2\"]\nsha256 = \"{}\"\n",
+            sha256(changed)
+        ),
+    )
+    .unwrap();
+    let out = run(p, mirror, &["up", "--no-wait"]);
+    assert!(
+        stderr(&out).contains("service web: image alpine:3.23 is not pinned in")
+            && stderr(&out).contains("run `holos lock`"),
+        "{}",
+        stderr(&out)
+    );
+    // A damaged lock file names its line.
+    std::fs::write(
+        p.path().join("holos.images.lock"),
+        "version = 1\n[images.\"x\"]\nsha = 1\n",
+    )
+    .unwrap();
+    let out = run(p, mirror, &["up", "--no-wait"]);
+    assert!(
+        stderr(&out).contains("holos.images.lock:3: "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(p.recorded_argvs().is_empty(), "nothing was started");
 }
 
 #[test]

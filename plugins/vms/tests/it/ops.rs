@@ -51,25 +51,7 @@ fn ps_json_and_inspect_describe_the_running_qemu_and_its_files() {
             argv.iter().any(|a| a.contains(&format!("path={qmp},"))),
             "{argv:?}"
         );
-        // MACs and ports are the ones QEMU was given.
-        for (nic, mac) in [
-            ("user0", &row["macs"]["user"]),
-            ("internal0", &row["macs"]["internal"]),
-        ] {
-            let device = format!("virtio-net-pci,netdev={nic},mac={}", mac.as_str().unwrap());
-            assert!(argv.contains(&device), "{device} not in {argv:?}");
-        }
-        let ssh = format!("hostfwd=tcp:127.0.0.1:{}-:22", row["ssh_port"]);
-        assert!(argv.iter().any(|a| a.contains(&ssh)), "{ssh}: {argv:?}");
-        for port in row["ports"].as_array().unwrap() {
-            let forward = format!(
-                "hostfwd=tcp:{}:{}-:{}",
-                port["host_ip"].as_str().unwrap(),
-                port["host_port"],
-                port["guest_port"]
-            );
-            assert!(argv.iter().any(|a| a.contains(&forward)), "{forward}");
-        }
+        assert_qemu_got_the_macs_and_ports(&argv, row);
         assert!(row["ip"].as_str().unwrap().starts_with("10.10.0."), "{row}");
         assert_eq!(
             row["spec_hash"], record["instances"][name]["spec_hash"],
@@ -136,6 +118,28 @@ fn ps_json_and_inspect_describe_the_running_qemu_and_its_files() {
     assert_eq!(db["state"], "stopped");
     assert_eq!(db["pid"], Value::Null);
     assert!(stdout(&p, &["inspect", "db-0"]).contains("\nstate:          stopped\n"));
+}
+
+/// The MACs and ports a `ps --json` row shows are the ones QEMU was given.
+fn assert_qemu_got_the_macs_and_ports(argv: &[String], row: &Value) {
+    for (nic, mac) in [
+        ("user0", &row["macs"]["user"]),
+        ("internal0", &row["macs"]["internal"]),
+    ] {
+        let device = format!("virtio-net-pci,netdev={nic},mac={}", mac.as_str().unwrap());
+        assert!(argv.contains(&device), "{device} not in {argv:?}");
+    }
+    let ssh = format!("hostfwd=tcp:127.0.0.1:{}-:22", row["ssh_port"]);
+    assert!(argv.iter().any(|a| a.contains(&ssh)), "{ssh}: {argv:?}");
+    for port in row["ports"].as_array().unwrap() {
+        let forward = format!(
+            "hostfwd=tcp:{}:{}-:{}",
+            port["host_ip"].as_str().unwrap(),
+            port["host_port"],
+            port["guest_port"]
+        );
+        assert!(argv.iter().any(|a| a.contains(&forward)), "{forward}");
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! VMs keep running.
 
 use crate::plugin_support;
+use test_support::plugin_run::PluginRun;
 
 use std::process::Command;
 use std::time::Duration;
@@ -50,13 +51,11 @@ fn scan_reports_services_with_image_replicas_ports_and_requires() {
     );
     assert!(text.contains("vm:shop/zdb\n"), "{text}");
     // The plugin itself writes REQUIRES: when the driver speaks `order`.
-    let out = Command::new(env!("CARGO_BIN_EXE_holo-vms"))
-        .arg("scan")
-        .env("HOLO_ROOT_DIR", root.path())
-        .env("HOLO_RESOURCE_DIR", root.path().join("usr/share/holo/vms"))
-        .env("HOLO_EXTENSIONS", "noop,order,batch")
-        .output()
-        .unwrap();
+    let out = PluginRun::new(env!("CARGO_BIN_EXE_holo-vms"), "vms", root.path())
+        .args(["scan"])
+        .inherit_env()
+        .extensions("noop,order,batch")
+        .output();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         report.contains("ENTITY: vm:shop/app\n") && report.contains("REQUIRES: vm:shop/zdb\n"),
@@ -234,13 +233,10 @@ fn a_removed_service_is_stopped_and_removed_and_its_volume_kept() {
         text.contains("vm:shop/zdb (resource was deleted)"),
         "{text}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_holo-vms"))
-        .arg("scan")
-        .env("HOLO_ROOT_DIR", root.path())
-        .env("HOLO_RESOURCE_DIR", root.path().join("usr/share/holo/vms"))
-        .env("HOLO_STATE_DIR", root.path().join("var/lib/holo/vms"))
-        .output()
-        .unwrap();
+    let out = PluginRun::new(env!("CARGO_BIN_EXE_holo-vms"), "vms", root.path())
+        .args(["scan"])
+        .inherit_env()
+        .output();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         report.contains("ENTITY: vm:shop/zdb\nACTION: Stopping (resource was deleted)\n"),

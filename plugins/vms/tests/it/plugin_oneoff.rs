@@ -119,33 +119,7 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
         }
     }
     assert!(applied.pids("shop").iter().all(|(_, pid)| pid.is_some()));
-    // A killed VM: --noop says so in both, and changes nothing.
-    for root in [&applied, &ensured] {
-        plugin_support::kill(root.pid("shop", "app-1").expect("app-1 runs"));
-    }
-    let by_holo = applied.run_within(applied.holo(&["apply", "--noop"]), Duration::from_secs(60));
-    let by_flags = ensure(
-        &ensured,
-        &["shop", "--file", "/srv/shop/compose.yaml", "--noop"],
-    );
-    assert_eq!(
-        comparable(&ensured, &by_flags),
-        comparable(&applied, &by_holo),
-        "--noop: ensure (left) and holo apply (right) differ"
-    );
-    assert_eq!(by_flags.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&by_flags.stdout)
-            .contains("Would have started 1 instance of app\n")
-    );
-    assert_eq!(ensured.pid("shop", "app-1"), None);
-    let by_holo = applied.run_within(applied.holo(&["apply"]), Duration::from_secs(60));
-    let by_flags = ensure(&ensured, &["shop", "--file", "/srv/shop/compose.yaml"]);
-    assert_eq!(
-        comparable(&ensured, &by_flags),
-        comparable(&applied, &by_holo),
-        "restart: ensure (left) and holo apply (right) differ"
-    );
+    a_killed_vm_is_started_again_by_both(&applied, &ensured);
     let pids = ensured.pids("shop");
     assert_eq!(pids.len(), 3, "{pids:?}");
     assert!(pids.iter().all(|(_, pid)| pid.is_some()), "{pids:?}");
@@ -200,6 +174,37 @@ fn ensure_is_holo_apply_of_the_project_and_status_shows_it() {
     ensured.holos_ok(&["-p", "shop", "stop", "db"]);
     let (_, text) = status(&ensured, "shop");
     assert!(text.contains("# db-0: stopped\n"), "{text}");
+}
+
+/// A killed VM: --noop says so in both ways and changes nothing; the next
+/// run starts it again in both.
+fn a_killed_vm_is_started_again_by_both(applied: &Root, ensured: &Root) {
+    for root in [applied, ensured] {
+        plugin_support::kill(root.pid("shop", "app-1").expect("app-1 runs"));
+    }
+    let by_holo = applied.run_within(applied.holo(&["apply", "--noop"]), Duration::from_secs(60));
+    let by_flags = ensure(
+        ensured,
+        &["shop", "--file", "/srv/shop/compose.yaml", "--noop"],
+    );
+    assert_eq!(
+        comparable(ensured, &by_flags),
+        comparable(applied, &by_holo),
+        "--noop: ensure (left) and holo apply (right) differ"
+    );
+    assert_eq!(by_flags.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&by_flags.stdout)
+            .contains("Would have started 1 instance of app\n")
+    );
+    assert_eq!(ensured.pid("shop", "app-1"), None);
+    let by_holo = applied.run_within(applied.holo(&["apply"]), Duration::from_secs(60));
+    let by_flags = ensure(ensured, &["shop", "--file", "/srv/shop/compose.yaml"]);
+    assert_eq!(
+        comparable(ensured, &by_flags),
+        comparable(applied, &by_holo),
+        "restart: ensure (left) and holo apply (right) differ"
+    );
 }
 
 #[test]

@@ -284,14 +284,22 @@ fn logs_follow_prints_what_the_console_writes_later() {
         .spawn()
         .unwrap();
     let console = p.state().join("instances/esc/web-0/console.log");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut stdout = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut seen = String::new();
+    // What the fake's console said at boot is printed first; only then is
+    // a new line something logs -f must follow.
+    while !seen.contains("fake guest booted") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stdout, &mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&console)
         .unwrap();
     std::io::Write::write_all(&mut file, b"later line\n").unwrap();
-    let mut stdout = std::io::BufReader::new(follow.stdout.take().unwrap());
-    let mut seen = String::new();
     let started = std::time::Instant::now();
     while !seen.contains("later line\n") {
         assert!(

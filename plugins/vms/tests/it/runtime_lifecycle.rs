@@ -213,7 +213,10 @@ fn a_second_command_waits_for_the_project_lock() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Once it says it waits, it must still be waiting.
+    let mut stderr = std::io::BufReader::new(stop.stderr.take().unwrap());
+    let mut said = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut said).unwrap();
     assert!(
         stop.try_wait().unwrap().is_none(),
         "stop ran while the lock was held"
@@ -223,8 +226,8 @@ fn a_second_command_waits_for_the_project_lock() {
         "the VM was touched under someone else's lock"
     );
     drop(held);
+    std::io::Read::read_to_string(&mut stderr, &mut said).unwrap();
     let out = stop.wait_with_output().unwrap();
-    let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(
         said.starts_with("holos: waiting for another holos command on project life"),

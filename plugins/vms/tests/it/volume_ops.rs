@@ -3,7 +3,7 @@
 //! QMP) and the real qemu-img: what needs the volume closed refuses while a
 //! running instance attaches it, naming the instance.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -38,25 +38,7 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
     let p = Project::new(COMPOSE, Qemu::Fake);
     p.ok(&["up", "--no-wait"]);
     let data = p.state().join("volumes/vols/data.qcow2");
-    // Every boot grows the mounted volume's file system to its disk.
-    let grow = bootcmd_scripts(&p.state().join("instances/vols/db-0/seed.iso"))
-        .into_iter()
-        .find(|s| s.contains("resize2fs"))
-        .expect("a bootcmd that grows the volume");
-    assert!(
-        grow.starts_with("dev=/dev/disk/by-id/virtio-vol-data\ntarget=/var/lib/db\n"),
-        "{grow}"
-    );
-    assert!(
-        grow.contains("mountpoint -q \"$target\"")
-            && grow.contains("holos: grew the file system of volume data"),
-        "{grow}"
-    );
-    let syntax = Command::new("sh")
-        .args(["-n", "-c", &grow])
-        .status()
-        .unwrap();
-    assert!(syntax.success(), "{grow}");
+    assert_boot_grows_the_volume(&p);
 
     // Online: the snapshot goes through the running QEMU's vol0 drive.
     assert_eq!(stdout(&p, &["volumes", "snapshot", "data", "s1"]), "s1\n");
@@ -127,31 +109,7 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
         "{said}"
     );
 
-    // Import: a raw image becomes the volume's contents, only with --force
-    // over an existing volume.
-    let raw = p.path().join("disk.raw");
-    std::fs::write(&raw, vec![0u8; 4 << 20]).unwrap();
-    write_pattern(&raw, "raw", "0x5a");
-    let said = fails(&p, &["volumes", "import", "data", raw.to_str().unwrap()]);
-    assert!(
-        said.contains("volume data of project vols exists") && said.contains("pass --force"),
-        "{said}"
-    );
-    p.ok(&[
-        "volumes",
-        "import",
-        "data",
-        raw.to_str().unwrap(),
-        "--force",
-    ]);
-    assert_eq!(info(&data)["format"], "qcow2");
-    assert!(same_contents(&raw, &data));
-    p.ok(&["volumes", "import", "extra", raw.to_str().unwrap()]);
-    let table = stdout(&p, &["volumes", "ls"]);
-    assert!(table.lines().any(|l| l.starts_with("extra ")), "{table}");
-    let copy = p.path().join("data-copy.qcow2");
-    p.ok(&["volumes", "export", "data", "-o", copy.to_str().unwrap()]);
-    assert!(same_contents(&copy, &raw));
+    let raw = import_replaces_the_volume(&p, &data);
 
     // Started again, it attaches the volume, which can no longer be replaced.
     p.ok(&["start"]);
@@ -169,6 +127,58 @@ fn volume_snapshots_exports_imports_and_resizes_refuse_a_running_user_where_they
         said.contains("cannot replace volume data of project vols: db-0 running"),
         "{said}"
     );
+}
+
+/// Every boot grows the mounted volume's file system to its disk: a
+/// bootcmd of the seed, valid shell.
+fn assert_boot_grows_the_volume(p: &Project) {
+    let grow = bootcmd_scripts(&p.state().join("instances/vols/db-0/seed.iso"))
+        .into_iter()
+        .find(|s| s.contains("resize2fs"))
+        .expect("a bootcmd that grows the volume");
+    assert!(
+        grow.starts_with("dev=/dev/disk/by-id/virtio-vol-data\ntarget=/var/lib/db\n"),
+        "{grow}"
+    );
+    assert!(
+        grow.contains("mountpoint -q \"$target\"")
+            && grow.contains("holos: grew the file system of volume data"),
+        "{grow}"
+    );
+    let syntax = Command::new("sh")
+        .args(["-n", "-c", &grow])
+        .status()
+        .unwrap();
+    assert!(syntax.success(), "{grow}");
+}
+
+/// Import: a raw image becomes the volume's contents, only with --force
+/// over an existing volume; it exports the same. The raw image.
+fn import_replaces_the_volume(p: &Project, data: &Path) -> PathBuf {
+    let raw = p.path().join("disk.raw");
+    std::fs::write(&raw, vec![0u8; 4 << 20]).unwrap();
+    write_pattern(&raw, "raw", "0x5a");
+    let said = fails(p, &["volumes", "import", "data", raw.to_str().unwrap()]);
+    assert!(
+        said.contains("volume data of project vols exists") && said.contains("pass --force"),
+        "{said}"
+    );
+    p.ok(&[
+        "volumes",
+        "import",
+        "data",
+        raw.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(info(data)["format"], "qcow2");
+    assert!(same_contents(&raw, data));
+    p.ok(&["volumes", "import", "extra", raw.to_str().unwrap()]);
+    let table = stdout(p, &["volumes", "ls"]);
+    assert!(table.lines().any(|l| l.starts_with("extra ")), "{table}");
+    let copy = p.path().join("data-copy.qcow2");
+    p.ok(&["volumes", "export", "data", "-o", copy.to_str().unwrap()]);
+    assert!(same_contents(&copy, &raw));
+    raw
 }
 
 /// An `ssh` that answers as a guest whose resize2fs grew the file system:

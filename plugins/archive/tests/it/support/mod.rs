@@ -1,17 +1,14 @@
-//! What the archive tests share: an HTTP server on 127.0.0.1 that checks
-//! basic auth and a header (`http.rs`, also used by the holos image tests),
+//! What the archive tests share: test-support's HTTP server on 127.0.0.1,
 //! archives built in memory (including hostile
 //! entries the tar and zip writers would refuse), and a test root in which
 //! the real `holo-archive` binary runs.
 
-#![allow(dead_code)]
-
-mod http;
-pub use http::*;
+pub use test_support::http::*;
 
 use std::fs;
 use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
+use test_support::plugin_run::PluginRun;
 
 /// The archive formats under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,22 +157,15 @@ impl Root {
 
     /// `holo-archive ARGS` in test mode with FD 3 going to a file.
     pub fn command(&self, args: &[&str]) -> std::process::Command {
-        let mut command = std::process::Command::new("sh");
-        command
-            .arg("-c")
-            .arg("exec \"$0\" \"$@\" 3>\"$FD3_FILE\"")
-            .arg(assert_cmd::cargo::cargo_bin!("holo-archive"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FD3_FILE", self.dir.path().join("fd3"))
-            .env("HOLO_API_VERSION", "3")
-            .env("HOLO_ROOT_DIR", self.path(""))
-            .env("HOLO_RESOURCE_DIR", self.path("usr/share/holo/archive"))
-            .env("HOLO_STATE_DIR", self.path("var/lib/holo/archive"))
-            .env("HOLO_CACHE_DIR", self.path("tmp/cache"))
-            .env("HOLO_EXTENSIONS", "noop,order,batch");
-        command
+        PluginRun::new(
+            assert_cmd::cargo::cargo_bin!("holo-archive"),
+            "archive",
+            &self.path(""),
+        )
+        .args(args)
+        .extensions("noop,order,batch")
+        .fd3_to(self.dir.path().join("fd3"))
+        .command()
     }
 
     /// Runs `holo-archive ARGS` in test mode with FD 3 captured.

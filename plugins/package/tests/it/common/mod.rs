@@ -1,8 +1,6 @@
 //! What the real package manager tests share: running commands, putting
 //! the machine back, and `holo apply` with `HOLO_ROOT_DIR=/`.
 
-#![allow(dead_code)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;

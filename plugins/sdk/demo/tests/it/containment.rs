@@ -3,7 +3,7 @@
 //! `HOLO_ROOT_DIR`, an absolute one and a relative one climbing with `..`,
 //! and land inside the root, never where the links point on the host.
 
-use crate::escapes;
+use test_support::escapes;
 
 use std::fs;
 use std::path::Path;
@@ -26,17 +26,11 @@ fn state_records_and_atomic_writes_stay_inside_the_root() {
     let before = escapes.outside_the_root();
 
     let run = |operation: &[&str]| {
-        let output = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("holo-demo"))
+        let output = escapes
+            .plugin(assert_cmd::cargo::cargo_bin!("holo-demo"), "demo")
             .args(operation)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOLO_API_VERSION", "3")
-            .env("HOLO_ROOT_DIR", escapes.root())
-            .env("HOLO_RESOURCE_DIR", &resources)
-            .env("HOLO_STATE_DIR", escapes.path("var/lib/holo/demo"))
-            .env("HOLO_CACHE_DIR", escapes.path("tmp/holo.1"))
-            .output()
-            .expect("run holo-demo");
+            .resource_dir(&resources)
+            .output();
         assert!(
             output.status.success(),
             "{operation:?}: {}",

@@ -2,6 +2,7 @@
 //! proves that a batch gives the same bytes as one process per entity.
 
 use std::path::{Path, PathBuf};
+use test_support::plugin_run::PluginRun;
 
 use base64::Engine;
 use serde::Deserialize;
@@ -47,23 +48,17 @@ impl Fixture {
     }
 
     fn command(&self, args: &[&str]) -> assert_cmd::Command {
-        let fd3 = self.dir.path().join("fd3");
-        let mut command = assert_cmd::Command::new("sh");
-        command
-            .arg("-c")
-            .arg(r#"exec "$0" "$@" 3>"$FD3_CAPTURE""#)
-            .arg(assert_cmd::cargo::cargo_bin!("holo-demo"))
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("FD3_CAPTURE", fd3)
-            .env("HOLO_API_VERSION", "3")
-            .env("HOLO_ROOT_DIR", self.root())
-            .env("HOLO_CACHE_DIR", self.cache())
-            .env("HOLO_STATE_DIR", self.root().join("var/lib/holo/demo"))
-            .env("HOLO_RESOURCE_DIR", self.resources())
-            .env("HOLO_EXTENSIONS", "noop,order,batch");
-        command
+        let run = PluginRun::new(
+            assert_cmd::cargo::cargo_bin!("holo-demo"),
+            "demo",
+            &self.root(),
+        )
+        .args(args)
+        .cache_dir(self.cache())
+        .resource_dir(self.resources())
+        .extensions("noop,order,batch")
+        .fd3_to(self.dir.path().join("fd3"));
+        assert_cmd::Command::from_std(run.command())
     }
 
     fn run_with(&self, mut command: assert_cmd::Command) -> Run {

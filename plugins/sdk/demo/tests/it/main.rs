@@ -8,5 +8,3 @@
 
 mod containment;
 mod demo;
-#[path = "../../../tests/it/escapes.rs"]
-mod escapes;

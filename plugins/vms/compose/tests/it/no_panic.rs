@@ -1,4 +1,5 @@
-//! Property tests: no input makes the parser or the resolver panic.
+//! Property tests: no input makes the parser or the resolver panic, and
+//! every error they give names a file and a line.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +14,21 @@ fn resolve_text(dir: &tempfile::TempDir, text: &str) {
         environment: BTreeMap::from([("SET".to_string(), "value".to_string())]),
         ..Options::default()
     };
-    // Either outcome is fine; only a panic fails the property.
-    let _ = holos_compose::resolve(&options);
+    // Either outcome is fine, as long as each error says where.
+    if let Err(diags) = holos_compose::resolve(&options) {
+        assert_positioned(&diags);
+    }
+}
+
+/// Every error names a file and a line in it.
+fn assert_positioned(diags: &[holos_compose::Diag]) {
+    assert!(!diags.is_empty(), "an error without a diagnostic");
+    for diag in diags {
+        assert!(
+            !diag.pos.file.as_os_str().is_empty() && diag.pos.line > 0,
+            "names no file and line: {diag}"
+        );
+    }
 }
 
 /// Scalars that stress typing, interpolation and the field parsers.
@@ -80,7 +94,9 @@ proptest! {
 
     #[test]
     fn arbitrary_text_never_panics(text in "[ -~\\n\\t]{0,200}") {
-        let _ = holos_compose::yaml::parse_str(&text, std::path::Path::new("p.yaml"));
+        if let Err(diags) = holos_compose::yaml::parse_str(&text, std::path::Path::new("p.yaml")) {
+            assert_positioned(&diags);
+        }
         let dir = tempfile::tempdir().expect("temporary directory");
         resolve_text(&dir, &text);
     }

@@ -239,6 +239,7 @@ fn a_guest_that_ignores_acpi_runs_until_sigterm() {
     qmp.send(r#"{"execute": "system_powerdown"}"#);
     assert!(qmp.line().contains(r#""event": "POWERDOWN""#));
     assert_eq!(qmp.line(), r#"{"return": {}}"#);
+    // Under test: that it does not exit, which only time can show.
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().expect("try_wait").is_none(), "exited");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).expect("SIGTERM");
@@ -259,6 +260,7 @@ fn a_hung_qemu_ignores_sigterm_and_dies_by_sigkill() {
     let mut child = fake.spawn(&fake.instance_args(), &[("FAKE_QEMU_IGNORE_SIGTERM", "1")]);
     let pid = Pid::from_raw(child.id() as i32);
     kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    // Under test: that it does not exit, which only time can show.
     std::thread::sleep(Duration::from_millis(300));
     assert!(child.try_wait().expect("try_wait").is_none(), "exited");
     kill(pid, Signal::SIGKILL).expect("SIGKILL");

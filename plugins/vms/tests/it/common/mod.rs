@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests: the compose crate's fixture (a
 //! project in a temporary directory and a hermetic environment), and its
 //! `holos config` output.
-#![allow(dead_code)]
 
 #[path = "../../../compose/tests/it/common.rs"]
 mod fixture;

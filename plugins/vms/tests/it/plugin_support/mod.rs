@@ -3,7 +3,6 @@
 //! `bin/` on PATH with the fake QEMU and a fake `ssh`. The runtime state is
 //! below the root (test mode). Dropping it takes every recorded project down,
 //! so no QEMU outlives a test.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

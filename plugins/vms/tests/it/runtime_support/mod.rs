@@ -2,7 +2,6 @@
 //! its own state root, a blank base image, and `holos` run with a clean
 //! environment against real QEMU or the crate's fake one. Dropping it takes
 //! down every project it recorded, so no QEMU outlives a test.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,9 +11,8 @@ use serde_json::Value;
 /// What the real qemu-img reads from and writes to disk images.
 pub mod qemu_img;
 
-/// The HTTP server of the archive tests, for image pulls.
-#[path = "../../../../archive/tests/it/support/http.rs"]
-pub mod http;
+/// The HTTP server of the tests, for image pulls.
+pub use test_support::http;
 
 /// Which `qemu-system-x86_64` the project's commands find on PATH.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,12 @@
 //! A test root whose symlinks try to lead outside it, shared by the
 //! containment tests of the SDK (in holo-demo) and of every plugin that
-//! writes files (included with `#[path]`, since they live in different
-//! crates).
+//! writes files.
 
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
+
+use crate::plugin_run::PluginRun;
 
 /// `TMP/a/b/c/root` and `TMP/elsewhere`: a relative escape that climbs
 /// three levels from the root lands in the temp directory, where
@@ -14,14 +15,20 @@ pub struct Escapes {
     pub dir: tempfile::TempDir,
 }
 
+impl Default for Escapes {
+    fn default() -> Escapes {
+        Escapes::new()
+    }
+}
+
 impl Escapes {
     /// A fresh temp directory with an empty root and `elsewhere`.
     pub fn new() -> Escapes {
         let escapes = Escapes {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: must(tempfile::tempdir(), "create a temporary directory"),
         };
-        fs::create_dir_all(escapes.root()).expect("mkdir root");
-        fs::create_dir_all(escapes.elsewhere()).expect("mkdir elsewhere");
+        must(fs::create_dir_all(escapes.root()), "create the root");
+        must(fs::create_dir_all(escapes.elsewhere()), "create elsewhere");
         escapes
     }
 
@@ -41,8 +48,11 @@ impl Escapes {
 
     /// Where [`Escapes::elsewhere`] is when resolved inside the root.
     pub fn elsewhere_in_root(&self) -> PathBuf {
-        self.root()
-            .join(self.elsewhere().strip_prefix("/").expect("absolute"))
+        self.root().join(
+            self.elsewhere()
+                .strip_prefix("/")
+                .unwrap_or(&self.elsewhere()),
+        )
     }
 
     /// `ROOT/link -> elsewhere` (absolute).
@@ -53,30 +63,14 @@ impl Escapes {
     /// `ROOT/link -> target`, creating the link's parent.
     pub fn link(&self, link: &str, target: &Path) {
         let link = self.path(link);
-        fs::create_dir_all(link.parent().expect("parent")).expect("mkdir");
-        symlink(target, link).expect("symlink");
+        create_parent(&link);
+        must(symlink(target, link), "create a symlink");
     }
 
     /// Plugin binary `bin` in test mode on this root, with the
     /// directories holo gives plugin `plugin` below it.
-    #[allow(dead_code)] // not every test that includes this runs a plugin
-    pub fn plugin(&self, bin: &Path, plugin: &str) -> std::process::Command {
-        let mut command = std::process::Command::new(bin);
-        command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOLO_API_VERSION", "3")
-            .env("HOLO_ROOT_DIR", self.root())
-            .env(
-                "HOLO_RESOURCE_DIR",
-                self.path(&format!("usr/share/holo/{plugin}")),
-            )
-            .env(
-                "HOLO_STATE_DIR",
-                self.path(&format!("var/lib/holo/{plugin}")),
-            )
-            .env("HOLO_CACHE_DIR", self.path("tmp/holo.1"));
-        command
+    pub fn plugin(&self, bin: &Path, plugin: &str) -> PluginRun {
+        PluginRun::new(bin, plugin, &self.root()).cache_dir(self.path("tmp/holo.1"))
     }
 
     /// Every entry outside the root, with the content of files.
@@ -89,12 +83,12 @@ impl Escapes {
 }
 
 fn walk(dir: &Path, skip: &Path, found: &mut Vec<(PathBuf, String)>) {
-    for entry in fs::read_dir(dir).expect("list") {
-        let path = entry.expect("entry").path();
+    for entry in must(fs::read_dir(dir), "list a directory") {
+        let path = must(entry, "read a directory entry").path();
         if path == skip {
             continue;
         }
-        if fs::symlink_metadata(&path).expect("lstat").is_dir() {
+        if must(fs::symlink_metadata(&path), "look at an entry").is_dir() {
             found.push((path.clone(), String::new()));
             walk(&path, skip, found);
         } else {
@@ -106,6 +100,17 @@ fn walk(dir: &Path, skip: &Path, found: &mut Vec<(PathBuf, String)>) {
 
 /// Writes `text` to `path`, creating its parents.
 pub fn write(path: &Path, text: &str) {
-    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    fs::write(path, text).expect("write");
+    create_parent(path);
+    must(fs::write(path, text), "write a file");
+}
+
+fn create_parent(path: &Path) {
+    if let Some(parent) = path.parent() {
+        must(fs::create_dir_all(parent), "create a directory");
+    }
+}
+
+/// The value, or the test fails saying what could not be done.
+fn must<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
+    result.unwrap_or_else(|err| panic!("cannot {what}: {err}"))
 }
