@@ -118,3 +118,34 @@ fn version_refuses_an_extra_argument() {
     );
     assert_eq!(code, 2);
 }
+
+#[test]
+fn a_plugin_run_by_hand_says_how_it_is_meant_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = test_support::binary("holo-file");
+    let run = |args: &[&str]| {
+        Command::new(&plugin)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap()
+    };
+    let output = run(&["scan"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "!! holo-file is a holo plugin: run it through holo (holo scan, holo diff, holo apply), or set HOLO_RESOURCE_DIR (and HOLO_ROOT_DIR, HOLO_STATE_DIR, HOLO_CACHE_DIR) as holo-plugin-interface(7) says to call `scan` by hand\n\
+         !! for a one-off without holo: holo-file ensure NAME --PROPERTY VALUE... or holo-file status NAME\n"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let info = run(&["info"]);
+    assert_eq!(info.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&info.stdout).starts_with("MIN_API_VERSION=3\n"));
+    let status = run(&["status", "/nonexistent/holo-test-file"]);
+    assert!(
+        !String::from_utf8_lossy(&status.stderr).contains("is a holo plugin"),
+        "the one-off status needs no environment"
+    );
+}
