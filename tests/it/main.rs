@@ -37,5 +37,6 @@ mod quickstart_demo;
 mod readme_quickstart;
 mod root;
 mod run_report;
+mod scan_limits;
 mod staged_commit;
 mod workspace;

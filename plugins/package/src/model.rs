@@ -175,12 +175,19 @@ fn found(on_path: bool) -> &'static str {
     if on_path { "found" } else { "not found" }
 }
 
-/// Package names: `^[a-zA-Z0-9._+:~-]+$`, and not starting with `-`, which
-/// the package manager would read as an option.
+/// The longest package name accepted (with its `:ARCH`): far above any
+/// real package's, so that a runaway value is refused at scan.
+pub const NAME_MAX: usize = 255;
+
+/// Package names: `^[a-zA-Z0-9._+:~-]+$` of at most [`NAME_MAX`] bytes, and
+/// not starting with `-`, which the package manager would read as an option.
 pub fn validate_name(name: &str) -> Result<(), String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || "._+:~-".contains(c);
     if name.is_empty() {
         return Err("package name is empty: set name = \"PACKAGE\"".to_owned());
+    }
+    if let Some(message) = holo_plugin::limits::over_limit("package name", name, NAME_MAX) {
+        return Err(message);
     }
     if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
         return Err(format!(

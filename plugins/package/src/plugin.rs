@@ -212,7 +212,7 @@ impl Plugin for PackagePlugin {
                     Err((property, message)) => Err(Error::new(format!(
                         "{}: package {:?}: {message}",
                         item.location_of(property),
-                        item.resource.name
+                        holo_plugin::limits::shown(&item.resource.name, model::NAME_MAX)
                     ))),
                 },
             )
