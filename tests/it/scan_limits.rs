@@ -91,3 +91,22 @@ fn a_package_name_over_255_bytes_is_refused_at_scan() {
     assert_eq!(err, expected(dir.path(), "package", &message));
     assert!(failed);
 }
+
+#[test]
+fn puppets_ensure_installed_gets_a_did_you_mean_present() {
+    let dir = root_with(
+        "package",
+        "\n[[package]]\nname = \"vim\"\nprovider = \"apt\"\nensure = \"installed\"\n",
+    );
+    let (err, failed) = scan(dir.path());
+    let message = "package \"vim\": ensure = \"installed\" is Puppet's word (did you mean \"present\"?); use \"present\", \"absent\", \"latest\" or a version";
+    let file = dir.path().join("usr/share/holo/package/10-long.toml");
+    assert_eq!(
+        err,
+        format!(
+            "!! {}:5: {message}\n!! scan with plugin package failed: exit status 1\n",
+            file.display()
+        )
+    );
+    assert!(failed);
+}

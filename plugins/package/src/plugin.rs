@@ -317,6 +317,32 @@ impl Plugin for PackagePlugin {
 }
 
 /// Brings a declared package to its desired state.
+/// `ensure = "absent"` on a package others depend on: the package manager
+/// would remove them too. Refused without `--force`, which removes them
+/// and names them.
+fn check_casualties(
+    manager: &mut dyn provider::PackageManager,
+    name: &str,
+    step: &Step,
+    mode: Mode,
+) -> Result<()> {
+    if *step != Step::Uninstall {
+        return Ok(());
+    }
+    let casualties = manager.removal_casualties(name)?;
+    if casualties.is_empty() {
+        return Ok(());
+    }
+    let list = casualties.join(", ");
+    if mode == Mode::Force {
+        println!("Removing {name} also removes {list}, which depend on it");
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "refusing to remove {name}: the removal would also remove {list}, which depend on it; remove those first, or run holo apply --force to remove them all"
+    )))
+}
+
 fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome> {
     let spec = &entity.spec;
     let order = Order(spec.provider);
@@ -362,6 +388,7 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
         return Ok(Outcome::NotChanged);
     }
 
+    check_casualties(manager.as_mut(), &spec.name, &step, mode)?;
     let timeout = lock_timeout()?;
     if provider::needs_lists(&step) {
         let max_age = provider::seconds_from_env(LISTS_MAX_AGE_VARIABLE, 24 * 60 * 60)?;
