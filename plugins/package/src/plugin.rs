@@ -168,8 +168,15 @@ impl Plugin for PackagePlugin {
     const ID: &'static str = "package";
     type Spec = Entity;
 
+    /// The keywords of `ensure` (a version is any other value): they give
+    /// the one-off's `--present`, `--absent` and `--latest`.
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        resources::properties::<PackageTable>()
+        let mut properties = resources::properties::<PackageTable>();
+        properties.push((
+            "package.ensure".to_string(),
+            vec!["present", "absent", "latest"],
+        ));
+        properties
     }
 
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
@@ -184,6 +191,13 @@ impl Plugin for PackagePlugin {
     /// `absent`; the provider is chosen as for a table that names none.
     fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::StatusTable>> {
         let installed = || -> Result<Option<provider::Installed>> {
+            // Refused as `ensure` refuses it: no package manager sees it.
+            model::validate_name(name).map_err(|message| {
+                Error::new(format!(
+                    "holo-package status: package {:?}: {message}",
+                    holo_plugin::limits::shown(name, model::NAME_MAX)
+                ))
+            })?;
             let kind = model::choose_provider(None, &provider_hints(env)?)
                 .map_err(|message| Error::new(format!("holo-package status {name}: {message}")))?;
             let mut manager = provider::open(kind, &env.root, env.test_mode);
