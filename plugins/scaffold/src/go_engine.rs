@@ -187,9 +187,21 @@ impl TreeEngine for GoEngine {
     ) -> Result<String, String> {
         let partials = self.partials(tree)?;
         let name = rel.to_string_lossy();
+        let mut out = holo_plugin::template::LimitedOutput::new(tree.max_output);
         template(&self.shared, &name, text, &partials, 0)
-            .and_then(|parsed| parsed.execute_to_string(&self.data))
-            .map_err(|err| describe(shown, what, &err))
+            .and_then(|parsed| parsed.execute(&mut out, &self.data))
+            .map_err(|err| {
+                if out.exceeded {
+                    format!(
+                        "{shown}: cannot render the {what}: {}",
+                        out.exceeded_message()
+                    )
+                } else {
+                    describe(shown, what, &err)
+                }
+            })?;
+        String::from_utf8(out.bytes)
+            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))
     }
 
     fn has_partials(&self) -> bool {
