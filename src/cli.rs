@@ -18,6 +18,7 @@ enum Command {
     Diff,
     Scan,
     Selectors,
+    Version,
 }
 
 #[derive(Default, Debug)]
@@ -54,10 +55,7 @@ pub fn main(args: Vec<String>) -> i32 {
         "diff" => Command::Diff,
         "scan" => Command::Scan,
         "selectors" => Command::Selectors,
-        "version" | "--version" => {
-            println!("{}", env!("CARGO_PKG_VERSION"));
-            return 0;
-        }
+        "version" | "--version" => Command::Version,
         "help" | "--help" | "-h" => {
             print!("{}", help_text(&program));
             return 0;
@@ -67,39 +65,20 @@ pub fn main(args: Vec<String>) -> i32 {
             return 2;
         }
     };
-    let mut options = Options::default();
-    let mut selectors = Vec::new();
-    let mut rest = args[2..].iter();
-    while let Some(arg) = rest.next() {
-        match (command, arg.as_str()) {
-            (Command::Apply, "-f" | "--force") => options.force = true,
-            (Command::Apply, "--noop") => options.noop = true,
-            (Command::Apply, "--report" | "--metrics") => {
-                let Some(file) = rest.next().filter(|file| !file.is_empty()) else {
-                    eprintln!("holo apply: {arg} needs a file name, as in `{arg} FILE`");
-                    return 2;
-                };
-                *report_option(&mut options, arg) = Some(file.clone());
-            }
-            (Command::Apply, _)
-                if arg.starts_with("--report=") || arg.starts_with("--metrics=") =>
-            {
-                let (name, file) = arg.split_once('=').unwrap_or_default();
-                if file.is_empty() {
-                    eprintln!("holo apply: {name} needs a file name, as in `{name}=FILE`");
-                    return 2;
-                }
-                *report_option(&mut options, name) = Some(file.to_string());
-            }
-            (Command::Scan, "-s" | "--short") => options.short = true,
-            (Command::Scan, "-p" | "--porcelain") => options.porcelain = true,
-            _ => selectors.push(arg.clone()),
+    if command == Command::Version {
+        if let Some(extra) = args.get(2) {
+            eprintln!(
+                "holo version: unexpected argument: {extra} (`holo version` takes no arguments)"
+            );
+            return 2;
         }
+        println!("{}", env!("CARGO_PKG_VERSION"));
+        return 0;
     }
-    if options.force && options.noop {
-        eprintln!("holo apply: --force and --noop cannot be combined");
-        return 2;
-    }
+    let (options, selectors) = match parse_options(command, &args[2..]) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
     crate::interrupt::install();
     let mut out = Output::new();
     if let Err(message) = crate::plugin::check_timeout_variables() {
@@ -123,6 +102,87 @@ pub fn main(args: Vec<String>) -> i32 {
     };
     out.flush();
     code
+}
+
+/// The options and selectors after the subcommand; a usage error is
+/// printed and its exit code returned.
+fn parse_options(command: Command, args: &[String]) -> Result<(Options, Vec<String>), i32> {
+    let mut options = Options::default();
+    let mut selectors = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match (command, arg.as_str()) {
+            (Command::Apply, "-f" | "--force") => options.force = true,
+            (Command::Apply, "--noop") => options.noop = true,
+            (Command::Apply, "--report" | "--metrics") => {
+                let Some(file) = rest.next().filter(|file| !file.is_empty()) else {
+                    eprintln!("holo apply: {arg} needs a file name, as in `{arg} FILE`");
+                    return Err(2);
+                };
+                *report_option(&mut options, arg) = Some(file.clone());
+            }
+            (Command::Apply, _)
+                if arg.starts_with("--report=") || arg.starts_with("--metrics=") =>
+            {
+                let (name, file) = arg.split_once('=').unwrap_or_default();
+                if file.is_empty() {
+                    eprintln!("holo apply: {name} needs a file name, as in `{name}=FILE`");
+                    return Err(2);
+                }
+                *report_option(&mut options, name) = Some(file.to_string());
+            }
+            (Command::Scan, "-s" | "--short") => options.short = true,
+            (Command::Scan, "-p" | "--porcelain") => options.porcelain = true,
+            _ => selectors.push(arg.clone()),
+        }
+    }
+    if options.force && options.noop {
+        eprintln!("holo apply: --force and --noop cannot be combined");
+        return Err(2);
+    }
+    if options.short && options.porcelain {
+        eprintln!("holo scan: -s/--short and -p/--porcelain cannot be combined; choose one");
+        return Err(2);
+    }
+    Ok((options, selectors))
+}
+
+/// The options of a subcommand, for the advice after an unknown one.
+fn options_of(command: Command) -> &'static [&'static str] {
+    match command {
+        Command::Apply => &["--force", "--noop", "--report", "--metrics"],
+        Command::Scan => &["--short", "--porcelain"],
+        _ => &[],
+    }
+}
+
+/// The line after `Unrecognized argument: ARG` when ARG looks like an
+/// option: the nearest option of the subcommand, else the list of them.
+fn option_advice(command: Command, arg: &str) -> String {
+    let name = command_name(command);
+    let options = options_of(command);
+    let known: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+    let near = nearest_ids(arg, &known);
+    if !near.is_empty() {
+        return format!("Did you mean {}? (see `holo help`)\n", near.join(" or "));
+    }
+    if options.is_empty() {
+        return format!("`holo {name}` takes no options, only selectors (see `holo help`)\n");
+    }
+    format!(
+        "`holo {name}` takes the options {} (see `holo help`)\n",
+        options.join(", ")
+    )
+}
+
+fn command_name(command: Command) -> &'static str {
+    match command {
+        Command::Apply => "apply",
+        Command::Diff => "diff",
+        Command::Scan => "scan",
+        Command::Selectors => "selectors",
+        Command::Version => "version",
+    }
 }
 
 fn report_option<'o>(options: &'o mut Options, name: &str) -> &'o mut Option<String> {
@@ -220,6 +280,26 @@ impl Reporting {
     }
 }
 
+/// `HOLO_ROOT_DIR` (else `/`), once it and `TMPDIR` are known to be UTF-8.
+fn root_from_env() -> Result<String, String> {
+    let root = utf8_env("HOLO_ROOT_DIR")?.unwrap_or_else(|| "/".to_string());
+    utf8_env("TMPDIR")?;
+    Ok(root)
+}
+
+fn print_scan(options: &Options, entities: &[Entity], out: &mut Output) -> i32 {
+    for entity in entities {
+        if options.porcelain {
+            entity_report::print_porcelain(out, entity);
+        } else if options.short {
+            out.raw(Stream::Out, format!("{}\n", entity.id).as_bytes());
+        } else {
+            entity_report::print_report(out, entity, false);
+        }
+    }
+    0
+}
+
 fn help_text(program: &str) -> String {
     format!(
         "Usage: {program} <operation> [...]\nOperations:\n    \
@@ -239,9 +319,8 @@ fn run(
     out: &mut Output,
     reporting: &mut Reporting,
 ) -> i32 {
-    let root = match utf8_env("HOLO_ROOT_DIR") {
-        Ok(Some(root)) => root,
-        Ok(None) => "/".to_string(),
+    let root = match root_from_env() {
+        Ok(root) => root,
         Err(message) => {
             out.error(Stream::Err, &message);
             return EXIT_FATAL;
@@ -249,10 +328,6 @@ fn run(
     };
     if command == Command::Apply {
         reporting.set_root(&root);
-    }
-    if let Err(message) = utf8_env("TMPDIR") {
-        out.error(Stream::Err, &message);
-        return EXIT_FATAL;
     }
     let mut run_dir = match RunDir::create(&root) {
         Ok(run_dir) => run_dir,
@@ -284,23 +359,12 @@ fn run(
         Ok(entities) => entities,
         Err(code) => return code,
     };
-    let entities = match select(entities, &plugins, selectors, out) {
+    let entities = match select(command, entities, &plugins, selectors, out) {
         Ok(entities) => entities,
         Err(code) => return code,
     };
     match command {
-        Command::Scan => {
-            for entity in &entities {
-                if options.porcelain {
-                    entity_report::print_porcelain(out, entity);
-                } else if options.short {
-                    out.raw(Stream::Out, format!("{}\n", entity.id).as_bytes());
-                } else {
-                    entity_report::print_report(out, entity, false);
-                }
-            }
-            0
-        }
+        Command::Scan => print_scan(options, &entities, out),
         Command::Selectors => {
             let all: BTreeSet<String> = entities
                 .iter()
@@ -312,6 +376,7 @@ fn run(
             0
         }
         Command::Diff => diff_all(&run_dir, &plugins, &entities, out),
+        Command::Version => 0,
         Command::Apply => {
             let plan = ApplyPlan {
                 run_dir: &run_dir,
@@ -584,6 +649,7 @@ fn matching_selectors(entity: &Entity, plugins: &[Plugin]) -> Vec<String> {
 }
 
 fn select(
+    command: Command,
     entities: Vec<Entity>,
     plugins: &[Plugin],
     selectors: &[String],
@@ -615,6 +681,11 @@ fn select(
                 Stream::Err,
                 format!("Unrecognized argument: {selector}\n").as_bytes(),
             );
+            if selector.starts_with('-') {
+                out.raw(Stream::Err, option_advice(command, selector).as_bytes());
+                unrecognized = true;
+                continue;
+            }
             let near = nearest_ids(selector, &ids);
             if !near.is_empty() {
                 out.raw(

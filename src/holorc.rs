@@ -88,10 +88,11 @@ pub fn read(root: &str) -> Holorc {
         match std::fs::read(&file) {
             Ok(text) => texts.push((file, String::from_utf8_lossy(&text).into_owned())),
             Err(e) => {
-                let error = HolorcError::new(format!(
+                let mut error = HolorcError::new(format!(
                     "cannot read {file}: open {file}: {}",
                     paths::errno_text(&e)
                 ));
+                error.hint = missing_root_hint(root);
                 return Holorc {
                     decls: Vec::new(),
                     error: Some(error),
@@ -115,6 +116,17 @@ pub fn read(root: &str) -> Holorc {
         }
     }
     holorc
+}
+
+/// When the root itself does not exist, it is `HOLO_ROOT_DIR` that is
+/// wrong, not holorc: say so.
+fn missing_root_hint(root: &str) -> Option<String> {
+    if std::path::Path::new(root).exists() {
+        return None;
+    }
+    Some(format!(
+        "HOLO_ROOT_DIR={root} does not exist: create it (with etc/holorc), or unset HOLO_ROOT_DIR to manage /"
+    ))
 }
 
 /// `[a-z0-9][a-z0-9-]*`

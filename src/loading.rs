@@ -114,6 +114,11 @@ pub fn prepare_resources(
                     Stream::Err,
                     &format!("cannot open {dir}: stat {dir}: {}", paths::errno_text(&e)),
                 );
+                let advice = format!(
+                    "plugin {} needs its resource directory: create {dir} (it may stay empty), or remove the plugin's line from holorc\n",
+                    plugin.id
+                );
+                out.write(Stream::Err, advice.as_bytes());
                 missing = true;
             }
         }

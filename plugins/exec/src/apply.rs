@@ -168,16 +168,46 @@ pub fn command(env: &Env, spec: &ExecSpec, text: &str) -> Result<Command> {
     Ok(command)
 }
 
-/// Runs an `onlyif`/`unless_command` check: true when it exits 0.
-pub fn check_succeeds(env: &Env, spec: &ExecSpec, text: &str) -> Result<bool> {
+/// Runs an `onlyif`/`unless_command` check (`property`): true when it
+/// exits 0. A check that could not run at all is warned about, with its
+/// stderr, and counts as failing.
+pub fn check_succeeds(env: &Env, spec: &ExecSpec, property: &str, text: &str) -> Result<bool> {
     let finished = command(env, spec, text)?.run()?;
     match finished.status {
         Status::TimedOut => Err(Error::new(format!(
             "check {text:?} timed out after {}; its process group was killed",
             format_duration(spec.timeout.unwrap_or_default())
         ))),
-        status => Ok(status.success()),
+        status => {
+            if let Status::Exited(code) = status
+                && let Some(warning) = could_not_run(property, text, code, &finished.stderr_tail(5))
+            {
+                eprintln!("{warning}");
+            }
+            Ok(status.success())
+        }
     }
+}
+
+/// The warning for a check whose exit code says it could not run: 2 (what
+/// sh gives for a syntax error, and a usage error for most tools), 126 (not
+/// executable) or 127 (not found). Other codes are answers.
+pub fn could_not_run(property: &str, text: &str, code: i32, stderr_tail: &str) -> Option<String> {
+    if !matches!(code, 2 | 126 | 127) {
+        return None;
+    }
+    let effect = if property == "onlyif" {
+        "so the command is skipped"
+    } else {
+        "so the command runs"
+    };
+    let mut warning = format!(
+        ">> {property} {text:?} could not run (exit code {code}: a syntax or usage error, or not executable or not found); it counts as failing, {effect}; fix the check"
+    );
+    for line in stderr_tail.lines() {
+        warning.push_str(&format!("\n>>     {line}"));
+    }
+    Some(warning)
 }
 
 /// What apply prints before a command that runs for a refresh: the scan's
@@ -456,6 +486,27 @@ mod tests {
     #[test]
     fn row_not_refresh_only_without_creates_executes() {
         assert_eq!(decide(false, false, false), Decision::Run(Run::Apply));
+    }
+
+    #[test]
+    fn a_check_that_could_not_run_is_warned_about_with_its_stderr() {
+        let warning = could_not_run("unless_command", "if then", 2, "sh: syntax error").unwrap();
+        assert!(warning.starts_with(">> unless_command \"if then\" could not run (exit code 2"));
+        assert!(warning.contains("so the command runs"));
+        assert!(warning.ends_with("\n>>     sh: syntax error"));
+        assert!(
+            could_not_run("onlyif", "x", 127, "")
+                .unwrap()
+                .contains("so the command is skipped")
+        );
+        assert!(could_not_run("onlyif", "x", 126, "").is_some());
+    }
+
+    #[test]
+    fn a_check_that_answered_is_not_warned_about() {
+        for code in [0, 1, 3, 125, 128] {
+            assert_eq!(could_not_run("onlyif", "test -f x", code, "oops"), None);
+        }
     }
 
     #[test]

@@ -89,7 +89,20 @@ pub struct ExecSpec {
 
 impl ExecResource {
     /// Checks every property; `subscribes` says whether `subscribe` is set.
-    pub fn validate(&self, subscribes: bool) -> Result<ExecSpec, String> {
+    /// An error names the property whose line it points at (`""` for the
+    /// table's line).
+    pub fn validate(&self, subscribes: bool) -> Result<ExecSpec, (&'static str, String)> {
+        let spec = self
+            .validate_all_but_timeout(subscribes)
+            .map_err(|m| ("", m))?;
+        let timeout = match &self.timeout {
+            None => None,
+            Some(text) => Some(positive_duration(text).map_err(|m| ("timeout", m))?),
+        };
+        Ok(ExecSpec { timeout, ..spec })
+    }
+
+    fn validate_all_but_timeout(&self, subscribes: bool) -> Result<ExecSpec, String> {
         if self.name.trim().is_empty() || self.name.contains('\n') {
             return Err("name must be one non-empty line".into());
         }
@@ -131,18 +144,6 @@ impl ExecResource {
         let environment = environment_pairs(&self.environment)?;
         let path = search_path(self.path.as_ref())?;
         let returns = exit_codes(self.returns.as_deref())?;
-        let timeout = match &self.timeout {
-            None => None,
-            Some(text) => Some(
-                parse_duration(text)
-                    .filter(|limit| !limit.is_zero())
-                    .ok_or_else(|| {
-                        format!(
-                            "timeout {text:?} is not a duration; write it like \"30s\" or \"5m\""
-                        )
-                    })?,
-            ),
-        };
         Ok(ExecSpec {
             command,
             provider,
@@ -150,7 +151,7 @@ impl ExecResource {
             environment,
             path,
             returns,
-            timeout,
+            timeout: None,
             creates: self.creates.clone(),
             onlyif: self.onlyif.clone(),
             unless_command: self.unless_command.clone(),
@@ -223,6 +224,19 @@ fn is_variable_name(key: &str) -> bool {
         .next()
         .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `timeout`: a duration above zero (zero would kill the command at once).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text) {
+        None => Err(format!(
+            "timeout {text:?} is not a duration; write it like \"30s\" or \"5m\""
+        )),
+        Some(limit) if limit.is_zero() => Err(format!(
+            "timeout {text:?} must be positive; write it like \"30s\" or \"5m\", or leave it out for no limit"
+        )),
+        Some(limit) => Ok(limit),
+    }
 }
 
 #[cfg(test)]
@@ -312,7 +326,7 @@ mod tests {
             (|e| e.returns = Some(vec![]), "returns is empty"),
             (|e| e.returns = Some(vec![256]), "0 to 255"),
             (|e| e.timeout = Some("30".into()), "like \"30s\""),
-            (|e| e.timeout = Some("0s".into()), "like \"30s\""),
+            (|e| e.timeout = Some("0s".into()), "must be positive"),
             (
                 |e| e.creates = Some("relative/file".into()),
                 "absolute path",
@@ -336,7 +350,7 @@ mod tests {
         for (change, expected) in cases {
             let mut exec = resource("x");
             change(&mut exec);
-            let err = exec.validate(false).expect_err(expected);
+            let (_, err) = exec.validate(false).expect_err(expected);
             assert!(err.contains(expected), "{err} should contain {expected}");
         }
         let mut shell = resource("x");

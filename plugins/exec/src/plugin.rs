@@ -48,9 +48,10 @@ impl Plugin for ExecPlugin {
                     subscribe: declared.common.subscribe.clone(),
                     ..spec
                 },
-                Err(problem) => {
+                Err((property, problem)) => {
                     return Ok(Err(Error::new(format!(
-                        "{location}: exec {:?}: {problem}",
+                        "{}: exec {:?}: {problem}",
+                        declared.location_of(property),
                         declared.resource.name
                     ))));
                 }
@@ -79,12 +80,15 @@ impl Plugin for ExecPlugin {
             Decision::Skip(_) => return Ok(Outcome::NotChanged),
             Decision::Run(run) => run,
         };
-        let check = |text: &Option<String>| -> Result<Option<bool>> {
+        let check = |property: &str, text: &Option<String>| -> Result<Option<bool>> {
             text.as_deref()
-                .map(|text| apply::check_succeeds(env, spec, text))
+                .map(|text| apply::check_succeeds(env, spec, property, text))
                 .transpose()
         };
-        let skip = apply::check_commands(|| check(&spec.onlyif), || check(&spec.unless_command))?;
+        let skip = apply::check_commands(
+            || check("onlyif", &spec.onlyif),
+            || check("unless_command", &spec.unless_command),
+        )?;
         if skip.is_some() {
             return Ok(Outcome::NotChanged);
         }

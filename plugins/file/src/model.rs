@@ -454,6 +454,9 @@ pub fn validate_path(path: &str) -> Result<(), String> {
     if path == "/" {
         return Err("\"/\" cannot be managed as a file; name a path below it".to_string());
     }
+    if let Some(message) = length_problem(path) {
+        return Err(message);
+    }
     if path.contains('\0') || path.contains('\n') {
         return Err(format!(
             "{path:?} contains a NUL or newline; use a plain path"
@@ -472,6 +475,17 @@ pub fn validate_path(path: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A path longer than `PATH_MAX`, or with a component longer than
+/// `NAME_MAX`: no system call would take it.
+fn length_problem(path: &str) -> Option<String> {
+    use holo_plugin::limits::{NAME_MAX, PATH_MAX, over_limit};
+    if let Some(message) = over_limit("the path", path, PATH_MAX) {
+        return Some(message);
+    }
+    path.split('/')
+        .find_map(|part| over_limit("a component of the path", part, NAME_MAX))
 }
 
 /// Checks a link target: any path, absolute or relative to the link's

@@ -175,12 +175,19 @@ fn found(on_path: bool) -> &'static str {
     if on_path { "found" } else { "not found" }
 }
 
-/// Package names: `^[a-zA-Z0-9._+:~-]+$`, and not starting with `-`, which
-/// the package manager would read as an option.
+/// The longest package name accepted (with its `:ARCH`): far above any
+/// real package's, so that a runaway value is refused at scan.
+pub const NAME_MAX: usize = 255;
+
+/// Package names: `^[a-zA-Z0-9._+:~-]+$` of at most [`NAME_MAX`] bytes, and
+/// not starting with `-`, which the package manager would read as an option.
 pub fn validate_name(name: &str) -> Result<(), String> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || "._+:~-".contains(c);
     if name.is_empty() {
         return Err("package name is empty: set name = \"PACKAGE\"".to_owned());
+    }
+    if let Some(message) = holo_plugin::limits::over_limit("package name", name, NAME_MAX) {
+        return Err(message);
     }
     if let Some(bad) = name.chars().find(|&c| !allowed(c)) {
         return Err(format!(
@@ -213,6 +220,9 @@ pub fn parse_ensure(raw: Option<&str>, provider: ProviderKind) -> Result<Ensure,
             "invalid ensure {version:?}: character {bad:?} is not allowed in a version; use present, absent, latest or a version"
         ));
     }
+    if let Some(message) = foreign_keyword(version) {
+        return Err(message);
+    }
     // A version starts with a digit in practice; a word close to a keyword
     // is a typo (`lastest`), not a version to ask the package manager for.
     let typo = (!version.starts_with(|c: char| c.is_ascii_digit()))
@@ -228,6 +238,19 @@ pub fn parse_ensure(raw: Option<&str>, provider: ProviderKind) -> Result<Ensure,
         ProviderKind::Dnf => rpm::validate(version).map_err(|e| e.to_string())?,
     }
     Ok(ensure)
+}
+
+/// Puppet's `ensure` words that CCM and holo spell otherwise: a user coming
+/// from Puppet types them, and they are no versions.
+fn foreign_keyword(word: &str) -> Option<String> {
+    let ours = match word {
+        "installed" => "present",
+        "purged" => "absent",
+        _ => return None,
+    };
+    Some(format!(
+        "ensure = {word:?} is Puppet's word (did you mean {ours:?}?); use \"present\", \"absent\", \"latest\" or a version"
+    ))
 }
 
 /// Validates one table into a spec. An error comes with the property it is
@@ -252,6 +275,17 @@ pub fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn puppets_installed_gets_a_did_you_mean_present() {
+        let error = parse_ensure(Some("installed"), ProviderKind::Apt).unwrap_err();
+        assert_eq!(
+            error,
+            "ensure = \"installed\" is Puppet's word (did you mean \"present\"?); use \"present\", \"absent\", \"latest\" or a version"
+        );
+        let error = parse_ensure(Some("purged"), ProviderKind::Dnf).unwrap_err();
+        assert!(error.contains("did you mean \"absent\"?"), "{error}");
+    }
 
     #[test]
     fn a_misspelt_keyword_gets_a_did_you_mean() {

@@ -168,8 +168,15 @@ impl Plugin for PackagePlugin {
     const ID: &'static str = "package";
     type Spec = Entity;
 
+    /// The keywords of `ensure` (a version is any other value): they give
+    /// the one-off's `--present`, `--absent` and `--latest`.
     fn properties(&self) -> Vec<(String, Vec<&'static str>)> {
-        resources::properties::<PackageTable>()
+        let mut properties = resources::properties::<PackageTable>();
+        properties.push((
+            "package.ensure".to_string(),
+            vec!["present", "absent", "latest"],
+        ));
+        properties
     }
 
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
@@ -184,6 +191,13 @@ impl Plugin for PackagePlugin {
     /// `absent`; the provider is chosen as for a table that names none.
     fn status(&self, env: &Env, name: &str) -> Option<Result<holo_plugin::StatusTable>> {
         let installed = || -> Result<Option<provider::Installed>> {
+            // Refused as `ensure` refuses it: no package manager sees it.
+            model::validate_name(name).map_err(|message| {
+                Error::new(format!(
+                    "holo-package status: package {:?}: {message}",
+                    holo_plugin::limits::shown(name, model::NAME_MAX)
+                ))
+            })?;
             let kind = model::choose_provider(None, &provider_hints(env)?)
                 .map_err(|message| Error::new(format!("holo-package status {name}: {message}")))?;
             let mut manager = provider::open(kind, &env.root, env.test_mode);
@@ -212,7 +226,7 @@ impl Plugin for PackagePlugin {
                     Err((property, message)) => Err(Error::new(format!(
                         "{}: package {:?}: {message}",
                         item.location_of(property),
-                        item.resource.name
+                        holo_plugin::limits::shown(&item.resource.name, model::NAME_MAX)
                     ))),
                 },
             )
@@ -317,6 +331,32 @@ impl Plugin for PackagePlugin {
 }
 
 /// Brings a declared package to its desired state.
+/// `ensure = "absent"` on a package others depend on: the package manager
+/// would remove them too. Refused without `--force`, which removes them
+/// and names them.
+fn check_casualties(
+    manager: &mut dyn provider::PackageManager,
+    name: &str,
+    step: &Step,
+    mode: Mode,
+) -> Result<()> {
+    if *step != Step::Uninstall {
+        return Ok(());
+    }
+    let casualties = manager.removal_casualties(name)?;
+    if casualties.is_empty() {
+        return Ok(());
+    }
+    let list = casualties.join(", ");
+    if mode == Mode::Force {
+        println!("Removing {name} also removes {list}, which depend on it");
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "refusing to remove {name}: the removal would also remove {list}, which depend on it; remove those first, or run holo apply --force to remove them all"
+    )))
+}
+
 fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome> {
     let spec = &entity.spec;
     let order = Order(spec.provider);
@@ -362,6 +402,7 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
         return Ok(Outcome::NotChanged);
     }
 
+    check_casualties(manager.as_mut(), &spec.name, &step, mode)?;
     let timeout = lock_timeout()?;
     if provider::needs_lists(&step) {
         let max_age = provider::seconds_from_env(LISTS_MAX_AGE_VARIABLE, 24 * 60 * 60)?;

@@ -58,6 +58,30 @@ fn usage<P: Plugin>(operation: &str) -> Error {
     ))
 }
 
+/// The operations only the driver calls: run by hand, without the
+/// driver's environment, they would read a default resource directory
+/// and silently find nothing.
+fn is_protocol_word(operation: &str) -> bool {
+    matches!(
+        operation,
+        "scan"
+            | "diff"
+            | "apply"
+            | "force-apply"
+            | "noop"
+            | "apply-batch"
+            | "force-apply-batch"
+            | "noop-batch"
+    )
+}
+
+fn run_by_hand<P: Plugin>(operation: &str) -> Error {
+    Error::new(format!(
+        "holo-{id} is a holo plugin: run it through holo (holo scan, holo diff, holo apply), or set HOLO_RESOURCE_DIR (and HOLO_ROOT_DIR, HOLO_STATE_DIR, HOLO_CACHE_DIR) as holo-plugin-interface(7) says to call `{operation}` by hand\nfor a one-off without holo: holo-{id} ensure NAME --PROPERTY VALUE... or holo-{id} status NAME",
+        id = P::ID
+    ))
+}
+
 fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     let Some(operation) = args.first().map(String::as_str) else {
         return fail(&Error::new(format!(
@@ -78,6 +102,9 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
             }
         }
         return flush_stdout();
+    }
+    if is_protocol_word(operation) && std::env::var_os("HOLO_RESOURCE_DIR").is_none() {
+        return fail(&run_by_hand::<P>(operation));
     }
     let env = match Env::from_process(P::ID) {
         Ok(env) => env,

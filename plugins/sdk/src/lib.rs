@@ -100,6 +100,7 @@ pub mod error;
 pub mod extract;
 pub mod facts;
 pub(crate) mod journal;
+pub mod limits;
 pub mod oneoff;
 pub mod owners;
 pub mod pid_record;

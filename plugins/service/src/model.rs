@@ -97,11 +97,19 @@ fn allowed_in_name(c: char) -> bool {
     c.is_ascii_alphanumeric() || "._+:~@-".contains(c)
 }
 
-/// Names match `^[a-zA-Z0-9._+:~@-]+$` and do not start with `-`, which
-/// systemctl would read as an option.
+/// systemd's longest unit name, in bytes.
+pub const UNIT_NAME_MAX: usize = 255;
+
+/// Names match `^[a-zA-Z0-9._+:~@-]+$`, of at most [`UNIT_NAME_MAX`]
+/// bytes, and do not start with `-`, which systemctl would read as an
+/// option.
 pub fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("service name is empty: set name = \"UNIT\"".to_owned());
+    }
+    // systemd's own limit on a unit name, suffix included.
+    if let Some(message) = holo_plugin::limits::over_limit("service name", name, UNIT_NAME_MAX) {
+        return Err(message);
     }
     if let Some(bad) = name.chars().find(|&c| !allowed_in_name(c)) {
         return Err(format!(

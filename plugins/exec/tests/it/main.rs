@@ -9,4 +9,5 @@ mod containment;
 mod creates_after_failure;
 mod cwd_containment;
 mod daemons;
+mod guard_messages;
 mod oneoff;

@@ -76,3 +76,34 @@ fn a_bad_value_gets_the_message_of_the_table() {
     let database = fs::read_to_string(root.path("var/lib/holo-mock/packages.toml")).expect("db");
     assert!(database.contains("name = \"vim\""));
 }
+
+#[test]
+fn absent_and_present_are_flags_as_on_file() {
+    let root = root();
+    let output = root.run(&["ensure", "vim", "--absent"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("MOCK: apt-get -q -y remove vim"),
+        "{}",
+        text(&output.stdout)
+    );
+    let status = root.run(&["status", "vim"]);
+    assert_eq!(
+        text(&status.stdout),
+        "[[package]]\nname = \"vim\"\nensure = \"absent\"\n"
+    );
+    let present = root.run(&["ensure", "nginx", "--present"]);
+    assert_eq!(present.status.code(), Some(0), "{}", text(&present.stderr));
+}
+
+#[test]
+fn status_refuses_a_bad_name_as_ensure_does() {
+    let root = root();
+    let output = root.run(&["status", "bad name"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "!! holo-package status: package \"bad name\": invalid package name: character ' ' is not allowed (use letters, digits and ._+:~-)\n"
+    );
+    assert_eq!(text(&output.stdout), "");
+}

@@ -97,18 +97,36 @@ impl Flags {
     pub fn parse(&self, command: &str, args: &[String]) -> Result<EnsureRequest> {
         let mut parsed = Parsed::default();
         let mut args = args.iter();
+        let mut previous: Option<&String> = None;
         while let Some(arg) = args.next() {
             let Some(flag) = arg.strip_prefix("--") else {
                 if parsed.name.replace(arg.clone()).is_some() {
-                    return Err(Error::new(format!(
-                        "{command}: {arg:?} is a second name; give one NAME and the properties as --PROPERTY VALUE"
-                    )));
+                    return Err(self.second_name(command, arg, previous));
                 }
+                previous = Some(arg);
                 continue;
             };
+            previous = Some(arg);
             self.take_flag(command, flag, &mut args, &mut parsed)?;
         }
         self.request(command, parsed)
+    }
+
+    /// A second bare word: after a switch (`--enable maybe`) it was meant as
+    /// the switch's value, which a switch takes only after `=`.
+    fn second_name(&self, command: &str, arg: &str, previous: Option<&String>) -> Error {
+        let switch = previous
+            .and_then(|previous| previous.strip_prefix("--"))
+            .filter(|flag| !flag.contains('='))
+            .filter(|flag| self.type_of(&flag.replace('-', "_")) == Some(&ValueType::Bool));
+        match switch {
+            Some(flag) => Error::new(format!(
+                "{command}: --{flag} is a switch and takes no separate value ({arg:?} follows it); write --{flag}, --{flag}=true or --{flag}=false"
+            )),
+            None => Error::new(format!(
+                "{command}: {arg:?} is a second name; give one NAME and the properties as --PROPERTY VALUE"
+            )),
+        }
     }
 
     /// One `--flag[=VALUE]`, taking its value from `args` when it needs one.

@@ -51,3 +51,14 @@ fn an_unknown_service_fails_as_in_a_holo_run() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn a_switch_with_a_separate_value_is_named() {
+    let root = root();
+    let output = root.run(&["ensure", "nginx", "--enable", "maybe"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "!! holo-service ensure: --enable is a switch and takes no separate value (\"maybe\" follows it); write --enable, --enable=true or --enable=false\n"
+    );
+}

@@ -40,6 +40,12 @@ pub fn resolve_with_allocations(
         diags
     };
     let project = load::load(options).map_err(sorted)?;
-    let manifest = decode::resolve(&project, existing_ips).map_err(sorted)?;
+    // A failed resolve keeps the load's warnings: an unset variable is
+    // often why a value is wrong (an image alias "").
+    let manifest = decode::resolve(&project, existing_ips).map_err(|errors| {
+        let mut diags = project.warnings.clone();
+        diags.extend(errors);
+        sorted(diags)
+    })?;
     Ok((project, manifest))
 }

@@ -295,13 +295,28 @@ fn classify_plain(text: &str) -> ScalarType {
 
 /// Reads and parses a YAML file.
 pub fn load_file(path: &Path) -> Result<Node, Vec<Diag>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| {
         vec![Diag::file(
             path,
             format!("cannot read file: {e}; check the path given with -f or include"),
         )]
     })?;
+    let text =
+        String::from_utf8(bytes).map_err(|e| vec![not_utf8(path, e.as_bytes(), e.utf8_error())])?;
     parse_str(&text, path)
+}
+
+/// Where the first byte that is not UTF-8 is, as line and column.
+fn not_utf8(path: &Path, bytes: &[u8], error: std::str::Utf8Error) -> Diag {
+    let valid = &bytes[..error.valid_up_to()];
+    let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+    let byte = bytes.get(error.valid_up_to()).copied().unwrap_or_default();
+    Diag::at(
+        &Pos::new(&Arc::new(path.to_path_buf()), line, col),
+        "",
+        format!("byte 0x{byte:02x} is not UTF-8; the file must be UTF-8 text: fix or remove it"),
+    )
 }
 
 /// Aliases may expand at most this many nodes in total, so that a

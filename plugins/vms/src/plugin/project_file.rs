@@ -184,12 +184,18 @@ fn options(file: &ProjectFile) -> Options {
 /// The compose errors, one a line, naming the file as the driver gave it
 /// (relative when `HOLO_ROOT_DIR` is).
 fn diagnostics(file: &ProjectFile, diags: Vec<holos_compose::Diag>) -> Error {
-    let text = diags
+    let mut lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    if diags
         .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n");
-    Error::new(as_given(file, &text))
+        .any(|d| d.message.starts_with("variable ") && d.message.contains(" is not set"))
+    {
+        let dotenv = Path::new(&file.compose).with_file_name(".env");
+        lines.push(format!(
+            "holo-vms reads variables only from {}, the .env beside the file, never from the environment (a timer's differs from a shell's); set them there",
+            dotenv.display()
+        ));
+    }
+    Error::new(as_given(file, &lines.join("\n")))
 }
 
 /// `text` with the absolute path of the compose file written as the driver

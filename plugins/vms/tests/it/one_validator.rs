@@ -45,7 +45,7 @@ const CASES: &[(&str, &str, u32, &str)] = &[
         "vm.vcpu past its bound (for comparison)",
         "services:\n  app:\n    image: alpine\n    vm: {vcpu: 2000}\n",
         4,
-        "services.app.vm.vcpu: must be between 0 and 1024, found 2000",
+        "services.app.vm.vcpu: must be between 1 and 1024, found 2000",
     ),
 ];
 

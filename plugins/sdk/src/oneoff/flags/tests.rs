@@ -79,6 +79,10 @@ fn negations_aliases_and_mistakes() {
         "holo-demo ensure: --absent and --ensure both set ensure; give one of them"
     );
     assert!(message(&["x", "y"]).contains("\"y\" is a second name"));
+    assert_eq!(
+        message(&["x", "--force", "maybe"]),
+        "holo-demo ensure: --force is a switch and takes no separate value (\"maybe\" follows it); write --force, --force=true or --force=false"
+    );
     assert!(message(&["--force"]).starts_with("usage: holo-demo ensure NAME"));
     assert!(message(&["x", "--name", "y"]).contains("first argument"));
     assert_eq!(

@@ -107,14 +107,19 @@ impl Reader {
     }
 
     pub fn unsigned(&mut self, node: &Node, path: &str, max: u64) -> Option<u64> {
+        self.unsigned_in(node, path, 0, max)
+    }
+
+    /// An integer from `min` to `max`; the message names that range.
+    pub fn unsigned_in(&mut self, node: &Node, path: &str, min: u64, max: u64) -> Option<u64> {
         let value = self.integer(node, path)?;
         match u64::try_from(value) {
-            Ok(v) if v <= max => Some(v),
+            Ok(v) if (min..=max).contains(&v) => Some(v),
             _ => {
                 self.error(
                     node,
                     path,
-                    format!("must be between 0 and {max}, found {value}"),
+                    format!("must be between {min} and {max}, found {value}"),
                 );
                 None
             }

@@ -4,7 +4,7 @@
 use super::reader::{Reader, child, parse_bytes};
 use crate::keys;
 use crate::manifest::Vm;
-use crate::yaml::Node;
+use crate::yaml::{Kind, Node};
 
 const DEFAULT_MEMORY_MB: u64 = 512;
 /// Below this no Linux guest boots, whatever the image (local images declare
@@ -100,19 +100,17 @@ pub fn decode_vm(r: &mut Reader, node: &Node, path: &str, min_memory: u64) -> Op
     })
 }
 
-/// `vm.vcpu`: at least 1.
+/// `vm.vcpu`: 1 to [`MAX_VCPU`]; 0 gets a message of its own.
 fn decode_vcpu(r: &mut Reader, n: &Node, vcpu_path: &str) -> Option<u32> {
-    match r.unsigned(n, vcpu_path, MAX_VCPU) {
-        Some(0) => {
-            r.error(
-                n,
-                vcpu_path,
-                "must be at least 1, found 0; a VM needs a virtual CPU".to_string(),
-            );
-            None
-        }
-        vcpu => vcpu.map(|v| v as u32),
+    if matches!(&n.kind, Kind::Scalar { text, .. } if text.trim() == "0") {
+        r.error(
+            n,
+            vcpu_path,
+            "must be at least 1, found 0; a VM needs a virtual CPU".to_string(),
+        );
+        return None;
     }
+    r.unsigned_in(n, vcpu_path, 1, MAX_VCPU).map(|v| v as u32)
 }
 
 /// The vCPUs from Compose's `cpus` or `deploy.resources.limits.cpus`,

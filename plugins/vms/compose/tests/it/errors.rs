@@ -50,7 +50,7 @@ fn validate_lists_every_error_not_just_the_first() {
     assert!(errors.contains("holos.yaml:7:13: services.b.ports[0]: protocol sctp in \"53:53/sctp\": holos supports TCP and UDP over IPv4 only"), "{errors}");
     assert!(
         errors
-            .contains("holos.yaml:8:16: services.b.vm.vcpu: must be between 0 and 1024, found -1"),
+            .contains("holos.yaml:8:16: services.b.vm.vcpu: must be between 1 and 1024, found -1"),
         "{errors}"
     );
 }
