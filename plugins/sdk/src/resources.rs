@@ -239,7 +239,8 @@ pub fn scan_each<T, S>(
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
 /// directory. All errors are collected and reported together. Every other
 /// file in the resource directory gets a `>>` warning: the plugin reads
-/// nothing else there (see [`load_reading`] for a plugin that does).
+/// nothing else there (see [`load_reading`] for a plugin that does); when
+/// a table failed to load, only the errors are shown.
 pub fn load<R: Resource>(env: &Env) -> Result<Vec<Declared<R>>> {
     load_reading::<R>(env, |_, _| false)
 }
@@ -259,9 +260,15 @@ pub fn load_reading<R: Resource>(
     for path in &listing.toml_files {
         loader.load_file(path);
     }
-    let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
-    for path in listing.unread(&read) {
-        warn_unread::<R>(env, &path);
+    // A table that failed to load may name any of the other files: a
+    // warning about them would be false, and moving them out would break
+    // the mended table. The errors alone are shown.
+    if loader.errors.is_empty() {
+        let read =
+            |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+        for path in listing.unread(&read) {
+            warn_unread::<R>(env, &path);
+        }
     }
     let mut declared = loader.finish()?;
     resolve_aliases(&mut declared)?;

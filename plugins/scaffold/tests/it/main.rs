@@ -7,6 +7,7 @@
 mod containment;
 mod converge;
 mod go_engine;
+mod load_errors;
 mod oneoff;
 mod scaffold;
 mod url_source;
