@@ -7,6 +7,7 @@
 mod containment;
 mod converge;
 mod go_engine;
+mod go_no_value;
 mod load_errors;
 mod oneoff;
 mod scaffold;
