@@ -264,8 +264,7 @@ pub fn load_reading<R: Resource>(
     // warning about them would be false, and moving them out would break
     // the mended table. The errors alone are shown.
     if loader.errors.is_empty() {
-        let read =
-            |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+        let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
         for path in listing.unread(&read) {
             warn_unread::<R>(env, &path);
         }
@@ -618,6 +617,15 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn add(&mut self, declared: Declared<R>) {
         let id = declared.resource.entity_id();
+        if id.contains('\n') || id.trim() != id {
+            // Refused here, where the table's place is known, rather than
+            // when the scan reports the entity.
+            self.errors.push(Error::new(format!(
+                "{}: the entity id {id:?} would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name",
+                declared.location
+            )));
+            return;
+        }
         if let Some(first) = self.ids.get(&id) {
             self.errors.push(Error::new(format!(
                 "{}: duplicate entity {id}, first declared at {first}; remove or rename one of them",

@@ -67,3 +67,21 @@ fn a_checksum_mismatch_leaves_no_record_and_status_invents_no_history() {
     let root = Root::new(&resource(&url, &format!("checksum = \"{wanted}\"\n")));
     assert_failed_without_a_record(&root, "checksum mismatch");
 }
+
+#[test]
+fn a_short_body_says_how_many_bytes_came_and_leaves_no_record() {
+    let server = Server::start();
+    let url = server.serve(
+        "/app.tar.gz",
+        Route {
+            body: vec![b'x'; 100],
+            declared_length: Some(1000),
+            ..Route::default()
+        },
+    );
+    let root = Root::new(&resource(&url, ""));
+    assert_failed_without_a_record(
+        &root,
+        "the server closed the connection after 100 of 1000 bytes",
+    );
+}

@@ -60,10 +60,7 @@ fn a_table_that_fails_to_load_gets_its_error_and_no_not_read_warning() {
         let root = root_with(table);
         let (success, stderr) = scan(root.path());
         assert!(!success, "{table}: {stderr}");
-        assert!(
-            stderr.contains(error),
-            "{table}: {stderr}"
-        );
+        assert!(stderr.contains(error), "{table}: {stderr}");
         assert!(!stderr.contains("not read"), "{table}: {stderr}");
     }
 }
@@ -74,10 +71,33 @@ fn a_table_that_loads_leaves_the_warnings_for_what_it_does_not_name() {
     let (success, stderr) = scan(root.path());
     assert!(success, "{stderr}");
     assert!(!stderr.contains("templates/app"), "{stderr}");
-    for unread in ["/empty:", "/other/nested.toml:", "/other/notes.txt:", "/README:"] {
+    for unread in [
+        "/empty:",
+        "/other/nested.toml:",
+        "/other/notes.txt:",
+        "/README:",
+    ] {
         assert!(
             stderr.contains(&format!("{unread} not read")),
             "{unread}: {stderr}"
         );
     }
+}
+
+#[test]
+fn a_line_break_in_the_name_names_the_file_and_line() {
+    let root = root_with("");
+    fs::write(
+        root.path().join("root/usr/share/holo/scaffold/app.toml"),
+        "[[scaffold]]\nname = \"/srv/a\\npp\"\nsource = \"templates/app\"\n",
+    )
+    .expect("write");
+    let (success, stderr) = scan(root.path());
+    assert!(!success, "{stderr}");
+    assert!(
+        stderr
+            .contains("app.toml:1: the entity id \"scaffold:/srv/a\\npp\" would hold a line break"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("invalid entity id"), "{stderr}");
 }
