@@ -569,15 +569,20 @@ impl BatchRun<'_> {
         // Entities without a result waited from the last result to the end.
         let unfinished = last_result.elapsed();
         let interrupted = crate::interrupt::signal().is_some();
-        let mut cut = false;
+        // An entity whose own record says it was interrupted is the one that
+        // was cut: the plugin started none after it, so the rest never began.
+        let mut cut = outcomes
+            .iter()
+            .any(|outcome| matches!(outcome, Some(Outcome::Interrupted)));
         outcomes
             .into_iter()
             .zip(durations)
             .enumerate()
             .map(|(slot_index, (outcome, duration))| match outcome {
                 Some(outcome) => (outcome, duration),
-                // The first entity without a result is the one that was cut.
                 None if interrupted && cut => (Outcome::NotStarted, Duration::ZERO),
+                // Else the first entity without a result is the one that was
+                // cut (its plugin was killed in it).
                 None if interrupted => {
                     cut = true;
                     let entity = &ctx.entities[runnable[slot_index].index];

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::funcs::{self, show, to_text, truthy, type_name};
 use crate::parse::{self, Block, Expr, ExprKind, Node, Parsed};
-use crate::{Engine, Error, Failure, MAX_DEPTH, MAX_OUTPUT, lex, resolve_name};
+use crate::{Engine, Error, Failure, MAX_DEPTH, lex, resolve_name};
 
 struct Source {
     name: String,
@@ -237,8 +237,9 @@ impl<'e, 'a> Runtime<'e, 'a> {
     }
 
     fn write(&mut self, s: &str, pos: usize) -> R<()> {
-        if self.out.len() + s.len() > MAX_OUTPUT {
-            return Err(self.fail(pos, format!("output exceeds {MAX_OUTPUT} bytes")));
+        let max = self.engine.max_output;
+        if self.out.len() + s.len() > max {
+            return Err(self.fail(pos, format!("output exceeds {max} bytes")));
         }
         self.out.push_str(s);
         Ok(())
@@ -892,8 +893,9 @@ impl<'e, 'a> Runtime<'e, 'a> {
         self.blocks = saved_blocks;
         self.contents = saved_contents;
         r?;
-        if self.out.len() + rendered.len() > MAX_OUTPUT {
-            return Err(self.fail(pos, format!("output exceeds {MAX_OUTPUT} bytes")));
+        let max = self.engine.max_output;
+        if self.out.len() + rendered.len() > max {
+            return Err(self.fail(pos, format!("output exceeds {max} bytes")));
         }
         Ok(Value::String(rendered))
     }
@@ -916,7 +918,14 @@ impl<'e, 'a> Runtime<'e, 'a> {
         if let Value::String(s) = &a
             && op == "+"
         {
-            return Ok(Value::String(format!("{s}{}", to_text(&b))));
+            let right = to_text(&b);
+            // A string doubled in a loop would fill memory long before
+            // it is written.
+            let max = self.engine.max_output;
+            if s.len() + right.len() > max {
+                return Err(self.fail(pos, format!("a string built with + exceeds {max} bytes")));
+            }
+            return Ok(Value::String(format!("{s}{right}")));
         }
         let num = |v: &Value, side: &Expr| -> R<Num> {
             match v {

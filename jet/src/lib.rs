@@ -22,7 +22,7 @@ pub use serde_json::{Map, Value};
 
 /// Most include, import, extends and yield levels in one render.
 pub const MAX_DEPTH: usize = 64;
-/// Largest output one render may produce, in bytes.
+/// Largest output one render may produce by default, in bytes.
 pub const MAX_OUTPUT: usize = 64 << 20;
 
 /// Where templates come from. Names are `/`-separated paths relative to the
@@ -162,6 +162,7 @@ pub struct Engine<'a> {
     delims: Delims,
     functions: HashMap<String, Function>,
     render_function: Option<String>,
+    max_output: usize,
 }
 
 impl<'a> Engine<'a> {
@@ -171,7 +172,15 @@ impl<'a> Engine<'a> {
             delims: Delims::jet(),
             functions: HashMap::new(),
             render_function: None,
+            max_output: MAX_OUTPUT,
         }
+    }
+
+    /// The largest output, and string built with `+`, one render may make
+    /// (default [`MAX_OUTPUT`]); past it the render fails at that place.
+    pub fn with_max_output(mut self, bytes: usize) -> Engine<'a> {
+        self.max_output = bytes;
+        self
     }
 
     pub fn with_delims(mut self, delims: Delims) -> Engine<'a> {

@@ -158,7 +158,21 @@ fn holos_prints_completions_from_clap_for_every_shell() {
         assert!(output.status.success(), "holos completions {shell}");
         let script = String::from_utf8_lossy(&output.stdout);
         assert!(script.contains(marker), "{shell}: {script}");
-        for command in ["config", "validate", "images"] {
+        for command in [
+            "config",
+            "validate",
+            "images",
+            "restart",
+            "pause",
+            "unpause",
+            "kill",
+            "port",
+            "ssh-config",
+            "wait",
+            "stats",
+            "top",
+            "cp",
+        ] {
             assert!(script.contains(command), "{shell} script lacks {command}");
         }
     }

@@ -302,3 +302,61 @@ fn an_interrupted_scan_leaves_the_last_report_alone() {
         assert!(!alive(pid), "the scan (pid {pid}) still runs");
     }
 }
+
+/// The counter, then a second command that the interrupt must keep from
+/// starting.
+const COUNTER_THEN_LATER: &str = r#"
+[[exec]]
+name = "counter"
+provider = "shell"
+command = "echo $$ >> pids; for i in 1 2 3 4 5 6 7 8; do echo $i >> progress; sleep 1; done"
+
+[[exec]]
+name = "later"
+provider = "shell"
+command = "echo started >> later"
+require = ["exec:counter"]
+"#;
+
+/// The batch path and the per-entity path agree: the entity that was cut
+/// is `interrupted`, the one that never started is neither printed nor
+/// listed in the run report.
+#[test]
+fn an_entity_the_interrupt_kept_from_starting_is_not_reported_in_either_path() {
+    for per_entity in [false, true] {
+        let root = exec_root();
+        let path = root.path();
+        std::fs::write(
+            path.join("usr/share/holo/exec/counter.toml"),
+            COUNTER_THEN_LATER,
+        )
+        .unwrap();
+        let env: &[(&str, &str)] = if per_entity {
+            &[("HOLO_NO_BATCH", "1")]
+        } else {
+            &[]
+        };
+        let mut holo = start_apply(path, "out1", env);
+        let (code, text) = interrupt(path, &mut holo, Signal::SIGTERM, false);
+        let how = if per_entity { "per entity" } else { "batch" };
+        assert_eq!(code, 143, "{how}: {text}");
+        assert!(
+            !path.join("later").exists(),
+            "{how}: the second command ran"
+        );
+        assert!(!text.contains("exec:later"), "{how}: printed:\n{text}");
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(path.join("var/lib/holo/last-run.json")).unwrap(),
+        )
+        .unwrap();
+        let ids: Vec<&str> = report["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["exec:counter"], "{how}: {report}");
+        assert_eq!(report["entities"][0]["result"], "interrupted", "{how}");
+        assert_eq!(report["counts"]["interrupted"], 1, "{how}: {report}");
+    }
+}

@@ -17,10 +17,10 @@ pub struct FilesPlugin;
 
 impl Plugin for FilesPlugin {
     const ID: &'static str = "files";
-    /// No `inplace`: holoscripts run from the resource directory, and
-    /// Holo 3's messages name them there. No `order`: files have no
-    /// dependencies.
-    const EXTENSIONS: &'static [Extension] = &[Extension::Noop, Extension::Batch];
+    /// `inplace`: the repository is only read, so holo need not copy it.
+    /// No `order`: files have no dependencies.
+    const EXTENSIONS: &'static [Extension] =
+        &[Extension::Noop, Extension::Batch, Extension::Inplace];
     type Spec = FileSpec;
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {

@@ -143,8 +143,13 @@ pub(crate) fn render(
         ),
     };
     let source = resolve_source(env, spec).map_err(Error::new)?;
-    let files =
-        render::render_tree(engine.as_ref(), &source, spec.skip_empty).map_err(Error::new)?;
+    let files = render::render_tree_within(
+        engine.as_ref(),
+        &source,
+        spec.skip_empty,
+        spec.max_render_size,
+    )
+    .map_err(Error::new)?;
     let target = env.root_join(&spec.name);
     let fs = env.root_fs()?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());

@@ -222,11 +222,21 @@ impl TreeEngine for GoEngine {
     ) -> Result<String, String> {
         let partials = self.partials(tree)?;
         let name = rel.to_string_lossy();
-        let parsed = template(&self.shared, &name, text, &partials, 0)
-            .map_err(|err| describe(shown, what, &err))?;
-        let output = parsed
-            .execute_to_string(&self.data)
-            .map_err(|err| describe(shown, what, &err))?;
+        let mut out = holo_plugin::template::LimitedOutput::new(tree.max_output);
+        template(&self.shared, &name, text, &partials, 0)
+            .and_then(|parsed| parsed.execute(&mut out, &self.data))
+            .map_err(|err| {
+                if out.exceeded {
+                    format!(
+                        "{shown}: cannot render the {what}: {}",
+                        out.exceeded_message()
+                    )
+                } else {
+                    describe(shown, what, &err)
+                }
+            })?;
+        let output = String::from_utf8(out.bytes)
+            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))?;
         if let Some(warning) = no_value_warning(&self.shared, text, &output, shown) {
             eprintln!(">> {warning}");
         }

@@ -104,6 +104,14 @@ pub struct ScaffoldSpec {
     /// Holo's protection of manual edits (on unless `protect = false`).
     #[serde(default)]
     pub protect: bool,
+    /// How many bytes one file of the tree may render to (the common
+    /// `max_render_size`).
+    #[serde(default = "default_max_render_size")]
+    pub max_render_size: usize,
+}
+
+fn default_max_render_size() -> usize {
+    holo_plugin::template::DEFAULT_MAX_RENDER_SIZE
 }
 
 /// An `http(s)://` source: an archive of the template tree, verified
@@ -245,6 +253,7 @@ impl ScaffoldTable {
             post,
             data: self.data.clone(),
             protect: true,
+            max_render_size: default_max_render_size(),
         })
     }
 }

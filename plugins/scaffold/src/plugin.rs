@@ -98,6 +98,7 @@ impl Plugin for ScaffoldPlugin {
             };
             let spec = ScaffoldSpec {
                 protect: declared.common.protect.unwrap_or(true),
+                max_render_size: declared.common.render_budget(),
                 ..spec
             };
             if let Some(message) = unavailable {

@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use holo_plugin::root_fs::RootFs;
+use holo_plugin::template::LimitedOutput;
 use minijinja::Environment;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -62,6 +63,22 @@ pub fn render_tree(
     source: &Path,
     skip_empty: bool,
 ) -> Result<Vec<Rendered>, String> {
+    render_tree_within(
+        engine,
+        source,
+        skip_empty,
+        holo_plugin::template::DEFAULT_MAX_RENDER_SIZE,
+    )
+}
+
+/// [`render_tree`] with each render (a file's name or content) bounded to
+/// `max_output` bytes (`max_render_size`), in every engine.
+pub fn render_tree_within(
+    engine: &dyn TreeEngine,
+    source: &Path,
+    skip_empty: bool,
+    max_output: usize,
+) -> Result<Vec<Rendered>, String> {
     let tree = RootFs::contained_in(source)
         .map_err(|err| format!("cannot open {}: {err}", source.display()))?;
     let mut files = Vec::new();
@@ -72,6 +89,7 @@ pub fn render_tree(
     let tree_source = TreeSource {
         tree: &tree,
         dir: source,
+        max_output,
     };
     let mut rendered = Vec::new();
     let mut seen = BTreeSet::new();
@@ -140,6 +158,8 @@ pub const PARTIALS: &str = "_partials";
 pub struct TreeSource<'a> {
     tree: &'a RootFs,
     dir: &'a Path,
+    /// How many bytes one render may write (`max_render_size`).
+    pub max_output: usize,
 }
 
 impl TreeSource<'_> {
@@ -195,23 +215,37 @@ const FIX_HINT: &str =
 impl TreeEngine for Environment<'_> {
     fn render(
         &self,
-        _tree: &TreeSource<'_>,
+        tree: &TreeSource<'_>,
         _rel: &Path,
         text: &str,
         shown: &str,
         what: &str,
     ) -> Result<String, String> {
-        self.render_str(text, minijinja::context! {})
+        let mut out = LimitedOutput::new(tree.max_output);
+        self.template_from_str(text)
+            .and_then(|template| {
+                template
+                    .render_captured_to(minijinja::context! {}, &mut out)
+                    .map(|_| ())
+            })
             .map_err(|err| {
                 let line = err
                     .line()
                     .map(|line| format!(":{line}"))
                     .unwrap_or_default();
+                if out.exceeded {
+                    return format!(
+                        "{shown}{line}: cannot render the {what}: {}",
+                        out.exceeded_message()
+                    );
+                }
                 format!(
                     "{shown}{line}: cannot render the {what}: {}; {FIX_HINT}",
                     err.detail().unwrap_or(&err.kind().to_string())
                 )
-            })
+            })?;
+        String::from_utf8(out.bytes)
+            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))
     }
 }
 
@@ -303,6 +337,7 @@ impl TreeEngine for JetEngine {
             text,
         };
         let mut engine = holo_jet::Engine::new(&loader)
+            .with_max_output(tree.max_output)
             .with_delims(self.delimiters.clone())
             .with_render_function("render");
         let vars = std::rc::Rc::clone(&self.vars);
@@ -661,5 +696,45 @@ mod tests {
         strict.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         let err = render_tree(&strict, dir.path(), false).expect_err("undefined");
         assert!(err.contains("x.conf:2:"), "{err}");
+    }
+
+    /// Renders `template` (as `big.conf`) within `limit` bytes.
+    fn within(engine: &dyn TreeEngine, template: &str, limit: usize) -> Result<String, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("big.conf"), template).expect("t");
+        render_tree_within(engine, dir.path(), false, limit)
+            .map(|files| String::from_utf8_lossy(&files[0].content).into_owned())
+    }
+
+    #[test]
+    fn every_engine_stops_at_max_render_size() {
+        let go = crate::go_engine::GoEngine::new(serde_json::Map::new(), None).expect("go");
+        let cases: [(&str, &dyn TreeEngine, &str); 3] = [
+            (
+                "minijinja",
+                &engine(),
+                "head\n{% for i in range(5000) %}x{% endfor %}\n",
+            ),
+            ("jet", &jet(), "head\n[[ repeat(\"x\", 5000) ]]\n"),
+            ("go", &go, "head\n{{ range 5000 }}x{{ end }}\n"),
+        ];
+        for (name, engine, template) in cases {
+            let err = within(engine, template, 1024).expect_err(name);
+            assert!(err.contains("big.conf"), "{name}: {err}");
+            assert!(err.contains("1024 bytes"), "{name}: {err}");
+            let whole = within(engine, template, 8192).expect(name);
+            assert_eq!(whole.len(), 5006, "{name}");
+        }
+        // Jet: a string doubled in a loop fails before it fills memory.
+        let err = within(
+            &jet(),
+            "[[ s := \"x\" ]][[ range i := split(repeat(\"a,\", 63) + \"a\", \",\") ]][[ s = s + s ]][[ end ]][[ s ]]",
+            1 << 20,
+        )
+        .expect_err("doubling");
+        assert!(
+            err.contains("big.conf:1:") && err.contains("exceeds 1048576 bytes"),
+            "{err}"
+        );
     }
 }

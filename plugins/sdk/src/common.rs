@@ -195,7 +195,7 @@ impl HealthCheck {
             command = command.cwd(&env.root);
         }
         let limit = self.timeout.unwrap_or_else(default_health_check_timeout);
-        command = command.timeout(limit);
+        command = command.timeout(limit).keep_output(HEALTH_CHECK_KEEP_OUTPUT);
         let tries = self.tries.max(1);
         for attempt in 1..=tries {
             let finished = command.run()?;
@@ -203,10 +203,7 @@ impl HealthCheck {
             if state == CheckState::Ok {
                 return Ok(());
             }
-            let mut output = String::from_utf8_lossy(&finished.stdout).trim().to_string();
-            if output.is_empty() {
-                output = String::from_utf8_lossy(&finished.stderr).trim().to_string();
-            }
+            let output = quoted_output(&finished);
             let how = match finished.status {
                 Status::TimedOut => format!("timed out after {}", format_duration(limit)),
                 status => status.to_string(),
@@ -231,6 +228,43 @@ impl HealthCheck {
             std::thread::sleep(self.try_sleep);
         }
         Ok(())
+    }
+}
+
+/// How much of a health check's stdout and stderr is kept (the end).
+pub const HEALTH_CHECK_KEEP_OUTPUT: usize = 4096;
+/// How many of its last lines a failed check's message quotes.
+pub const HEALTH_CHECK_QUOTED_LINES: usize = 10;
+/// How many bytes of them at most.
+pub const HEALTH_CHECK_QUOTED_BYTES: usize = 1024;
+
+/// The end of what a check printed, stdout else stderr, for one message
+/// line: its last lines, at most [`HEALTH_CHECK_QUOTED_BYTES`], marked
+/// when more came before.
+fn quoted_output(finished: &crate::process::Finished) -> String {
+    let mut text = String::from_utf8_lossy(&finished.stdout).trim().to_string();
+    let mut cut = finished.stdout_cut;
+    if text.is_empty() {
+        text = String::from_utf8_lossy(&finished.stderr).trim().to_string();
+        // The runner keeps only the end of stderr; a full buffer was cut.
+        cut = finished.stderr.len() >= HEALTH_CHECK_KEEP_OUTPUT;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let kept = lines.len().min(HEALTH_CHECK_QUOTED_LINES);
+    cut = cut || kept < lines.len();
+    let mut tail = lines[lines.len() - kept..].join("\n");
+    if tail.len() > HEALTH_CHECK_QUOTED_BYTES {
+        let mut start = tail.len() - HEALTH_CHECK_QUOTED_BYTES;
+        while !tail.is_char_boundary(start) {
+            start += 1;
+        }
+        tail = tail.split_off(start);
+        cut = true;
+    }
+    if cut && !tail.is_empty() {
+        format!("(earlier output cut) {tail}")
+    } else {
+        tail
     }
 }
 
@@ -467,6 +501,21 @@ mod tests {
             "health check \"sh -c 'echo disk full; exit 2'\" failed after 1 try: CRITICAL (exit code 2): disk full"
         );
         check("true", 1, Duration::ZERO).run(&env).expect("ok");
+    }
+
+    #[test]
+    fn a_check_that_prints_megabytes_is_quoted_by_its_last_lines() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let script =
+            "sh -c 'yes 0123456789abcdef | head -c 8000000; echo; echo the last line; exit 2'";
+        let err = check(script, 1, Duration::ZERO)
+            .run(&env)
+            .expect_err("critical");
+        let message = err.message();
+        assert!(message.len() < 4096, "{} bytes", message.len());
+        assert!(message.ends_with("the last line"), "{message}");
+        assert!(message.contains("(earlier output cut)"), "{message}");
     }
 
     #[test]

@@ -468,6 +468,46 @@ mod tests {
     }
 
     #[test]
+    fn a_fact_program_that_others_may_change_is_refused_naming_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().expect("tempdir");
+        let program = root.path().join(custom::FACTS_DIR).join("role");
+        write(
+            root.path(),
+            &format!("{}/role", custom::FACTS_DIR),
+            "#!/bin/sh\necho role=web\n",
+        );
+        for (mode, refused) in [(0o777, true), (0o775, true), (0o757, true), (0o755, false)] {
+            fs::set_permissions(&program, fs::Permissions::from_mode(mode)).expect("chmod");
+            let gathered = Facts::gather(root.path(), true);
+            if refused {
+                let err = gathered.expect_err("refused");
+                assert!(
+                    err.message().starts_with(&format!(
+                        "{}: the custom fact program is writable by",
+                        program.display()
+                    )),
+                    "{mode:o}: {err}"
+                );
+            } else {
+                let facts = gathered.expect("runs");
+                assert_eq!(facts.get("role").and_then(Value::as_str), Some("web"));
+            }
+        }
+        // The directory, too: whoever may write there may replace the program.
+        let dir = root.path().join(custom::FACTS_DIR);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = Facts::gather(root.path(), true).expect_err("refused");
+        assert!(
+            err.message().starts_with(&format!(
+                "{}: the directory of custom fact programs is writable by",
+                dir.display()
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_broken_facts_toml_names_file_and_line() {
         let root = tempfile::tempdir().expect("tempdir");
         write(root.path(), FACTS_FILE, "cpus = 4\nrole = \n");

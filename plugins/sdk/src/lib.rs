@@ -102,6 +102,7 @@ pub mod facts;
 pub(crate) mod journal;
 pub mod oneoff;
 pub mod owners;
+pub mod pid_record;
 pub mod plugin;
 pub mod process;
 pub mod report;

@@ -548,6 +548,28 @@ pub fn signal_name(signal: i32) -> String {
 /// descriptor of the plugin (not even the driver's FD 3), so that it never
 /// holds a pipe of `holo` open. The timeout of `command` is ignored.
 pub fn spawn_detached(command: &Command, log: &Path) -> Result<Detached> {
+    spawn_detached_inner(command, log, None)
+}
+
+/// [`spawn_detached`], and the child writes its [`PidRecord`] to
+/// `pid_file` before it execs: the process is on record before it runs,
+/// however soon the caller is killed. When the record cannot be written,
+/// nothing is started.
+///
+/// [`PidRecord`]: crate::pid_record::PidRecord
+pub fn spawn_detached_recorded(command: &Command, log: &Path, pid_file: &Path) -> Result<Detached> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(pid_file.as_os_str().as_bytes())
+        .map_err(|_| Error::new(format!("{} holds a NUL byte", pid_file.display())))?;
+    spawn_detached_inner(command, log, Some(path))
+        .map_err(|err| Error::new(format!("{err} (pid file {})", pid_file.display())))
+}
+
+fn spawn_detached_inner(
+    command: &Command,
+    log: &Path,
+    pid_file: Option<std::ffi::CString>,
+) -> Result<Detached> {
     let log_file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -562,10 +584,14 @@ pub fn spawn_detached(command: &Command, log: &Path) -> Result<Detached> {
         .stderr(Stdio::from(log_copy));
     // SAFETY: close_range is a plain syscall, async-signal-safe; it runs in
     // the child after the stdio descriptors are in place.
+    // write_own_record uses only raw system calls and stack buffers.
     unsafe {
-        std_command.pre_exec(|| {
+        std_command.pre_exec(move || {
             close_descriptors_from(3);
-            Ok(())
+            match &pid_file {
+                Some(path) => crate::pid_record::write_own_record(path),
+                None => Ok(()),
+            }
         });
     }
     let mut wrapped = CommandWrap::from(std_command);

@@ -18,7 +18,7 @@
 //! A plugin that reads more than the top-level `*.toml` files (source files,
 //! template directories) declares it with [`load_reading`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -61,6 +61,17 @@ pub struct Common {
     pub alias: Option<String>,
     /// `health_checks`: Nagios-style commands run after apply.
     pub health_checks: Vec<HealthCheck>,
+    /// `max_render_size`: how many bytes one template of the resource may
+    /// render (its properties, and the files of a template tree).
+    pub max_render_size: Option<usize>,
+}
+
+impl Common {
+    /// The render budget: `max_render_size`, else 64 MiB.
+    pub fn render_budget(&self) -> usize {
+        self.max_render_size
+            .unwrap_or(crate::template::DEFAULT_MAX_RENDER_SIZE)
+    }
 }
 
 /// Where a table was declared.
@@ -163,6 +174,7 @@ const COMMON_PROPERTIES: &[&str] = &[
     "template",
     "alias",
     "health_checks",
+    "max_render_size",
 ];
 
 /// The common properties a one-off gives as flags, with their types
@@ -265,8 +277,8 @@ pub fn load_reading<R: Resource>(
     // the mended table. The errors alone are shown.
     if loader.errors.is_empty() {
         let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
-        for path in listing.unread(&read) {
-            warn_unread::<R>(env, &path);
+        for unread in listing.unread(&read) {
+            warn_unread::<R>(env, &unread);
         }
     }
     let mut declared = loader.finish()?;
@@ -346,16 +358,36 @@ pub fn lexically_normal(path: &Path) -> PathBuf {
     normal
 }
 
+/// At most this many `>>` lines name entries that nothing reads; the walk
+/// stops there and one more line says that more were left out.
+pub const MAX_UNREAD_WARNINGS: usize = 100;
+
 /// The top-level `*.toml` files of a resource directory, and the other
 /// entries there.
 struct ResourceListing {
+    dir: PathBuf,
     toml_files: Vec<PathBuf>,
     others: Vec<PathBuf>,
+}
+
+/// What the walk of a resource directory found that nothing reads.
+#[derive(Debug, PartialEq, Eq)]
+enum Unread {
+    /// A file, or a directory that holds no file.
+    Entry(PathBuf),
+    /// A symlink to a directory that holds it (`link -> .`): not followed.
+    Loop(PathBuf),
+    /// A symlink to a directory outside the resource directory, with its
+    /// target: not followed.
+    Outside(PathBuf, PathBuf),
+    /// The walk stopped at [`MAX_UNREAD_WARNINGS`].
+    More,
 }
 
 impl ResourceListing {
     fn of(dir: &Path) -> Result<Self> {
         let mut listing = ResourceListing {
+            dir: dir.to_path_buf(),
             toml_files: Vec::new(),
             others: Vec::new(),
         };
@@ -375,33 +407,110 @@ impl ResourceListing {
     }
 
     /// The files below the other entries that `reads` does not claim,
-    /// and directories that hold no file at all.
-    fn unread(&self, reads: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
-        let mut unread = Vec::new();
-        for path in &self.others {
-            collect_unread(path, reads, &mut unread);
+    /// directories that hold no file at all, and symlinks not followed.
+    fn unread(&self, reads: &dyn Fn(&Path) -> bool) -> Vec<Unread> {
+        let mut walk = UnreadWalk {
+            reads,
+            tree: self.dir.canonicalize().unwrap_or_else(|_| self.dir.clone()),
+            walked: HashSet::new(),
+            found: Vec::new(),
+        };
+        if let Some(id) = dir_id(&self.dir) {
+            walk.walked.insert(id);
         }
-        unread
+        walk.entries(self.others.clone());
+        walk.found
     }
 }
 
-fn collect_unread(path: &Path, reads: &dyn Fn(&Path) -> bool, unread: &mut Vec<PathBuf>) {
-    if reads(path) {
-        return;
+/// A directory's device and inode: the same directory reached twice.
+fn dir_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// One walk for unread entries: every directory is entered once, whatever
+/// symlinks lead to it, and none outside the resource directory.
+struct UnreadWalk<'r> {
+    reads: &'r dyn Fn(&Path) -> bool,
+    /// The resource directory, resolved.
+    tree: PathBuf,
+    walked: HashSet<(u64, u64)>,
+    found: Vec<Unread>,
+}
+
+impl UnreadWalk<'_> {
+    fn full(&self) -> bool {
+        self.found.len() > MAX_UNREAD_WARNINGS
     }
-    // A symlink counts as what it points to, as the plugin would read it.
-    if !path.is_dir() {
-        unread.push(path.to_path_buf());
-        return;
-    }
-    match sorted_entries(path) {
-        Ok(entries) if entries.is_empty() => unread.push(path.to_path_buf()),
-        Ok(entries) => {
-            for entry in entries {
-                collect_unread(&entry, reads, unread);
-            }
+
+    fn push(&mut self, unread: Unread) {
+        if self.found.len() == MAX_UNREAD_WARNINGS {
+            self.found.push(Unread::More);
+        } else if !self.full() {
+            self.found.push(unread);
         }
-        Err(_) => unread.push(path.to_path_buf()),
+    }
+
+    /// Walks `entries` of one directory: real entries first, so that what
+    /// a symlink leads to is named by its own path where it has one.
+    fn entries(&mut self, mut entries: Vec<PathBuf>) {
+        entries.sort_by_key(|path| path.is_symlink());
+        for entry in entries {
+            if self.full() {
+                return;
+            }
+            self.entry(&entry);
+        }
+    }
+
+    fn entry(&mut self, path: &Path) {
+        if (self.reads)(path) {
+            return;
+        }
+        // A symlink counts as what it points to, as the plugin would read it.
+        if !path.is_dir() {
+            self.push(Unread::Entry(path.to_path_buf()));
+        } else if path.is_symlink() {
+            self.linked_dir(path);
+        } else {
+            self.dir(path);
+        }
+    }
+
+    fn linked_dir(&mut self, link: &Path) {
+        let Ok(target) = link.canonicalize() else {
+            self.push(Unread::Entry(link.to_path_buf()));
+            return;
+        };
+        if !target.starts_with(&self.tree) {
+            let shown = std::fs::read_link(link).unwrap_or(target);
+            self.push(Unread::Outside(link.to_path_buf(), shown));
+            return;
+        }
+        let holder = link
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .unwrap_or_default();
+        if holder.starts_with(&target) {
+            self.push(Unread::Loop(link.to_path_buf()));
+        } else {
+            // Inside the tree: walked once, here or under its own name.
+            self.dir(link);
+        }
+    }
+
+    fn dir(&mut self, dir: &Path) {
+        if let Some(id) = dir_id(dir)
+            && !self.walked.insert(id)
+        {
+            return;
+        }
+        match sorted_entries(dir) {
+            Ok(entries) if entries.is_empty() => self.push(Unread::Entry(dir.to_path_buf())),
+            Ok(entries) => self.entries(entries),
+            Err(_) => self.push(Unread::Entry(dir.to_path_buf())),
+        }
     }
 }
 
@@ -417,9 +526,29 @@ fn is_toml_name(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "toml")
 }
 
+/// The `>>` warning for what the walk found, with what to do about it.
+fn warn_unread<R: Resource>(env: &Env, unread: &Unread) {
+    let top = env.resource_origin.display();
+    match unread {
+        Unread::Entry(path) => warn_unread_entry::<R>(env, path),
+        Unread::Loop(link) => eprintln!(
+            ">> {}: not read: a symlink to a directory that holds it; it is not followed, remove it",
+            env.origin_of(link).display()
+        ),
+        Unread::Outside(link, target) => eprintln!(
+            ">> {}: not read: a symlink to a directory outside {top} ({}); it is not followed, remove it or move what it should hold into {top}",
+            env.origin_of(link).display(),
+            target.display()
+        ),
+        Unread::More => eprintln!(
+            ">> {top}: more entries are not read; only the first {MAX_UNREAD_WARNINGS} are named, tidy those up first"
+        ),
+    }
+}
+
 /// The `>>` warning for an entry of the resource directory that the plugin
-/// does not read, with what to do about it.
-fn warn_unread<R: Resource>(env: &Env, path: &Path) {
+/// does not read.
+fn warn_unread_entry<R: Resource>(env: &Env, path: &Path) {
     let origin = env.origin_of(path);
     let top = env.resource_origin.display();
     let kind = R::KIND;
@@ -664,12 +793,24 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))
             })?,
         };
+        let max_render_size = match table.remove("max_render_size") {
+            None => None,
+            Some(value) => Some(parse_render_size(value.get_ref()).ok_or_else(|| {
+                Error::new(format!(
+                    "{}: max_render_size must be a size in bytes, such as 1048576 or \"128M\" (K, M and G count 1024s)",
+                    at(value.span().start)
+                ))
+            })?),
+        };
+        self.templates.max_render_size =
+            max_render_size.unwrap_or(crate::template::DEFAULT_MAX_RENDER_SIZE);
         let skipped = self.evaluate_conditions(&mut table, render, location, at)?;
         if render {
             self.render_properties(&mut table, skipped.is_some(), at)?;
         }
         let key_offsets: Vec<usize> = table.keys().map(|key| key.span().start).collect();
-        let common = take_common(&mut table, at)?;
+        let mut common = take_common(&mut table, at)?;
+        common.max_render_size = max_render_size;
         if let Some(fields) = self.fields {
             for key in table.keys() {
                 let name = key.get_ref().as_ref();
@@ -832,6 +973,26 @@ fn rename_aliases<R: Resource>(
     Ok(())
 }
 
+/// `max_render_size`: a positive number of bytes, or a string with a
+/// `K`, `M` or `G` suffix (binary units).
+fn parse_render_size(value: &DeValue<'_>) -> Option<usize> {
+    let bytes = match value {
+        DeValue::Integer(number) => number.as_str().parse::<u64>().ok()?,
+        DeValue::String(text) => {
+            let text = text.trim();
+            let (digits, unit) = match text.char_indices().last()? {
+                (at, 'K' | 'k') => (&text[..at], 1u64 << 10),
+                (at, 'M' | 'm') => (&text[..at], 1 << 20),
+                (at, 'G' | 'g') => (&text[..at], 1 << 30),
+                _ => (text, 1),
+            };
+            digits.trim().parse::<u64>().ok()?.checked_mul(unit)?
+        }
+        _ => return None,
+    };
+    usize::try_from(bytes).ok().filter(|bytes| *bytes > 0)
+}
+
 fn take_common(table: &mut DeTable<'_>, at: &dyn Fn(usize) -> Location) -> Result<Common> {
     let mut common = Common::default();
     for (property, target) in [
@@ -943,6 +1104,8 @@ impl LineIndex {
 /// Templates may read files of the resource directory (`template()`,
 /// `readFile()`, includes); those count as read by the plugin.
 struct Templates {
+    /// The budget of the table being rendered (`max_render_size`).
+    max_render_size: usize,
     root: PathBuf,
     test_mode: bool,
     resource_dir: PathBuf,
@@ -953,6 +1116,7 @@ struct Templates {
 impl Templates {
     fn new(env: &Env) -> Self {
         Templates {
+            max_render_size: crate::template::DEFAULT_MAX_RENDER_SIZE,
             root: env.root.clone(),
             test_mode: env.test_mode,
             resource_dir: env.resource_dir.clone(),
@@ -1012,27 +1176,30 @@ impl Templates {
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
         let origin = self.resource_origin.clone();
+        let limit = self.max_render_size;
         let context = self.context(location, property)?;
-        context.render(text).map_err(|err| match err.file() {
-            // Inside a template file: its own place first, then the property.
-            Some(file) => Error::new(format!(
-                "{}:{}: {err}; rendered for property {property} at {location}",
-                origin.join(file).display(),
-                err.line()
-            )),
-            None => {
-                let place = Location {
-                    line: location.line + err.line().saturating_sub(1),
-                    ..location.clone()
-                };
-                let literally = if err.may_be_literal() {
-                    "; set template = false in the table to take the text literally"
-                } else {
-                    ""
-                };
-                Error::new(format!("{place}: property {property}: {err}{literally}"))
-            }
-        })
+        context
+            .render_within(text, limit)
+            .map_err(|err| match err.file() {
+                // Inside a template file: its own place first, then the property.
+                Some(file) => Error::new(format!(
+                    "{}:{}: {err}; rendered for property {property} at {location}",
+                    origin.join(file).display(),
+                    err.line()
+                )),
+                None => {
+                    let place = Location {
+                        line: location.line + err.line().saturating_sub(1),
+                        ..location.clone()
+                    };
+                    let literally = if err.may_be_literal() {
+                        "; set template = false in the table to take the text literally"
+                    } else {
+                        ""
+                    };
+                    Error::new(format!("{place}: property {property}: {err}{literally}"))
+                }
+            })
     }
 }
 
@@ -1488,10 +1655,10 @@ mod tests {
         assert_eq!(
             unread,
             [
-                dir.join("empty"),
-                dir.join("motd.tml"),
-                dir.join("sub/b.toml"),
-                dir.join("sub/deeper/c.txt"),
+                Unread::Entry(dir.join("empty")),
+                Unread::Entry(dir.join("motd.tml")),
+                Unread::Entry(dir.join("sub/b.toml")),
+                Unread::Entry(dir.join("sub/deeper/c.txt")),
             ]
         );
     }

@@ -30,6 +30,54 @@ use toml::{Table, Value};
 
 use crate::facts::{self, Facts};
 
+/// How many bytes one render may produce unless `max_render_size` says
+/// otherwise: 64 MiB.
+pub const DEFAULT_MAX_RENDER_SIZE: usize = 64 << 20;
+
+/// A writer that keeps what a template renders up to a limit and fails
+/// the write that would cross it, so that every engine that renders into
+/// a writer stops there.
+#[derive(Debug)]
+pub struct LimitedOutput {
+    pub bytes: Vec<u8>,
+    limit: usize,
+    /// A write failed because it would have crossed the limit.
+    pub exceeded: bool,
+}
+
+impl LimitedOutput {
+    pub fn new(limit: usize) -> LimitedOutput {
+        LimitedOutput {
+            bytes: Vec::new(),
+            limit,
+            exceeded: false,
+        }
+    }
+
+    /// What to say when the limit was crossed.
+    pub fn exceeded_message(&self) -> String {
+        format!(
+            "the template renders more than {} bytes (max_render_size); make it render less, or raise max_render_size on this resource",
+            self.limit
+        )
+    }
+}
+
+impl std::io::Write for LimitedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.limit {
+            self.exceeded = true;
+            return Err(std::io::Error::other("max_render_size exceeded"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A template failed to render. The resource loader prefixes `FILE:LINE`;
 /// `line` is the 1-based line inside the template text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +144,8 @@ const MAX_DEPTH: usize = 64;
 /// Facts, data and environment, compiled into one template engine.
 pub struct TemplateContext {
     engine: Environment<'static>,
+    /// How many bytes one render may produce (`max_render_size`).
+    max_render_size: usize,
     facts: Facts,
     data: Table,
     facts_value: JinjaValue,
@@ -128,6 +178,7 @@ impl TemplateContext {
                 .collect::<BTreeMap<String, JinjaValue>>(),
         );
         let mut context = TemplateContext {
+            max_render_size: DEFAULT_MAX_RENDER_SIZE,
             engine: Environment::new(),
             facts,
             data: Table::new(),
@@ -287,12 +338,44 @@ impl TemplateContext {
     /// Renders one string. Plain strings come back unchanged without
     /// compiling anything.
     pub fn render(&self, text: &str) -> Result<String, TemplateError> {
+        self.render_within(text, self.max_render_size)
+    }
+
+    /// The budget of [`TemplateContext::render`] from now on.
+    pub fn set_max_render_size(&mut self, bytes: usize) {
+        self.max_render_size = bytes;
+    }
+
+    /// Renders one string into at most `limit` bytes: a template that
+    /// writes more fails at the line that crossed the limit, before it
+    /// holds more than that in memory.
+    pub fn render_within(&self, text: &str, limit: usize) -> Result<String, TemplateError> {
         if !Self::is_template(text) {
             return Ok(text.to_string());
         }
-        self.engine
-            .render_str(text, minijinja::context! {})
-            .map_err(|err| self.to_template_error(&err, text))
+        let mut out = LimitedOutput::new(limit);
+        let rendered = self.engine.template_from_str(text).and_then(|template| {
+            template
+                .render_captured_to(minijinja::context! {}, &mut out)
+                .map(|_| ())
+        });
+        match rendered {
+            Ok(_) => String::from_utf8(out.bytes).map_err(|_| TemplateError {
+                message: "the template rendered bytes that are not UTF-8".into(),
+                expression: None,
+                line: 1,
+                file: None,
+                may_be_literal: false,
+            }),
+            Err(err) => {
+                let mut error = self.to_template_error(&err, text);
+                if out.exceeded {
+                    error.message = out.exceeded_message();
+                    error.may_be_literal = false;
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Evaluates a bare expression such as `facts.os.id == "debian"` (the

@@ -33,6 +33,28 @@ pub struct Cli {
     pub command: HolosCommand,
 }
 
+impl HolosCommand {
+    /// The Compose verbs beyond up and down, which act on recorded
+    /// instances: restart, pause, unpause, kill, rm, wait, port, cp and
+    /// ssh-config.
+    pub fn is_control_verb(&self) -> bool {
+        matches!(
+            self,
+            HolosCommand::Restart(_)
+                | HolosCommand::Pause(_)
+                | HolosCommand::Unpause(_)
+                | HolosCommand::Kill(_)
+                | HolosCommand::Rm(_)
+                | HolosCommand::Wait(_)
+                | HolosCommand::Port(_)
+                | HolosCommand::Cp(_)
+                | HolosCommand::SshConfig(_)
+                | HolosCommand::Stats(_)
+                | HolosCommand::Top(_)
+        )
+    }
+}
+
 impl Cli {
     /// The compose files: those given before the command, then those after.
     pub fn files(&self) -> Vec<PathBuf> {
@@ -43,6 +65,17 @@ impl Cli {
             | HolosCommand::Down(DownArgs { file_args, .. })
             | HolosCommand::Stop(ServiceArgs { file_args, .. })
             | HolosCommand::Start(ServiceArgs { file_args, .. })
+            | HolosCommand::Restart(ServiceArgs { file_args, .. })
+            | HolosCommand::Pause(ServiceArgs { file_args, .. })
+            | HolosCommand::Unpause(ServiceArgs { file_args, .. })
+            | HolosCommand::Rm(ServiceArgs { file_args, .. })
+            | HolosCommand::Wait(ServiceArgs { file_args, .. })
+            | HolosCommand::Top(ServiceArgs { file_args, .. })
+            | HolosCommand::Kill(KillArgs { file_args, .. })
+            | HolosCommand::Port(PortArgs { file_args, .. })
+            | HolosCommand::SshConfig(SshConfigArgs { file_args, .. })
+            | HolosCommand::Cp(CpArgs { file_args, .. })
+            | HolosCommand::Stats(StatsArgs { file_args, .. })
             | HolosCommand::Ps(PsArgs { file_args, .. })
             | HolosCommand::Exec(ExecArgs { file_args, .. })
             | HolosCommand::Console(ConsoleArgs { file_args, .. })
@@ -117,6 +150,9 @@ pub enum HolosCommand {
         /// Also check that no other program listens on the published host ports.
         #[arg(long)]
         network: bool,
+        /// Print the verdict, errors and notes as JSON on standard output.
+        #[arg(long)]
+        json: bool,
     },
     /// List the built-in image aliases and tags, and which are cached.
     Images(ImagesArgs),
@@ -134,8 +170,31 @@ pub enum HolosCommand {
     Stop(ServiceArgs),
     /// Start stopped VMs again.
     Start(ServiceArgs),
+    /// Stop, then start the VMs again (Compose's restart, Vagrant's reload).
+    Restart(ServiceArgs),
+    /// Halt the guests' CPUs (QMP stop), as Compose's pause and Vagrant's suspend.
+    Pause(ServiceArgs),
+    /// Resume paused guests (QMP cont), as Compose's unpause and Vagrant's resume.
+    Unpause(ServiceArgs),
+    /// Send a signal to the VMs' QEMU processes (SIGKILL by default), as Compose's kill.
+    Kill(KillArgs),
+    /// Remove stopped VMs (their disks; named volumes stay), as Compose's rm and Vagrant's destroy.
+    Rm(ServiceArgs),
+    /// Wait until the VMs have stopped, as Compose's wait.
+    Wait(ServiceArgs),
+    /// Print the host address a guest port is published on, as Compose's port.
+    Port(PortArgs),
+    /// Print ~/.ssh/config entries for the VMs, as Vagrant's ssh-config.
+    SshConfig(SshConfigArgs),
+    /// Show each running VM's status (QMP), CPU and memory use, as Compose's stats.
+    Stats(StatsArgs),
+    /// List the processes in each running guest (ps over SSH), as Compose's top.
+    Top(ServiceArgs),
     /// List the instances: state, pid, ports, SSH port, IP.
+    #[command(alias = "status")]
     Ps(PsArgs),
+    /// Copy a file or directory between the host and a guest, over SSH (Compose's cp).
+    Cp(CpArgs),
     /// Print the serial console log.
     Logs(LogsArgs),
     /// Run a command in an instance over SSH.
@@ -239,6 +298,74 @@ pub struct DownArgs {
     /// The project to take down; the compose file's project when not given.
     #[arg(value_name = "PROJECT")]
     pub project: Option<String>,
+    /// Also remove the project's named volumes, as Compose's down -v.
+    #[arg(short = 'v', long)]
+    pub volumes: bool,
+}
+
+/// `holos kill [-s SIGNAL] [SERVICE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct KillArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The signal, by name (SIGTERM, TERM) or number.
+    #[arg(short = 's', long, value_name = "SIGNAL", default_value = "SIGKILL", value_parser = parse_signal)]
+    pub signal: nix::sys::signal::Signal,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+}
+
+/// `holos port SERVICE|INSTANCE PORT [--protocol tcp|udp]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct PortArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// The instance, such as web-0 (a service name means its first instance).
+    #[arg(value_name = "SERVICE|INSTANCE")]
+    pub instance: String,
+    /// The guest port.
+    #[arg(value_name = "PORT")]
+    pub port: u16,
+    /// tcp or udp.
+    #[arg(long, default_value = "tcp", value_parser = ["tcp", "udp"])]
+    pub protocol: String,
+}
+
+/// `holos cp INSTANCE:PATH HOSTPATH` or `holos cp HOSTPATH INSTANCE:PATH`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct CpArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// Where to copy from: a host path, or INSTANCE:PATH in a guest.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// Where to copy to: a host path, or INSTANCE:PATH in a guest.
+    #[arg(value_name = "TARGET")]
+    pub target: String,
+}
+
+/// `holos stats [SERVICE] [--json]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One service; every service of the project when not given.
+    #[arg(value_name = "SERVICE")]
+    pub service: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holos ssh-config [INSTANCE]`.
+#[derive(Args, Debug, Clone, PartialEq, Eq)]
+pub struct SshConfigArgs {
+    #[command(flatten)]
+    pub file_args: FileArgs,
+    /// One instance (a service name means its first); all when not given.
+    #[arg(value_name = "INSTANCE")]
+    pub instance: Option<String>,
 }
 
 /// `holos stop [SERVICE]` and `holos start [SERVICE]`.
@@ -276,6 +403,9 @@ pub struct LogsArgs {
     /// Start with the last N lines of each log (all by default).
     #[arg(short = 'n', long = "tail", value_name = "N")]
     pub tail: Option<usize>,
+    /// Print each line as a JSON object: {"instance": ..., "line": ...}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `holos exec INSTANCE [-u USER] [-w WAIT] [-- CMD...]`.
@@ -292,6 +422,12 @@ pub struct ExecArgs {
     /// How long to wait for the guest's sshd (30, 90s, 2m).
     #[arg(short = 'w', long, value_name = "WAIT", value_parser = parse_wait)]
     pub wait: Option<Duration>,
+    /// Set an environment variable for the command; repeat for several.
+    #[arg(short = 'e', long = "env", value_name = "KEY=VAL")]
+    pub env: Vec<String>,
+    /// The directory in the guest to run the command in.
+    #[arg(long = "workdir", value_name = "DIR")]
+    pub workdir: Option<String>,
     /// The command and its arguments, passed on exactly; a login shell when empty.
     #[arg(
         value_name = "CMD",
@@ -568,16 +704,21 @@ pub struct ImportArgs {
     #[arg(
         long = "xml",
         value_name = "FILE",
-        required_unless_present = "connect",
-        conflicts_with = "connect"
+        required_unless_present_any = ["connect", "domains", "all"],
+        conflicts_with_all = ["connect", "domains", "all"]
     )]
     pub xml: Vec<PathBuf>,
-    /// Read the domains from libvirt with `virsh -c URI dumpxml`.
+    /// Read the domains from libvirt with `virsh -c URI dumpxml`; virsh's
+    /// default connection when not given.
     #[arg(long, value_name = "URI")]
     pub connect: Option<String>,
-    /// The domains to import with --connect; all of them when none is named.
-    #[arg(value_name = "DOMAIN", requires = "connect")]
+    /// The domains to import from libvirt (all of them with --all, or with
+    /// --connect when none is named).
+    #[arg(value_name = "DOMAIN")]
     pub domains: Vec<String>,
+    /// Import every domain of the libvirt connection (virsh list --all).
+    #[arg(long, conflicts_with = "domains")]
+    pub all: bool,
     /// Write the compose file here instead of printing it.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -644,6 +785,22 @@ fn parse_wait(text: &str) -> Result<Duration, String> {
     holos_compose::decode::reader::parse_duration_ms(text)
         .map(Duration::from_millis)
         .ok_or_else(|| format!("{text:?} is not a duration; write e.g. 30, 90s or 2m"))
+}
+
+/// `SIGNAL`: a name with or without `SIG`, or a number.
+fn parse_signal(text: &str) -> Result<nix::sys::signal::Signal, String> {
+    use std::str::FromStr;
+    let upper = text.to_ascii_uppercase();
+    let named = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    text.parse::<i32>()
+        .ok()
+        .and_then(|n| nix::sys::signal::Signal::try_from(n).ok())
+        .or_else(|| nix::sys::signal::Signal::from_str(&named).ok())
+        .ok_or_else(|| format!("{text:?} is not a signal; write e.g. SIGTERM, TERM or 15"))
 }
 
 /// `SIZE`: a Compose byte size (`10G`, `512M`, a bare number is bytes).

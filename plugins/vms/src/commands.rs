@@ -4,7 +4,7 @@
 //! stderr; errors exit 1.
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use holos_runtime::host;
 use holos_runtime::images::cache::{self as image_cache, PullOptions};
 use holos_runtime::images::verify as image_verify;
 use holos_runtime::lifecycle::{self, UpRequest};
-use holos_runtime::ops::{devices, doctor, inspect, snapshots, volumes};
+use holos_runtime::ops::{control, devices, doctor, inspect, snapshots, volumes};
 use holos_runtime::settings::HostSettings;
 use holos_runtime::ssh;
 use holos_runtime::state::ProjectRecord;
@@ -27,6 +27,8 @@ use crate::compose_project::{describe, project_name, resolve};
 
 /// The byte Ctrl-] sends: it detaches the console.
 const DETACH: u8 = 0x1d;
+/// How long `stats` measures CPU use over.
+const STATS_SAMPLE: Duration = Duration::from_millis(500);
 /// How long `exec` waits for sshd unless `-w` says otherwise.
 const EXEC_WAIT: Duration = Duration::from_secs(60);
 
@@ -39,7 +41,11 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
                 Some(name) => name.clone(),
                 None => project_name(options)?,
             };
-            Ok(lifecycle::down(rt, &project)?)
+            lifecycle::down(rt, &project)?;
+            if args.volumes {
+                remove_volumes(rt, &project)?;
+            }
+            Ok(())
         }),
         HolosCommand::Stop(args) => with_project(options, |rt, project| {
             lifecycle::stop(rt, project, args.service.as_deref())
@@ -47,6 +53,7 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
         HolosCommand::Start(args) => with_project(options, |rt, project| {
             lifecycle::start(rt, project, args.service.as_deref())
         }),
+        verb if verb.is_control_verb() => control_command(options, command),
         HolosCommand::Ps(args) => with_runtime(|rt| ps(rt, options, args)),
         HolosCommand::Logs(args) => with_runtime(|rt| logs(rt, options, args)),
         HolosCommand::Exec(args) => return Some(exec(options, args)),
@@ -111,6 +118,56 @@ pub fn run(command: &HolosCommand, options: &Options) -> Option<ExitCode> {
             ExitCode::FAILURE
         }
     })
+}
+
+/// The Compose verbs beyond up and down: restart, pause, unpause, kill,
+/// rm, wait, port, cp and ssh-config.
+fn control_command(options: &Options, command: &HolosCommand) -> Result<(), String> {
+    match command {
+        HolosCommand::Restart(args) => with_project(options, |rt, project| {
+            control::restart(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Pause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), true)
+        }),
+        HolosCommand::Unpause(args) => with_project(options, |rt, project| {
+            control::pause(rt, project, args.service.as_deref(), false)
+        }),
+        HolosCommand::Kill(args) => with_project(options, |rt, project| {
+            control::kill(rt, project, args.service.as_deref(), args.signal)
+        }),
+        HolosCommand::Rm(args) => with_project(options, |rt, project| {
+            control::remove_stopped(rt, project, args.service.as_deref())
+        }),
+        HolosCommand::Wait(args) => with_project(options, |rt, project| {
+            control::wait(&rt.layout, project, args.service.as_deref())
+        }),
+        HolosCommand::Port(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let address = control::port(&record, &args.instance, args.port, &args.protocol)?;
+            print(&format!("{address}\n"))
+        }),
+        HolosCommand::Cp(args) => with_runtime(|rt| cp(rt, options, args)),
+        HolosCommand::Top(args) => with_runtime(|rt| top(rt, options, args.service.as_deref())),
+        HolosCommand::Stats(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            let rows = control::stats(&record, args.service.as_deref(), STATS_SAMPLE)?;
+            print(&if args.json {
+                inspect::to_json(&rows)
+            } else {
+                control::stats_table(&rows)
+            })
+        }),
+        HolosCommand::SshConfig(args) => with_runtime(|rt| {
+            let record = load(rt, options)?;
+            print(&control::ssh_config(
+                &rt.layout,
+                &record,
+                args.instance.as_deref(),
+            )?)
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// `holos snapshots create|list|restore|rm|export`.
@@ -220,12 +277,8 @@ fn volumes_command(
         }
         VolumesCommand::Resize(args) => {
             let resized = volumes::resize(layout, &project, &args.name, args.size)?;
-            let grown = format!(
-                "volume {} grown from {} to {}",
-                args.name,
-                volumes::human_bytes(resized.before),
-                volumes::human_bytes(args.size)
-            );
+            let (before, after) = volumes::human_pair(resized.before, args.size);
+            let grown = format!("volume {} grown from {before} to {after}", args.name);
             match resized.growth {
                 volumes::Growth::Unchanged => eprintln!(
                     "holos: volume {} is {} already; nothing to do",
@@ -402,6 +455,18 @@ fn up(options: &Options, services: &[String], no_wait: bool, quiet: bool) -> Res
     Ok(lifecycle::up(&runtime, &request)?)
 }
 
+/// Whether `name`, the first word of `exec` or `logs`, names a project of
+/// the state directory: only where no compose project is at hand (no `-f`,
+/// no `-p`, no compose file here), as after `holos run`.
+fn names_a_recorded_project(settings: &HostSettings, options: &Options, name: &str) -> bool {
+    no_compose_project(options) && settings.layout.projects().iter().any(|p| p == name)
+}
+
+fn recorded(settings: &HostSettings, project: &str) -> Result<ProjectRecord, String> {
+    ProjectRecord::load(&settings.layout, project)?
+        .ok_or_else(|| format!("project {project} has no instances; create them with holos up"))
+}
+
 fn load(settings: &HostSettings, options: &Options) -> Result<ProjectRecord, String> {
     let project = project_name(options)?;
     ProjectRecord::load(&settings.layout, &project)?
@@ -519,6 +584,121 @@ fn ps(settings: &HostSettings, options: &Options, args: &PsArgs) -> Result<(), S
     print(&text)
 }
 
+/// `holos top [SERVICE]`: `ps` in each running guest, over SSH, under a
+/// line naming the instance.
+fn top(settings: &HostSettings, options: &Options, service: Option<&str>) -> Result<(), String> {
+    let record = load(settings, options)?;
+    let key = settings.layout.ssh_key(&record.project);
+    let mut instances: Vec<_> = record
+        .instances
+        .values()
+        .filter(|i| service.is_none_or(|s| i.spec.service == s))
+        .collect();
+    if instances.is_empty() {
+        return Err(format!(
+            "project {} has no service {:?}",
+            record.project,
+            service.unwrap_or_default()
+        ));
+    }
+    instances.sort_by_key(|i| i.start_order);
+    for instance in instances {
+        if host::running_pid(instance.pid, &instance.spec).is_none() {
+            eprintln!("holos: {} is not running", instance.spec.label());
+            continue;
+        }
+        let out = std::process::Command::new("ssh")
+            .args(ssh::ssh_args(
+                &key,
+                &instance.spec,
+                &instance.spec.user,
+                false,
+            ))
+            .args(["--", "ps -eo user,pid,ppid,pcpu,pmem,etime,args"])
+            .output()
+            .map_err(|e| format!("cannot run ssh: {e}; holos top needs openssh-client"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "ps in {} failed ({}): {}",
+                instance.spec.label(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        print(&format!("{}\n", instance.spec.name))?;
+        print(&String::from_utf8_lossy(&out.stdout))?;
+    }
+    Ok(())
+}
+
+/// `INSTANCE:PATH`: the guest side of `cp` (a host path has no `:` before
+/// its first `/`).
+fn guest_side(text: &str) -> Option<(&str, &str)> {
+    text.split_once(':')
+        .filter(|(instance, _)| !instance.is_empty() && !instance.contains('/'))
+}
+
+/// `holos cp`: scp with the project key, as `exec` reaches the guest.
+fn cp(settings: &HostSettings, options: &Options, args: &crate::cli::CpArgs) -> Result<(), String> {
+    let (name, path, to_guest) = match (guest_side(&args.source), guest_side(&args.target)) {
+        (Some((name, path)), None) => (name, path, false),
+        (None, Some((name, path))) => (name, path, true),
+        (Some(_), Some(_)) => {
+            return Err("holos cp copies between the host and one guest; copy through the host in two steps".into());
+        }
+        (None, None) => {
+            return Err(format!(
+                "neither {:?} nor {:?} names a guest; write INSTANCE:PATH for the guest side (holos cp web-0:/etc/hosts ./hosts)",
+                args.source, args.target
+            ));
+        }
+    };
+    let record = load(settings, options)?;
+    let instance = lifecycle::find_instance(&record, name)?;
+    if host::running_pid(instance.pid, &instance.spec).is_none() {
+        return Err(format!(
+            "{} is not running; start it with holos start {}",
+            instance.spec.label(),
+            instance.spec.service
+        ));
+    }
+    let remote = format!("{}@127.0.0.1:{path}", instance.spec.user);
+    let (from, to) = if to_guest {
+        (args.source.as_str(), remote.as_str())
+    } else {
+        (remote.as_str(), args.target.as_str())
+    };
+    let key = settings.layout.ssh_key(&record.project);
+    let status = std::process::Command::new("scp")
+        .args(ssh::scp_options(&key, &instance.spec))
+        .args([from, to])
+        .status()
+        .map_err(|e| format!("cannot run scp: {e}; holos cp needs openssh-client"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "scp from {from} to {to} failed ({status}); see its message above"
+        ))
+    }
+}
+
+/// `down -v`: the project's named volumes go too, as in Compose.
+fn remove_volumes(settings: &HostSettings, project: &str) -> Result<(), String> {
+    let dir = settings.layout.project_volumes(project);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => {
+            eprintln!(
+                "holos: removed the named volumes of project {project} ({})",
+                dir.display()
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove {}: {e}", dir.display())),
+    }
+}
+
 /// Writes `text` to stdout; a closed stdout (`| head`) is not an error.
 fn print(text: &str) -> Result<(), String> {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
@@ -526,21 +706,22 @@ fn print(text: &str) -> Result<(), String> {
 }
 
 fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
-    let record = load(settings, options)?;
+    let (record, target) = match args.target.as_deref() {
+        Some(name) if names_a_recorded_project(settings, options, name) => {
+            (recorded(settings, name)?, None)
+        }
+        target => (load(settings, options)?, target),
+    };
     let mut chosen: Vec<_> = record
         .instances
         .values()
-        .filter(|i| {
-            args.target
-                .as_deref()
-                .is_none_or(|t| i.spec.name == t || i.spec.service == t)
-        })
+        .filter(|i| target.is_none_or(|t| i.spec.name == t || i.spec.service == t))
         .collect();
     if chosen.is_empty() {
         return Err(format!(
             "project {} has no service or instance {:?}",
             record.project,
-            args.target.as_deref().unwrap_or_default()
+            target.unwrap_or_default()
         ));
     }
     chosen.sort_by_key(|i| i.start_order);
@@ -571,11 +752,15 @@ fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(
                 &mut file,
                 offsets[index],
                 LogCopy {
-                    whole_lines: prefixed || args.follow,
+                    whole_lines: prefixed || args.follow || args.json,
                     keep_partial: args.follow,
                 },
                 |chunk| {
-                    if prefixed {
+                    if args.json {
+                        chunk
+                            .split_inclusive(|b| *b == b'\n')
+                            .try_for_each(|line| stdout.write_all(json_line(name, line).as_bytes()))
+                    } else if prefixed {
                         chunk.split_inclusive(|b| *b == b'\n').try_for_each(|line| {
                             stdout.write_all(format!("{name} | ").as_bytes())?;
                             stdout.write_all(line)
@@ -598,6 +783,17 @@ fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// One console line of `logs --json`: `{"instance": …, "line": …}` and a
+/// newline (the line without its own, invalid UTF-8 as U+FFFD).
+fn json_line(instance: &str, line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    let mut out = serde_json::json!({"instance": instance, "line": text}).to_string();
+    out.push('\n');
+    out
 }
 
 /// How many bytes of a log [`copy_log`] holds at once.
@@ -701,13 +897,19 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e.into()),
     };
-    let record = match load(&runtime, options) {
-        Ok(r) => r,
+    let (record, instance_name, command) = match exec_target(&runtime, options, args) {
+        Ok(found) => found,
         Err(e) => return fail(e),
     };
-    let instance = match lifecycle::find_instance(&record, &args.instance) {
-        Ok(i) => i,
-        Err(e) => return fail(e.into()),
+    let instance = match instance_name {
+        Some(name) => match lifecycle::find_instance(&record, &name) {
+            Ok(i) => i,
+            Err(e) => return fail(e.into()),
+        },
+        None => match record.instances.values().min_by_key(|i| i.start_order) {
+            Some(i) => i,
+            None => return fail(format!("project {} has no instances", record.project)),
+        },
     };
     if host::running_pid(instance.pid, &instance.spec).is_none() {
         return fail(format!(
@@ -719,7 +921,7 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         return fail(format!("{}: {e}", instance.spec.name));
     }
     let mut argv: Vec<String> = Vec::new();
-    for arg in &args.command {
+    for arg in &command {
         match arg.to_str() {
             Some(text) => argv.push(text.to_string()),
             None => {
@@ -735,15 +937,93 @@ fn exec(options: &Options, args: &ExecArgs) -> ExitCode {
         .unwrap_or_else(|| instance.spec.user.clone());
     let key = runtime.layout.ssh_key(&record.project);
     let tty = argv.is_empty() && nix::unistd::isatty(std::io::stdin()).unwrap_or(false);
+    let line = match remote_line(&argv, &args.env, args.workdir.as_deref()) {
+        Ok(line) => line,
+        Err(e) => return fail(e),
+    };
     let mut command = std::process::Command::new("ssh");
     command.args(ssh::ssh_args(&key, &instance.spec, &user, tty));
-    if !argv.is_empty() {
-        command.arg("--").arg(ssh::remote_command_line(&argv));
+    if let Some(line) = line {
+        command.arg("--").arg(line);
     }
-    let err = command.exec();
-    fail(format!(
-        "cannot run ssh: {err}; holos exec needs openssh-client"
-    ))
+    // Waited for, not exec'd: ssh's own failure (255) gets a word.
+    let status = match command.status() {
+        Ok(status) => status,
+        Err(err) => {
+            return fail(format!(
+                "cannot run ssh: {err}; holos exec needs openssh-client"
+            ));
+        }
+    };
+    match status.code() {
+        Some(255) => fail(format!(
+            "ssh to {} as {user} ended with 255: ssh failed (the guest refused the login with the project's key, or the connection broke; see ssh's message above), or the command itself exited 255",
+            instance.spec.label()
+        )),
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(255)),
+        // Ended by a signal, as a shell reports it.
+        None => ExitCode::from(
+            128 + status
+                .signal()
+                .and_then(|s| u8::try_from(s).ok())
+                .unwrap_or(127),
+        ),
+    }
+}
+
+/// The remote command line of `exec`: the argv exactly, after `cd DIR`
+/// (`--workdir`) and `export KEY=VAL` (`-e`); `None` for ssh's own login
+/// shell.
+fn remote_line(
+    argv: &[String],
+    env: &[String],
+    workdir: Option<&str>,
+) -> Result<Option<String>, String> {
+    use holo_plugin::command::shell_quote;
+    let mut steps = Vec::new();
+    if let Some(dir) = workdir {
+        steps.push(format!("cd {}", shell_quote(dir)));
+    }
+    for pair in env {
+        match pair.split_once('=') {
+            Some((key, _)) if !key.is_empty() && !key.contains(char::is_whitespace) => {
+                steps.push(format!("export {}", shell_quote(pair)));
+            }
+            _ => return Err(format!("-e {pair:?} is not KEY=VAL; write e.g. -e DEBUG=1")),
+        }
+    }
+    let body = if argv.is_empty() {
+        "exec \"$SHELL\" -l".to_string()
+    } else {
+        ssh::remote_command_line(argv)
+    };
+    Ok(match (steps.is_empty(), argv.is_empty()) {
+        (true, true) => None,
+        (true, false) => Some(body),
+        (false, _) => Some(format!("{} && {body}", steps.join(" && "))),
+    })
+}
+
+/// The project, instance and command of `exec`: `exec INSTANCE [CMD...]`
+/// in the compose project, or `exec PROJECT [INSTANCE [CMD...]]` for a
+/// project of the state directory (its first instance when none is named).
+fn exec_target(
+    settings: &HostSettings,
+    options: &Options,
+    args: &ExecArgs,
+) -> Result<(ProjectRecord, Option<String>, Vec<std::ffi::OsString>), String> {
+    if !names_a_recorded_project(settings, options, &args.instance) {
+        let record = load(settings, options)?;
+        return Ok((record, Some(args.instance.clone()), args.command.clone()));
+    }
+    let record = recorded(settings, &args.instance)?;
+    let mut rest = args.command.iter();
+    let instance = rest
+        .next()
+        .filter(|word| *word != "--")
+        .map(|word| word.to_string_lossy().into_owned());
+    let command: Vec<_> = rest.skip_while(|word| *word == "--").cloned().collect();
+    Ok((record, instance, command))
 }
 
 /// `holos console`: the serial console, raw, until Ctrl-] or the VM ends.

@@ -21,7 +21,49 @@ pub fn process_environment() -> BTreeMap<String, String> {
 pub(crate) fn resolve(
     options: &Options,
 ) -> Result<(holos_compose::load::Project, holos_compose::Manifest), String> {
-    holos_compose::resolve(options).map_err(|diags| describe(&diags))
+    let (project, manifest) = holos_compose::resolve(options).map_err(|diags| describe(&diags))?;
+    match unknown_profile(options, &project) {
+        Some(message) => Err(message),
+        None => Ok((project, manifest)),
+    }
+}
+
+/// A `--profile` that no service of the project has, named with the
+/// profiles it has (`*`, every profile, is always known).
+pub fn unknown_profile(
+    options: &Options,
+    project: &holos_compose::load::Project,
+) -> Option<String> {
+    use holos_compose::load::profiles::profiles_of;
+    let services = project
+        .model
+        .get("services")
+        .and_then(|s| s.as_map())
+        .into_iter()
+        .flatten()
+        .chain(&project.inactive);
+    let mut known: Vec<&str> = services
+        .flat_map(|(_, service)| profiles_of(service))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let unknown = options
+        .profiles
+        .iter()
+        .flat_map(|p| p.split(','))
+        .find(|p| *p != "*" && !known.contains(p))?;
+    Some(if known.is_empty() {
+        format!(
+            "--profile {unknown}: no service of project {} has this profile; it has no profiles",
+            project.name
+        )
+    } else {
+        format!(
+            "--profile {unknown}: no service of project {} has this profile; its profiles: {}",
+            project.name,
+            known.join(", ")
+        )
+    })
 }
 
 pub(crate) fn describe(diags: &[holos_compose::Diag]) -> String {

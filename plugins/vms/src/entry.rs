@@ -10,5 +10,8 @@ pub fn main() -> ExitCode {
     if crate::cli::invoked_as_holos(&program) {
         return crate::holos::run_holos(args);
     }
+    // Run by holo (as root): a compose file gets no host file outside its
+    // project directory unless it says so (x-holo.allow_host_files).
+    holos_compose::decode::guest_files::confine_host_files();
     holo_plugin::run(crate::plugin::VmsPlugin)
 }

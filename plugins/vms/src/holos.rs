@@ -31,6 +31,13 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     if let Some(dir) = &cli.state_dir {
+        if !dir.is_dir() && reads_state(&cli.command) {
+            eprintln!(
+                "holos: the state directory {} (--state-dir) does not exist; name one that does (holos up creates it)",
+                dir.display()
+            );
+            return ExitCode::FAILURE;
+        }
         holos_runtime::state_dir::use_state_dir(dir);
     }
     if let Some(limit) = cli.lock_timeout {
@@ -54,6 +61,9 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     if let Some(code) = crate::commands::run(&cli.command, &options) {
         return code;
+    }
+    if let HolosCommand::Validate { json: true, .. } = &cli.command {
+        return validate_json(&cli.command, &options);
     }
     let mut stdout = std::io::stdout().lock();
     match run_with_messages(&cli.command, &options) {
@@ -80,6 +90,58 @@ pub fn run_holos(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `validate --json`: `{"valid", "errors": [{file, line, column, path,
+/// message}], "messages"}` on stdout; exit 1 when there are errors.
+fn validate_json(command: &HolosCommand, options: &Options) -> ExitCode {
+    let (verdict, code) = match run_with_messages(command, options) {
+        Ok((_, messages)) => (
+            serde_json::json!({"valid": true, "errors": [], "messages": messages}),
+            ExitCode::SUCCESS,
+        ),
+        Err(diags) => {
+            let errors: Vec<serde_json::Value> = diags
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "file": d.pos.file.display().to_string(),
+                        "line": d.pos.line,
+                        "column": d.pos.col,
+                        "path": d.path,
+                        "message": d.message,
+                    })
+                })
+                .collect();
+            (
+                serde_json::json!({"valid": false, "errors": errors, "messages": []}),
+                ExitCode::FAILURE,
+            )
+        }
+    };
+    let _ = std::io::stdout().write_all(pretty_json(&verdict).as_bytes());
+    code
+}
+
+/// The commands that only read the state directory: for them a missing
+/// `--state-dir` is a mistake, not an empty state.
+fn reads_state(command: &HolosCommand) -> bool {
+    command.is_control_verb()
+        || matches!(
+            command,
+            HolosCommand::Ps(_)
+                | HolosCommand::Logs(_)
+                | HolosCommand::Exec(_)
+                | HolosCommand::Console(_)
+                | HolosCommand::Inspect(_)
+                | HolosCommand::Stop(_)
+                | HolosCommand::Start(_)
+                | HolosCommand::Down(_)
+                | HolosCommand::Volumes(_)
+                | HolosCommand::Snapshots(_)
+                | HolosCommand::Verify(_)
+                | HolosCommand::Images(_)
+        )
 }
 
 /// The commands that load no compose file: `version`, `run` (which writes
@@ -129,10 +191,18 @@ pub fn run_with_messages(
     options: &Options,
 ) -> Result<(String, Vec<String>), Vec<Diag>> {
     let (project, manifest) = holos_compose::resolve(options)?;
+    if let Some(message) = crate::compose_project::unknown_profile(options, &project) {
+        let file = project.files.first().cloned().unwrap_or_default();
+        return Err(vec![Diag::file(&file, message)]);
+    }
     if let HolosCommand::Validate { .. } = command {
         let missing = holos_compose::decode::missing_files(&project, &manifest);
         if !missing.is_empty() {
             return Err(missing);
+        }
+        let refused = up_refusals(&project, &manifest);
+        if !refused.is_empty() {
+            return Err(refused);
         }
     }
     let text = render(command, &project, &manifest)?;
@@ -155,6 +225,20 @@ pub fn run_with_messages(
         messages.extend(disabled.iter().map(ToString::to_string));
     }
     Ok((text, messages))
+}
+
+/// What `holos up` would refuse before starting anything: the runtime's
+/// own check, so that validate passes exactly what up does not refuse.
+fn up_refusals(
+    project: &holos_compose::load::Project,
+    manifest: &holos_compose::Manifest,
+) -> Vec<Diag> {
+    let file = project.files.first().cloned().unwrap_or_default();
+    let problems = match holos_runtime::settings::HostSettings::from_env() {
+        Ok(settings) => holos_runtime::preflight::check(&settings, manifest, &[]),
+        Err(e) => vec![e.to_string()],
+    };
+    problems.into_iter().map(|p| Diag::file(&file, p)).collect()
 }
 
 /// `validate --capacity` and `--network`: the project against this host.

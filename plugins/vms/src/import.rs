@@ -51,9 +51,94 @@ fn child<'a, 'input>(
     parent.children().find(|c| c.has_tag_name(name))
 }
 
+/// The most of a domain's XML that is read: virsh prints a few KiB.
+const XML_BYTES_MAX: u64 = 16 << 20;
+/// How deep elements may nest: libvirt's go a handful of levels deep, and
+/// the parser recurses per level.
+const XML_DEPTH_MAX: usize = 256;
+/// How many nodes a domain's XML may have.
+const XML_NODES_MAX: u32 = 1_000_000;
+
+/// Refuses XML too large to be a domain's.
+fn check_size(bytes: u64, origin: &str) -> Result<(), String> {
+    if bytes <= XML_BYTES_MAX {
+        return Ok(());
+    }
+    let human = holos_runtime::ops::volumes::human_bytes;
+    Err(format!(
+        "{origin} is {}; a domain's XML is far smaller (at most {} is read); give the XML that virsh dumpxml prints",
+        human(bytes),
+        human(XML_BYTES_MAX)
+    ))
+}
+
+/// How deep the elements of `xml` nest, up to past [`XML_DEPTH_MAX`]: a
+/// scan of the tags (quotes, comments, CDATA and declarations skipped), so
+/// that the parser never meets a nesting deep enough to overflow its stack.
+fn nesting_depth(xml: &str) -> usize {
+    let bytes = xml.as_bytes();
+    let skip_to = |from: usize, end: &[u8]| {
+        bytes[from..]
+            .windows(end.len())
+            .position(|w| w == end)
+            .map_or(bytes.len(), |at| from + at + end.len())
+    };
+    let (mut at, mut depth, mut deepest) = (0, 0usize, 0usize);
+    while let Some(offset) = bytes[at..].iter().position(|b| *b == b'<') {
+        at += offset;
+        let rest = &bytes[at..];
+        if rest.starts_with(b"<!--") {
+            at = skip_to(at, b"-->");
+        } else if rest.starts_with(b"<![CDATA[") {
+            at = skip_to(at, b"]]>");
+        } else if rest.starts_with(b"<?") {
+            at = skip_to(at, b"?>");
+        } else if rest.starts_with(b"<!") || rest.starts_with(b"</") {
+            depth = depth.saturating_sub(usize::from(rest.starts_with(b"</")));
+            at = skip_to(at, b">");
+        } else {
+            let (end, self_closing) = tag_end(bytes, at);
+            if !self_closing {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if deepest > XML_DEPTH_MAX {
+                    return deepest;
+                }
+            }
+            at = end;
+        }
+    }
+    deepest
+}
+
+/// Where the start tag at `at` ends (past its `>`, outside quotes), and
+/// whether it closes itself (`/>`).
+fn tag_end(bytes: &[u8], at: usize) -> (usize, bool) {
+    let mut quote = None;
+    for (index, byte) in bytes.iter().enumerate().skip(at + 1) {
+        match (quote, *byte) {
+            (None, b'"' | b'\'') => quote = Some(*byte),
+            (Some(q), b) if b == q => quote = None,
+            (None, b'>') => return (index + 1, bytes[index - 1] == b'/'),
+            _ => {}
+        }
+    }
+    (bytes.len(), false)
+}
+
 /// Parses one domain; `origin` names the file (or `virsh` call) in errors.
 pub fn parse_domain(xml: &str, origin: &str) -> Result<Domain, String> {
-    let document = Document::parse(xml).map_err(|e| {
+    check_size(xml.len() as u64, origin)?;
+    if nesting_depth(xml) > XML_DEPTH_MAX {
+        return Err(format!(
+            "{origin}: elements nest deeper than {XML_DEPTH_MAX} levels, which no domain's XML does; give the XML that virsh dumpxml prints"
+        ));
+    }
+    let options = roxmltree::ParsingOptions {
+        nodes_limit: XML_NODES_MAX,
+        ..roxmltree::ParsingOptions::default()
+    };
+    let document = Document::parse_with_options(xml, options).map_err(|e| {
         let at = e.pos();
         format!(
             "{origin}:{}:{}: {e}; give the XML that virsh dumpxml prints",
@@ -358,107 +443,155 @@ fn size_text(bytes: u64) -> String {
 /// and the warnings.
 pub fn render(domains: &[Domain]) -> (String, Vec<String>) {
     let pos = Pos::synthetic("import");
-    let key = |k: &str| Node::plain(k, pos.clone());
-    let mut warnings: Vec<String> = Vec::new();
-    let mut services = Vec::new();
-    let mut volumes = Vec::new();
+    let mut out = Rendered::default();
     let mut taken = std::collections::BTreeSet::new();
     for domain in domains {
-        warnings.extend(domain.warnings.iter().cloned());
-        // Domains named `Web` and `web` become `web` and `web-2`.
-        let base = service_name(&domain.name);
-        let mut name = base.clone();
-        let mut number = 1;
-        while !taken.insert(name.clone()) {
-            number += 1;
-            name = format!("{base}-{number}");
-        }
-        let mut service = Vec::new();
-        let Some((first, others)) = domain.disks.split_first() else {
-            warnings.push(format!(
-                "{}: no disk with a file path; set image: (an alias or a disk image) yourself",
-                domain.name
-            ));
-            services.push((
-                key(&name),
-                Node::map(
-                    vec![(key("image"), Node::string("TODO", pos.clone()))],
-                    pos.clone(),
-                ),
-            ));
-            continue;
-        };
-        service.push((key("image"), Node::string(first.path.clone(), pos.clone())));
-        service.push((
-            key("image_format"),
-            Node::plain(first.format.clone(), pos.clone()),
-        ));
-        let mut vm = Vec::new();
-        if let Some(vcpu) = domain.vcpu {
-            vm.push((key("vcpu"), Node::plain(vcpu.to_string(), pos.clone())));
-        }
-        if let Some(memory) = domain.memory_mib {
-            vm.push((
-                key("memory_mb"),
-                Node::plain(memory.to_string(), pos.clone()),
-            ));
-        }
-        if let Some(machine) = &domain.machine {
-            vm.push((key("machine"), Node::plain(machine.clone(), pos.clone())));
-        }
-        if domain.uefi {
-            vm.push((key("uefi"), Node::plain("true", pos.clone())));
-        }
-        if !vm.is_empty() {
-            service.push((key("vm"), Node::map(vm, pos.clone())));
-        }
-        if !domain.ports.is_empty() {
-            let ports = domain
-                .ports
-                .iter()
-                .map(|p| Node::string(p.clone(), pos.clone()));
-            service.push((key("ports"), Node::seq(ports.collect(), pos.clone())));
-        }
-        if !others.is_empty() {
-            let mut mounts = Vec::new();
-            for disk in others {
-                let volume = format!("{name}-{}", service_name(&disk.target));
-                mounts.push(Node::string(
-                    format!("{volume}:/mnt/{}", disk.target),
-                    pos.clone(),
-                ));
-                let mut options = Vec::new();
-                match disk_size(disk) {
-                    Some(bytes) => options.push((key("size"), Node::plain(size_text(bytes), pos.clone()))),
-                    None => warnings.push(format!(
-                        "{}: cannot read the size of disk {} ({}); volume {volume} gets the default size",
-                        domain.name, disk.target, disk.path
-                    )),
-                }
-                warnings.push(format!(
-                    "{}: disk {} ({}) becomes the empty named volume {volume}, mounted at /mnt/{}: its data is not copied and the mount point is a guess",
-                    domain.name, disk.target, disk.path, disk.target
-                ));
-                volumes.push((key(&volume), Node::map(options, pos.clone())));
-            }
-            service.push((key("volumes"), Node::seq(mounts, pos.clone())));
-        }
-        if !domain.pci.is_empty() {
-            let devices = domain.pci.iter().map(|(address, rom)| {
-                let mut entry = vec![(key("pci"), Node::string(address.clone(), pos.clone()))];
-                if let Some(rom) = rom {
-                    entry.push((key("rom_file"), Node::string(rom.clone(), pos.clone())));
-                }
-                Node::map(entry, pos.clone())
-            });
-            service.push((key("devices"), Node::seq(devices.collect(), pos.clone())));
-        }
-        services.push((key(&name), Node::map(service, pos.clone())));
+        out.warnings.extend(domain.warnings.iter().cloned());
+        let name = unique_name(&domain.name, &mut taken);
+        let service = service_node(domain, &name, &mut out, &pos);
+        out.services.push((key(&name, &pos), service));
     }
-    let mut top = vec![(key("services"), Node::map(services, pos.clone()))];
+    let Rendered {
+        services,
+        volumes,
+        warnings,
+    } = out;
+    let mut top = vec![(key("services", &pos), Node::map(services, pos.clone()))];
     if !volumes.is_empty() {
-        top.push((key("volumes"), Node::map(volumes, pos.clone())));
+        top.push((key("volumes", &pos), Node::map(volumes, pos.clone())));
     }
+    let mut text = header(domains, &warnings);
+    text.push_str(&Node::map(top, pos).to_yaml_string());
+    (text, warnings)
+}
+
+/// What [`render`] gathers over the domains.
+#[derive(Default)]
+struct Rendered {
+    services: Vec<(Node, Node)>,
+    volumes: Vec<(Node, Node)>,
+    warnings: Vec<String>,
+}
+
+fn key(name: &str, pos: &Pos) -> Node {
+    Node::plain(name, pos.clone())
+}
+
+/// The service name of a domain, numbered when another domain's folds to
+/// it: `Web` and `web` become `web` and `web-2`.
+fn unique_name(domain: &str, taken: &mut std::collections::BTreeSet<String>) -> String {
+    let base = service_name(domain);
+    let mut name = base.clone();
+    let mut number = 1;
+    while !taken.insert(name.clone()) {
+        number += 1;
+        name = format!("{base}-{number}");
+    }
+    name
+}
+
+/// One domain's service; its other disks go to `out.volumes`.
+fn service_node(domain: &Domain, name: &str, out: &mut Rendered, pos: &Pos) -> Node {
+    let Some((first, others)) = domain.disks.split_first() else {
+        out.warnings.push(format!(
+            "{}: no disk with a file path; set image: (an alias or a disk image) yourself",
+            domain.name
+        ));
+        let image = (key("image", pos), Node::string("TODO", pos.clone()));
+        return Node::map(vec![image], pos.clone());
+    };
+    let mut service = vec![
+        (
+            key("image", pos),
+            Node::string(first.path.clone(), pos.clone()),
+        ),
+        (
+            key("image_format", pos),
+            Node::plain(first.format.clone(), pos.clone()),
+        ),
+    ];
+    if let Some(vm) = vm_node(domain, pos) {
+        service.push((key("vm", pos), vm));
+    }
+    if !domain.ports.is_empty() {
+        let ports = domain
+            .ports
+            .iter()
+            .map(|p| Node::string(p.clone(), pos.clone()));
+        service.push((key("ports", pos), Node::seq(ports.collect(), pos.clone())));
+    }
+    if !others.is_empty() {
+        let mounts = others
+            .iter()
+            .map(|disk| volume_mount(domain, name, disk, out, pos))
+            .collect();
+        service.push((key("volumes", pos), Node::seq(mounts, pos.clone())));
+    }
+    if !domain.pci.is_empty() {
+        let devices = domain.pci.iter().map(|(address, rom)| {
+            let mut entry = vec![(key("pci", pos), Node::string(address.clone(), pos.clone()))];
+            if let Some(rom) = rom {
+                entry.push((key("rom_file", pos), Node::string(rom.clone(), pos.clone())));
+            }
+            Node::map(entry, pos.clone())
+        });
+        service.push((
+            key("devices", pos),
+            Node::seq(devices.collect(), pos.clone()),
+        ));
+    }
+    Node::map(service, pos.clone())
+}
+
+/// `vm:` of a domain: vcpu, memory, machine and UEFI, when any is set.
+fn vm_node(domain: &Domain, pos: &Pos) -> Option<Node> {
+    let mut vm = Vec::new();
+    let mut put =
+        |name: &str, value: String| vm.push((key(name, pos), Node::plain(value, pos.clone())));
+    if let Some(vcpu) = domain.vcpu {
+        put("vcpu", vcpu.to_string());
+    }
+    if let Some(memory) = domain.memory_mib {
+        put("memory_mb", memory.to_string());
+    }
+    if let Some(machine) = &domain.machine {
+        put("machine", machine.clone());
+    }
+    if domain.uefi {
+        put("uefi", "true".into());
+    }
+    (!vm.is_empty()).then(|| Node::map(vm, pos.clone()))
+}
+
+/// A further disk as an empty named volume of its size: the mount, with
+/// the volume added to `out.volumes`.
+fn volume_mount(
+    domain: &Domain,
+    service: &str,
+    disk: &Disk,
+    out: &mut Rendered,
+    pos: &Pos,
+) -> Node {
+    let volume = format!("{service}-{}", service_name(&disk.target));
+    let mut options = Vec::new();
+    match disk_size(disk) {
+        Some(bytes) => options.push((key("size", pos), Node::plain(size_text(bytes), pos.clone()))),
+        None => out.warnings.push(format!(
+            "{}: cannot read the size of disk {} ({}); volume {volume} gets the default size",
+            domain.name, disk.target, disk.path
+        )),
+    }
+    out.warnings.push(format!(
+        "{}: disk {} ({}) becomes the empty named volume {volume}, mounted at /mnt/{}: its data is not copied and the mount point is a guess",
+        domain.name, disk.target, disk.path, disk.target
+    ));
+    out.volumes
+        .push((key(&volume, pos), Node::map(options, pos.clone())));
+    Node::string(format!("{volume}:/mnt/{}", disk.target), pos.clone())
+}
+
+/// The comment at the top: where the file comes from, and the warnings.
+fn header(domains: &[Domain], warnings: &[String]) -> String {
     let names: Vec<String> = domains
         .iter()
         .map(|d| d.name.replace(['\n', '\r'], " "))
@@ -468,19 +601,20 @@ pub fn render(domains: &[Domain]) -> (String, Vec<String>) {
         if names.len() == 1 { "" } else { "s" },
         names.join(", ")
     );
-    for warning in &warnings {
+    for warning in warnings {
         text.push_str(&format!("# warning: {}\n", warning.replace('\n', " ")));
     }
-    text.push_str(&Node::map(top, pos).to_yaml_string());
-    (text, warnings)
+    text
 }
 
-/// `virsh -c URI dumpxml DOMAIN` for each domain (`virsh list --all --name`
-/// when none is named).
-pub fn from_virsh(uri: &str, names: &[String]) -> Result<Vec<(String, String)>, String> {
+/// `virsh [-c URI] dumpxml DOMAIN` for each domain (`virsh list --all
+/// --name` when none is named); virsh's default connection without a URI.
+pub fn from_virsh(uri: Option<&str>, names: &[String]) -> Result<Vec<(String, String)>, String> {
+    let connect: Vec<&str> = uri.map(|uri| vec!["-c", uri]).unwrap_or_default();
+    let shown = uri.map(|uri| format!(" -c {uri}")).unwrap_or_default();
     let virsh = |args: &[&str]| -> Result<String, String> {
         let command = holo_plugin::process::Command::new("virsh")
-            .args(["-c", uri])
+            .args(connect.iter().copied())
             .args(args)
             .timeout(std::time::Duration::from_secs(60));
         let finished = command
@@ -509,13 +643,16 @@ pub fn from_virsh(uri: &str, names: &[String]) -> Result<Vec<(String, String)>, 
         names.to_vec()
     };
     if names.is_empty() {
-        return Err(format!("{uri} has no domains to import"));
+        return Err(format!(
+            "{} has no domains to import",
+            uri.unwrap_or("the default libvirt connection")
+        ));
     }
     names
         .iter()
         .map(|name| {
             Ok((
-                format!("virsh -c {uri} dumpxml {name}"),
+                format!("virsh{shown} dumpxml {name}"),
                 virsh(&["dumpxml", name])?,
             ))
         })
@@ -527,18 +664,24 @@ pub fn from_files(files: &[std::path::PathBuf]) -> Result<Vec<(String, String)>,
     files
         .iter()
         .map(|file| {
+            let origin = file.display().to_string();
+            let size = std::fs::metadata(file)
+                .map_err(|e| format!("cannot read {origin}: {e}"))?
+                .len();
+            check_size(size, &origin)?;
             std::fs::read_to_string(file)
-                .map(|text| (file.display().to_string(), text))
-                .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                .map(|text| (origin.clone(), text))
+                .map_err(|e| format!("cannot read {origin}: {e}"))
         })
         .collect()
 }
 
 /// `holos import`.
 pub fn run(args: &crate::cli::ImportArgs) -> Result<(), String> {
-    let sources = match &args.connect {
-        Some(uri) => from_virsh(uri, &args.domains)?,
-        None => from_files(&args.xml)?,
+    let sources = if args.xml.is_empty() {
+        from_virsh(args.connect.as_deref(), &args.domains)?
+    } else {
+        from_files(&args.xml)?
     };
     let domains = sources
         .iter()
@@ -607,6 +750,17 @@ mod tests {
         .expect("parses");
         let (text, _) = render(&[domain]);
         assert!(!text.contains("\nservices: {}"), "{text}");
+    }
+
+    #[test]
+    fn nesting_depth_counts_elements_only() {
+        assert_eq!(nesting_depth("<a><b/><c x='>'><d></d></c></a>"), 3);
+        assert_eq!(
+            nesting_depth("<?xml version='1.0'?><!-- <x><y> --><a><![CDATA[<z>]]></a>"),
+            1
+        );
+        let deep = format!("{}{}", "<a>".repeat(300), "</a>".repeat(300));
+        assert_eq!(nesting_depth(&deep), XML_DEPTH_MAX + 1);
     }
 
     #[test]

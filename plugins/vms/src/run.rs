@@ -42,7 +42,7 @@ pub struct RunArgs {
     #[arg(long = "profile", value_name = "PROFILE")]
     pub profiles: Vec<String>,
     /// The VM's name (its service and hostname, and its project unless
-    /// --project-name); run-SECONDS by default.
+    /// --project-name); run-SECONDS-PID by default.
     #[arg(long)]
     pub name: Option<String>,
     /// Virtual CPUs.
@@ -72,9 +72,22 @@ pub struct RunArgs {
     /// Start the VM and return without waiting for its healthcheck or running anything.
     #[arg(short = 'd', long)]
     pub detach: bool,
-    /// The image: an alias (debian, ubuntu:24.04) or a disk image file.
-    #[arg(value_name = "IMAGE")]
-    pub image: String,
+    /// Boot with UEFI firmware (vm.uefi).
+    #[arg(long)]
+    pub uefi: bool,
+    /// The guest OS family of a local image, as the compose file's image_os.
+    #[arg(long = "image-os", value_name = "OS")]
+    pub image_os: Option<String>,
+    /// Pass a host PCI device through (DDDD:BB:DD.F); repeat for several.
+    #[arg(long = "device", value_name = "PCI")]
+    pub devices: Vec<String>,
+    /// Provision the VM from a Dockerfile (its FROM names the image).
+    #[arg(long = "dockerfile", value_name = "FILE")]
+    pub dockerfile: Option<String>,
+    /// The image: an alias (debian, ubuntu:24.04) or a disk image file;
+    /// none with --dockerfile.
+    #[arg(value_name = "IMAGE", required_unless_present = "dockerfile")]
+    pub image: Option<String>,
     /// The command to run in the VM over SSH; a login shell when empty.
     #[arg(
         value_name = "CMD",
@@ -155,14 +168,29 @@ pub fn compose(
     cwd: &Path,
 ) -> Result<Value, String> {
     let mut service = Map::new();
-    let image = if holos_compose::images::is_image_path(&args.image) || is_path(&args.image) {
-        absolute(&args.image, cwd)
-    } else {
-        args.image.clone()
-    };
-    service.insert("image".into(), json!(image));
+    if let Some(image) = &args.image {
+        let image = if holos_compose::images::is_image_path(image) || is_path(image) {
+            absolute(image, cwd)
+        } else {
+            image.clone()
+        };
+        service.insert("image".into(), json!(image));
+    }
+    if let Some(file) = &args.dockerfile {
+        service.insert("dockerfile".into(), json!(absolute(file, cwd)));
+    }
+    if let Some(os) = &args.image_os {
+        service.insert("image_os".into(), json!(os));
+    }
+    if !args.devices.is_empty() {
+        let devices: Vec<Value> = args.devices.iter().map(|pci| json!({"pci": pci})).collect();
+        service.insert("devices".into(), Value::Array(devices));
+    }
     service.insert("hostname".into(), json!(service_name));
     let mut vm = Map::new();
+    if args.uefi {
+        vm.insert("uefi".into(), json!(true));
+    }
     if let Some(vcpu) = args.vcpu {
         vm.insert("vcpu".into(), json!(vcpu));
     }
@@ -222,12 +250,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let runtime = HostSettings::from_env()?;
     let name = match args.project_name.as_ref().or(args.name.as_ref()) {
         Some(name) => name.clone(),
+        // The pid tells apart runs started in the same second.
         None => format!(
-            "run-{}",
+            "run-{}-{}",
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
-                .unwrap_or(0)
+                .unwrap_or(0),
+            std::process::id()
         ),
     };
     let vm = args.name.clone().unwrap_or_else(|| name.clone());
@@ -282,7 +312,7 @@ fn start_and_run(
     vm: &str,
 ) -> Result<ExitCode, String> {
     let (project, manifest) = holos_compose::resolve(options).map_err(|diags| {
-        let lines: Vec<String> = diags.iter().map(ToString::to_string).collect();
+        let lines: Vec<String> = diags.iter().map(|d| as_flag(d, args, vm)).collect();
         lines.join("\n")
     })?;
     let request = UpRequest {
@@ -332,6 +362,54 @@ fn start_and_run(
             .and_then(|c| u8::try_from(c).ok())
             .unwrap_or(255),
     ))
+}
+
+/// An error in the compose file that run wrote, said of the flag (and its
+/// value) that put the field there; other errors as they are.
+fn as_flag(diag: &holos_compose::Diag, args: &RunArgs, vm: &str) -> String {
+    let Some(field) = diag.path.strip_prefix(&format!("services.{vm}.")) else {
+        return diag.to_string();
+    };
+    let item = |list: &[String], rest: &str| {
+        rest.strip_prefix('[')
+            .and_then(|r| r.split_once(']'))
+            .and_then(|(index, _)| index.parse::<usize>().ok())
+            .and_then(|index| list.get(index))
+            .map(|value| format!("{value:?}"))
+    };
+    let flag = if field == "vm.vcpu" {
+        args.vcpu.map(|v| format!("--vcpu {v}"))
+    } else if field == "vm.memory_mb" {
+        args.memory.as_ref().map(|v| format!("--memory {v:?}"))
+    } else if let Some(rest) = field.strip_prefix("ports") {
+        item(&args.publish, rest).map(|v| format!("-p {v}"))
+    } else if let Some(rest) = field.strip_prefix("volumes") {
+        item(&args.volumes, rest).map(|v| format!("-v {v}"))
+    } else if let Some(rest) = field.strip_prefix("cloud_init.packages") {
+        item(&args.packages, rest).map(|v| format!("--pkg {v}"))
+    } else if let Some(rest) = field.strip_prefix("cloud_init.runcmd") {
+        item(&args.runcmd, rest).map(|v| format!("--runcmd {v}"))
+    } else if field == "cloud_init.user" {
+        args.user.as_ref().map(|v| format!("--user {v:?}"))
+    } else if let Some(rest) = field.strip_prefix("devices") {
+        item(&args.devices, rest).map(|v| format!("--device {v}"))
+    } else if field == "image_os" {
+        args.image_os.as_ref().map(|v| format!("--image-os {v:?}"))
+    } else if field == "dockerfile" {
+        args.dockerfile
+            .as_ref()
+            .map(|v| format!("--dockerfile {v:?}"))
+    } else if field == "vm.uefi" {
+        Some("--uefi".to_string())
+    } else if field.starts_with("image") {
+        args.image.as_ref().map(|v| format!("IMAGE {v:?}"))
+    } else {
+        None
+    };
+    match flag {
+        Some(flag) => format!("{flag}: {}", diag.message),
+        None => diag.to_string(),
+    }
 }
 
 /// `--rm`: the run's named volumes go with it, as `docker run --rm`
@@ -390,6 +468,32 @@ mod tests {
                 }},
                 "volumes": {"data": {}},
             })
+        );
+        let upstream = RunArgs::try_parse_from([
+            "holos run",
+            "--uefi",
+            "--image-os",
+            "alpine",
+            "--device",
+            "0000:01:00.0",
+            "--dockerfile",
+            "./Dockerfile",
+        ])
+        .unwrap();
+        let file = compose(&upstream, "u", "u", Path::new("/work")).unwrap();
+        assert_eq!(
+            file["services"]["u"],
+            json!({
+                "dockerfile": "/work/./Dockerfile",
+                "image_os": "alpine",
+                "devices": [{"pci": "0000:01:00.0"}],
+                "hostname": "u",
+                "vm": {"uefi": true},
+            })
+        );
+        assert!(
+            RunArgs::try_parse_from(["holos run"]).is_err(),
+            "IMAGE or --dockerfile"
         );
         let alias = RunArgs::try_parse_from(["holos run", "debian"]).unwrap();
         assert_eq!(

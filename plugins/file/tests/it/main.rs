@@ -12,6 +12,8 @@ mod non_utf8_names;
 mod oneoff;
 mod ownership;
 mod properties;
+mod render_budget;
 mod shared_sweeps;
 mod source_containment;
 mod support;
+mod walk_links;

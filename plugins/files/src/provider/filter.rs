@@ -30,9 +30,26 @@ fn scratch(env: &Env, content: &[u8]) -> Result<tempfile::NamedTempFile> {
     Ok(file)
 }
 
+/// How Holo 3 names a holoscript in its messages: below the virtual
+/// resource directory in holo's cache directory, where Holo 3 always
+/// copies the repository. When holo lets us read the repository in place
+/// (`inplace`), the message keeps naming it there, so that it reads as
+/// under Holo 3.
+fn as_holo3_names(env: &Env, script: &Path) -> String {
+    let copied = env
+        .cache_dir
+        .join("generated-resources")
+        .join(&env.plugin_id);
+    let in_place = env.resource_dir != copied && env.resource_dir == env.resource_origin;
+    match script.strip_prefix(&env.resource_dir) {
+        Ok(relative) if in_place && env.cache_dir.is_dir() => shown(&copied.join(relative)),
+        _ => shown(script),
+    }
+}
+
 /// Why `script` cannot be executed, in Go's words (`fork/exec PATH:
 /// permission denied`), as Holo 3 says it.
-fn exec_error(script: &Path) -> Option<String> {
+fn exec_error(env: &Env, script: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let why = match std::fs::metadata(script) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => "no such file or directory",
@@ -40,7 +57,7 @@ fn exec_error(script: &Path) -> Option<String> {
         Ok(meta) if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 => "permission denied",
         Ok(_) => "exec format error",
     };
-    Some(format!("fork/exec {}: {why}", shown(script)))
+    Some(format!("fork/exec {}: {why}", as_holo3_names(env, script)))
 }
 
 /// Pipes `input` through the holoscript at `script` and returns its
@@ -54,8 +71,8 @@ pub fn holoscript(env: &Env, script: &Path, input: &[u8]) -> Result<Vec<u8>> {
         .map_err(|err| {
             Error::new(format!(
                 "execution of {} failed: {}",
-                shown(script),
-                exec_error(script).unwrap_or_else(|| err.message().to_string())
+                as_holo3_names(env, script),
+                exec_error(env, script).unwrap_or_else(|| err.message().to_string())
             ))
         })?;
     let _ = std::io::stdout().flush();
@@ -63,14 +80,14 @@ pub fn holoscript(env: &Env, script: &Path, input: &[u8]) -> Result<Vec<u8>> {
     if !finished.success() {
         return Err(Error::new(format!(
             "execution of {} failed: {}",
-            shown(script),
+            as_holo3_names(env, script),
             status_text(finished.status)
         )));
     }
     if finished.stdout_cut {
         return Err(Error::new(format!(
             "execution of {} failed: its output is larger than holo-files keeps in memory",
-            shown(script)
+            as_holo3_names(env, script)
         )));
     }
     Ok(finished.stdout)

@@ -71,6 +71,7 @@ pub(super) fn gather(
             let text = read_text(files, &path)?;
             json_object(&path, &text, "the file")?
         } else if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+            check_trusted(files, &dir, &path, &meta)?;
             run_executable(root, &path, test_mode)?
         } else {
             return Err(Error::new(format!(
@@ -81,6 +82,60 @@ pub(super) fn gather(
         merge(&mut facts, table);
     }
     Ok(facts)
+}
+
+/// A program runs (as root, in a real run) only when nobody else could
+/// have put it there or changed it: owned by root or by the user that
+/// runs holo, and neither it nor its directory writable by group or
+/// others, as sudo and sshd check their files.
+fn check_trusted(
+    files: &RootFs,
+    dir: &Path,
+    path: &Path,
+    meta: &std::fs::Metadata,
+) -> Result<(), Error> {
+    let dir_meta = files
+        .metadata(dir)
+        .map_err(|err| Error::new(format!("{}: cannot read: {err}", dir.display())))?;
+    for (place, what, meta) in [
+        (dir, "the directory of custom fact programs", &dir_meta),
+        (path, "the custom fact program", meta),
+    ] {
+        if let Some(problem) = untrusted(meta) {
+            return Err(Error::new(format!(
+                "{}: {what} is {problem}, so another user could run code through it; holo does not run it: chown root {} and chmod go-w {}",
+                place.display(),
+                place.display(),
+                place.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why a file or directory cannot be trusted, if it cannot.
+fn untrusted(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let mode = meta.mode();
+    if meta.uid() != 0 && meta.uid() != me {
+        return Some(format!(
+            "owned by uid {}, neither root nor the user that runs holo",
+            meta.uid()
+        ));
+    }
+    let writers: Vec<&str> = [(0o020, "group"), (0o002, "others")]
+        .into_iter()
+        .filter(|(bit, _)| mode & bit != 0)
+        .map(|(_, who)| who)
+        .collect();
+    (!writers.is_empty()).then(|| {
+        format!(
+            "writable by {} (mode {:o})",
+            writers.join(" and "),
+            mode & 0o7777
+        )
+    })
 }
 
 fn read_text(files: &RootFs, path: &Path) -> Result<String, Error> {

@@ -307,6 +307,13 @@ pub const DEVICE_LONG: &[&str] = &["source", "target", "permissions"];
 /// The keys of the `x-holo` mapping of a service, which holo-vms reads.
 pub const X_HOLO: &[&str] = &["protect"];
 
+/// The keys of the top-level `x-holo` mapping: a service's, and whether
+/// config and secret files may lie outside the project directory.
+pub const X_HOLO_TOP: &[&str] = &["protect", "allow_host_files"];
+
+/// The keys of the `x-holo` mapping of a config or secret definition.
+pub const X_HOLO_FILE: &[&str] = &["allow_host_files"];
+
 /// Every table above by where it applies, for `holo-vms properties` (the
 /// man page test checks that holos.yaml(5) names each key).
 pub const SECTIONS: &[(&str, &[&str])] = &[
@@ -338,4 +345,6 @@ pub const SECTIONS: &[(&str, &[&str])] = &[
     ("devices", DEVICE_PCI),
     ("devices-metadata", DEVICE_LONG),
     ("x-holo", X_HOLO),
+    ("top-level.x-holo", X_HOLO_TOP),
+    ("top-level.configs.x-holo", X_HOLO_FILE),
 ];

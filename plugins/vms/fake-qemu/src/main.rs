@@ -17,7 +17,8 @@
 //! - speaks QMP on unix sockets and on `-qmp stdio` (the KVM probe launch):
 //!   greeting, `qmp_capabilities`, `query-status`, `query-version`,
 //!   `query-kvm`, `system_powerdown` (the `POWERDOWN` event comes before
-//!   the `return`, as in 7.2), `quit`, and `blockdev-snapshot-internal-sync`
+//!   the `return`, as in 7.2), `stop` and `cont` (the `STOP` and `RESUME`
+//!   events, and `query-status` says `paused` in between), `quit`, and `blockdev-snapshot-internal-sync`
 //!   / `blockdev-snapshot-delete-internal-sync` and `block_resize` on a
 //!   `-drive` id (done in the image file with the real `qemu-img`); replies
 //!   end in `\r\n`;
@@ -51,6 +52,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+
+/// Whether the "guest" is paused (QMP `stop`, until `cont`).
+static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Options that take no argument; every other known option takes one.
 const FLAGS: &[&str] = &[
@@ -965,7 +969,21 @@ fn reply_to(
             "CommandNotFound",
             "Expecting capabilities negotiation with 'qmp_capabilities'",
         ),
+        "query-status" if PAUSED.load(std::sync::atomic::Ordering::SeqCst) => {
+            ok(r#"{"status": "paused", "singlestep": false, "running": false}"#)
+        }
         "query-status" => ok(r#"{"status": "running", "singlestep": false, "running": true}"#),
+        // As QEMU 7.2: the event, then the empty return.
+        "stop" => {
+            PAUSED.store(true, std::sync::atomic::Ordering::SeqCst);
+            broadcast(clients, &event_line("STOP", None));
+            ok("{}")
+        }
+        "cont" => {
+            PAUSED.store(false, std::sync::atomic::Ordering::SeqCst);
+            broadcast(clients, &event_line("RESUME", None));
+            ok("{}")
+        }
         "query-kvm" => ok(&format!(
             r#"{{"enabled": {}, "present": {}}}"#,
             KVM_ENABLED.get().copied().unwrap_or(false),

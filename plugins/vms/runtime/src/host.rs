@@ -12,25 +12,44 @@ use crate::error::Error;
 use crate::qemu;
 use crate::spec::{Accel, InstanceSpec};
 use holo_plugin::command::shell_quote;
+use holo_plugin::pid_record::PidRecord;
 use holos_compose::manifest::Protocol;
 
-/// Whether `pid` is running the QEMU of `spec` (a zombie has no cmdline and
-/// a reused pid runs something else, so neither counts).
+/// Whether `pid` is running the QEMU of `spec`: the process holos started
+/// for it, as its pid file records it (pid and start time, so neither a
+/// zombie nor a reused pid counts, whatever the program is called). An
+/// instance started by an older holos has no pid file: its command line
+/// must then be QEMU's with the instance's QMP socket.
 pub fn is_our_qemu(pid: u32, spec: &InstanceSpec) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|cmdline| qemu::cmdline_is_ours(&cmdline, spec))
-        .unwrap_or(false)
+    match PidRecord::read(&spec.pid_file()) {
+        Some(record) => record.pid == pid && record.is_running(),
+        None => std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|cmdline| qemu::cmdline_is_ours(&cmdline, spec))
+            .unwrap_or(false),
+    }
 }
 
-/// The pid in the record if it is still our QEMU.
+/// The pid of the instance's QEMU if it runs: the one its pid file records
+/// (written before QEMU started, so an interrupted `up` or `start` leaves
+/// none unknown), else the one in the project record of an older holos.
 pub fn running_pid(pid: Option<u32>, spec: &InstanceSpec) -> Option<u32> {
-    pid.filter(|pid| is_our_qemu(*pid, spec))
+    match PidRecord::read(&spec.pid_file()) {
+        Some(record) => record.is_running().then_some(record.pid),
+        None => pid.filter(|pid| is_our_qemu(*pid, spec)),
+    }
 }
 
-/// Sends `signal` to `pid`; a process that is already gone is not an error.
+/// Sends `signal` to `pid`, and to the whole process group when `pid`
+/// leads one (holos starts QEMU in a session of its own, so a wrapper
+/// script that runs QEMU as a child is reached too); a process that is
+/// already gone is not an error.
 pub fn signal(pid: u32, signal: Signal) {
     if let Ok(raw) = i32::try_from(pid) {
-        let _ = kill(Pid::from_raw(raw), signal);
+        let target = Pid::from_raw(raw);
+        if nix::unistd::getpgid(Some(target)) == Ok(target) {
+            let _ = nix::sys::signal::killpg(target, signal);
+        }
+        let _ = kill(target, signal);
     }
 }
 

@@ -6,7 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use holo_plugin::process::{Command, Status, spawn_detached};
+use holo_plugin::process::{Command, Status, spawn_detached_recorded};
 use nix::sys::signal::Signal;
 
 use crate::cloud_init::SeedDocuments;
@@ -215,7 +215,8 @@ pub fn launch(spec: &InstanceSpec) -> Result<u32, LaunchError> {
     let log = spec.qemu_log();
     let log_start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let command = Command::new(qemu::qemu_system_program()).args(qemu::argv(spec));
-    let mut child = spawn_detached(&command, &log).map_err(|e| {
+    // Recorded by the child before QEMU runs: every later command finds it.
+    let mut child = spawn_detached_recorded(&command, &log, &spec.pid_file()).map_err(|e| {
         LaunchError::Failed(format!(
             "{e}; holos needs qemu-system-x86_64 (Debian package qemu-system-x86)"
         ))

@@ -14,6 +14,9 @@
 //! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
 //!   talking to it; `host`: pids, ports and the accelerator;
 //! - `health`: healthchecks over SSH and waiting on `depends_on`;
+//! - `preflight`: what `up` refuses before it starts anything, which
+//!   `holos validate` checks too; `disk_format`: a disk image's format from
+//!   its signature;
 //! - `lifecycle`: up, stop, start and down under the lock;
 //! - `images`: the image cache, `holos pull` and the base images of `up`
 //!   (`cache`), and `holos.images.lock` (`lock`);
@@ -21,6 +24,7 @@
 //!   (`doctor`).
 
 pub mod cloud_init;
+pub mod disk_format;
 pub mod error;
 pub mod health;
 pub mod host;
@@ -29,6 +33,7 @@ pub mod instance;
 pub mod lifecycle;
 pub mod ops;
 pub mod plan;
+pub mod preflight;
 pub mod qemu;
 pub mod qmp;
 pub mod seed_iso;

@@ -61,6 +61,13 @@ fn with_dependencies(manifest: &Manifest, wanted: &[String]) -> Vec<String> {
 
 pub fn up(settings: &HostSettings, request: &UpRequest) -> Result<(), Error> {
     let manifest = request.manifest;
+    // What `holos validate` refuses too, before anything starts.
+    if let Some(problem) = crate::preflight::check(settings, manifest, &request.services)
+        .into_iter()
+        .next()
+    {
+        return Err(Error::Request(problem));
+    }
     let project = &manifest.project;
     let _lock = ProjectLock::acquire(&settings.layout, project, LOCK_WAIT)?;
     let previous = ProjectRecord::load(&settings.layout, project)?;
@@ -200,13 +207,12 @@ fn launch_all(
             )?;
         }
         if let Some(pid) = up_instance(
+            &settings.layout,
             manifest,
             planned_instance,
             order,
             guard.record,
-            &launch.key,
-            &launch.public_key,
-            launch.firmware.as_ref(),
+            launch,
         )? {
             let name = &planned_instance.spec.name;
             guard.started.push(name.clone());
@@ -361,16 +367,72 @@ fn ensure_volumes(
 }
 
 /// Brings one instance to the planned state; returns the pid if it started.
-#[allow(clippy::too_many_arguments)]
 fn up_instance(
+    layout: &Layout,
     manifest: &Manifest,
     planned: &PlannedInstance,
     order: usize,
     record: &mut ProjectRecord,
-    key: &Path,
-    public_key: &str,
-    firmware: Option<&FirmwareFiles>,
+    launch: &Launch,
 ) -> Result<Option<u32>, Error> {
+    let Some(mut spec) = reuse_or_clear(planned, record, &launch.key)? else {
+        return Ok(None);
+    };
+    let service = &manifest.services[planned.service_index];
+    let manifest_instance = &service.instances[planned.instance_index];
+    let hosts = manifest.hosts_for(manifest_instance);
+    let documents = cloud_init::render(&SeedInputs {
+        spec: &spec,
+        service,
+        hostname: &manifest_instance.hostname,
+        hosts: &hosts,
+        public_key: &launch.public_key,
+    });
+    instance::prepare(&spec, &documents, launch.firmware.as_ref())?;
+    // On record before QEMU starts: an `up` killed during the launch leaves
+    // an instance that `ps` shows and `down` stops (its pid file says which
+    // QEMU is its).
+    let name = &planned.spec.name;
+    let was_recorded = record.instances.contains_key(name);
+    record.instances.insert(
+        name.clone(),
+        InstanceRecord {
+            spec_hash: planned.spec_hash.clone(),
+            pid: None,
+            start_order: order,
+            spec: spec.clone(),
+        },
+    );
+    record.save(layout)?;
+    let launched = launch_with_ssh_retry(&mut spec, service.healthcheck.is_some());
+    let Some(entry) = record.instances.get_mut(name) else {
+        return Err(Error::State(format!(
+            "{name} vanished from the project record"
+        )));
+    };
+    entry.spec = spec;
+    match launched {
+        Ok(pid) => {
+            entry.pid = Some(pid);
+            Ok(Some(pid))
+        }
+        Err(err) => {
+            // A new instance that never ran is not kept on record.
+            if !was_recorded {
+                record.instances.remove(name);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// The spec to start `planned` with, after stopping a running instance
+/// whose spec changed; `None` when it runs and is up to date.
+fn reuse_or_clear(
+    planned: &PlannedInstance,
+    record: &mut ProjectRecord,
+    key: &Path,
+) -> Result<Option<InstanceSpec>, Error> {
     let name = &planned.spec.name;
     let mut spec = planned.spec.clone();
     if let Some(existing) = record.instances.get(name) {
@@ -396,28 +458,7 @@ fn up_instance(
             existing.pid = None;
         }
     }
-    let service = &manifest.services[planned.service_index];
-    let manifest_instance = &service.instances[planned.instance_index];
-    let hosts = manifest.hosts_for(manifest_instance);
-    let documents = cloud_init::render(&SeedInputs {
-        spec: &spec,
-        service,
-        hostname: &manifest_instance.hostname,
-        hosts: &hosts,
-        public_key,
-    });
-    instance::prepare(&spec, &documents, firmware)?;
-    let pid = launch_with_ssh_retry(&mut spec, service.healthcheck.is_some())?;
-    record.instances.insert(
-        name.clone(),
-        InstanceRecord {
-            spec_hash: planned.spec_hash.clone(),
-            pid: Some(pid),
-            start_order: order,
-            spec,
-        },
-    );
-    Ok(Some(pid))
+    Ok(Some(spec))
 }
 
 /// Launches; when the auto-allocated SSH port turns out taken, picks a new
@@ -471,7 +512,7 @@ pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Resul
 
 /// The names of the record's instances of `service` (all when `None`), in
 /// start order, or last started first when `reverse`.
-fn selected(
+pub(crate) fn selected(
     record: &ProjectRecord,
     service: Option<&str>,
     reverse: bool,
@@ -502,7 +543,7 @@ fn selected(
     Ok(chosen.iter().map(|i| i.spec.name.clone()).collect())
 }
 
-fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
+pub(crate) fn load_existing(layout: &Layout, project: &str) -> Result<ProjectRecord, Error> {
     ProjectRecord::load(layout, project)?.ok_or_else(|| {
         Error::Request(format!(
             "project {project} has no instances; create them with holos up"

@@ -195,99 +195,24 @@ fn instance_spec(
     free_port: &mut dyn FnMut() -> Result<u16, Error>,
 ) -> Result<InstanceSpec, Error> {
     let project = &manifest.project;
-    let dir = inputs.layout.instance_dir(project, &instance.name);
-    let socket = dir.join("serial.sock");
-    let socket_len = socket.as_os_str().len();
-    if socket_len > UNIX_SOCKET_PATH_MAX {
-        return Err(Error::Request(format!(
-            "the state directory is too deep for QEMU's sockets: {} is {socket_len} bytes, the limit is {UNIX_SOCKET_PATH_MAX}; set HOLOS_STATE_DIR to a shorter directory",
-            socket.display()
-        )));
+    if let Some(problem) = socket_too_long(inputs.layout, project, &instance.name) {
+        return Err(Error::Request(problem));
     }
+    if let Some(problem) = volume_clash(service) {
+        return Err(Error::Request(problem));
+    }
+    let dir = inputs.layout.instance_dir(project, &instance.name);
     let previous = inputs
         .previous
         .and_then(|r| r.instances.get(&instance.name))
         .map(|r| &r.spec);
-
-    let mut forwards = Vec::new();
-    for forward in &instance.ports {
-        let host_port = match forward.host_port {
-            Some(port) => port,
-            None => match previous.and_then(|p| {
-                p.forwards.iter().find(|f| {
-                    f.protocol == forward.protocol
-                        && f.guest_port == forward.guest_port
-                        && f.host_ip == forward.host_ip
-                })
-            }) {
-                Some(kept) => kept.host_port,
-                None => free_port()?,
-            },
-        };
-        forwards.push(HostForward {
-            protocol: forward.protocol,
-            host_ip: forward.host_ip,
-            host_port,
-            guest_ip: forward.guest_ip,
-            guest_port: forward.guest_port,
-        });
-    }
+    let forwards = host_forwards(instance, previous, free_port)?;
     let ssh_port = match previous {
         Some(p) => p.ssh_port,
         None => free_port()?,
     };
-
-    let mut volumes = Vec::new();
-    let mut binds = Vec::new();
-    for mount in &service.mounts {
-        match mount.kind {
-            MountKind::Volume => volumes.push(VolumeAttachment {
-                name: mount.source.clone(),
-                path: inputs.layout.volume(project, &mount.source),
-                target: mount.target.clone(),
-                read_only: mount.read_only,
-            }),
-            // Lives on the root overlay: nothing to attach.
-            MountKind::Anonymous => {}
-            MountKind::Bind => binds.push(BindShare {
-                source: PathBuf::from(&mount.source),
-                target: mount.target.clone(),
-                read_only: mount.read_only,
-                tag: format!("holos{}", binds.len()),
-            }),
-        }
-    }
-    let mut seen = BTreeMap::new();
-    for volume in &volumes {
-        let device = volume.guest_device();
-        if let Some(other) = seen.insert(device.clone(), volume.name.clone()) {
-            return Err(Error::Request(format!(
-                "service {}: volumes {other} and {} both appear in the guest as {device} (a disk serial holds {VIRTIO_SERIAL_MAX} bytes); shorten one volume name",
-                service.name, volume.name
-            )));
-        }
-    }
-
-    let firmware = if service.vm.uefi || !service.devices.is_empty() {
-        let Some(files) = inputs.firmware else {
-            return Err(Error::Request(format!(
-                "service {} needs UEFI firmware ({}), which is not installed; install Debian's ovmf package (or point HOLOS_OVMF_CODE and HOLOS_OVMF_VARS at the files)",
-                service.name,
-                if service.vm.uefi {
-                    "vm.uefi is set"
-                } else {
-                    "PCI devices are passed through"
-                }
-            )));
-        };
-        Some(Firmware {
-            code: files.code.clone(),
-            vars: InstanceSpec::firmware_vars(&dir),
-        })
-    } else {
-        None
-    };
-
+    let (volumes, binds) = attachments(inputs.layout, project, service);
+    let firmware = firmware(service, inputs, &dir)?;
     let (mut image, image_format) = image_file(inputs.layout, &service.image, &manifest.directory);
     if let Some(checked) = inputs.images.get(&service.name) {
         image = checked.clone();
@@ -315,20 +240,7 @@ fn instance_spec(
         mac_internal: instance.mac_internal.clone(),
         multicast_group: manifest.network.multicast_group,
         multicast_port: manifest.network.multicast_port,
-        networks: instance
-            .networks
-            .iter()
-            .filter_map(|a| {
-                let segment = manifest.networks.iter().find(|s| s.name == a.network)?;
-                Some(Nic {
-                    network: a.network.clone(),
-                    ip: a.ip,
-                    prefix: a.prefix,
-                    mac: a.mac.clone(),
-                    backend: segment.backend.clone(),
-                })
-            })
-            .collect(),
+        networks: nics(manifest, instance),
         dns_search: service.dns_search.clone(),
         firmware,
         extra_args: service.vm.extra_args.clone(),
@@ -336,6 +248,152 @@ fn instance_spec(
         stop_grace_period_ms: service.stop_grace_period_ms,
         pre_stop: service.pre_stop.clone(),
     })
+}
+
+/// The host ports of an instance: as the compose file gives them, else
+/// those the instance had, else new ones.
+fn host_forwards(
+    instance: &Instance,
+    previous: Option<&InstanceSpec>,
+    free_port: &mut dyn FnMut() -> Result<u16, Error>,
+) -> Result<Vec<HostForward>, Error> {
+    let mut forwards = Vec::new();
+    for forward in &instance.ports {
+        let kept = previous.and_then(|p| {
+            p.forwards.iter().find(|f| {
+                f.protocol == forward.protocol
+                    && f.guest_port == forward.guest_port
+                    && f.host_ip == forward.host_ip
+            })
+        });
+        let host_port = match (forward.host_port, kept) {
+            (Some(port), _) => port,
+            (None, Some(kept)) => kept.host_port,
+            (None, None) => free_port()?,
+        };
+        forwards.push(HostForward {
+            protocol: forward.protocol,
+            host_ip: forward.host_ip,
+            host_port,
+            guest_ip: forward.guest_ip,
+            guest_port: forward.guest_port,
+        });
+    }
+    Ok(forwards)
+}
+
+/// The named volumes (virtio-blk disks) and bind mounts (9p shares) of a
+/// service; anonymous volumes live on the root overlay.
+fn attachments(
+    layout: &Layout,
+    project: &str,
+    service: &Service,
+) -> (Vec<VolumeAttachment>, Vec<BindShare>) {
+    let mut volumes = Vec::new();
+    let mut binds = Vec::new();
+    for mount in &service.mounts {
+        match mount.kind {
+            MountKind::Volume => volumes.push(VolumeAttachment {
+                name: mount.source.clone(),
+                path: layout.volume(project, &mount.source),
+                target: mount.target.clone(),
+                read_only: mount.read_only,
+            }),
+            MountKind::Anonymous => {}
+            MountKind::Bind => binds.push(BindShare {
+                source: PathBuf::from(&mount.source),
+                target: mount.target.clone(),
+                read_only: mount.read_only,
+                tag: format!("holos{}", binds.len()),
+            }),
+        }
+    }
+    (volumes, binds)
+}
+
+/// The UEFI firmware of an instance that needs it, with its own vars file.
+fn firmware(service: &Service, inputs: &PlanInputs, dir: &Path) -> Result<Option<Firmware>, Error> {
+    if !needs_firmware(service) {
+        return Ok(None);
+    }
+    let Some(files) = inputs.firmware else {
+        return Err(Error::Request(firmware_missing(service)));
+    };
+    Ok(Some(Firmware {
+        code: files.code.clone(),
+        vars: InstanceSpec::firmware_vars(dir),
+    }))
+}
+
+/// The NICs of an instance on the project's networks.
+fn nics(manifest: &Manifest, instance: &Instance) -> Vec<Nic> {
+    instance
+        .networks
+        .iter()
+        .filter_map(|a| {
+            let segment = manifest.networks.iter().find(|s| s.name == a.network)?;
+            Some(Nic {
+                network: a.network.clone(),
+                ip: a.ip,
+                prefix: a.prefix,
+                mac: a.mac.clone(),
+                backend: segment.backend.clone(),
+            })
+        })
+        .collect()
+}
+
+/// QEMU's sockets of an instance must fit a unix socket address.
+pub fn socket_too_long(layout: &Layout, project: &str, instance: &str) -> Option<String> {
+    let socket = layout.instance_dir(project, instance).join("serial.sock");
+    let socket_len = socket.as_os_str().len();
+    (socket_len > UNIX_SOCKET_PATH_MAX).then(|| format!(
+        "the state directory is too deep for QEMU's sockets: {} is {socket_len} bytes, the limit is {UNIX_SOCKET_PATH_MAX}; set HOLOS_STATE_DIR to a shorter directory",
+        socket.display()
+    ))
+}
+
+/// Two volumes of a service whose disk serials the guest cannot tell apart.
+pub fn volume_clash(service: &Service) -> Option<String> {
+    let mut seen = BTreeMap::new();
+    for mount in service
+        .mounts
+        .iter()
+        .filter(|m| m.kind == MountKind::Volume)
+    {
+        let device = VolumeAttachment {
+            name: mount.source.clone(),
+            path: Default::default(),
+            target: String::new(),
+            read_only: false,
+        }
+        .guest_device();
+        if let Some(other) = seen.insert(device.clone(), &mount.source)
+            && other != &mount.source
+        {
+            return Some(format!(
+                "service {}: volumes {other} and {} both appear in the guest as {device} (a disk serial holds {VIRTIO_SERIAL_MAX} bytes); shorten one volume name",
+                service.name, mount.source
+            ));
+        }
+    }
+    None
+}
+
+pub fn needs_firmware(service: &Service) -> bool {
+    service.vm.uefi || !service.devices.is_empty()
+}
+
+pub fn firmware_missing(service: &Service) -> String {
+    format!(
+        "service {} needs UEFI firmware ({}), which is not installed; install Debian's ovmf package (or point HOLOS_OVMF_CODE and HOLOS_OVMF_VARS at the files)",
+        service.name,
+        if service.vm.uefi {
+            "vm.uefi is set"
+        } else {
+            "PCI devices are passed through"
+        }
+    )
 }
 
 /// The base image file without looking at the cache: a local path as given

@@ -35,10 +35,26 @@ fn path(p: &Path) -> String {
 
 /// Every argument after the program name.
 pub fn argv(spec: &InstanceSpec) -> Vec<String> {
-    let mut args: Vec<String> = Vec::new();
-    let mut push = |parts: &[&str]| args.extend(parts.iter().map(|s| s.to_string()));
-    let passthrough = !spec.devices.is_empty();
+    let mut args = machine_args(spec);
+    args.extend(socket_args(spec));
+    args.extend(disk_args(spec));
+    args.extend(share_args(spec));
+    args.extend(net_args(spec));
+    args.extend(firmware_and_device_args(spec));
+    args.extend(spec.extra_args.iter().cloned());
+    args
+}
 
+/// An argument list from its words.
+fn words(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// The name, machine, CPU, memory and the defaults holos turns off.
+fn machine_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
+    let passthrough = !spec.devices.is_empty();
     push(&[
         "-name",
         &format!(
@@ -65,7 +81,13 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
     push(&["-smp", &spec.vcpu.to_string()]);
     push(&["-m", &spec.memory_mb.to_string()]);
     push(&["-nodefaults", "-no-user-config", "-display", "none"]);
+    args
+}
 
+/// The serial console and QMP sockets, and the RNG.
+fn socket_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
     push(&[
         "-chardev",
         &format!(
@@ -89,7 +111,13 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
         "-device",
         "virtio-rng-pci,rng=rng0",
     ]);
+    args
+}
 
+/// The root disk, the named volumes and the cloud-init seed.
+fn disk_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
     push(&[
         "-drive",
         &format!(
@@ -125,6 +153,13 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
         "-device",
         "virtio-blk-pci,drive=seed",
     ]);
+    args
+}
+
+/// The bind mounts, as 9p shares.
+fn share_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
     for (index, share) in spec.binds.iter().enumerate() {
         let read_only = if share.read_only { ",readonly=on" } else { "" };
         push(&[
@@ -136,7 +171,13 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
             ),
         ]);
     }
+    args
+}
 
+/// The user-mode NIC with its forwards, and one NIC per network.
+fn net_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
     let mut user_net = String::from("user,id=user0");
     let ssh = std::iter::once(format!("hostfwd=tcp:127.0.0.1:{}-:22", spec.ssh_port));
     let forwards = spec.forwards.iter().map(|f| {
@@ -190,7 +231,13 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
             &format!("virtio-net-pci,netdev={id},mac={}", escape(&nic.mac)),
         ]);
     }
+    args
+}
 
+/// UEFI firmware and the passed-through PCI devices.
+fn firmware_and_device_args(spec: &InstanceSpec) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(words(parts));
     if let Some(firmware) = &spec.firmware {
         push(&[
             "-drive",
@@ -209,7 +256,6 @@ pub fn argv(spec: &InstanceSpec) -> Vec<String> {
         }
         push(&["-device", &option]);
     }
-    args.extend(spec.extra_args.iter().cloned());
     args
 }
 

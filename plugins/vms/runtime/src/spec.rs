@@ -170,6 +170,11 @@ impl InstanceSpec {
     pub fn console_log(&self) -> PathBuf {
         self.dir.join("console.log")
     }
+    /// What holos started: the QEMU's pid and start time, written by the
+    /// child before it execs (`holo_plugin::pid_record`).
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.join("qemu.pid")
+    }
     pub fn qemu_log(&self) -> PathBuf {
         self.dir.join("qemu.log")
     }

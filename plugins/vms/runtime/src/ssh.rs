@@ -87,6 +87,19 @@ pub fn remote_command_line<S: AsRef<str>>(argv: &[S]) -> String {
         .join(" ")
 }
 
+/// The `scp` options (before the paths) to reach `spec`: those of
+/// [`ssh_args`], with scp's `-P` for the port.
+pub fn scp_options(key: &Path, spec: &InstanceSpec) -> Vec<String> {
+    let mut args = ssh_args(key, spec, "", false);
+    // The port flag, the -T and the destination are ssh's own.
+    args.truncate(args.len() - 2);
+    if let Some(flag) = args.iter_mut().find(|a| *a == "-p") {
+        *flag = "-P".into();
+    }
+    args.push("-r".into());
+    args
+}
+
 /// The `ssh` arguments (after the program name) to reach `spec` as `user`.
 /// Host keys change whenever an instance is recreated, so none are kept.
 pub fn ssh_args(key: &Path, spec: &InstanceSpec, user: &str, tty: bool) -> Vec<String> {

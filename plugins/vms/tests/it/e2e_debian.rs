@@ -429,6 +429,7 @@ fn a_debian_project_runs_end_to_end_through_holo_apply_and_holos_up() {
 
     down_and_up(&e2e, web_port);
     snapshot_restores_a_deleted_file(&e2e);
+    compose_verbs_on_the_running_guests(&e2e);
     stop_powers_the_guests_off(&e2e);
     resize_and_start(&e2e, web_port, volume_before);
     let step = Instant::now();
@@ -742,6 +743,56 @@ fn snapshot_restores_a_deleted_file(e2e: &E2e) {
     );
     eprintln!(
         "e2e: snapshot, delete, restore and boot took {:.0}s",
+        phase.elapsed().as_secs_f64()
+    );
+}
+
+/// Step 4c, on the guests already up: `cp` both ways, `pause` and
+/// `unpause` seen by `stats`, and `restart` of web (a reboot, no new VM).
+fn compose_verbs_on_the_running_guests(e2e: &E2e) {
+    let phase = Instant::now();
+    let there = e2e.root.path().join("to-guest.txt");
+    std::fs::write(&there, "copied by holos cp\n").unwrap();
+    let to = there.display().to_string();
+    e2e.holos_ok(&["cp", &to, "web-0:/tmp/copied"], EXEC_LIMIT);
+    assert_eq!(e2e.sh("web-0", "cat /tmp/copied"), "copied by holos cp");
+    let back = e2e.root.path().join("from-guest.txt");
+    let from = back.display().to_string();
+    e2e.holos_ok(&["cp", "web-0:/etc/hostname", &from], EXEC_LIMIT);
+    assert_eq!(std::fs::read_to_string(&back).unwrap().trim(), "webhost");
+
+    let stats = |e2e: &E2e| -> serde_json::Value {
+        let out = e2e
+            .root
+            .run_within(e2e.holos(&["stats", "--json", "web"]), EXEC_LIMIT);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let running = stats(e2e);
+    assert_eq!(running[0]["status"], "running", "{running}");
+    assert!(
+        running[0]["memory_rss_bytes"].as_u64().unwrap() > 0,
+        "{running}"
+    );
+    e2e.holos_ok(&["pause", "web"], EXEC_LIMIT);
+    assert_eq!(stats(e2e)[0]["status"], "paused");
+    e2e.holos_ok(&["unpause", "web"], EXEC_LIMIT);
+    assert_eq!(stats(e2e)[0]["status"], "running");
+    assert_eq!(e2e.sh("web-0", "cat /tmp/copied"), "copied by holos cp");
+
+    let restarted = e2e.holos_ok(&["restart", "web"], UP_LIMIT);
+    assert!(
+        restarted.contains("holos: e2e/web-0 powered off")
+            && restarted.contains("holos: e2e/web-0 started (pid "),
+        "{restarted}"
+    );
+    let _ = e2e.root.run_within(
+        e2e.holos(&["exec", "web-0", "-w", "1500", "--", "true"]),
+        UP_LIMIT,
+    );
+    assert_eq!(e2e.sh("web-0", "cat /etc/hostname"), "webhost");
+    eprintln!(
+        "e2e: cp, pause, stats and restart took {:.0}s",
         phase.elapsed().as_secs_f64()
     );
 }

@@ -253,3 +253,76 @@ fn bad_xml_is_named_with_its_file_and_line() {
     let out = holos(dir.path(), &["import"]);
     assert_eq!(out.status.code(), Some(2), "--xml or --connect is required");
 }
+
+#[test]
+fn deeply_nested_or_huge_xml_is_refused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("deep.xml");
+    let depth = 200_000;
+    let xml = format!(
+        "<domain><name>x</name>{}{}</domain>",
+        "<a>".repeat(depth),
+        "</a>".repeat(depth)
+    );
+    std::fs::write(&deep, xml).unwrap();
+    let out = holos(dir.path(), &["import", "--xml", deep.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("elements nest deeper than 256 levels"),
+        "{said}"
+    );
+
+    let huge = dir.path().join("huge.xml");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(17 << 20).unwrap();
+    let out = holos(dir.path(), &["import", "--xml", huge.to_str().unwrap()]);
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(
+            "huge.xml is 17.0 MiB; a domain's XML is far smaller (at most 16.0 MiB is read)"
+        ),
+        "{said}"
+    );
+}
+
+#[test]
+fn import_takes_domains_or_all_from_virshs_default_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // virsh with its default connection (no -c), as it answers.
+    let script = format!(
+        "#!/bin/sh\n[ \"$1\" = -c ] && {{ echo \"unexpected -c\" >&2; exit 1; }}\ncase \"$*\" in\n  'list --all --name') printf 'web\\ngpu-worker\\n\\n';;\n  'dumpxml web') cat '{}';;\n  'dumpxml gpu-worker') cat '{}';;\n  dumpxml*) echo \"error: failed to get domain '$2'\" >&2; exit 1;;\n  *) exit 1;;\nesac\n",
+        fixture("plain.xml").display(),
+        fixture("vfio.xml").display()
+    );
+    std::fs::write(bin.join("virsh"), script).unwrap();
+    std::fs::set_permissions(bin.join("virsh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = holos(dir.path(), &["import", "web"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("# Imported by `holos import` from the libvirt domain web."),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = holos(dir.path(), &["import", "--all"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout)
+            .starts_with("# Imported by `holos import` from the libvirt domains web, gpu-worker."),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = holos(dir.path(), &["import", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("virsh dumpxml nosuch failed: error: failed to get domain 'nosuch'"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = holos(dir.path(), &["import"]);
+    assert_eq!(out.status.code(), Some(2), "no source is a usage error");
+}

@@ -173,14 +173,22 @@ fn a_taken_port_names_port_and_service_and_leaves_no_qemu() {
 }
 
 #[test]
-#[ignore = "needs QEMU (qemu-system-x86_64, qemu-img)"]
+#[ignore = "needs qemu-img"]
 fn a_reused_pid_is_never_signalled() {
-    runtime_support::require_qemu();
-    let p = real_project(ONE_SERVICE);
+    runtime_support::require_qemu_img();
+    let p = Project::new(ONE_SERVICE, Qemu::Fake);
     p.ok(&["up", "--no-wait"]);
     let qemu = p.pid_of("web-0").unwrap();
-    // Pretend QEMU died and its pid now belongs to another program.
+    // QEMU dies and its pid now belongs to another program: the pid file
+    // names that pid with QEMU's start time, which the other has not.
+    let pid_file = p.state().join("instances/life/web-0/qemu.pid");
+    let recorded = std::fs::read_to_string(&pid_file).unwrap();
+    let (_, ticks) = recorded.trim().split_once(' ').unwrap();
+    let _ = Command::new("kill")
+        .args(["-9", &qemu.to_string()])
+        .status();
     let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(&pid_file, format!("{} {ticks}\n", other.id())).unwrap();
     p.edit_record("life", |record| {
         record["instances"]["web-0"]["pid"] = other.id().into()
     });
@@ -192,8 +200,6 @@ fn a_reused_pid_is_never_signalled() {
         "holos signalled a pid that is not its QEMU"
     );
     other.kill().unwrap();
-    // Clean up the real QEMU by hand; the record no longer knows it.
-    let _ = Command::new("kill").arg(qemu.to_string()).status();
 }
 
 #[test]

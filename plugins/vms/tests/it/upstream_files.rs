@@ -71,7 +71,8 @@ fn validate_refuses_a_local_image_file_that_does_not_exist() {
     );
     // `config` prints the model and checks no host files.
     holos(&f).arg("config").assert().success();
-    std::fs::write(f.path().join("disk.qcow2"), b"").expect("write image");
+    // The signature is enough: validate reads no further.
+    std::fs::write(f.path().join("disk.qcow2"), b"QFI\xfb").expect("write image");
     holos(&f)
         .args(["validate", "-q"])
         .assert()

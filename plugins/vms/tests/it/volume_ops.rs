@@ -259,3 +259,128 @@ fn resize_grows_a_volume_online_and_says_how() {
     assert_eq!(calls, 2, "nothing to grow, no ssh");
     p.ok_with(p.holos(&["down"]).env("FAKE_QEMU_POWERDOWN_DELAY_MS", "0"));
 }
+
+/// The children of `pid` (from `/proc/*/stat`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if after_name.split_whitespace().nth(1) == Some(pid.to_string().as_str()) {
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// The bytes written so far to any file of `dir`.
+fn bytes_in(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn an_export_killed_midway_leaves_no_file_under_the_final_name_and_the_next_one_is_whole() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(COMPOSE, Qemu::Fake);
+    // 96 MiB of data that does not compress: the copy takes a while.
+    let raw = p.path().join("random.raw");
+    let mut bytes = vec![0u8; 96 << 20];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for chunk in bytes.chunks_mut(8) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+    }
+    std::fs::write(&raw, &bytes).unwrap();
+    drop(bytes);
+    p.ok(&["volumes", "import", "data", raw.to_str().unwrap()]);
+    let out_dir = p.path().join("exports");
+    std::fs::create_dir(&out_dir).unwrap();
+    let target = out_dir.join("data.qcow2");
+
+    let mut export = p
+        .holos(&["volumes", "export", "data", "-o", target.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let copier = loop {
+        let children = children_of(export.id());
+        if !children.is_empty() && bytes_in(&out_dir) > 1 << 20 {
+            break children;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the export never started writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    // As a closed terminal or a stopped unit ends it: holos and its qemu-img.
+    for pid in std::iter::once(export.id()).chain(copier) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    export.wait().unwrap();
+    assert!(
+        !target.exists(),
+        "a killed export left {} under the final name",
+        target.display()
+    );
+
+    p.ok(&["volumes", "export", "data", "-o", target.to_str().unwrap()]);
+    let data = p.state().join("volumes/vols/data.qcow2");
+    assert!(
+        same_contents(&target, &data),
+        "the export holds the volume's data"
+    );
+    let names: Vec<String> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["data.qcow2"],
+        "the killed export's partial file is cleaned"
+    );
+}
+
+/// `volumes import` of a file that is no disk image is refused with the
+/// reason; a resize by a few bytes says the exact sizes, which the rounded
+/// ones would show as equal.
+#[test]
+#[ignore = "needs qemu-img"]
+fn import_refuses_a_text_file_and_a_small_resize_shows_exact_sizes() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(COMPOSE, Qemu::Fake);
+    let text = p.path().join("notes.txt");
+    std::fs::write(&text, "not a disk\n").unwrap();
+    let said = fails(&p, &["volumes", "import", "data", text.to_str().unwrap()]);
+    assert!(
+        said.contains("notes.txt is not a disk image (no format's signature, and its size is not a whole number of 512-byte sectors)"),
+        "{said}"
+    );
+    assert!(!p.state().join("volumes/vols/data.qcow2").exists());
+
+    p.ok(&["up", "--no-wait"]);
+    p.ok(&["stop"]);
+    let said = p.ok(&["volumes", "resize", "data", "16777728"]);
+    assert!(
+        said.contains(
+            "volume data grown from 16.0 MiB (16777216 bytes) to 16.0 MiB (16777728 bytes)"
+        ),
+        "{said}"
+    );
+}

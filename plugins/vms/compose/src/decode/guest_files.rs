@@ -4,6 +4,8 @@
 //! guest gets. Only definitions that an active service uses are read.
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::reader::{Reader, child, item};
 use crate::keys;
@@ -42,8 +44,67 @@ fn source_of(entry: &Node) -> Option<String> {
     }
 }
 
-/// Reads the definitions that the services of `root` refer to.
-pub fn decode_definitions(r: &mut Reader, root: &Node, environment: &Environment) -> Definitions {
+/// Whether a config or secret `file:` must lie in the project directory
+/// unless `x-holo: {allow_host_files: true}` says otherwise: set by
+/// holo-vms, which holo runs as root, so that a compose file cannot hand a
+/// guest any file of the host (`/etc/shadow`).
+static HOST_FILES_CONFINED: AtomicBool = AtomicBool::new(false);
+
+/// Confines config and secret files to the project directory in this
+/// process (holo-vms).
+pub fn confine_host_files() {
+    HOST_FILES_CONFINED.store(true, Ordering::Relaxed);
+}
+
+/// The `x-holo.allow_host_files` of `node`: the top level (whose other
+/// keys `decode_top_level` checks) or a definition.
+pub fn allows_host_files(r: &mut Reader, node: &Node, path: &str) -> bool {
+    let Some(x_holo) = node.get("x-holo").filter(|n| !n.is_null()) else {
+        return false;
+    };
+    let path = child(path, "x-holo");
+    // The top level's keys are checked with the rest of its x-holo.
+    let entries = if path == "x-holo" {
+        x_holo.as_map()
+    } else {
+        r.mapping(x_holo, &path, keys::X_HOLO_FILE)
+    };
+    let Some(entries) = entries else {
+        return false;
+    };
+    entries
+        .iter()
+        .find(|(k, v)| k.as_str() == Some("allow_host_files") && !v.is_null())
+        .is_some_and(|(_, value)| r.boolean(value, &child(&path, "allow_host_files")) == Some(true))
+}
+
+/// Refuses `file` outside `directory` (symlinks resolved) while host files
+/// are confined and nothing allows them.
+fn check_host_file(file: &str, directory: &Path, allowed: bool) -> Result<(), String> {
+    if allowed || !HOST_FILES_CONFINED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let resolved = Path::new(file).canonicalize();
+    let top = directory
+        .canonicalize()
+        .unwrap_or_else(|_| directory.to_path_buf());
+    match resolved {
+        Ok(resolved) if resolved.starts_with(&top) => Ok(()),
+        _ => Err(format!(
+            "{file} is outside the project directory {}, and holo-vms runs as root; move the file into the project directory, or allow host files with x-holo: {{allow_host_files: true}} on this definition or at the top level",
+            directory.display()
+        )),
+    }
+}
+
+/// Reads the definitions that the services of `root` refer to; `allow_all`
+/// is the top level's `x-holo.allow_host_files`.
+pub fn decode_definitions(
+    r: &mut Reader,
+    root: &Node,
+    environment: &Environment,
+    (directory, allow_all): (&Path, bool),
+) -> Definitions {
     let mut out = Definitions::new();
     for kind in [GuestFileKind::Config, GuestFileKind::Secret] {
         let top = section(kind);
@@ -69,7 +130,9 @@ pub fn decode_definitions(r: &mut Reader, root: &Node, environment: &Environment
             if !used.iter().any(|u| u == name) {
                 continue;
             }
-            if let Some(bytes) = read_definition(r, kind, def, &path, environment) {
+            let allowed = allow_all || allows_host_files(r, def, &path);
+            let place = (directory, allowed);
+            if let Some(bytes) = read_definition(r, kind, def, &path, environment, place) {
                 out.insert((kind, name.to_string()), bytes);
             }
         }
@@ -83,6 +146,7 @@ fn read_definition(
     def: &Node,
     path: &str,
     environment: &Environment,
+    (directory, allowed): (&Path, bool),
 ) -> Option<Vec<u8>> {
     if let Some(external) = def.get("external")
         && r.boolean(external, &child(path, "external")) == Some(true)
@@ -105,6 +169,10 @@ fn read_definition(
         ["file"] => {
             let node = def.get("file")?;
             let file = r.string(node, &child(path, "file"))?;
+            if let Err(message) = check_host_file(&file, directory, allowed) {
+                r.error(node, &child(path, "file"), message);
+                return None;
+            }
             match std::fs::read(&file) {
                 Ok(bytes) => Some(bytes),
                 Err(e) => {

@@ -111,9 +111,15 @@ fn decode_top_level(r: &mut Reader, project: &Project) -> TopLevel {
     let default_protect = root
         .get("x-holo")
         .filter(|n| !n.is_null())
-        .and_then(|n| service::decode_x_holo(r, n, "x-holo"))
+        .and_then(|n| service::decode_x_holo(r, n, "x-holo", keys::X_HOLO_TOP))
         .unwrap_or(false);
-    let definitions = guest_files::decode_definitions(r, root, &project.environment);
+    let allow_host_files = guest_files::allows_host_files(r, root, "");
+    let definitions = guest_files::decode_definitions(
+        r,
+        root,
+        &project.environment,
+        (&project.directory, allow_host_files),
+    );
     TopLevel {
         volumes,
         metadata,

@@ -130,7 +130,7 @@ pub fn decode_service(r: &mut Reader, name: &str, node: &Node, cx: &Context) -> 
         .unwrap_or(DEFAULT_STOP_GRACE_MS);
     let protect = f
         .get("x-holo")
-        .and_then(|n| decode_x_holo(r, n, &f.path("x-holo")));
+        .and_then(|n| decode_x_holo(r, n, &f.path("x-holo"), keys::X_HOLO));
     let profiles = f
         .get("profiles")
         .map(|n| r.strings(n, &f.path("profiles")))
@@ -426,8 +426,8 @@ fn decode_guest_files(r: &mut Reader, f: &Fields, cx: &Context) -> Vec<GuestFile
 /// An `x-holo` mapping (on a service, or the top-level default): its
 /// `protect`, when set. `protect` must be a YAML boolean: a quoted "yes" is
 /// refused rather than guessed.
-pub fn decode_x_holo(r: &mut Reader, node: &Node, path: &str) -> Option<bool> {
-    let entries = r.mapping(node, path, keys::X_HOLO)?;
+pub fn decode_x_holo(r: &mut Reader, node: &Node, path: &str, known: &[&str]) -> Option<bool> {
+    let entries = r.mapping(node, path, known)?;
     let (_, value) = entries
         .iter()
         .find(|(k, v)| k.as_str() == Some("protect") && !v.is_null())?;
@@ -583,27 +583,59 @@ fn decode_env_files(
     }
 }
 
+/// The host's address as a guest on QEMU's user network sees it.
+pub const HOST_GATEWAY: &str = "10.0.2.2";
+
+/// The addresses of one `extra_hosts` value: several separated by commas,
+/// an IPv6 one in brackets or not, `host-gateway` for the host.
+fn host_addresses(text: &str) -> Result<Vec<String>, String> {
+    text.split(',')
+        .map(|part| {
+            let part = part.trim();
+            let bare = part
+                .strip_prefix('[')
+                .and_then(|p| p.strip_suffix(']'))
+                .unwrap_or(part);
+            if bare == "host-gateway" {
+                Ok(HOST_GATEWAY.to_string())
+            } else if bare.parse::<std::net::IpAddr>().is_ok() {
+                Ok(bare.to_string())
+            } else {
+                Err(format!(
+                    "{part:?} is not an IP address or host-gateway; write host=1.2.3.4 (several separated by commas)"
+                ))
+            }
+        })
+        .collect()
+}
+
 fn decode_extra_hosts(r: &mut Reader, node: &Node, path: &str) -> Vec<HostEntry> {
     let mut out: Vec<HostEntry> = Vec::new();
-    let mut add = |host: String, ip: String| {
-        out.push(HostEntry {
-            ip,
-            names: vec![host],
-        })
-    };
+    let mut add =
+        |r: &mut Reader, at: &Node, at_path: &str, host: String, text: &str| match host_addresses(
+            text,
+        ) {
+            Ok(addresses) => out.extend(addresses.into_iter().map(|ip| HostEntry {
+                ip,
+                names: vec![host.clone()],
+            })),
+            Err(message) => r.error(at, at_path, message),
+        };
     match &node.kind {
         Kind::Map(entries) => {
             for (k, v) in entries {
                 let host = k.as_str().unwrap_or_default().to_string();
                 let hpath = child(path, &host);
                 match &v.kind {
-                    Kind::Seq(_) => r
-                        .strings(v, &hpath)
-                        .into_iter()
-                        .for_each(|ip| add(host.clone(), ip)),
+                    Kind::Seq(items) => {
+                        let texts = r.strings(v, &hpath);
+                        for (i, (text, item_node)) in texts.iter().zip(items).enumerate() {
+                            add(r, item_node, &item(&hpath, i), host.clone(), text);
+                        }
+                    }
                     _ => {
                         if let Some(ip) = r.string(v, &hpath) {
-                            add(host, ip);
+                            add(r, v, &hpath, host, &ip);
                         }
                     }
                 }
@@ -611,13 +643,16 @@ fn decode_extra_hosts(r: &mut Reader, node: &Node, path: &str) -> Vec<HostEntry>
         }
         _ => {
             for (i, text) in r.strings(node, path).into_iter().enumerate() {
+                let at = node.as_seq().and_then(|s| s.get(i)).unwrap_or(node);
                 match text.find('=').or_else(|| text.find(':')) {
-                    Some(at) => add(text[..at].to_string(), text[at + 1..].to_string()),
-                    None => {
-                        if let Some(n) = node.as_seq().and_then(|s| s.get(i)) {
-                            r.error(n, &item(path, i), "must be host=ip or host:ip");
-                        }
-                    }
+                    Some(sep) => add(
+                        r,
+                        at,
+                        &item(path, i),
+                        text[..sep].to_string(),
+                        &text[sep + 1..],
+                    ),
+                    None => r.error(at, &item(path, i), "must be host=ip or host:ip"),
                 }
             }
         }

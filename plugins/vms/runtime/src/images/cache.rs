@@ -479,10 +479,10 @@ pub fn ensure_project_images(
             Some(lock) => match lock.images.get(&key) {
                 Some(entry) => Some(entry.sha256.as_str()),
                 None => {
-                    return Err(Error::Image(format!(
-                        "service {}: image {key} is not pinned in {}; run `holos lock` to pin the project's images",
-                        service.name,
-                        lock_path.display()
+                    return Err(Error::Image(image_lock::not_pinned(
+                        &service.name,
+                        &key,
+                        project_dir,
                     )));
                 }
             },

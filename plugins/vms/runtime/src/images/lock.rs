@@ -47,6 +47,14 @@ pub fn path(project_dir: &Path) -> PathBuf {
     project_dir.join(FILE_NAME)
 }
 
+/// The refusal of an image that the project's lock file does not pin.
+pub fn not_pinned(service: &str, key: &str, project_dir: &Path) -> String {
+    format!(
+        "service {service}: image {key} is not pinned in {}; run `holos lock` to pin the project's images",
+        path(project_dir).display()
+    )
+}
+
 /// The project's lock file, if it has one. Errors name the file and line.
 pub fn load(project_dir: &Path) -> Result<Option<LockFile>, Error> {
     let path = path(project_dir);

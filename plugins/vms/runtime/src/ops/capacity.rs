@@ -5,6 +5,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use holos_compose::Manifest;
+use holos_compose::manifest::Service;
 
 use crate::host;
 use crate::state::{Layout, ProjectRecord};
@@ -23,8 +24,9 @@ pub struct HostCapacity {
 pub struct ProjectNeeds {
     pub vcpus: u64,
     pub memory_mb: u64,
-    /// Named volumes not created yet at their size, and root disks grown to
-    /// `vm.disk_size` (the most they take; overlays start small).
+    /// Named volumes not created yet at their size, and root disks at the
+    /// base image's size or `vm.disk_size` (the most they take; overlays
+    /// start small).
     pub disk_bytes: u64,
 }
 
@@ -72,7 +74,7 @@ pub fn project_needs(manifest: &Manifest, layout: &Layout) -> ProjectNeeds {
         let count = service.instances.len() as u64;
         needs.vcpus += u64::from(service.vm.vcpu) * count;
         needs.memory_mb += service.vm.memory_mb * count;
-        needs.disk_bytes += service.vm.disk_size_bytes.unwrap_or(0) * count;
+        needs.disk_bytes += root_disk_bytes(manifest, service, layout) * count;
     }
     for volume in &manifest.volumes {
         if !layout.volume(&manifest.project, &volume.name).exists() {
@@ -80,6 +82,28 @@ pub fn project_needs(manifest: &Manifest, layout: &Layout) -> ProjectNeeds {
         }
     }
     needs
+}
+
+/// The most a root overlay takes: the base image's virtual size, or
+/// `vm.disk_size` when that is larger (the disk is grown to it). The base
+/// of an alias counts once it is cached.
+fn root_disk_bytes(manifest: &Manifest, service: &Service, layout: &Layout) -> u64 {
+    let base = match (&service.image.path, &service.image.alias) {
+        (Some(path), _) => Some(Path::new(&manifest.directory).join(path)),
+        (None, Some(alias)) => {
+            let tag = service.image.tag.as_deref().unwrap_or_default();
+            crate::images::cache::cached(layout, alias, tag)
+                .into_iter()
+                .next()
+                .map(|image| image.path)
+        }
+        (None, None) => None,
+    };
+    let base_bytes = base
+        .and_then(|path| crate::disk_format::sniff(&path).ok())
+        .and_then(|(_, size)| size)
+        .unwrap_or(0);
+    base_bytes.max(service.vm.disk_size_bytes.unwrap_or(0))
 }
 
 /// The decision table of `--capacity`.

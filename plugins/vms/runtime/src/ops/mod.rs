@@ -3,6 +3,7 @@
 //! host (`doctor`, `devices`, the systemd unit of `install`).
 
 pub mod capacity;
+pub mod control;
 pub mod devices;
 pub mod doctor;
 pub mod inspect;

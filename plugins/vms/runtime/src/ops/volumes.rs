@@ -253,12 +253,64 @@ pub fn export(
             output.display()
         )));
     }
+    // Written under a temporary name beside the target and renamed when
+    // whole: an export killed midway leaves no truncated image that looks
+    // finished, and the next one clears its leftover.
+    let partial = partial_export(output);
+    remove_leftover_export(&partial)?;
     let command = Command::new(qemu_img_program())
         .args(&args)
         .arg(&volume.path)
-        .arg(output)
+        .arg(&partial)
         .timeout(LONG_COPY);
-    run_qemu_img(command).map(|_| ())
+    if let Err(e) = run_qemu_img(command) {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    finish_export(&partial, output)
+}
+
+/// Where an export to `output` is written until it is complete:
+/// `.NAME.holos-partial` in the same directory (so the rename stays on one
+/// file system).
+fn partial_export(output: &Path) -> PathBuf {
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    output.with_file_name(format!(".{name}.holos-partial"))
+}
+
+/// Removes what an interrupted export to the same place left behind.
+fn remove_leftover_export(partial: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(partial) {
+        Ok(()) => {
+            eprintln!(
+                "holos: removed {}, left by an export that was interrupted",
+                partial.display()
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::State(format!(
+            "cannot remove {}, left by an interrupted export: {e}; remove it by hand",
+            partial.display()
+        ))),
+    }
+}
+
+/// Syncs the finished export to disk and gives it its final name.
+fn finish_export(partial: &Path, output: &Path) -> Result<(), Error> {
+    let synced = std::fs::File::open(partial).and_then(|file| file.sync_all());
+    let moved = synced.and_then(|()| std::fs::rename(partial, output));
+    moved.map_err(|e| {
+        let _ = std::fs::remove_file(partial);
+        Error::State(format!(
+            "cannot move the export {} to {}: {e}",
+            partial.display(),
+            output.display()
+        ))
+    })
 }
 
 /// `holos volumes import NAME FILE [--force]`: the volume becomes a qcow2
@@ -275,6 +327,12 @@ pub fn import(
     if !source.is_file() {
         return Err(Error::Request(format!(
             "{} is not a file to import",
+            source.display()
+        )));
+    }
+    if let Ok((crate::disk_format::Sniffed::NotADisk, _)) = crate::disk_format::sniff(source) {
+        return Err(Error::Request(format!(
+            "{} is not a disk image (no format's signature, and its size is not a whole number of 512-byte sectors); give a qcow2 or raw disk image (qemu-img info says what a file is)",
             source.display()
         )));
     }
@@ -564,6 +622,20 @@ resize2fs \"$dev\" 2>&1
 }
 
 /// `1536` → `1.5 KiB`.
+/// Two sizes as [`human_bytes`] says them, with the exact bytes when the
+/// rounded ones would read the same.
+pub fn human_pair(first: u64, second: u64) -> (String, String) {
+    let (a, b) = (human_bytes(first), human_bytes(second));
+    if a == b && first != second {
+        (
+            format!("{a} ({first} bytes)"),
+            format!("{b} ({second} bytes)"),
+        )
+    } else {
+        (a, b)
+    }
+}
+
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;

@@ -1,0 +1,83 @@
+//! A template's output is bounded: `max_render_size` (default 64 MiB) per
+//! render; a template that writes more fails at its FILE:LINE before it
+//! holds more than that.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn scan(root: &Path) -> (bool, String, Duration) {
+    let started = Instant::now();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
+        .arg("scan")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOLO_API_VERSION", "3")
+        .env("HOLO_ROOT_DIR", root)
+        .env("HOLO_RESOURCE_DIR", root.join("usr/share/holo/file"))
+        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
+        .env("HOLO_CACHE_DIR", root.join("tmp/holo.1"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.success(), text, started.elapsed())
+}
+
+fn resource(root: &Path, toml: &str) -> std::path::PathBuf {
+    let dir = root.join("usr/share/holo/file");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+#[test]
+fn a_content_template_past_max_render_size_fails_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = resource(
+        dir.path(),
+        "[[file]]\nname = \"/etc/big\"\nmax_render_size = \"1K\"\ncontent = \"\"\"\nhead\n{% for i in range(2000) %}x{% endfor %}\n\"\"\"\n",
+    );
+    let (ok, text, _) = scan(dir.path());
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(&format!("{}:", file.display()))
+            && text.contains(
+                "property content: the template renders more than 1024 bytes (max_render_size)"
+            ),
+        "{text}"
+    );
+    // Within the budget it renders.
+    resource(
+        dir.path(),
+        "[[file]]\nname = \"/etc/big\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\nmax_render_size = 4096\ncontent = \"{% for i in range(2000) %}x{% endfor %}\"\n",
+    );
+    let (ok, text, _) = scan(dir.path());
+    assert!(ok, "{text}");
+    // A budget that is no size is refused at its line.
+    resource(
+        dir.path(),
+        "[[file]]\nname = \"/etc/big\"\nmax_render_size = \"lots\"\ncontent = \"x\"\n",
+    );
+    let (ok, text, _) = scan(dir.path());
+    assert!(
+        !ok && text.contains("big.toml:3: max_render_size must be a size in bytes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_default_budget_stops_a_template_at_64_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64 KiB written 2000 times: 125 MiB unless stopped.
+    resource(
+        dir.path(),
+        "[[file]]\nname = \"/etc/big\"\ncontent = \"{% set s = 'x' * 65536 %}{% for i in range(2000) %}{{ s }}{% endfor %}\"\n",
+    );
+    let (ok, text, took) = scan(dir.path());
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("the template renders more than 67108864 bytes (max_render_size)"),
+        "{text}"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
