@@ -8,9 +8,10 @@ use std::fs;
 use std::path::Path;
 use test_support::plugin_run::PluginRun;
 
-/// A resource directory with one file on every `>> not read` path: a
+/// A resource directory with one entry on every `>> not read` path: a
 /// template tree the table names, an empty directory, a TOML file and
-/// another file in a subdirectory, and a top-level file that is no TOML.
+/// another file in a subdirectory, a top-level file that is no TOML, a
+/// symlink loop and a symlink to a directory outside.
 fn root_with(table: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let resources = dir.path().join("root/usr/share/holo/scaffold");
@@ -27,11 +28,24 @@ fn root_with(table: &str) -> tempfile::TempDir {
         fs::write(path, text).expect("write");
     }
     fs::create_dir_all(resources.join("empty")).expect("mkdir");
+    std::os::unix::fs::symlink(".", resources.join("loop")).expect("symlink");
+    std::os::unix::fs::symlink("/", resources.join("host")).expect("symlink");
     fs::write(
         resources.join("app.toml"),
         format!("[[scaffold]]\nname = \"/srv/app\"\nsource = \"templates/app\"\n{table}"),
     )
     .expect("write");
+    dir
+}
+
+/// [`root_with`] and more unread files than the walker names.
+fn crowded_root_with(table: &str) -> tempfile::TempDir {
+    let dir = root_with(table);
+    let crowd = dir.path().join("root/usr/share/holo/scaffold/crowd");
+    fs::create_dir_all(&crowd).expect("mkdir");
+    for index in 0..120 {
+        fs::write(crowd.join(format!("f{index:03}")), "").expect("write");
+    }
     dir
 }
 
@@ -57,7 +71,7 @@ fn a_table_that_fails_to_load_gets_its_error_and_no_not_read_warning() {
         ("[scaffold.post]\nx = \"y\"\n", "app.toml:4:"),
         ("colour = \"red\"\n", "app.toml:4:"),
     ] {
-        let root = root_with(table);
+        let root = crowded_root_with(table);
         let (success, stderr) = scan(root.path());
         assert!(!success, "{table}: {stderr}");
         assert!(stderr.contains(error), "{table}: {stderr}");
@@ -76,12 +90,22 @@ fn a_table_that_loads_leaves_the_warnings_for_what_it_does_not_name() {
         "/other/nested.toml:",
         "/other/notes.txt:",
         "/README:",
+        "/loop:",
+        "/host:",
     ] {
         assert!(
             stderr.contains(&format!("{unread} not read")),
             "{unread}: {stderr}"
         );
     }
+}
+
+#[test]
+fn a_table_that_loads_leaves_the_more_warning_for_a_crowd() {
+    let root = crowded_root_with("");
+    let (success, stderr) = scan(root.path());
+    assert!(success, "{stderr}");
+    assert!(stderr.contains("more entries are not read"), "{stderr}");
 }
 
 #[test]
