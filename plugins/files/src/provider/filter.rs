@@ -31,18 +31,21 @@ fn scratch(env: &Env, content: &[u8]) -> Result<tempfile::NamedTempFile> {
 }
 
 /// How Holo 3 names a holoscript in its messages: below the virtual
-/// resource directory in holo's cache directory, where Holo 3 always
-/// copies the repository. When holo lets us read the repository in place
+/// resource directory, `generated-resources/ID` beside the plugin's cache
+/// directory in the driver's run directory, where Holo 3 always copies the
+/// repository. When holo lets us read the repository in place
 /// (`inplace`), the message keeps naming it there, so that it reads as
 /// under Holo 3.
 fn as_holo3_names(env: &Env, script: &Path) -> String {
-    let copied = env
+    let virtual_root = env
         .cache_dir
-        .join("generated-resources")
-        .join(&env.plugin_id);
-    let in_place = env.resource_dir != copied && env.resource_dir == env.resource_origin;
-    match script.strip_prefix(&env.resource_dir) {
-        Ok(relative) if in_place && env.cache_dir.is_dir() => shown(&copied.join(relative)),
+        .parent()
+        .map(|run| run.join("generated-resources"));
+    let in_place = env.resource_dir == env.resource_origin;
+    match (virtual_root, script.strip_prefix(&env.resource_dir)) {
+        (Some(root), Ok(relative)) if in_place && root.is_dir() => {
+            shown(&root.join(&env.plugin_id).join(relative))
+        }
         _ => shown(script),
     }
 }
