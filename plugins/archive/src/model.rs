@@ -272,6 +272,13 @@ fn url_has_userinfo(url: &str) -> bool {
 pub fn validate_url(url: &str, format: Format) -> Result<String, String> {
     check_userinfo(url)?;
     let shown = redact_url(url);
+    // Checked before parsing, so that file:// (which has no host to
+    // parse) gets the same reason as ftp://.
+    if let Some((scheme, _)) = url.split_once("://")
+        && !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https")
+    {
+        return Err(format!("url {shown:?} must use http or https"));
+    }
     let parsed: ureq::http::Uri = strip_userinfo(url).parse().map_err(|err| {
         format!(
             "url {shown:?} is not a valid URL ({err}); write it as https://host/path/file{}",

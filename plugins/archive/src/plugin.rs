@@ -211,15 +211,15 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         remove(&fs, &archive, &spec.name)?;
         println!("Removed {}", spec.name);
     }
-    if plan.extract {
-        mark_extracting(env, id, spec, recorded.as_ref(), true)?;
-    }
     if plan.download {
         download(env, &fs, id, spec, &archive)?;
     }
     if plan.extract
         && let Some(parent) = &spec.extract_parent
     {
+        // Recorded only once a verified archive is there: a failed
+        // download leaves the record as it was.
+        mark_extracting(env, id, spec, recorded.as_ref(), true)?;
         let extraction = Extraction {
             archive: &archive,
             parent,

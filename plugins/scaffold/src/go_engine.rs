@@ -161,6 +161,41 @@ fn to_json(value: &Value) -> serde_json::Value {
     }
 }
 
+/// Go (and CCM) write `<no value>` for a missing map key and go on, and
+/// `{{ if .data.x }}` relies on it; a file that holds `<no value>` where
+/// its template did not gets a warning naming the line and the action.
+fn no_value_warning(shared: &Shared, text: &str, output: &str, shown: &str) -> Option<String> {
+    if output.matches(NO_VALUE).count() <= text.matches(NO_VALUE).count() {
+        return None;
+    }
+    let place = match no_value_action(shared, text, output) {
+        Some((line, action)) => format!(
+            "{shown}:{line}: {}{action}{} has no value (the map has no such key)",
+            shared.left, shared.right
+        ),
+        None => format!("{shown}: a key the map does not have"),
+    };
+    Some(format!(
+        "{place}, so the rendered file holds \"{NO_VALUE}\" (as Go and CCM write it); define the key in etc/holo/data.toml or the resource's data, or give a default with {} lookup \"PATH.TO.KEY\" \"DEFAULT\" {}",
+        shared.left, shared.right
+    ))
+}
+
+const NO_VALUE: &str = "<no value>";
+
+/// The template line and action that wrote the first `<no value>`: the
+/// line whose text before its first action is what the output line has
+/// before `<no value>`. gotmpl does not say where a value was missing.
+fn no_value_action(shared: &Shared, text: &str, output: &str) -> Option<(usize, String)> {
+    let written = output.lines().find(|line| line.contains(NO_VALUE))?;
+    let prefix = &written[..written.find(NO_VALUE)?];
+    text.lines().enumerate().find_map(|(index, line)| {
+        let after = line.strip_prefix(prefix)?.strip_prefix(&shared.left)?;
+        let action = &after[..after.find(&shared.right)?];
+        Some((index + 1, format!(" {} ", action.trim_matches([' ', '-']))))
+    })
+}
+
 /// One message naming the file, and the line and column where Go's parser
 /// knows them.
 fn describe(shown: &str, what: &str, err: &TemplateError) -> String {
@@ -200,8 +235,12 @@ impl TreeEngine for GoEngine {
                     describe(shown, what, &err)
                 }
             })?;
-        String::from_utf8(out.bytes)
-            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))
+        let output = String::from_utf8(out.bytes)
+            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))?;
+        if let Some(warning) = no_value_warning(&self.shared, text, &output, shown) {
+            eprintln!(">> {warning}");
+        }
+        Ok(output)
     }
 
     fn has_partials(&self) -> bool {

@@ -274,8 +274,8 @@ fn percent_decode(text: &str) -> String {
 
 /// Why streaming a body into its temp file stopped.
 enum CopyError {
-    /// Reading the response failed.
-    Fetch(std::io::Error),
+    /// Reading the response failed after this many bytes.
+    Fetch(std::io::Error, u64),
     /// Writing the temp file failed.
     Write(std::io::Error),
     /// The content is not the expected one (the message says how).
@@ -479,10 +479,7 @@ impl Download {
             _ => Path::new("."),
         };
         if !parent.is_dir() {
-            return Err(cannot(&format!(
-                "directory {} does not exist; create it first",
-                parent.display()
-            )));
+            return Err(cannot(&missing_directory(parent)));
         }
         let response = self.get().map_err(|what| cannot_fetch(&what))?;
         let status = response.status();
@@ -511,7 +508,9 @@ impl Download {
         bar.finish_and_clear();
         let (sha256, bytes) = match copied {
             Ok(copied) => copied,
-            Err(CopyError::Fetch(err)) => return Err(cannot_fetch(&self.describe_io(&err))),
+            Err(CopyError::Fetch(err, received)) => {
+                return Err(cannot_fetch(&self.describe_cut(&err, received, length)));
+            }
             Err(CopyError::Write(err)) => return Err(io_error(err)),
             Err(CopyError::Mismatch(what)) => return Err(cannot_fetch(&what)),
         };
@@ -584,7 +583,7 @@ impl Download {
                 Ok(0) => break,
                 Ok(read) => read,
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(err) => return Err(CopyError::Fetch(err)),
+                Err(err) => return Err(CopyError::Fetch(err, bytes)),
             };
             hasher.update(&buffer[..read]);
             if let Some(sha512) = &mut sha512 {
@@ -758,6 +757,18 @@ impl Download {
         err.to_string()
     }
 
+    /// A body that ended early says how much of it came: ureq's own
+    /// words ("Peer disconnected") do not.
+    fn describe_cut(&self, err: &std::io::Error, received: u64, length: Option<u64>) -> String {
+        let reason = self.describe_io(err);
+        match length {
+            Some(total) if received < total && !reason.starts_with("timed out") => format!(
+                "the server closed the connection after {received} of {total} bytes ({reason}); try again, or check the server"
+            ),
+            _ => reason,
+        }
+    }
+
     fn timeout_text(&self) -> String {
         match self.timeout {
             Some(timeout) => format!(
@@ -771,6 +782,28 @@ impl Download {
             ),
         }
     }
+}
+
+/// Why `dir` is no directory to write into: a file in the way (the
+/// nearest ancestor that exists and is not a directory), or nothing there.
+fn missing_directory(dir: &Path) -> String {
+    for ancestor in dir.ancestors() {
+        match std::fs::metadata(ancestor) {
+            Ok(meta) if meta.is_dir() => break,
+            Ok(_) => {
+                return format!(
+                    "{} is a file, in the way of directory {}; move the file away or choose another path",
+                    ancestor.display(),
+                    dir.display()
+                );
+            }
+            Err(_) => {}
+        }
+    }
+    format!(
+        "directory {} does not exist; create it first",
+        dir.display()
+    )
 }
 
 /// Removes temp files that a killed download left: `PREFIX` followed by
@@ -1143,6 +1176,24 @@ mod tests {
         );
         let download = Download::new(signed, "/tmp/x").expect("valid");
         assert!(!download.shown_url().contains("abc123"));
+    }
+
+    #[test]
+    fn a_file_in_the_way_of_the_target_directory_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("opt"), "a file").expect("write");
+        let err = Download::new("http://127.0.0.1:9/a.tar", dir.path().join("opt/app/a.tar"))
+            .expect("download")
+            .fetch()
+            .expect_err("a file is in the way");
+        assert!(
+            err.message().contains(&format!(
+                "{} is a file, in the way of directory {}; move the file away",
+                dir.path().join("opt").display(),
+                dir.path().join("opt/app").display()
+            )),
+            "{err}"
+        );
     }
 
     #[test]

@@ -251,7 +251,8 @@ pub fn scan_each<T, S>(
 /// Loads every `[[R::KIND]]` table of every `*.toml` in the resource
 /// directory. All errors are collected and reported together. Every other
 /// file in the resource directory gets a `>>` warning: the plugin reads
-/// nothing else there (see [`load_reading`] for a plugin that does).
+/// nothing else there (see [`load_reading`] for a plugin that does); when
+/// a table failed to load, only the errors are shown.
 pub fn load<R: Resource>(env: &Env) -> Result<Vec<Declared<R>>> {
     load_reading::<R>(env, |_, _| false)
 }
@@ -271,9 +272,14 @@ pub fn load_reading<R: Resource>(
     for path in &listing.toml_files {
         loader.load_file(path);
     }
-    let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
-    for unread in listing.unread(&read) {
-        warn_unread::<R>(env, &unread);
+    // A table that failed to load may name any of the other files: a
+    // warning about them would be false, and moving them out would break
+    // the mended table. The errors alone are shown.
+    if loader.errors.is_empty() {
+        let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+        for unread in listing.unread(&read) {
+            warn_unread::<R>(env, &unread);
+        }
     }
     let mut declared = loader.finish()?;
     resolve_aliases(&mut declared)?;
@@ -740,6 +746,15 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn add(&mut self, declared: Declared<R>) {
         let id = declared.resource.entity_id();
+        if id.contains('\n') || id.trim() != id {
+            // Refused here, where the table's place is known, rather than
+            // when the scan reports the entity.
+            self.errors.push(Error::new(format!(
+                "{}: the entity id {id:?} would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name",
+                declared.location
+            )));
+            return;
+        }
         if let Some(first) = self.ids.get(&id) {
             self.errors.push(Error::new(format!(
                 "{}: duplicate entity {id}, first declared at {first}; remove or rename one of them",

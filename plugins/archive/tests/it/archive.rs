@@ -475,6 +475,41 @@ fn invalid_resources_name_the_file_and_line() {
     assert!(scan.stderr.contains("same type"), "{}", scan.stderr);
 }
 
+#[test]
+fn a_line_break_in_the_name_names_the_file_and_line() {
+    let root = Root::new(
+        "[[archive]]\nname = \"/opt/app\\n.tar.gz\"\nurl = \"https://h/app.tar.gz\"\nowner = \"app\"\ngroup = \"app\"\n",
+    );
+    let scan = root.run(&["scan"]);
+    assert!(!scan.success);
+    assert!(
+        scan.stderr.contains("archives.toml:1: the entity id \"archive:/opt/app\\n.tar.gz\" would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name"),
+        "{}",
+        scan.stderr
+    );
+    assert!(
+        !scan.stderr.contains("invalid entity id"),
+        "{}",
+        scan.stderr
+    );
+}
+
+#[test]
+fn file_and_ftp_urls_get_the_same_reason() {
+    for url in ["file:///srv/app.tar.gz", "ftp://h/app.tar.gz"] {
+        let root = Root::new(&resource(url, ""));
+        let scan = root.run(&["scan"]);
+        assert!(!scan.success);
+        assert!(
+            scan.stderr.contains(&format!(
+                "archives.toml:1: archive \"/opt/app.tar.gz\": url \"{url}\" must use http or https"
+            )),
+            "{}",
+            scan.stderr
+        );
+    }
+}
+
 /// A hostile archive: a harmless entry first (it must not stay behind),
 /// then `bad`.
 fn hostile(format: Format, bad: Item) -> Vec<u8> {

@@ -9,5 +9,6 @@ mod bombs_and_kills;
 mod containment;
 mod credentials;
 mod directories;
+mod failed_downloads;
 mod oneoff;
 mod support;

@@ -7,6 +7,8 @@
 mod containment;
 mod converge;
 mod go_engine;
+mod go_no_value;
+mod load_errors;
 mod oneoff;
 mod scaffold;
 mod url_source;

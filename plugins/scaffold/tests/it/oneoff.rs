@@ -61,6 +61,13 @@ fn a_relative_source_is_named_as_given() {
             .starts_with("!! holo-scaffold ensure: --source: source templates is not a directory"),
         "{stderr}"
     );
+    assert!(
+        stderr.trim_end().ends_with(
+            "templates is relative: a one-off does not take it from the current directory; give an absolute path (as $PWD/templates)"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(".toml"), "{stderr}");
 }
 
 #[test]

@@ -76,11 +76,11 @@ impl Messages {
         for (target, shown) in &self.shown {
             rest = rest.replace(target, shown);
         }
-        prefix
-            + &rest
-                .replace(&format!("{file}:1"), command)
-                .replace(file, command)
-                .replace(directory, "")
+        let rest = rest
+            .replace(&format!("{file}:1"), command)
+            .replace(file, command);
+        let hint = relative_hint(&rest, directory);
+        prefix + &rest.replace(directory, "") + &hint
     }
 
     /// A plugin's message about the whole table that starts with one of
@@ -97,6 +97,21 @@ impl Messages {
             .find(|(property, _)| property == word)?;
         Some((flag.clone(), message.to_string()))
     }
+}
+
+/// For a message naming a relative path, which was taken next to the
+/// generated resource file (one the user never wrote): what to give.
+fn relative_hint(message: &str, directory: &str) -> String {
+    let Some(at) = message.find(directory) else {
+        return String::new();
+    };
+    let path: String = message[at + directory.len()..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ')' | ';' | ','))
+        .collect();
+    format!(
+        "; {path} is relative: a one-off does not take it from the current directory; give an absolute path (as $PWD/{path})"
+    )
 }
 
 /// The property that line `number` (from 1) of the flags' document sets,
