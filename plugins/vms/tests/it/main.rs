@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
-mod common;
+pub mod common;
 mod compose_verbs;
 mod config_roundtrip;
 mod crash_recovery;

@@ -1,6 +1,5 @@
 //! Helpers shared by the tests: a project in a temporary directory and a
 //! hermetic environment, resolved through the library.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

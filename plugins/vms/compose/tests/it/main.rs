@@ -6,7 +6,7 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+pub mod common;
 mod dockerfile;
 mod errors;
 mod features;

@@ -3,7 +3,7 @@
 //! `holos config` output.
 
 #[path = "../../../compose/tests/it/common.rs"]
-mod fixture;
+pub mod fixture;
 
 pub use fixture::*;
 
