@@ -428,8 +428,9 @@ fn staged_dir(batch: &mut Batch, fs: &RootFs, parent: &Path) -> Result<usize> {
         .open_with(parent, OFlags::RDONLY | OFlags::DIRECTORY)
         .map_err(|err| match err.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => Error::new(format!(
-                "cannot write into {}: the directory does not exist; create it first (for example with a directory resource)",
-                parent.display()
+                "cannot write into {}: {}",
+                parent.display(),
+                missing_directory(parent)
             )),
             _ => fail(err),
         })?;
@@ -578,6 +579,28 @@ fn append_records(
     }
 }
 
+/// Why `dir` is no directory to write into: a file in the way (the
+/// nearest ancestor that exists and is not a directory), or nothing there.
+pub(crate) fn missing_directory(dir: &Path) -> String {
+    for ancestor in dir.ancestors() {
+        match std::fs::symlink_metadata(ancestor) {
+            Ok(meta) if meta.is_dir() || meta.is_symlink() => break,
+            Ok(_) => {
+                return format!(
+                    "{} is a file, in the way of directory {}; move the file away or choose another path",
+                    ancestor.display(),
+                    dir.display()
+                );
+            }
+            Err(_) => {}
+        }
+    }
+    format!(
+        "directory {} does not exist; create it first (for example with a directory resource)",
+        dir.display()
+    )
+}
+
 /// Writes record files into a staged directory: renamed, then one
 /// `syncfs` and a sync of the directory.
 fn write_record_files(staged: &StagedDir, records: &[StagedRecord]) -> Result<()> {
@@ -601,9 +624,9 @@ fn open_parent(fs: &RootFs, path: &Path) -> Result<(File, std::ffi::OsString)> {
         {
             let parent = path.parent().unwrap_or(Path::new("."));
             Err(Error::new(format!(
-                "cannot write {}: directory {} does not exist; create it first (for example with a directory resource)",
+                "cannot write {}: {}",
                 path.display(),
-                parent.display()
+                missing_directory(parent)
             )))
         }
         Err(err) => Err(Error::io("write", path, &err)),
@@ -868,6 +891,28 @@ mod tests {
         .expect_err("no parent");
         assert!(err.message().contains("does not exist"), "{err}");
         assert!(err.message().contains(&target.display().to_string()));
+    }
+
+    #[test]
+    fn a_file_in_the_way_of_the_parent_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("etc"), "a file").expect("write");
+        let fs = RootFs::unconfined();
+        let target = dir.path().join("etc/app/motd");
+        let expected = format!(
+            "{} is a file, in the way of directory {}; move the file away or choose another path",
+            dir.path().join("etc").display(),
+            dir.path().join("etc/app").display()
+        );
+        let err = write(&fs, &target, b"x", &WriteOptions::default()).expect_err("file in the way");
+        assert_eq!(
+            err.message(),
+            format!("cannot write {}: {expected}", target.display())
+        );
+        let mut batch = Batch::default();
+        let err = stage_in(&mut batch, &fs, &target, b"x", &WriteOptions::default())
+            .expect_err("file in the way");
+        assert!(err.message().contains(&expected), "{err}");
     }
 
     #[test]

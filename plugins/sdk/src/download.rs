@@ -479,7 +479,7 @@ impl Download {
             _ => Path::new("."),
         };
         if !parent.is_dir() {
-            return Err(cannot(&missing_directory(parent)));
+            return Err(cannot(&crate::atomic::missing_directory(parent)));
         }
         let response = self.get().map_err(|what| cannot_fetch(&what))?;
         let status = response.status();
@@ -782,28 +782,6 @@ impl Download {
             ),
         }
     }
-}
-
-/// Why `dir` is no directory to write into: a file in the way (the
-/// nearest ancestor that exists and is not a directory), or nothing there.
-fn missing_directory(dir: &Path) -> String {
-    for ancestor in dir.ancestors() {
-        match std::fs::metadata(ancestor) {
-            Ok(meta) if meta.is_dir() => break,
-            Ok(_) => {
-                return format!(
-                    "{} is a file, in the way of directory {}; move the file away or choose another path",
-                    ancestor.display(),
-                    dir.display()
-                );
-            }
-            Err(_) => {}
-        }
-    }
-    format!(
-        "directory {} does not exist; create it first",
-        dir.display()
-    )
 }
 
 /// Removes temp files that a killed download left: `PREFIX` followed by
