@@ -71,6 +71,17 @@ fn a_relative_source_is_named_as_given() {
 }
 
 #[test]
+fn a_source_above_the_current_directory_needs_an_absolute_path() {
+    let root = root();
+    let output = root.run(&["ensure", "/etc/app", "--source", "../x"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr).trim_end(),
+        "!! holo-scaffold ensure: --source: source \"../x\" contains \"..\": ../x is relative: a one-off does not take it from the current directory; give an absolute path (as $PWD/../x)"
+    );
+}
+
+#[test]
 fn status_gives_the_ensured_table_and_the_managed_files() {
     let root = root();
     let args = [

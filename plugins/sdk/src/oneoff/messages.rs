@@ -79,6 +79,9 @@ impl Messages {
         let rest = rest
             .replace(&format!("{file}:1"), command)
             .replace(file, command);
+        if let Some(rest) = beside_file_hint(&rest) {
+            return prefix + &rest;
+        }
         let hint = relative_hint(&rest, directory);
         prefix + &rest.replace(directory, "") + &hint
     }
@@ -109,8 +112,24 @@ fn relative_hint(message: &str, directory: &str) -> String {
         .chars()
         .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ')' | ';' | ','))
         .collect();
+    format!("; {}", relative_path_hint(&path))
+}
+
+/// A message that asks for a path "beside this file", meaning the
+/// generated resource file: its clause about the quoted path becomes
+/// [`relative_path_hint`].
+fn beside_file_hint(message: &str) -> Option<String> {
+    let at = message.find("beside this file")?;
+    let clause = message[..at].rfind(": ")?;
+    let head = &message[..clause];
+    let path = head.split('"').nth(1)?;
+    Some(format!("{head}: {}", relative_path_hint(path)))
+}
+
+/// What a one-off says about relative `path`.
+fn relative_path_hint(path: &str) -> String {
     format!(
-        "; {path} is relative: a one-off does not take it from the current directory; give an absolute path (as $PWD/{path})"
+        "{path} is relative: a one-off does not take it from the current directory; give an absolute path (as $PWD/{path})"
     )
 }
 
