@@ -239,7 +239,9 @@ pub(crate) fn resolve_name(from: &str, name: &str) -> Result<String, String> {
             "" | "." => {}
             ".." => {
                 if parts.pop().is_none() {
-                    return Err(format!("template name {name:?} leaves the template tree"));
+                    return Err(format!(
+                        "template name {name:?} leaves the template tree; includes are read only from the template tree"
+                    ));
                 }
             }
             p => parts.push(p),

@@ -121,10 +121,11 @@ pub(crate) fn render(
         .delimiters
         .as_ref()
         .map(|(left, right)| (left.as_str(), right.as_str()));
+    let source = resolve_source(env, spec).map_err(Error::new)?;
     let engine: Box<dyn render::TreeEngine> = match spec.engine {
         TemplateEngine::Jinja => Box::new(
             context
-                .tree_engine(&spec.data, delimiters)
+                .tree_templates(&spec.data, delimiters, &source)
                 .map_err(Error::new)?,
         ),
         TemplateEngine::Jet => {
@@ -142,7 +143,6 @@ pub(crate) fn render(
                 .map_err(Error::new)?,
         ),
     };
-    let source = resolve_source(env, spec).map_err(Error::new)?;
     let files = render::render_tree_within(
         engine.as_ref(),
         &source,

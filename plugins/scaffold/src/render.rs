@@ -10,8 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use holo_plugin::root_fs::RootFs;
-use holo_plugin::template::LimitedOutput;
-use minijinja::Environment;
+use holo_plugin::template::TreeTemplates;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -212,7 +211,7 @@ pub trait TreeEngine {
 const FIX_HINT: &str =
     "fix the template or define the value in etc/holo/data.toml or the resource's data";
 
-impl TreeEngine for Environment<'_> {
+impl TreeEngine for TreeTemplates {
     fn render(
         &self,
         tree: &TreeSource<'_>,
@@ -221,31 +220,14 @@ impl TreeEngine for Environment<'_> {
         shown: &str,
         what: &str,
     ) -> Result<String, String> {
-        let mut out = LimitedOutput::new(tree.max_output);
-        self.template_from_str(text)
-            .and_then(|template| {
-                template
-                    .render_captured_to(minijinja::context! {}, &mut out)
-                    .map(|_| ())
-            })
-            .map_err(|err| {
-                let line = err
-                    .line()
-                    .map(|line| format!(":{line}"))
-                    .unwrap_or_default();
-                if out.exceeded {
-                    return format!(
-                        "{shown}{line}: cannot render the {what}: {}",
-                        out.exceeded_message()
-                    );
-                }
-                format!(
-                    "{shown}{line}: cannot render the {what}: {}; {FIX_HINT}",
-                    err.detail().unwrap_or(&err.kind().to_string())
-                )
-            })?;
-        String::from_utf8(out.bytes)
-            .map_err(|_| format!("{shown}: the {what} renders to bytes that are not UTF-8"))
+        // The SDK's words, as holo-file prints them: the tag, the named
+        // undefined value, and what to do.
+        self.render_within(text, tree.max_output).map_err(|err| {
+            let file = err
+                .file()
+                .map_or_else(|| shown.to_string(), |name| tree.shown(name));
+            format!("{file}:{}: cannot render the {what}: {err}", err.line())
+        })
     }
 }
 
@@ -461,13 +443,17 @@ mod tests {
     use super::*;
     use std::fs;
 
-    fn engine() -> Environment<'static> {
-        let mut engine = Environment::new();
-        let mut syntax = minijinja::syntax::SyntaxConfig::builder();
-        syntax.keep_trailing_newline(true);
-        engine.set_syntax(syntax.build().expect("syntax"));
-        engine.add_global("data", minijinja::context! { name => "web" });
-        engine
+    /// The minijinja engine of the template tree `tree`.
+    fn engine_in(tree: &Path) -> TreeTemplates {
+        let mut data = toml::Table::new();
+        data.insert("name".into(), "web".into());
+        holo_plugin::template::TemplateContext::new(
+            holo_plugin::facts::Facts::default(),
+            data,
+            std::collections::BTreeMap::new(),
+        )
+        .tree_templates(&toml::Table::new(), None, tree)
+        .expect("engine")
     }
 
     fn jet() -> JetEngine {
@@ -571,7 +557,7 @@ mod tests {
         fs::create_dir_all(&target).expect("mkdir");
         fs::write(target.join("same.txt"), "same\n").expect("t");
         fs::write(target.join("stray.txt"), "x").expect("t");
-        let rendered = render_tree(&engine(), &source, true).expect("render");
+        let rendered = render_tree(&engine_in(&source), &source, true).expect("render");
         let rels: Vec<_> = rendered
             .iter()
             .map(|f| f.rel.display().to_string())
@@ -663,12 +649,12 @@ mod tests {
         fs::create_dir_all(source.join("sub")).expect("mkdir");
         fs::write(source.join("inside.txt"), "in\n").expect("t");
         std::os::unix::fs::symlink("../inside.txt", source.join("sub/link.txt")).expect("ln");
-        let files = render_tree(&engine(), &source, false).expect("inside link");
+        let files = render_tree(&engine_in(&source), &source, false).expect("inside link");
         assert_eq!(files[1].content, b"in\n");
         for escape in ["/etc/passwd", "../../outside", "../.."] {
             let _ = fs::remove_file(source.join("sub/out"));
             std::os::unix::fs::symlink(escape, source.join("sub/out")).expect("ln");
-            let err = render_tree(&engine(), &source, false).expect_err(escape);
+            let err = render_tree(&engine_in(&source), &source, false).expect_err(escape);
             assert!(err.contains("outside the template directory"), "{err}");
         }
         assert!(stays_below(Path::new("a/b"), Path::new("../../c")));
@@ -681,7 +667,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
         fs::write(dir.path().join(name), "x").expect("t");
-        let err = render_tree(&engine(), dir.path(), false).expect_err("not UTF-8");
+        let err = render_tree(&engine_in(dir.path()), dir.path(), false).expect_err("not UTF-8");
         assert!(
             err.contains("caf\\xe9.txt") && err.contains("rename"),
             "{err}"
@@ -692,10 +678,14 @@ mod tests {
     fn bad_templates_name_the_file_and_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("x.conf"), "ok\n{{ missing.value }}\n").expect("t");
-        let mut strict = engine();
-        strict.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        let err = render_tree(&strict, dir.path(), false).expect_err("undefined");
-        assert!(err.contains("x.conf:2:"), "{err}");
+        let err = render_tree(&engine_in(dir.path()), dir.path(), false).expect_err("undefined");
+        assert_eq!(
+            err,
+            format!(
+                "{}:2: cannot render the content: in `{{{{ missing.value }}}}`: `missing` is undefined; define it in etc/holo/data.toml or etc/holo/facts.toml, or give a default with `| default('...')`",
+                dir.path().join("x.conf").display()
+            )
+        );
     }
 
     /// Renders `template` (as `big.conf`) within `limit` bytes.
@@ -712,7 +702,7 @@ mod tests {
         let cases: [(&str, &dyn TreeEngine, &str); 3] = [
             (
                 "minijinja",
-                &engine(),
+                &engine_in(Path::new("/nonexistent")),
                 "head\n{% for i in range(5000) %}x{% endfor %}\n",
             ),
             ("jet", &jet(), "head\n[[ repeat(\"x\", 5000) ]]\n"),

@@ -196,13 +196,7 @@ impl TemplateContext {
     /// `{% import %}`; `shown` is the same directory as messages name it
     /// (`HOLO_RESOURCE_ORIGIN`).
     pub fn with_files(mut self, dir: &Path, shown: &Path) -> TemplateContext {
-        self.files = Some(Arc::new(TemplateFiles {
-            dir: dir.to_path_buf(),
-            shown: shown.to_path_buf(),
-            loader: Box::new(minijinja::path_loader(dir.to_path_buf())),
-            read: Mutex::new(BTreeSet::new()),
-            depth: AtomicUsize::new(0),
-        }));
+        self.files = Some(Arc::new(TemplateFiles::new(dir, shown, false)));
         let data = std::mem::take(&mut self.data);
         self.set_data(data);
         self
@@ -232,32 +226,41 @@ impl TemplateContext {
 
     pub(crate) fn set_data(&mut self, data: Table) {
         // Cannot fail: the default delimiters are valid.
-        if let Ok(engine) = self.engine_over(&data, None) {
+        if let Ok(engine) = self.engine_over(&data, None, self.files.as_ref()) {
             self.engine = engine;
         }
         self.data = data;
     }
 
-    /// A separate engine for a tree of templates (scaffold): the same
-    /// globals and rules, with the top-level keys of `extra` merged over
-    /// `data`, and, when given, other delimiters: `LEFT expr RIGHT` for
+    /// A separate engine for the template tree `tree` (scaffold): the
+    /// same globals and rules, with the top-level keys of `extra` merged
+    /// over `data`, and, when given, other delimiters: `LEFT expr RIGHT` for
     /// `{{ }}`, `LEFT% ... %RIGHT` for `{% %}`, `LEFT# ... #RIGHT` for `{# #}`.
-    pub fn tree_engine(
+    /// `{% include %}`, `{% import %}`, `template()` and `readFile()` read
+    /// files of the tree only, by the rules of [`with_files`](Self::with_files).
+    pub fn tree_templates(
         &self,
         extra: &Table,
         delimiters: Option<(&str, &str)>,
-    ) -> Result<Environment<'static>, String> {
+        tree: &Path,
+    ) -> Result<TreeTemplates, String> {
         let mut data = self.data.clone();
         for (key, value) in extra {
             data.insert(key.clone(), value.clone());
         }
-        self.engine_over(&data, delimiters)
+        let files = Arc::new(TemplateFiles::new(tree, tree, true));
+        Ok(TreeTemplates {
+            engine: self.engine_over(&data, delimiters, Some(&files))?,
+            files,
+            machine_facts: self.missing_machine_facts(),
+        })
     }
 
     fn engine_over(
         &self,
         data: &Table,
         delimiters: Option<(&str, &str)>,
+        files: Option<&Arc<TemplateFiles>>,
     ) -> Result<Environment<'static>, String> {
         let mut engine = Environment::new();
         engine.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -289,7 +292,7 @@ impl TemplateContext {
         engine.add_function("lookup", move |path: &str, default: Option<JinjaValue>| {
             scope.lookup(path, default)
         });
-        if let Some(files) = &self.files {
+        if let Some(files) = files {
             engine.set_recursion_limit(MAX_DEPTH);
             let loader = Arc::clone(files);
             engine.set_loader(move |name| loader.load(name));
@@ -350,32 +353,9 @@ impl TemplateContext {
     /// writes more fails at the line that crossed the limit, before it
     /// holds more than that in memory.
     pub fn render_within(&self, text: &str, limit: usize) -> Result<String, TemplateError> {
-        if !Self::is_template(text) {
-            return Ok(text.to_string());
-        }
-        let mut out = LimitedOutput::new(limit);
-        let rendered = self.engine.template_from_str(text).and_then(|template| {
-            template
-                .render_captured_to(minijinja::context! {}, &mut out)
-                .map(|_| ())
-        });
-        match rendered {
-            Ok(_) => String::from_utf8(out.bytes).map_err(|_| TemplateError {
-                message: "the template rendered bytes that are not UTF-8".into(),
-                expression: None,
-                line: 1,
-                file: None,
-                may_be_literal: false,
-            }),
-            Err(err) => {
-                let mut error = self.to_template_error(&err, text);
-                if out.exceeded {
-                    error.message = out.exceeded_message();
-                    error.may_be_literal = false;
-                }
-                Err(error)
-            }
-        }
+        render_text(&self.engine, text, limit, |err| {
+            self.to_template_error(err, text)
+        })
     }
 
     /// Evaluates a bare expression such as `facts.os.id == "debian"` (the
@@ -406,93 +386,167 @@ impl TemplateContext {
     /// A minijinja error as the user sees it: the tag that failed, the line,
     /// the template file when the error is inside one, and what to do.
     fn to_template_error(&self, err: &minijinja::Error, text: &str) -> TemplateError {
-        // An include wraps the error of the included template: report that one.
-        let mut err = err;
-        while let Some(inner) = std::error::Error::source(err)
-            .and_then(|source| source.downcast_ref::<minijinja::Error>())
-            .filter(|inner| inner.line().is_some())
-        {
-            err = inner;
-        }
-        let file = err
-            .name()
-            .filter(|name| *name != STRING_NAME)
-            .map(str::to_string);
-        // The failing tag is in the template file's source, not in `text`.
-        let source = match &file {
-            Some(name) => self
-                .engine
-                .get_template(name)
-                .map(|template| template.source().to_string())
-                .ok(),
-            None => Some(text.to_string()),
-        };
-        let expression = source
-            .as_deref()
-            .zip(err.range())
-            .and_then(|(source, range)| enclosing_tag(source, range))
-            .filter(|tag| !tag.is_empty());
-        let line = err.line().unwrap_or(1);
-        let detail = err.detail();
-        // A machine-only fact that test mode lacks, used in the failing tag.
-        let machine = (err.kind() == ErrorKind::UndefinedError
-            || detail.is_some_and(|detail| detail.contains("is undefined")))
-        .then(|| self.missing_machine_facts())
-        .flatten()
-        .and_then(|machine| {
-            let mentioned = format!(
-                "{} {}",
-                detail.unwrap_or_default(),
-                expression.as_deref().unwrap_or_default()
-            );
-            machine.hint_for(&mentioned)
-        });
-        let machine_fact = machine.is_some();
-        let message = match (err.kind(), machine) {
-            (_, Some(hint)) => format!("{}; {hint}", detail.unwrap_or("undefined value")),
-            (ErrorKind::UndefinedError, None) => format!(
-                "{}; define it in etc/holo/data.toml or etc/holo/facts.toml, or give a default with `| default('...')`",
-                detail.unwrap_or("undefined value")
-            ),
-            (ErrorKind::SyntaxError, None) => format!(
-                "template syntax error: {}; fix the template",
-                detail.unwrap_or("invalid syntax")
-            ),
-            (ErrorKind::TemplateNotFound, None) => match &self.files {
-                Some(files) => format!(
-                    "{}; template files are read relative to {}",
-                    detail.unwrap_or("template not found"),
-                    files.shown.display()
-                ),
-                None => format!(
-                    "{}; only resources read by a plugin may include template files",
-                    detail.unwrap_or("template not found")
-                ),
-            },
-            (ErrorKind::InvalidOperation, None) => {
-                detail.unwrap_or("invalid operation").to_string()
+        template_error(
+            &self.engine,
+            self.files.as_deref(),
+            self.missing_machine_facts(),
+            err,
+            text,
+        )
+    }
+}
+
+/// The engine of a template tree; see [`TemplateContext::tree_templates`].
+pub struct TreeTemplates {
+    engine: Environment<'static>,
+    files: Arc<TemplateFiles>,
+    machine_facts: Option<MachineFacts>,
+}
+
+impl TreeTemplates {
+    /// Renders `text` (a file of the tree, or its name), writing at most
+    /// `limit` bytes; errors as [`TemplateContext::render`] gives them.
+    pub fn render_within(&self, text: &str, limit: usize) -> Result<String, TemplateError> {
+        render_text(&self.engine, text, limit, |err| {
+            template_error(
+                &self.engine,
+                Some(&self.files),
+                self.machine_facts.clone(),
+                err,
+                text,
+            )
+        })
+    }
+}
+
+/// `text` rendered with `engine` up to `limit` bytes; `describe` words a
+/// failure.
+fn render_text(
+    engine: &Environment<'static>,
+    text: &str,
+    limit: usize,
+    describe: impl Fn(&minijinja::Error) -> TemplateError,
+) -> Result<String, TemplateError> {
+    if !TemplateContext::is_template(text) {
+        return Ok(text.to_string());
+    }
+    let mut out = LimitedOutput::new(limit);
+    let rendered = engine.template_from_str(text).and_then(|template| {
+        template
+            .render_captured_to(minijinja::context! {}, &mut out)
+            .map(|_| ())
+    });
+    match rendered {
+        Ok(()) => String::from_utf8(out.bytes).map_err(|_| TemplateError {
+            message: "the template rendered bytes that are not UTF-8".into(),
+            expression: None,
+            line: 1,
+            file: None,
+            may_be_literal: false,
+        }),
+        Err(err) => {
+            let mut error = describe(&err);
+            if out.exceeded {
+                error.message = out.exceeded_message();
+                error.may_be_literal = false;
             }
-            _ => match detail {
-                Some(detail) => format!("{}: {detail}", err.kind()),
-                None => err.kind().to_string(),
-            },
-        };
-        let may_be_literal = !machine_fact
-            && matches!(
-                err.kind(),
-                ErrorKind::SyntaxError
-                    | ErrorKind::UndefinedError
-                    | ErrorKind::UnknownFunction
-                    | ErrorKind::UnknownFilter
-                    | ErrorKind::UnknownTest
-            );
-        TemplateError {
-            message,
-            expression,
-            line,
-            file,
-            may_be_literal,
+            Err(error)
         }
+    }
+}
+
+/// A minijinja error as the user sees it: the tag that failed, the line,
+/// the template file when the error is inside one, and what to do.
+fn template_error(
+    engine: &Environment<'static>,
+    files: Option<&TemplateFiles>,
+    machine_facts: Option<MachineFacts>,
+    err: &minijinja::Error,
+    text: &str,
+) -> TemplateError {
+    // An include wraps the error of the included template: report that one.
+    let mut err = err;
+    while let Some(inner) = std::error::Error::source(err)
+        .and_then(|source| source.downcast_ref::<minijinja::Error>())
+        .filter(|inner| inner.line().is_some())
+    {
+        err = inner;
+    }
+    let file = err
+        .name()
+        .filter(|name| *name != STRING_NAME)
+        .map(str::to_string);
+    // The failing tag is in the template file's source, not in `text`.
+    let source = match &file {
+        Some(name) => engine
+            .get_template(name)
+            .map(|template| template.source().to_string())
+            .ok(),
+        None => Some(text.to_string()),
+    };
+    let expression = source
+        .as_deref()
+        .zip(err.range())
+        .and_then(|(source, range)| enclosing_tag(source, range))
+        .filter(|tag| !tag.is_empty());
+    let line = err.line().unwrap_or(1);
+    let detail = err.detail();
+    // A machine-only fact that test mode lacks, used in the failing tag.
+    let machine = (err.kind() == ErrorKind::UndefinedError
+        || detail.is_some_and(|detail| detail.contains("is undefined")))
+    .then_some(machine_facts)
+    .flatten()
+    .and_then(|machine| {
+        let mentioned = format!(
+            "{} {}",
+            detail.unwrap_or_default(),
+            expression.as_deref().unwrap_or_default()
+        );
+        machine.hint_for(&mentioned)
+    });
+    let machine_fact = machine.is_some();
+    let message = match (err.kind(), machine) {
+        (_, Some(hint)) => format!("{}; {hint}", detail.unwrap_or("undefined value")),
+        (ErrorKind::UndefinedError, None) => format!(
+            "{}; define it in etc/holo/data.toml or etc/holo/facts.toml, or give a default with `| default('...')`",
+            detail.unwrap_or("undefined value")
+        ),
+        (ErrorKind::SyntaxError, None) => format!(
+            "template syntax error: {}; fix the template",
+            detail.unwrap_or("invalid syntax")
+        ),
+        (ErrorKind::TemplateNotFound, None) => match files {
+            Some(files) => format!(
+                "{}; template files are read relative to {}",
+                detail.unwrap_or("template not found"),
+                files.shown.display()
+            ),
+            None => format!(
+                "{}; only resources read by a plugin may include template files",
+                detail.unwrap_or("template not found")
+            ),
+        },
+        (ErrorKind::InvalidOperation, None) => detail.unwrap_or("invalid operation").to_string(),
+        _ => match detail {
+            Some(detail) => format!("{}: {detail}", err.kind()),
+            None => err.kind().to_string(),
+        },
+    };
+    let may_be_literal = !machine_fact
+        && matches!(
+            err.kind(),
+            ErrorKind::SyntaxError
+                | ErrorKind::UndefinedError
+                | ErrorKind::UnknownFunction
+                | ErrorKind::UnknownFilter
+                | ErrorKind::UnknownTest
+        );
+    TemplateError {
+        message,
+        expression,
+        line,
+        file,
+        may_be_literal,
     }
 }
 
@@ -544,19 +598,50 @@ struct TemplateFiles {
     read: Mutex<BTreeSet<PathBuf>>,
     /// Nested `template()` calls, which minijinja's own limit cannot see.
     depth: AtomicUsize,
+    /// A scaffold's template tree rather than a resource directory.
+    tree: bool,
 }
 
 impl TemplateFiles {
+    fn new(dir: &Path, shown: &Path, tree: bool) -> TemplateFiles {
+        TemplateFiles {
+            dir: dir.to_path_buf(),
+            shown: shown.to_path_buf(),
+            loader: Box::new(minijinja::path_loader(dir.to_path_buf())),
+            read: Mutex::new(BTreeSet::new()),
+            depth: AtomicUsize::new(0),
+            tree,
+        }
+    }
+
+    /// What the files are read from, in messages.
+    fn place(&self) -> &'static str {
+        if self.tree {
+            "template tree"
+        } else {
+            "resource directory"
+        }
+    }
+
     /// The file that `name` names below the directory; `Ok(None)` when it
     /// does not exist. Absolute names, `..` and symlinks out are errors.
     fn resolve(&self, name: &str, what: &str) -> Result<Option<PathBuf>, minijinja::Error> {
+        let place = self.place();
         let refuse = |why: String| {
+            let rule = if self.tree {
+                format!(
+                    "includes are read only from the template tree {}",
+                    self.shown.display()
+                )
+            } else {
+                format!(
+                    "{what} paths are relative to {} and stay inside it",
+                    self.shown.display()
+                )
+            };
             Err(minijinja::Error::new(
                 ErrorKind::InvalidOperation,
-                format!(
-                    "{what} {name:?} {why}; {what} paths are relative to {} and stay inside it",
-                    self.shown.display()
-                ),
+                format!("{what} {name:?} {why}; {rule}"),
             ))
         };
         let relative = Path::new(name);
@@ -569,10 +654,10 @@ impl TemplateFiles {
                 Component::Normal(part) => normal.push(part),
                 Component::CurDir => {}
                 Component::RootDir | Component::Prefix(_) => {
-                    return refuse("is absolute".to_string());
+                    return refuse(format!("is absolute, which leaves the {place}"));
                 }
                 Component::ParentDir => {
-                    return refuse("leaves the resource directory with ..".to_string());
+                    return refuse(format!("leaves the {place} with .."));
                 }
             }
         }
@@ -584,7 +669,7 @@ impl TemplateFiles {
                 let link = std::fs::read_link(&path)
                     .map(|target| format!(" (-> {})", target.display()))
                     .unwrap_or_default();
-                refuse(format!("is a symlink out of the resource directory{link}"))
+                refuse(format!("is a symlink out of the {place}{link}"))
             }
             (Ok(_), Ok(_)) => {
                 if let Ok(mut read) = self.read.lock() {

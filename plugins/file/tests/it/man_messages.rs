@@ -80,7 +80,11 @@ fn holo_file_8_quotes_the_undefined_value_error_holo_file_prints() {
 
 #[test]
 fn holo_data_5_quotes_the_undefined_fact_error_holo_file_prints() {
-    let examples = quoted_examples("holo-data.5", "is undefined");
+    // The page's other example is holo-scaffold's (its tests check it).
+    let examples: Vec<String> = quoted_examples("holo-data.5", "is undefined")
+        .into_iter()
+        .filter(|example| example.contains("holo/file/"))
+        .collect();
     assert_eq!(examples.len(), 1, "{examples:?}");
     let dir = tempfile::tempdir().expect("tempdir");
     write(

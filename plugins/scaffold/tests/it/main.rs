@@ -8,6 +8,7 @@ mod containment;
 mod converge;
 mod go_engine;
 mod go_no_value;
+mod includes;
 mod load_errors;
 mod oneoff;
 mod scaffold;
