@@ -6,16 +6,10 @@
 use test_support::escapes;
 
 use std::fs;
-use std::path::Path;
+
+use crate::support::run;
 
 use escapes::{Escapes, write};
-
-fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    escapes
-        .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
-        .args(args)
-        .output()
-}
 
 #[test]
 fn a_failed_command_that_creates_its_file_counts_as_successful() {

@@ -8,14 +8,9 @@ use test_support::escapes;
 use std::fs;
 use std::path::Path;
 
-use escapes::{Escapes, write};
+use crate::support::run;
 
-fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    escapes
-        .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
-        .args(args)
-        .output()
-}
+use escapes::{Escapes, write};
 
 #[test]
 fn cwd_through_symlinks_resolves_inside_the_root() {

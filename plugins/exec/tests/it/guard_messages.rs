@@ -2,15 +2,9 @@
 //! `holo-exec scan` and `holo-exec apply ENTITY` in test mode.
 
 use std::fs;
-use std::path::Path;
-use test_support::escapes::{Escapes, write};
 
-fn run(escapes: &Escapes, args: &[&str]) -> std::process::Output {
-    escapes
-        .plugin(Path::new(env!("CARGO_BIN_EXE_holo-exec")), "exec")
-        .args(args)
-        .output()
-}
+use crate::support::run;
+use test_support::escapes::{Escapes, write};
 
 #[test]
 fn a_zero_timeout_points_at_its_line_and_says_it_must_be_positive() {

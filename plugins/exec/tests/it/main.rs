@@ -11,3 +11,4 @@ mod cwd_containment;
 mod daemons;
 mod guard_messages;
 mod oneoff;
+mod support;

@@ -5,19 +5,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use test_support::plugin_run::PluginRun;
+
+/// `holo-file scan` on `root`, with holo's environment.
+fn scan_run(root: &Path) -> PluginRun {
+    PluginRun::new(assert_cmd::cargo::cargo_bin!("holo-file"), "file", root)
+        .cache_dir(root.join("tmp/holo.1"))
+        .args(["scan"])
+}
+
 fn scan(root: &Path) -> (bool, String, Duration) {
     let started = Instant::now();
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", root.join("usr/share/holo/file"))
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/holo.1"))
-        .output()
-        .unwrap();
+    let out = scan_run(root).output();
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.success(), text, started.elapsed())
 }

@@ -5,23 +5,20 @@
 //! of lines.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+use test_support::plugin_run::PluginRun;
 
 /// Runs `holo-file scan` on `root` with stderr in a file, killed after
 /// `limit`; returns its stderr.
 fn scan_within(root: &Path, limit: Duration) -> String {
     let stderr_path = root.join("scan.stderr");
     let stderr = std::fs::File::create(&stderr_path).unwrap();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("holo-file"))
-        .arg("scan")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOLO_API_VERSION", "3")
-        .env("HOLO_ROOT_DIR", root)
-        .env("HOLO_RESOURCE_DIR", root.join("usr/share/holo/file"))
-        .env("HOLO_STATE_DIR", root.join("var/lib/holo/file"))
-        .env("HOLO_CACHE_DIR", root.join("tmp/holo.1"))
+    let mut child = PluginRun::new(assert_cmd::cargo::cargo_bin!("holo-file"), "file", root)
+        .cache_dir(root.join("tmp/holo.1"))
+        .args(["scan"])
+        .command()
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
