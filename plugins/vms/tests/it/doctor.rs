@@ -176,7 +176,9 @@ fn qemu_tools_of_different_releases_warn_and_without_kvm_tcg_is_used() {
         .qemu_img_8_2()
         .real("ssh")
         .real("ssh-keygen");
-    let (out, report) = host.doctor_on_own_path(&[]);
+    // No firmware, whatever this machine has installed in /usr/share/OVMF.
+    let missing = host.bin().join("no-OVMF_CODE.fd");
+    let (out, report) = host.doctor_on_own_path(&[("HOLOS_OVMF_CODE", missing.to_str().unwrap())]);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(level(&report, "qemu-system-x86_64"), "ok", "{report}");
     assert!(
