@@ -103,7 +103,12 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         }
         return flush_stdout();
     }
-    if is_protocol_word(operation) && std::env::var_os("HOLO_RESOURCE_DIR").is_none() {
+    // A root or a resource directory in the environment means someone set
+    // it up on purpose, as holo-plugin-interface(7) shows for a run by hand.
+    let set_up = ["HOLO_RESOURCE_DIR", "HOLO_ROOT_DIR"]
+        .iter()
+        .any(|key| std::env::var_os(key).is_some());
+    if is_protocol_word(operation) && !set_up {
         return fail(&run_by_hand::<P>(operation));
     }
     let env = match Env::from_process(P::ID) {
