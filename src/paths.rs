@@ -61,20 +61,9 @@ pub fn display(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// Go-style error text for an errno: `file exists`, `no such file or directory`.
-pub fn errno_text(err: &std::io::Error) -> String {
-    match err.raw_os_error() {
-        Some(code) => {
-            let text = nix::errno::Errno::from_raw(code).desc();
-            let mut chars = text.chars();
-            match chars.next() {
-                Some(first) => first.to_lowercase().chain(chars).collect(),
-                None => text.to_string(),
-            }
-        }
-        None => err.to_string(),
-    }
-}
+/// Go-style error text for an errno: `file exists`, `no such file or directory`
+/// (the lock's crate owns the wording).
+pub use holo_runlock::errno_text;
 
 #[cfg(test)]
 mod tests {
