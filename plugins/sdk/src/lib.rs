@@ -103,6 +103,7 @@ pub(crate) mod journal;
 pub mod limits;
 pub mod oneoff;
 pub mod owners;
+mod parse_cache;
 pub mod pid_record;
 pub mod plugin;
 pub mod process;

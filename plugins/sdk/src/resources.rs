@@ -30,6 +30,7 @@ use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 use crate::common::{self, Guard, HealthCheck, parse_duration};
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::parse_cache::{self, FileKey, ParseCache, TableIn, TableOut};
 use crate::template::TemplateContext;
 
 /// A resource kind declared as `[[KIND]]` tables.
@@ -44,7 +45,7 @@ pub trait Resource: DeserializeOwned {
 }
 
 /// The properties every resource kind accepts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Common {
     /// `require`: entity ids that must be applied first (`type#name` is
     /// translated to `type:name`).
@@ -276,7 +277,11 @@ pub fn load_reading<R: Resource>(
     // warning about them would be false, and moving them out would break
     // the mended table. The errors alone are shown.
     if loader.errors.is_empty() {
-        let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+        let read = |path: &Path| {
+            reads(path, &loader.declared)
+                || loader.templates.has_read(path)
+                || loader.cached_reads.contains(path)
+        };
         for unread in listing.unread(&read) {
             warn_unread::<R>(env, &unread);
         }
@@ -575,8 +580,12 @@ struct Loader<'e, R> {
     fields: Option<&'static [&'static str]>,
     templates: Templates,
     declared: Vec<Declared<R>>,
-    ids: HashMap<String, Location>,
+    /// Where each entity id was declared: its index in `declared`.
+    ids: HashMap<String, usize>,
     errors: Vec<Error>,
+    cache: ParseCache,
+    /// The files that the templates of tables taken from the cache read.
+    cached_reads: HashSet<PathBuf>,
 }
 
 impl<'e, R: Resource> Loader<'e, R> {
@@ -588,10 +597,13 @@ impl<'e, R: Resource> Loader<'e, R> {
             declared: Vec::new(),
             ids: HashMap::new(),
             errors: Vec::new(),
+            cache: ParseCache::open(env),
+            cached_reads: HashSet::new(),
         }
     }
 
     fn finish(self) -> Result<Vec<Declared<R>>> {
+        self.cache.write(self.env);
         if self.errors.is_empty() {
             Ok(self.declared)
         } else {
@@ -611,8 +623,8 @@ impl<'e, R: Resource> Loader<'e, R> {
             )));
             return;
         }
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
+        let (bytes, key) = match read_with_key(path) {
+            Ok(read) => read,
             Err(err) => {
                 self.errors
                     .push(Error::io("read resource file", &origin, &err));
@@ -632,6 +644,11 @@ impl<'e, R: Resource> Loader<'e, R> {
         };
         let lines = LineIndex::new(&text);
         let source = std::sync::Arc::new(SourceText { text, lines });
+        if self.load_cached(path, &origin, key, &source) {
+            return;
+        }
+        let (errors_before, keep) = (self.errors.len(), self.cache.keep_from);
+        self.templates.used = false;
         let (text, lines) = (&source.text, &source.lines);
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
@@ -681,13 +698,21 @@ impl<'e, R: Resource> Loader<'e, R> {
                 return;
             }
         };
+        let mut kept = (tables.len() >= keep).then(Vec::new);
         for table in tables {
             let span = table.span();
             let location = at(span.start);
             match table.into_inner() {
                 DeValue::Table(entries) => {
-                    match self.load_table(entries, span, &location, &at, &source) {
-                        Ok(declared) => self.add(declared),
+                    let keep = kept.is_some();
+                    match self.load_table(entries, span, &location, &at, &source, keep) {
+                        Ok((declared, line)) => {
+                            match (line, &mut kept) {
+                                (Some(line), Some(kept)) => kept.push(line),
+                                _ => kept = None,
+                            }
+                            self.add(declared);
+                        }
                         Err(err) => self.errors.push(err),
                     }
                 }
@@ -699,6 +724,70 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))),
             }
         }
+        if let (Some(kept), true) = (kept, self.errors.len() == errors_before) {
+            self.keep_parsed(path, key, kept);
+        }
+    }
+
+    /// Puts a file that loaded without an error into the parse cache, with
+    /// what its templates saw when they took part.
+    fn keep_parsed(&mut self, path: &Path, key: FileKey, tables: Vec<String>) {
+        let context = self.templates.context.as_ref();
+        let (fingerprint, looked_up) = match context.filter(|_| self.templates.used) {
+            Some(context) => {
+                let looked_up: Vec<PathBuf> = context.files_read().into_iter().collect();
+                (
+                    Some(parse_cache::fingerprint(context, &looked_up)),
+                    looked_up,
+                )
+            }
+            None => (None, Vec::new()),
+        };
+        self.cache.put(path, key, fingerprint, looked_up, tables);
+    }
+
+    /// Takes the tables of a file from the parse cache, when it holds them
+    /// for this version of the file and what its templates saw is the
+    /// same; false when it does not.
+    fn load_cached(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+        key: FileKey,
+        source: &std::sync::Arc<SourceText>,
+    ) -> bool {
+        let templates = &mut self.templates;
+        let fingerprint = |looked_up: &[PathBuf]| {
+            let context = templates.loaded().ok()?;
+            Some(parse_cache::fingerprint(context, looked_up))
+        };
+        let Some(hit) = self.cache.lookup(path, key, fingerprint) else {
+            return false;
+        };
+        let mut declared = Vec::new();
+        for line in hit.tables {
+            let Ok(table) = serde_json::from_str::<TableIn<R, Common>>(line) else {
+                return false;
+            };
+            declared.push(Declared {
+                resource: table.resource,
+                common: table.common,
+                location: Location {
+                    path: path.to_path_buf(),
+                    origin: origin.to_path_buf(),
+                    line: table.line,
+                },
+                skipped: table.skipped,
+                key_offsets: table.key_offsets,
+                source: source.clone(),
+            });
+        }
+        self.cached_reads.extend(hit.looked_up.iter().cloned());
+        self.cache.keep(path);
+        for item in declared {
+            self.add(item);
+        }
+        true
     }
 
     /// A top-level key other than `R::KIND`: a mistyped or foreign table,
@@ -755,10 +844,10 @@ impl<'e, R: Resource> Loader<'e, R> {
             )));
             return;
         }
-        if let Some(first) = self.ids.get(&id) {
+        if let Some(first) = self.ids.get(&id).and_then(|at| self.declared.get(*at)) {
             self.errors.push(Error::new(format!(
-                "{}: duplicate entity {id}, first declared at {first}; remove or rename one of them",
-                declared.location
+                "{}: duplicate entity {id}, first declared at {}; remove or rename one of them",
+                declared.location, first.location
             )));
             return;
         }
@@ -770,7 +859,7 @@ impl<'e, R: Resource> Loader<'e, R> {
                 alias: (declared.common.alias.as_ref()).map(|alias| alias_id(&id, alias)),
             },
         );
-        self.ids.insert(id, declared.location.clone());
+        self.ids.insert(id, self.declared.len());
         self.declared.push(declared);
     }
 
@@ -781,7 +870,8 @@ impl<'e, R: Resource> Loader<'e, R> {
         location: &Location,
         at: &dyn Fn(usize) -> Location,
         source: &std::sync::Arc<SourceText>,
-    ) -> Result<Declared<R>> {
+        keep: bool,
+    ) -> Result<(Declared<R>, Option<String>)> {
         let kind = R::KIND;
         rename_aliases::<R>(&mut table, at)?;
         let render = match table.remove("template") {
@@ -819,6 +909,8 @@ impl<'e, R: Resource> Loader<'e, R> {
                 }
             }
         }
+        // The table as the parse cache keeps it: `None` for what JSON cannot hold.
+        let kept = keep.then(|| json_of_table(&table)).flatten();
         let deserializer = ValueDeserializer::from(Spanned::new(span, DeValue::Table(table)));
         let resource = R::deserialize(deserializer).map_err(|err| {
             let place = err
@@ -832,14 +924,25 @@ impl<'e, R: Resource> Loader<'e, R> {
             };
             Error::new(format!("{place}: [[{kind}]] {message}; {hint}"))
         })?;
-        Ok(Declared {
+        let line = kept.and_then(|resource| {
+            serde_json::to_string(&TableOut {
+                resource,
+                common: &common,
+                line: location.line,
+                skipped: &skipped,
+                key_offsets: &key_offsets,
+            })
+            .ok()
+        });
+        let declared = Declared {
             resource,
             common,
             location: location.clone(),
             skipped,
             key_offsets,
             source: source.clone(),
-        })
+        };
+        Ok((declared, line))
     }
 
     /// Renders `if` and `unless` (when `render`) and evaluates them: why
@@ -923,6 +1026,46 @@ impl<'e, R: Resource> Loader<'e, R> {
         }
         Ok(())
     }
+}
+
+/// A resource file's bytes and what identifies this version of it.
+fn read_with_key(path: &Path) -> std::io::Result<(Vec<u8>, FileKey)> {
+    let mut file = std::fs::File::open(path)?;
+    let key = FileKey::of(&file.metadata()?);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok((bytes, key))
+}
+
+/// A table as JSON, for the parse cache; `None` when it holds what JSON
+/// cannot (a datetime, a float that is not finite, an integer beyond i64).
+fn json_of_table(table: &DeTable<'_>) -> Option<serde_json::Value> {
+    table
+        .iter()
+        .map(|(key, value)| Some((key.get_ref().to_string(), json_of(value.get_ref())?)))
+        .collect::<Option<serde_json::Map<_, _>>>()
+        .map(serde_json::Value::Object)
+}
+
+fn json_of(value: &DeValue<'_>) -> Option<serde_json::Value> {
+    Some(match value {
+        DeValue::String(text) => serde_json::Value::String(text.to_string()),
+        DeValue::Integer(integer) => {
+            serde_json::Value::from(i64::from_str_radix(integer.as_str(), integer.radix()).ok()?)
+        }
+        DeValue::Float(float) => {
+            serde_json::Value::Number(serde_json::Number::from_f64(float.as_str().parse().ok()?)?)
+        }
+        DeValue::Boolean(value) => serde_json::Value::Bool(*value),
+        DeValue::Datetime(_) => return None,
+        DeValue::Array(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .map(|item| json_of(item.get_ref()))
+                .collect::<Option<_>>()?,
+        ),
+        DeValue::Table(table) => json_of_table(table)?,
+    })
 }
 
 fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]) -> Error {
@@ -1111,6 +1254,8 @@ struct Templates {
     resource_dir: PathBuf,
     resource_origin: PathBuf,
     context: Option<TemplateContext>,
+    /// The file being loaded needed facts and data (see [`parse_cache`]).
+    used: bool,
 }
 
 impl Templates {
@@ -1122,6 +1267,7 @@ impl Templates {
             resource_dir: env.resource_dir.clone(),
             resource_origin: env.resource_origin.clone(),
             context: None,
+            used: false,
         }
     }
 
@@ -1159,19 +1305,26 @@ impl Templates {
         Ok(())
     }
 
-    /// The facts and data, loaded on first use.
+    /// The facts and data for a property, loaded on first use.
     fn context(&mut self, location: &Location, property: &str) -> Result<&TemplateContext> {
+        self.used = true;
+        self.loaded().map_err(|err| {
+            Error::new(format!(
+                "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
+            ))
+        })
+    }
+
+    /// The facts and data, loaded on first use.
+    fn loaded(&mut self) -> std::result::Result<&TemplateContext, String> {
         if self.context.is_none() {
-            let context = TemplateContext::load(&self.root, self.test_mode).map_err(|err| {
-                Error::new(format!(
-                    "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
-                ))
-            })?;
+            let context =
+                TemplateContext::load(&self.root, self.test_mode).map_err(|err| err.to_string())?;
             self.context = Some(context.with_files(&self.resource_dir, &self.resource_origin));
         }
         self.context
             .as_ref()
-            .ok_or_else(|| Error::new(format!("{location}: facts and data are not loaded")))
+            .ok_or_else(|| "they are not loaded".to_string())
     }
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
@@ -1413,6 +1566,9 @@ fn parse_health_check(
 /// one plugin's resources. An alias that is also an entity id, or that two
 /// resources declare, is an error naming both places.
 fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
+    if declared.iter().all(|item| item.common.alias.is_none()) {
+        return Ok(());
+    }
     let mut ids: HashMap<String, &Location> = HashMap::new();
     for item in declared.iter() {
         ids.insert(item.resource.entity_id(), &item.location);

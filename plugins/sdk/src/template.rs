@@ -203,7 +203,8 @@ impl TemplateContext {
     }
 
     /// The files below the resource directory that templates have read so
-    /// far (through [`with_files`](Self::with_files)), as paths below it.
+    /// far (through [`with_files`](Self::with_files)), or looked for and
+    /// not found, as paths below it.
     pub fn files_read(&self) -> BTreeSet<PathBuf> {
         self.files
             .as_ref()
@@ -595,6 +596,8 @@ struct TemplateFiles {
     /// minijinja's path loader over `dir`, asked once a name is known to
     /// stay inside it.
     loader: Box<Loader>,
+    /// What templates read, and what they looked for and did not find (a
+    /// file made there later changes what they render).
     read: Mutex<BTreeSet<PathBuf>>,
     /// Nested `template()` calls, which minijinja's own limit cannot see.
     depth: AtomicUsize,
@@ -677,7 +680,12 @@ impl TemplateFiles {
                 }
                 Ok(Some(path))
             }
-            (Err(err), _) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            (Err(err), _) if err.kind() == std::io::ErrorKind::NotFound => {
+                if let Ok(mut read) = self.read.lock() {
+                    read.insert(path);
+                }
+                Ok(None)
+            }
             (Err(err), _) | (_, Err(err)) => Err(minijinja::Error::new(
                 ErrorKind::InvalidOperation,
                 format!(
