@@ -82,6 +82,7 @@ pub(crate) struct TableOut<'a, C> {
     pub(crate) resource: serde_json::Value,
     pub(crate) common: &'a C,
     pub(crate) line: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) skipped: &'a Option<String>,
     pub(crate) key_offsets: &'a [usize],
 }
@@ -92,6 +93,7 @@ pub(crate) struct TableIn<R, C> {
     pub(crate) resource: R,
     pub(crate) common: C,
     pub(crate) line: usize,
+    #[serde(default)]
     pub(crate) skipped: Option<String>,
     pub(crate) key_offsets: Vec<usize>,
 }

@@ -46,24 +46,33 @@ pub trait Resource: DeserializeOwned {
 
 /// The properties every resource kind accepts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Common {
     /// `require`: entity ids that must be applied first (`type#name` is
     /// translated to `type:name`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub require: Vec<String>,
     /// `subscribe`: like `require`, and a change there refreshes this entity.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subscribe: Vec<String>,
     /// `if`: a condition; the entity is managed only when it is true.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub only_if: Option<String>,
     /// `unless`: a condition; the entity is managed only when it is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unless: Option<String>,
     /// `protect`: opt in to (true) or out of (false) protection of manual edits.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub protect: Option<bool>,
     /// `alias`: a second name that `require` and `subscribe` may use.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
     /// `health_checks`: Nagios-style commands run after apply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub health_checks: Vec<HealthCheck>,
     /// `max_render_size`: how many bytes one template of the resource may
     /// render (its properties, and the files of a template tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_render_size: Option<usize>,
 }
 
@@ -613,6 +622,21 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn load_file(&mut self, path: &Path) {
         let origin = self.env.origin_of(path);
+        let Some((source, key)) = self.read_source(path, &origin) else {
+            return;
+        };
+        if !self.load_cached(path, &origin, key, &source) {
+            self.parse_file(path, &origin, key, &source);
+        }
+    }
+
+    /// The text of a resource file and what identifies this version of
+    /// it; `None`, with the error kept, when it cannot be read as UTF-8.
+    fn read_source(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+    ) -> Option<(std::sync::Arc<SourceText>, FileKey)> {
         if origin.to_str().is_none() || path.to_str().is_none() {
             // The scan cache, state records and messages hold paths as
             // UTF-8 text: refuse here, naming the file, rather than fail
@@ -621,38 +645,46 @@ impl<'e, R: Resource> Loader<'e, R> {
                 "{}: the file name is not valid UTF-8 (shown with U+FFFD for each invalid byte); rename it to a UTF-8 name (for example with mv, or convmv -f latin1 -t utf8)",
                 origin.display()
             )));
-            return;
+            return None;
         }
         let (bytes, key) = match read_with_key(path) {
             Ok(read) => read,
             Err(err) => {
                 self.errors
-                    .push(Error::io("read resource file", &origin, &err));
-                return;
+                    .push(Error::io("read resource file", origin, &err));
+                return None;
             }
         };
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(err) => {
                 self.errors.push(Error::new(not_utf8(
-                    &origin,
+                    origin,
                     err.as_bytes(),
                     &err.utf8_error(),
                 )));
-                return;
+                return None;
             }
         };
         let lines = LineIndex::new(&text);
-        let source = std::sync::Arc::new(SourceText { text, lines });
-        if self.load_cached(path, &origin, key, &source) {
-            return;
-        }
+        Some((std::sync::Arc::new(SourceText { text, lines }), key))
+    }
+
+    /// Parses a resource file's tables, and keeps them in the parse cache
+    /// when the file is large enough and loaded without an error.
+    fn parse_file(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+        key: FileKey,
+        source: &std::sync::Arc<SourceText>,
+    ) {
         let (errors_before, keep) = (self.errors.len(), self.cache.keep_from);
         self.templates.used = false;
         let (text, lines) = (&source.text, &source.lines);
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
-            origin: origin.clone(),
+            origin: origin.to_path_buf(),
             line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(text, offset)),
         };
         let mut document = match DeTable::parse(text) {
@@ -705,7 +737,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             match table.into_inner() {
                 DeValue::Table(entries) => {
                     let keep = kept.is_some();
-                    match self.load_table(entries, span, &location, &at, &source, keep) {
+                    match self.load_table(entries, span, &location, &at, source, keep) {
                         Ok((declared, line)) => {
                             match (line, &mut kept) {
                                 (Some(line), Some(kept)) => kept.push(line),
