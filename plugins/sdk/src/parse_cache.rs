@@ -18,8 +18,9 @@
 //! looked for. The entry is used only when the fingerprint is the same now.
 //!
 //! Only files of [`CACHE_FROM_TABLES`] tables or more are kept: a smaller
-//! one parses in less time than the check takes. A cache that cannot be
-//! read or written only means a parse, never an error.
+//! one parses in less time than the check takes; and only resources read
+//! in place, since a copy is new in every run. A cache that cannot be read
+//! or written only means a parse, never an error.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -136,7 +137,13 @@ impl ParseCache {
     /// Reads the plugin's cache; an empty one when there is none or it
     /// cannot be read.
     pub(crate) fn open(env: &Env) -> ParseCache {
-        let path = env.root_join(CACHE_DIR).join(&env.plugin_id);
+        // A copy of the resources (generators ran, or the plugin does not
+        // read them in place) is new in every run: nothing to keep. Nor is
+        // a one-off's resource, which must not replace the cache of the
+        // plugin's own resource directory.
+        let static_dir = env.root_join("usr/share/holo").join(&env.plugin_id);
+        let in_place = env.resource_dir == env.resource_origin && env.resource_dir == static_dir;
+        let path = in_place.then(|| env.root_join(CACHE_DIR).join(&env.plugin_id));
         // Test mode only: a smaller threshold, so that tests can use the
         // cache with a few tables.
         let keep_from = env
@@ -144,9 +151,14 @@ impl ParseCache {
             .then(|| std::env::var("HOLO_TEST_PARSE_CACHE_FROM").ok())
             .flatten()
             .and_then(|text| text.parse().ok())
-            .unwrap_or(CACHE_FROM_TABLES);
+            .filter(|_| in_place)
+            .unwrap_or(if in_place {
+                CACHE_FROM_TABLES
+            } else {
+                usize::MAX
+            });
         let mut cache = ParseCache {
-            path: Some(path),
+            path,
             stamp: (0, 0),
             text: String::new(),
             stored: HashMap::new(),
