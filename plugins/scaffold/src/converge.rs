@@ -27,10 +27,11 @@ pub struct Record {
     /// has a query string, which may hold a secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// The SHA-256 of a URL source.
+    /// The SHA-256 of a URL source, when its table gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
-    /// The engine, when it is not the default.
+    /// The engine (records written before name it only when it was not
+    /// minijinja, the default then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
     /// The other properties the table set, by name only: the record is
@@ -47,14 +48,9 @@ impl Record {
         let (source, checksum) = match &spec.url {
             Some(url) => (
                 (holo_plugin::download::redact_url(&url.url) == url.url).then(|| url.url.clone()),
-                Some(url.sha256.clone()),
+                url.sha256.clone(),
             ),
             None => (Some(system_path(env, &env.origin_of(&spec.source))), None),
-        };
-        let engine = match spec.engine {
-            TemplateEngine::Jinja => None,
-            TemplateEngine::Jet => Some("jet"),
-            TemplateEngine::Go => Some("go"),
         };
         let default_delimiters = match spec.engine {
             TemplateEngine::Jet => Some(("[[".to_string(), "]]".to_string())),
@@ -72,7 +68,7 @@ impl Record {
             target: spec.name.clone(),
             checksum: source.as_ref().and(checksum),
             source,
-            engine: engine.map(str::to_string),
+            engine: Some(spec.engine.name().to_string()),
             also_set: also_set
                 .into_iter()
                 .filter(|(_, set)| *set)
@@ -874,10 +870,18 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
         && record.source.is_some()
         && !found.properties.contains_key("source")
     {
+        // A record without an engine was written when minijinja was the
+        // default.
+        let engine = Some(
+            record
+                .engine
+                .clone()
+                .unwrap_or_else(|| TemplateEngine::Jinja.name().to_string()),
+        );
         let properties = [
             ("source", &record.source),
             ("checksum", &record.checksum),
-            ("engine", &record.engine),
+            ("engine", &engine),
         ];
         for (property, value) in properties {
             if let Some(value) = value {
@@ -897,7 +901,7 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
         found.unknown.push((
             "source".to_string(),
             format!(
-                "{}; fill in the template directory or URL (and engine, unless minijinja)",
+                "{}; fill in the template directory or URL (and engine, unless jet)",
                 if record.is_some() {
                     "holo-scaffold's record was written before records kept the source (or the source is a URL with a query string, which is not kept), and the files do not say what they were rendered from"
                 } else {

@@ -45,7 +45,7 @@ impl Root {
     fn declare(&self, extra: &str) {
         self.write(
             "usr/share/holo/scaffold/app.toml",
-            &format!("[[scaffold]]\nname = \"/srv/app\"\nsource = \"app\"\ndata = {{ name = \"shop\" }}\n{extra}"),
+            &format!("[[scaffold]]\nname = \"/srv/app\"\nsource = \"app\"\nengine = \"minijinja\"\ndata = {{ name = \"shop\" }}\n{extra}"),
         );
     }
 
