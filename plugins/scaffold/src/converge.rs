@@ -286,17 +286,31 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
     let context = template_context(env)?;
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
-    let fs = env.root_fs()?;
-    let observed = rendering.observed();
+    let outcome = carry_out(env, id, spec, mode, (&context, &record, &rendering));
+    // Last, after everything on standard output: the driver reads the two
+    // streams apart, and this keeps their order the same in every run.
     if spec.purge && spec.ensure == Ensure::Present {
         warn_conflicts(id, spec, &rendering.conflicts)?;
     }
+    outcome
+}
+
+/// [`converge`] once the scaffold is rendered against its target.
+fn carry_out(
+    env: &Env,
+    id: &str,
+    spec: &ScaffoldSpec,
+    mode: Mode,
+    (context, record, rendering): (&TemplateContext, &Record, &Rendering),
+) -> Result<Outcome> {
+    let fs = env.root_fs()?;
+    let observed = rendering.observed();
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
         return Ok(Outcome::NotChanged);
     }
     if spec.protect
         && mode != Mode::Force
-        && let Some(outcome) = protected(&fs, env, spec, &rendering, &record)
+        && let Some(outcome) = protected(&fs, env, spec, rendering, record)
     {
         return Ok(outcome);
     }
@@ -317,14 +331,14 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
             // without files.
             fs.create_dir_all(&target)
                 .map_err(|err| Error::io("create", &target, &err))?;
-            let mut files = write_files(env, id, spec, &rendering, &record)?;
-            let failures = purge_files(&fs, &target, spec, &rendering, &record, &mut files);
+            let mut files = write_files(env, id, spec, rendering, record)?;
+            let failures = purge_files(&fs, &target, spec, rendering, record, &mut files);
             let record = Record::of(env, spec, files);
             if !failures.is_empty() {
                 state::write(env, id, &record)?;
                 return Err(removal_failed(&spec.name, &failures));
             }
-            let after = render(env, &context, spec, &record)?;
+            let after = render(env, context, spec, &record)?;
             verify(spec, &after)?;
             state::write(env, id, &record)?;
         }
@@ -337,7 +351,7 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 .cloned()
                 .collect();
             remove_managed(&fs, &target, &spec.name, &managed)?;
-            let after = render(env, &context, spec, &record)?;
+            let after = render(env, context, spec, record)?;
             verify(spec, &after)?;
             state::remove(env, id)?;
         }
