@@ -25,6 +25,9 @@ pub enum ExprKind {
     Index(Box<Expr>, Box<Expr>),
     Slice(Box<Expr>, Option<Box<Expr>>, Option<Box<Expr>>),
     Call(String, Vec<Expr>),
+    /// A call of a value (`form.Get("x")`, a method call in Jet): parsed
+    /// wherever it stands, failing only when it runs.
+    CallValue(Box<Expr>),
     Not(Box<Expr>),
     Neg(Box<Expr>),
     Binary(&'static str, Box<Expr>, Box<Expr>),
@@ -86,11 +89,12 @@ pub enum Node {
         body: Vec<Node>,
         catch: Option<(Option<String>, Vec<Node>)>,
     },
+    /// `return value`: what `exec` gives back; the template goes on.
+    Return(Expr),
 }
 
 #[derive(Debug)]
 pub struct Block {
-    pub name: String,
     pub params: Vec<(String, Option<Expr>)>,
     /// The context a definition runs with where it stands.
     pub context: Option<Expr>,
@@ -384,7 +388,13 @@ impl Parser {
                         ),
                     ));
                 }
-                "return" | "end" | "else" | "catch" => {
+                "return" => {
+                    self.next();
+                    let value = self.pipeline()?;
+                    self.expect_close()?;
+                    return Ok(Node::Return(value));
+                }
+                "end" | "else" | "catch" => {
                     return Err(Failure::new(
                         first.pos,
                         format!("{kw} is not supported here"),
@@ -574,7 +584,6 @@ impl Parser {
         self.blocks.insert(
             name.clone(),
             Rc::new(Block {
-                name: name.clone(),
                 params,
                 context,
                 body,
@@ -824,20 +833,18 @@ impl Parser {
                         };
                     }
                 }
-                Tok::LParen if !t.space => {
-                    let ExprKind::Ident(name) = &e.kind else {
-                        return Err(Failure::new(
-                            t.pos,
-                            "only functions can be called; method calls are not supported",
-                        ));
-                    };
-                    let name = name.clone();
+                // As in Jet, a space may stand before the argument list.
+                Tok::LParen => {
                     self.next();
                     let args = self.call_args()?;
-                    e = Expr {
-                        kind: ExprKind::Call(name, args),
-                        pos: e.pos,
+                    let kind = match e.kind {
+                        ExprKind::Ident(name) => ExprKind::Call(name, args),
+                        other => ExprKind::CallValue(Box::new(Expr {
+                            kind: other,
+                            pos: e.pos,
+                        })),
                     };
+                    e = Expr { kind, pos: e.pos };
                 }
                 _ => return Ok(e),
             }
@@ -866,8 +873,9 @@ impl Parser {
                 "_" => ExprKind::Slot,
                 _ => ExprKind::Ident(name),
             },
+            // As in Jet, parentheses hold an expression, not a pipeline.
             Tok::LParen => {
-                let e = self.pipeline()?;
+                let e = self.expr()?;
                 self.expect(Tok::RParen, ")")?;
                 return Ok(e);
             }

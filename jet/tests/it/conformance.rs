@@ -69,7 +69,10 @@ fn lookup(vars: &Map<String, Value>, args: &[Value]) -> Result<Value, String> {
     for segment in path.split('.') {
         current = current.and_then(|v| match v {
             Value::Object(m) => m.get(segment).cloned(),
-            Value::Array(a) => segment.parse::<usize>().ok().and_then(|i| a.get(i).cloned()),
+            Value::Array(a) => segment
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| a.get(i).cloned()),
             _ => None,
         });
     }
@@ -145,7 +148,10 @@ fn conformance() {
         }
         ran += 1;
         let Some(want) = expected.get(&case.name) else {
-            problems.push(format!("{}: not in expected.json; regenerate it", case.name));
+            problems.push(format!(
+                "{}: not in expected.json; regenerate it",
+                case.name
+            ));
             continue;
         };
         match (difference(case, want), documented.contains(&case.name)) {
@@ -174,6 +180,10 @@ fn conformance() {
         problems.join("\n\n")
     );
     if filter.is_empty() {
-        assert_eq!(ran, expected.len(), "expected.json has cases that are not in cases/");
+        assert_eq!(
+            ran,
+            expected.len(),
+            "expected.json has cases that are not in cases/"
+        );
     }
 }
