@@ -85,11 +85,11 @@ fn json_float(f: f64) -> String {
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         let s = format!("{f:e}");
         let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
+        // Go writes e+21 and e-7: two digits at least, except after a minus.
+        return match exp.strip_prefix('-') {
+            Some(d) => format!("{mantissa}e-{d}"),
+            None => format!("{mantissa}e+{exp:0>2}"),
         };
-        return format!("{mantissa}e{sign}{digits:0>2}");
     }
     format!("{f}")
 }
@@ -454,7 +454,7 @@ mod tests {
         assert_eq!(float(4.9), "4.9");
         assert_eq!(float(8080.0), "8080");
         assert_eq!(float(1e21), "1000000000000000000000");
-        assert_eq!(json_float(1e-7), "1e-07");
+        assert_eq!(json_float(1e-7), "1e-7");
         assert_eq!(json_float(1.5e21), "1.5e+21");
         assert_eq!(json_float(8080.0), "8080");
     }

@@ -524,7 +524,8 @@ impl Parser {
                 value = Some(b);
             }
         }
-        let over = self.pipeline()?;
+        // As in Jet, range takes an expression, not a pipeline.
+        let over = self.expr()?;
         self.expect_close()?;
         let (body, end) = self.list()?;
         let kw = self.finish(end, open_pos, "range", &["end", "else"])?;
@@ -688,8 +689,9 @@ impl Parser {
 
     fn call_args(&mut self) -> Result<Vec<Expr>, Failure> {
         let mut args = Vec::new();
+        // As in Jet, an argument is an expression, not a pipeline.
         while self.peek().tok != Tok::RParen {
-            args.push(self.pipeline()?);
+            args.push(self.expr()?);
             if self.peek().tok == Tok::Comma {
                 self.next();
             } else {
