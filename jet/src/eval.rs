@@ -727,8 +727,13 @@ impl<'e, 'a> Runtime<'e, 'a> {
             ExprKind::Field(base, name) => {
                 let b = self.eval(base)?;
                 match b {
-                    // As in Jet, a missing key is nothing (it prints nothing).
-                    Value::Object(mut map) => Ok(map.remove(name).unwrap_or(Value::Null)),
+                    // As in Jet, a missing key is nothing (it prints nothing),
+                    // but a missing field of dot (`.a.b`) is an error.
+                    Value::Object(mut map) => match map.remove(name) {
+                        Some(v) => Ok(v),
+                        None if of_dot(base) => Err(self.fail(e.pos, format!("{} has no field {name:?}", describe(base)))),
+                        None => Ok(Value::Null),
+                    },
                     other => Err(self.fail(e.pos, format!("cannot read field {name:?} of {}: it is {} {}", describe(base), type_name(&other), show(&other)))),
                 }
             }
@@ -902,6 +907,19 @@ impl<'e, 'a> Runtime<'e, 'a> {
         match name {
             "isset" => return Ok(Value::Bool(args.iter().all(|a| !a.is_null()))),
             "exec" | "includeIfExists" => return self.run_other(name, args, pos),
+            // Jet's Go functions refuse an invalid value (a missing key).
+            "len" | "ints" => {}
+            _ if funcs::BUILTINS.contains(&name) => {
+                if let Some(i) = args.iter().position(Value::is_null) {
+                    return Err(self.fail(
+                        pos,
+                        format!(
+                            "argument {} of {name} is nothing (a missing key or nil)",
+                            i + 1
+                        ),
+                    ));
+                }
+            }
             _ => {}
         }
         if let Some(r) = funcs::call(name, args) {
@@ -1126,6 +1144,16 @@ fn equal(a: &Value, b: &Value) -> bool {
             _ => x.as_f64() == y.as_f64(),
         },
         _ => a == b,
+    }
+}
+
+/// Whether `e` is dot or a field of dot (`.`, `.a`, `.a.b`), where Jet
+/// finds a missing field an error.
+fn of_dot(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Context => true,
+        ExprKind::Field(base, _) => of_dot(base),
+        _ => false,
     }
 }
 
