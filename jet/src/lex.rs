@@ -50,6 +50,7 @@ pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
     // Where the next comment starts; searched again only once passed, so
     // lexing stays linear.
     let mut comment_at: Option<usize> = src.find(copen);
+    let last_open = open.chars().next().and_then(|c| src.rfind(c));
     loop {
         let rest = &src[pos..];
         if let Some(c) = comment_at
@@ -58,7 +59,10 @@ pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
             comment_at = src[pos..].find(copen).map(|n| pos + n);
         }
         let at_open = rest.find(open).map(|n| pos + n);
-        let (next, is_comment) = match (at_open, comment_at) {
+        // As Jet's lexer does: past the last character that could start an
+        // action (`[` for `[[`), the rest is text, comments included.
+        let comment = comment_at.filter(|&c| last_open.is_some_and(|l| l >= c));
+        let (next, is_comment) = match (at_open, comment) {
             (Some(a), Some(c)) if c < a => (Some(c), true),
             (Some(a), _) => (Some(a), false),
             (None, Some(c)) => (Some(c), true),
