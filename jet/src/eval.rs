@@ -54,6 +54,9 @@ struct Runtime<'e, 'a> {
     lists: usize,
     /// The value of the last `return` run, which `exec` gives back.
     returned: Option<Value>,
+    /// In a template the render function runs with data other than the
+    /// variables, which (as in CCM's scaffold) sees no variables.
+    globals_hidden: bool,
 }
 
 const MAX_LISTS: usize = 128;
@@ -129,6 +132,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
             depth: 0,
             lists: 0,
             returned: None,
+            globals_hidden: false,
         }
     }
 
@@ -678,7 +682,13 @@ impl<'e, 'a> Runtime<'e, 'a> {
             .iter()
             .rev()
             .find_map(|s| s.get(name))
-            .or_else(|| self.globals.get(name))
+            .or_else(|| {
+                if self.globals_hidden {
+                    None
+                } else {
+                    self.globals.get(name)
+                }
+            })
     }
 
     /// The value a plain path (`x`, `.`, `a.b`, `m["k"]`, `l[0]`) names,
@@ -970,13 +980,13 @@ impl<'e, 'a> Runtime<'e, 'a> {
 
     /// The render function: another template's output, as a string.
     fn render_template(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
-        let (template, context) = match args {
-            [Value::String(t)] => (t, self.context.clone()),
-            [Value::String(t), c] => (t, c.clone()),
-            _ => {
-                return Err(self.fail(pos, format!("{fn_name} needs a template name and optionally a context: {fn_name}(\"_partials/header.conf\", .)")));
-            }
+        let [Value::String(template), context] = args else {
+            return Err(self.fail(pos, format!("{fn_name} needs a template name and the data the template sees as dot: {fn_name}(\"_partials/header.conf\", .)")));
         };
+        let context = context.clone();
+        // As in CCM's scaffold, the variables are there only when dot is
+        // the variables.
+        let hidden = !matches!(&context, Value::Object(m) if m == self.globals);
         let resolved = resolve_name("", template).map_err(|m| self.fail(pos, m))?;
         let t = self.load(&resolved).map_err(|e| self.locate_load(e, pos))?;
         let (t, blocks) = self.root_of(t)?;
@@ -986,6 +996,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
         let saved_src = self.src.clone();
         let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
         let saved_contents = std::mem::take(&mut self.contents);
+        let saved_hidden = std::mem::replace(&mut self.globals_hidden, hidden);
         let r = self
             .enter(t.src.clone(), pos)
             .and_then(|_| self.list(&t.parsed.body));
@@ -998,6 +1009,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
         self.src = saved_src;
         self.blocks = saved_blocks;
         self.contents = saved_contents;
+        self.globals_hidden = saved_hidden;
         r?;
         let max = self.engine.max_output;
         if self.out.len() + rendered.len() > max {
