@@ -81,10 +81,34 @@ pub fn render(
     vars: &Map<String, Value>,
     context: &Value,
 ) -> R<String> {
-    let mut rt = Runtime::new(engine, vars, context.clone(), name);
+    // CCM hands Jet its data decoded into Go's `any`, where every number
+    // is a float64: integers from the caller are floats here too.
+    let mut vars = Value::Object(vars.clone());
+    as_float64(&mut vars);
+    let Value::Object(vars) = vars else {
+        return Err(top_error(name, "the variables are not a map".into()));
+    };
+    let mut context = context.clone();
+    as_float64(&mut context);
+    let mut rt = Runtime::new(engine, &vars, context, name);
     let name = resolve_name("", name).map_err(|m| top_error(name, m))?;
     rt.run_top(&name)?;
     Ok(rt.out)
+}
+
+/// Every number in `v` as a float64, as Go's JSON decoding into `any`
+/// gives it.
+fn as_float64(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_f64() => {
+            if let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64) {
+                *n = f;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(as_float64),
+        Value::Object(map) => map.values_mut().for_each(as_float64),
+        _ => {}
+    }
 }
 
 pub fn check(engine: &Engine, name: &str) -> R<()> {
@@ -939,7 +963,9 @@ impl<'e, 'a> Runtime<'e, 'a> {
             return self.render_template(name, args, pos);
         }
         if let Some(f) = self.engine.functions.get(name) {
-            return f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")));
+            let mut v = f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")))?;
+            as_float64(&mut v);
+            return Ok(v);
         }
         let hint = match name {
             "dump" => " (this Jet built-in is not supported)",
