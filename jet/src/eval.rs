@@ -577,19 +577,27 @@ impl<'e, 'a> Runtime<'e, 'a> {
     fn yield_block(
         &mut self,
         b: &BlockRef,
-        args: Option<&[(String, Expr)]>,
+        args: Option<&[(String, Option<Expr>)]>,
         context: Option<Value>,
         content: Option<(Rc<Vec<Node>>, Rc<Source>)>,
         pos: usize,
     ) -> R<()> {
         let block = &b.block;
         let mut scope = HashMap::new();
-        // As in Jet, an argument the block does not declare is dropped,
-        // and a parameter without a value or default is false in a yield
-        // and an error where the block is defined (no arguments).
+        // As in Jet, every named argument becomes a variable of the block,
+        // declared or not, a value without a name is run and dropped, and
+        // a parameter without a value or default is false in a yield and
+        // an error where the block is defined (no arguments).
         for (name, e) in args.unwrap_or_default() {
-            if block.params.iter().any(|(p, _)| p == name) {
-                scope.insert(name.clone(), self.eval(e)?);
+            let Some(e) = e else {
+                return Err(self.fail(
+                    pos,
+                    format!("argument {name} of the yield has no value: write {name}=…"),
+                ));
+            };
+            let v = self.eval(e)?;
+            if !name.is_empty() {
+                scope.insert(name.clone(), v);
             }
         }
         for (p, default) in &block.params {

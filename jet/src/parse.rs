@@ -72,7 +72,9 @@ pub enum Node {
     },
     Yield {
         name: String,
-        args: Vec<(String, Expr)>,
+        /// `name=value`; a bare `name` (no value, an error when run) or a
+        /// value without a name (run, then dropped), as Jet parses them.
+        args: Vec<(String, Option<Expr>)>,
         context: Option<Expr>,
         content: Option<Rc<Vec<Node>>>,
         pos: usize,
@@ -594,6 +596,24 @@ impl Parser {
         Ok(Node::Block { name, pos })
     }
 
+    /// One argument of a yield: `name=value`, a bare `name`, or a value.
+    fn yield_arg(&mut self) -> Result<(String, Option<Expr>), Failure> {
+        if let Tok::Ident(name) = self.peek().tok.clone() {
+            match self.peek_at(1).tok {
+                Tok::Assign => {
+                    self.i += 2;
+                    return Ok((name, Some(self.expr()?)));
+                }
+                Tok::Comma | Tok::RParen => {
+                    self.next();
+                    return Ok((name, None));
+                }
+                _ => {}
+            }
+        }
+        Ok((String::new(), Some(self.expr()?)))
+    }
+
     fn yield_(&mut self, pos: usize) -> Result<Node, Failure> {
         if self.is_kw(0, "content") {
             self.next();
@@ -604,9 +624,7 @@ impl Parser {
         self.expect(Tok::LParen, "( after the block name")?;
         let mut args = Vec::new();
         while self.peek().tok != Tok::RParen {
-            let (p, _) = self.ident("a parameter name (yield passes arguments as name=value)")?;
-            self.expect(Tok::Assign, "= after the parameter name")?;
-            args.push((p, self.expr()?));
+            args.push(self.yield_arg()?);
             if self.peek().tok == Tok::Comma {
                 self.next();
             } else {
