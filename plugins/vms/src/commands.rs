@@ -706,6 +706,7 @@ fn print(text: &str) -> Result<(), String> {
 }
 
 fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(), String> {
+    let bounds = crate::logs::Bounds::parse(args)?;
     let (record, target) = match args.target.as_deref() {
         Some(name) if names_a_recorded_project(settings, options, name) => {
             (recorded(settings, name)?, None)
@@ -725,7 +726,7 @@ fn logs(settings: &HostSettings, options: &Options, args: &LogsArgs) -> Result<(
         ));
     }
     chosen.sort_by_key(|i| i.start_order);
-    crate::logs::print_logs(&chosen, args)
+    crate::logs::print_logs(&chosen, args, bounds)
 }
 
 /// `holos exec`: replaces itself with `ssh`, so the exit status is the

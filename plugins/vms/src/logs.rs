@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use holos_compose::decode::reader::parse_duration_ms;
 use holos_runtime::console_times::{self, LineTimes, TICK, now_ms};
 use holos_runtime::state::InstanceRecord;
 
@@ -50,16 +51,37 @@ impl View {
     }
 }
 
+/// `--since` and `--until` in milliseconds since the epoch.
+pub struct Bounds {
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+}
+
+impl Bounds {
+    /// The bounds `args` give, read before anything else so that a bad
+    /// value is the one message.
+    pub fn parse(args: &LogsArgs) -> Result<Bounds, String> {
+        let now = now_ms();
+        Ok(Bounds {
+            since_ms: parse_bound("--since", args.since.as_deref(), now)?,
+            until_ms: parse_bound("--until", args.until.as_deref(), now)?,
+        })
+    }
+}
+
 /// Prints the logs of `chosen` (in start order) as `args` asks.
-pub fn print_logs(chosen: &[&InstanceRecord], args: &LogsArgs) -> Result<(), String> {
-    let now = now_ms();
+pub fn print_logs(
+    chosen: &[&InstanceRecord],
+    args: &LogsArgs,
+    bounds: Bounds,
+) -> Result<(), String> {
     let view = View {
         follow: args.follow,
         json: args.json,
         timestamps: args.timestamps,
         prefixed: chosen.len() > 1 && !args.no_log_prefix,
-        since_ms: parse_bound("--since", args.since.as_deref(), now)?,
-        until_ms: parse_bound("--until", args.until.as_deref(), now)?,
+        since_ms: bounds.since_ms,
+        until_ms: bounds.until_ms,
     };
     let mut sources: Vec<Source> = chosen.iter().map(|i| Source::new(i, args.tail)).collect();
     let mut stdout = std::io::stdout().lock();
@@ -107,36 +129,16 @@ fn parse_bound(flag: &str, text: Option<&str>, now_ms: i64) -> Result<Option<i64
     ))
 }
 
-/// A Go duration (`1h30m`, `1.5h`, `90s`, `250ms`, `0`) in milliseconds.
+/// A Go duration (`1h30m`, `1.5h`, `90s`, `250ms`, `0`) in milliseconds;
+/// a bare number is Unix seconds here, not a duration.
 fn duration_ms(text: &str) -> Option<i64> {
     if text == "0" {
         return Some(0);
     }
-    let number_char = |c: char| c.is_ascii_digit() || c == '.';
-    let mut rest = text;
-    let mut total = 0f64;
-    if rest.is_empty() {
+    if unix_seconds_ms(text).is_some() {
         return None;
     }
-    while !rest.is_empty() {
-        let number_len = rest.find(|c| !number_char(c)).unwrap_or(rest.len());
-        let number: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest.find(number_char).unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-6,
-            "us" | "µs" => 1e-3,
-            "ms" => 1.0,
-            "s" => 1e3,
-            "m" => 6e4,
-            "h" => 3.6e6,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    // Saturates: a duration past the epoch's range means "all".
-    Some(total as i64)
+    parse_duration_ms(text).map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
 /// `1764324000` or `1764324000.5` (Unix seconds) in milliseconds.

@@ -146,6 +146,16 @@ pub fn stamper_running(dir: &Path) -> bool {
     Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
 }
 
+/// Waits (up to `limit`) for the stamper of a QEMU that has gone to look
+/// a last time and exit, so that nothing writes in the instance's
+/// directory after `stop` or `down`.
+pub fn wait_stamper_gone(dir: &Path, limit: Duration) {
+    let started = std::time::Instant::now();
+    while stamper_running(dir) && started.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Starts the stamper of the QEMU `pid` of `spec`; `start` is the log's
 /// length and the time just before that QEMU started, so that what it
 /// writes before the stamper looks is stamped, not unknown.

@@ -512,6 +512,7 @@ fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
 
 pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Error> {
     let how = instance::stop(spec, pid, key)?;
+    console_times::wait_stamper_gone(&spec.dir, 10 * console_times::TICK);
     let text = match how {
         Stopped::Powerdown => "powered off",
         Stopped::Terminated => "terminated (SIGTERM)",
