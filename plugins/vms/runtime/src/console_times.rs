@@ -181,10 +181,11 @@ pub fn start_stamper(spec: &InstanceSpec, pid: u32, start: Option<Stamp>) {
 }
 
 /// Starts a stamper for a running QEMU that has none (it was killed, or
-/// an older holos started the QEMU); what arrived meanwhile is unknown.
+/// an older holos started the QEMU): what arrived before now is of unknown
+/// time, what arrives later is stamped.
 pub fn ensure_stamper(spec: &InstanceSpec, pid: u32) {
     if !stamper_running(&spec.dir) {
-        start_stamper(spec, pid, None);
+        start_stamper(spec, pid, Some(start_mark(spec)));
     }
 }
 

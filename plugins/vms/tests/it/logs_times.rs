@@ -56,7 +56,9 @@ fn stamped(p: &Project, text: &str) -> i64 {
         }
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "{text:?} got no time: {out}"
+            "{text:?} got no time: {out} {:?} {:?}",
+            std::fs::read_to_string(console(p)),
+            std::fs::read(p.state().join("instances/lt/web-0/console.times"))
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -176,4 +178,103 @@ fn a_bad_since_or_until_names_the_flag_and_the_accepted_forms() {
             )
         );
     }
+}
+
+/// The pid of the stamper that watches web-0's console log.
+fn stamper_pid(p: &Project) -> Option<i32> {
+    let dir = p.state().join("instances/lt/web-0");
+    let dir = dir.to_str().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            let ours = args.get(1) == Some(&b"--holos-console-times".as_slice())
+                && args.get(2) == Some(&dir.as_bytes());
+            ours.then_some(pid)
+        })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn a_killed_stamper_leaves_a_readable_log_and_the_next_up_starts_another() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(ONE, Qemu::Fake);
+    p.ok(&["up", "--no-wait"]);
+    stamped(&p, "fake guest booted");
+    let pid = stamper_pid(&p).expect("no stamper runs");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_for("the stamper is gone", || stamper_pid(&p).is_none());
+    append(&p, "unwatched\n");
+    // A kill in the middle of a record's write leaves a torn record.
+    let index = p.state().join("instances/lt/web-0/console.times");
+    let mut torn = std::fs::read(&index).unwrap();
+    torn.extend_from_slice(&[7; 5]);
+    std::fs::write(&index, torn).unwrap();
+    let since = runtime_support::stdout(&p, &["logs", "--since", "10m", "web-0"]);
+    assert!(since.contains("fake guest booted\r\n"), "{since}");
+    assert!(!since.contains("unwatched"), "{since}");
+    p.ok(&["up", "--no-wait"]);
+    wait_for("a new stamper runs", || stamper_pid(&p).is_some());
+    // Right after up: no wait for the stamper to settle is needed.
+    append(&p, "watched again\n");
+    stamped(&p, "watched again");
+    let since = runtime_support::stdout(&p, &["logs", "--since", "10m", "web-0"]);
+    assert!(
+        since.ends_with("fake guest booted\r\nwatched again\n"),
+        "{since}"
+    );
+    assert_eq!(std::fs::metadata(&index).unwrap().len() % 16, 0);
+}
+
+#[test]
+#[ignore = "needs qemu-img"]
+fn follow_stamps_what_arrives_later_and_ends_at_until() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(ONE, Qemu::Fake);
+    p.ok(&["up", "--no-wait"]);
+    stamped(&p, "fake guest booted");
+    let mut follow = p
+        .holos(&["logs", "-f", "-t", "web-0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut next_line = || {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+        line
+    };
+    while !next_line().ends_with(" fake guest booted\r\n") {}
+    append(&p, "followed\n");
+    let line = next_line();
+    follow.kill().unwrap();
+    let _ = follow.wait();
+    let (time, text) = line.split_once(' ').unwrap();
+    assert_eq!(text, "followed\n");
+    assert!(DateTime::parse_from_rfc3339(time).is_ok(), "{line}");
+    // --until in the near future: -f stops by itself once it has passed.
+    let until = rfc3339(now_ms() + 300);
+    let mut bounded = p
+        .holos(&["logs", "-f", "--until", &until, "web-0"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("logs -f --until ends", || {
+        bounded.try_wait().unwrap().is_some()
+    });
 }
