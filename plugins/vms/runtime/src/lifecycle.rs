@@ -501,6 +501,8 @@ pub(crate) fn launch_with_ssh_retry(
 }
 
 fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
+    // The stamper of a QEMU just gone writes nothing into a removed directory.
+    console_times::wait_stamper_gone(dir, 10 * console_times::TICK);
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::State(format!(
             "cannot remove {}: {e}",
