@@ -168,11 +168,12 @@ fn conformance() {
     for name in documented.difference(&names) {
         problems.push(format!("holo-scaffold(8) lists {name}, which is no case"));
     }
-    // Written past the test harness's capture, so CI's log shows the count.
-    let _ = writeln!(
-        std::io::stderr(),
-        "Jet conformance corpus: {same} of {ran} cases as Jet renders, {differing} documented differences"
+    // Written past the test harness's capture, so CI's log shows the
+    // count; one write, on a line of its own.
+    let line = format!(
+        "\nJet conformance corpus: {same} of {ran} cases as Jet renders, {differing} documented differences\n"
     );
+    let _ = std::io::stderr().write_all(line.as_bytes());
     assert!(
         problems.is_empty(),
         "{} problems:\n\n{}",
