@@ -539,7 +539,7 @@ mod tests {
     fn jet_errors_name_the_file_line_and_column() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::create_dir_all(dir.path().join("_partials")).expect("mkdir");
-        fs::write(dir.path().join("_partials/p"), "ok\n[[ data.nope ]]").expect("t");
+        fs::write(dir.path().join("_partials/p"), "ok\n[[ nope ]]").expect("t");
         fs::write(
             dir.path().join("a.conf"),
             "x\n  [[ include \"_partials/p\" ]]",
@@ -548,7 +548,7 @@ mod tests {
         let err = render_tree(&jet(), dir.path(), false).expect_err("undefined");
         let partial = dir.path().join("_partials/p").display().to_string();
         assert!(
-            err.starts_with(&format!("{partial}:2:8: cannot render the content: data has no field \"nope\"; fix the template")),
+            err.starts_with(&format!("{partial}:2:4: cannot render the content: \"nope\" is not defined: no variable or global of that name; fix the template")),
             "{err}"
         );
         fs::write(dir.path().join("a.conf"), "[[ if true ]]").expect("t");
