@@ -1,0 +1,316 @@
+//! Values printed as Go's fmt prints them where gotmpl prints otherwise:
+//! floats in `%v` (`1e+09`, not `1000000000`), `%T`, `%s` and `%d` of a
+//! list, and `print`/`println` spacing. Actions print through `print_value`,
+//! which the engine appends to every action's pipeline.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+
+use gotmpl::parse::{CommandNode, Expr, ListNode, Node};
+use gotmpl::{Template, TemplateError, Value};
+
+/// The function every action's value passes through before gotmpl prints it.
+pub const PRINT_VALUE: &str = "_holo_print_value";
+/// The function that gives `{{template "t"}}` (without data) nil, as Go does.
+pub const NO_DATA: &str = "_holo_no_data";
+
+/// Go's `%v` of a value, as `fmt.Sprint` writes it.
+pub fn go_value(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
+fn write_value(out: &mut String, value: &Value) {
+    match value {
+        Value::Nil => out.push_str("<nil>"),
+        Value::Float(f) => out.push_str(&go_float(*f)),
+        Value::List(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(' ');
+                }
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        Value::Map(map) => {
+            out.push_str("map[");
+            for (index, (key, item)) in map.iter().enumerate() {
+                if index > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{key}:");
+                write_value(out, item);
+            }
+            out.push(']');
+        }
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+/// `strconv.FormatFloat(f, 'g', -1, 64)` with `%v`'s exponent rule: the
+/// shortest digits, in e-notation when the exponent is below -4 or at
+/// least 21.
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let scientific = format!("{f:e}");
+    let Some((mantissa, exponent)) = scientific.split_once('e') else {
+        return scientific;
+    };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..21).contains(&exponent) {
+        return format!("{f}");
+    }
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
+/// Go's name of a value's type, for `%T`.
+fn go_type(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::Uint(_) => "uint64",
+        Value::Float(_) => "float64",
+        Value::String(_) => "string",
+        Value::List(_) => "[]interface {}",
+        Value::Map(_) => "map[string]interface {}",
+        Value::Function(_) => "func",
+    }
+}
+
+/// The value an action prints: floats, lists and maps as Go writes them,
+/// everything else as gotmpl does.
+pub fn print_value(args: &[Value]) -> Result<Value, TemplateError> {
+    match args.last() {
+        Some(value @ (Value::Float(_) | Value::List(_) | Value::Map(_))) => {
+            Ok(Value::String(go_value(value).into()))
+        }
+        Some(value) => Ok(value.clone()),
+        None => Ok(Value::Nil),
+    }
+}
+
+/// `fmt.Sprint`: a space between two operands when neither is a string.
+pub fn sprint(args: &[Value]) -> String {
+    let mut out = String::new();
+    for (index, arg) in args.iter().enumerate() {
+        let is_string = |value: &Value| matches!(value, Value::String(_));
+        if index > 0 && !is_string(arg) && !is_string(&args[index - 1]) {
+            out.push(' ');
+        }
+        write_value(&mut out, arg);
+    }
+    out
+}
+
+/// `fmt.Sprintln`: spaces between all operands and a newline.
+pub fn sprintln(args: &[Value]) -> String {
+    let mut out = args.iter().map(go_value).collect::<Vec<_>>().join(" ");
+    out.push('\n');
+    out
+}
+
+/// gotmpl's own `printf`, reached through a template of its own per
+/// number of arguments (its function map is not public).
+#[derive(Default)]
+pub struct Printf {
+    by_count: Mutex<HashMap<usize, Arc<Template>>>,
+}
+
+impl Printf {
+    /// `fmt.Sprintf`: the verbs gotmpl formats otherwise than Go are
+    /// written here, the rest left to gotmpl.
+    pub fn call(&self, args: &[Value]) -> Result<Value, TemplateError> {
+        let Some(Value::String(format)) = args.first() else {
+            return self.gotmpl(args);
+        };
+        let (format, operands) = rewrite(format, &args[1..]);
+        let mut all = vec![Value::String(format.into())];
+        all.extend(operands);
+        self.gotmpl(&all)
+    }
+
+    fn gotmpl(&self, args: &[Value]) -> Result<Value, TemplateError> {
+        let template = {
+            let mut cache = self
+                .by_count
+                .lock()
+                .map_err(|_| TemplateError::Exec("printf: a lock is poisoned".into()))?;
+            match cache.get(&args.len()) {
+                Some(template) => Arc::clone(template),
+                None => {
+                    let operands: String = (0..args.len())
+                        .map(|index| format!(" (index . {index})"))
+                        .collect();
+                    let parsed = Arc::new(
+                        Template::new("printf").parse(&format!("{{{{printf{operands}}}}}"))?,
+                    );
+                    cache.insert(args.len(), Arc::clone(&parsed));
+                    parsed
+                }
+            }
+        };
+        let list = Value::List(args.to_vec().into());
+        Ok(Value::String(template.execute_to_string(&list)?.into()))
+    }
+}
+
+/// The format with each verb gotmpl would get wrong turned into `%s` and
+/// its operand into Go's text for it.
+fn rewrite(format: &str, args: &[Value]) -> (String, Vec<Value>) {
+    let mut out = String::new();
+    let mut operands: Vec<Value> = Vec::new();
+    let mut next = 0;
+    let mut chars = format.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        out.push(c);
+        if c != '%' {
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(&(_, f)) = chars.peek() {
+            if f == '%' && flags.is_empty() {
+                break;
+            }
+            if f.is_ascii_alphabetic() {
+                break;
+            }
+            flags.push(f);
+            chars.next();
+        }
+        let Some((_, verb)) = chars.next() else {
+            out.push_str(&flags);
+            break;
+        };
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        let stars = flags.matches('*').count();
+        for _ in 0..stars {
+            if let Some(arg) = args.get(next) {
+                operands.push(arg.clone());
+            }
+            next += 1;
+        }
+        let arg = args.get(next);
+        next += 1;
+        let (verb, arg) = match (verb, arg) {
+            ('T', Some(arg)) => ('s', Value::String(go_type(arg).into())),
+            ('v' | 's' | 'd', Some(value @ (Value::List(_) | Value::Map(_))))
+                if !flags.contains(['#', '+']) =>
+            {
+                ('s', Value::String(go_value(value).into()))
+            }
+            ('v', Some(Value::Float(f))) if !flags.contains(['#', '+']) => {
+                ('s', Value::String(go_float(*f).into()))
+            }
+            ('x' | 'X', Some(Value::String(s))) if flags.contains(' ') => {
+                let hex: Vec<String> = s
+                    .bytes()
+                    .map(|b| {
+                        if verb == 'x' {
+                            format!("{b:02x}")
+                        } else {
+                            format!("{b:02X}")
+                        }
+                    })
+                    .collect();
+                let flags = flags.replace(' ', "");
+                out.push_str(&flags);
+                out.push('s');
+                operands.push(Value::String(hex.join(" ").into()));
+                continue;
+            }
+            (verb, Some(arg)) => (verb, arg.clone()),
+            (verb, None) => {
+                out.push_str(&flags);
+                out.push(verb);
+                continue;
+            }
+        };
+        out.push_str(&flags);
+        out.push(verb);
+        operands.push(arg);
+    }
+    operands.extend(args.iter().skip(next).cloned());
+    (out, operands)
+}
+
+/// Every action of `tree` made to print through [`PRINT_VALUE`], and every
+/// `{{template "t"}}` without data given nil.
+pub fn go_printing(tree: &mut ListNode) {
+    for node in &mut tree.nodes {
+        match node {
+            Node::Action(action) if !action.pipe.decl.is_empty() => {
+                changes_in_place(&mut action.pipe)
+            }
+            Node::Action(action) if !action.pipe.is_assign => {
+                let pos = action.pipe.pos;
+                action.pipe.commands.push(CommandNode {
+                    pos,
+                    args: vec![Expr::Identifier(pos, PRINT_VALUE.into())],
+                });
+            }
+            Node::List(list) => go_printing(list),
+            Node::If(branch) | Node::Range(branch) | Node::With(branch) => {
+                go_printing(&mut branch.body);
+                if let Some(other) = &mut branch.else_body {
+                    go_printing(other);
+                }
+            }
+            Node::Define(define) => go_printing(&mut define.body),
+            Node::Template(call) if call.pipe.is_none() => {
+                let pos = call.pos;
+                call.pipe = Some(gotmpl::parse::PipeNode {
+                    pos,
+                    decl: Vec::new(),
+                    commands: vec![CommandNode {
+                        pos,
+                        args: vec![Expr::Identifier(pos, NO_DATA.into())],
+                    }],
+                    is_assign: false,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Sprig's `set` and `unset` change the dict they are given; values here
+/// do not change in place, so `$_ := set $d "k" "v"` becomes
+/// `$d = set $d "k" "v"`.
+fn changes_in_place(pipe: &mut gotmpl::parse::PipeNode) {
+    let [command] = pipe.commands.as_slice() else {
+        return;
+    };
+    let (Some(Expr::Identifier(_, function)), Some(Expr::Variable(_, variable, fields))) =
+        (command.args.first(), command.args.get(1))
+    else {
+        return;
+    };
+    if matches!(
+        function.as_str(),
+        "set" | "unset" | "merge" | "mergeOverwrite"
+    ) && fields.is_empty()
+        && variable.as_str() != "$"
+    {
+        pipe.decl = vec![variable.clone()];
+        pipe.is_assign = true;
+    }
+}
