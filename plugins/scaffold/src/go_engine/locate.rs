@@ -126,7 +126,9 @@ pub fn locate(
     let mut name = entry.to_string();
     let mut found = None;
     for _ in 0..16 {
-        let full = trees(&name)?;
+        let Some(full) = trees(&name) else {
+            return found;
+        };
         let mut run = |keep: usize| {
             let mut set = fixed.clone();
             set.push((name.clone(), truncate(&full, keep)));

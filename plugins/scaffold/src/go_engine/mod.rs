@@ -45,7 +45,7 @@ struct Shared {
     vars: serde_json::Map<String, serde_json::Value>,
     left: String,
     right: String,
-    printf: print::Printf,
+    builtins: print::Builtins,
     max_output: std::sync::atomic::AtomicUsize,
 }
 
@@ -84,7 +84,7 @@ impl GoEngine {
                 vars,
                 left,
                 right,
-                printf: print::Printf::default(),
+                builtins: print::Builtins::default(),
                 max_output: holo_plugin::template::DEFAULT_MAX_RENDER_SIZE.into(),
             }),
             data,
@@ -123,14 +123,27 @@ fn parse_into(
     file: &str,
     text: &str,
 ) -> Result<(), Failure> {
-    let parsed = Template::new(name)
-        .delims(&shared.left, &shared.right)
-        .parse(text)
-        .map_err(|err| parse_failure(file, &err))?;
     let defined = |function: &str| {
         BUILTINS.contains(&function) || sprig::has(function) || OURS.contains(&function)
     };
-    check::check(text, &shared.left, &shared.right, &defined).map_err(|err| Failure {
+    let checked = check::check(text, &shared.left, &shared.right, &defined);
+    let parsed = match Template::new(name)
+        .delims(&shared.left, &shared.right)
+        .parse(text)
+    {
+        Ok(parsed) => parsed,
+        // Go stops at the first line at fault; gotmpl may report a later one.
+        Err(err) => {
+            return Err(match checked {
+                Err(earlier) if earlier.line < error_line(&err) => Failure {
+                    place: Some((file.to_string(), earlier.line)),
+                    message: earlier.message,
+                },
+                _ => parse_failure(file, &err),
+            });
+        }
+    };
+    checked.map_err(|err| Failure {
         place: Some((file.to_string(), err.line)),
         message: err.message,
     })?;
@@ -139,30 +152,44 @@ fn parse_into(
         names.push(name.to_string());
     }
     for defined in names {
-        let mut body = parsed
-            .lookup(&defined)
-            .cloned()
-            .unwrap_or_else(|| ListNode {
-                pos: Pos::new(0, 1),
-                nodes: Vec::new(),
-            });
-        let replaces = !body.is_empty_tree() || !set.trees.contains_key(&defined);
-        if replaces {
-            print::go_printing(&mut body);
-            set.trees.insert(
-                defined,
-                Tree {
-                    body,
-                    file: file.to_string(),
-                },
-            );
+        let mut body = match parsed.lookup(&defined) {
+            Some(body) => body.clone(),
+            None => blank_top(&parsed),
+        };
+        if !body.is_empty_tree() || !set.trees.contains_key(&defined) {
+            print::go_printing(&mut body, text);
+            let file = file.to_string();
+            set.trees.insert(defined, Tree { body, file });
         }
     }
     Ok(())
 }
 
+/// The top of a file that holds only white space and definitions, which
+/// gotmpl keeps to itself: its text, which running it gives.
+fn blank_top(parsed: &Template) -> ListNode {
+    let pos = Pos::new(0, 1);
+    let text = parsed.execute_to_string(&Value::Nil).unwrap_or_default();
+    let nodes = if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![gotmpl::parse::Node::Text(gotmpl::parse::TextNode {
+            pos,
+            text: text.into(),
+        })]
+    };
+    ListNode { pos, nodes }
+}
+
 /// The functions of ours beside Go's and sprig's.
 const OURS: &[&str] = &["lookup", "render", print::PRINT_VALUE, print::NO_DATA];
+
+fn error_line(err: &TemplateError) -> usize {
+    match err {
+        TemplateError::Parse { line, .. } | TemplateError::Lex { line, .. } => *line,
+        _ => usize::MAX,
+    }
+}
 
 fn parse_failure(file: &str, err: &TemplateError) -> Failure {
     match err {
@@ -204,8 +231,17 @@ fn functions(shared: &Arc<Shared>, set: &Arc<Templates>, depth: usize) -> FuncMa
     add(
         &mut funcs,
         "printf",
-        Arc::new(move |args| for_printf.printf.call(args)),
+        Arc::new(move |args| for_printf.builtins.printf(args)),
     );
+    add(&mut funcs, "index", Arc::new(print::Builtins::index));
+    for escaper in ["html", "js", "urlquery"] {
+        let for_escaper = Arc::clone(shared);
+        add(
+            &mut funcs,
+            escaper,
+            Arc::new(move |args| for_escaper.builtins.escape(escaper, args)),
+        );
+    }
     let for_lookup = Arc::clone(shared);
     add(
         &mut funcs,

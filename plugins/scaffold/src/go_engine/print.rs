@@ -53,9 +53,8 @@ fn write_value(out: &mut String, value: &Value) {
     }
 }
 
-/// `strconv.FormatFloat(f, 'g', -1, 64)` with `%v`'s exponent rule: the
-/// shortest digits, in e-notation when the exponent is below -4 or at
-/// least 21.
+/// `strconv.FormatFloat(f, 'g', -1, 64)`, which `%v` writes: the shortest
+/// digits, in e-notation when the exponent is below -4 or at least 6.
 pub fn go_float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
@@ -71,11 +70,31 @@ pub fn go_float(f: f64) -> String {
         return scientific;
     };
     let exponent: i32 = exponent.parse().unwrap_or(0);
-    if (-4..21).contains(&exponent) {
+    if (-4..6).contains(&exponent) {
         return format!("{f}");
     }
     let sign = if exponent < 0 { '-' } else { '+' };
     format!("{mantissa}e{sign}{:02}", exponent.abs())
+}
+
+/// Go's `%#v`: the value as Go source.
+fn go_syntax(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::List(items) => {
+            let inner: Vec<String> = items.iter().map(go_syntax).collect();
+            format!("[]interface {{}}{{{}}}", inner.join(", "))
+        }
+        Value::Map(map) => {
+            let inner: Vec<String> = map
+                .iter()
+                .map(|(key, item)| format!("{key:?}:{}", go_syntax(item)))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", inner.join(", "))
+        }
+        Value::Nil => "interface {}(nil)".into(),
+        other => go_value(other),
+    }
 }
 
 /// Go's name of a value's type, for `%T`.
@@ -125,42 +144,77 @@ pub fn sprintln(args: &[Value]) -> String {
     out
 }
 
-/// gotmpl's own `printf`, reached through a template of its own per
-/// number of arguments (its function map is not public).
+/// gotmpl's own functions, reached through a template of their own per
+/// function and number of arguments (gotmpl's function map is not
+/// public), for the functions this engine wraps.
 #[derive(Default)]
-pub struct Printf {
-    by_count: Mutex<HashMap<usize, Arc<Template>>>,
+pub struct Builtins {
+    cache: Mutex<HashMap<(&'static str, usize), Arc<Template>>>,
 }
 
-impl Printf {
+impl Builtins {
     /// `fmt.Sprintf`: the verbs gotmpl formats otherwise than Go are
     /// written here, the rest left to gotmpl.
-    pub fn call(&self, args: &[Value]) -> Result<Value, TemplateError> {
+    pub fn printf(&self, args: &[Value]) -> Result<Value, TemplateError> {
         let Some(Value::String(format)) = args.first() else {
-            return self.gotmpl(args);
+            return self.call("printf", args);
         };
         let (format, operands) = rewrite(format, &args[1..]);
         let mut all = vec![Value::String(format.into())];
         all.extend(operands);
-        self.gotmpl(&all)
+        self.call("printf", &all)
     }
 
-    fn gotmpl(&self, args: &[Value]) -> Result<Value, TemplateError> {
+    /// Go's `index`, which also takes no index at all.
+    pub fn index(args: &[Value]) -> Result<Value, TemplateError> {
+        let Some((first, indexes)) = args.split_first() else {
+            return Err(TemplateError::Exec(
+                "wrong number of args for index: want at least 1 got 0".into(),
+            ));
+        };
+        if matches!(first, Value::Nil) && !indexes.is_empty() {
+            return Err(TemplateError::Exec("index of untyped nil".into()));
+        }
+        indexes
+            .iter()
+            .try_fold(first.clone(), |item, index| item.index(index))
+    }
+
+    /// Go's `html`, `js` and `urlquery`: the operands as `print` joins
+    /// them (a missing value as `<no value>`), escaped.
+    pub fn escape(&self, name: &'static str, args: &[Value]) -> Result<Value, TemplateError> {
+        let joined = match args {
+            [Value::String(s)] => s.to_string(),
+            _ => {
+                let shown: Vec<Value> = args
+                    .iter()
+                    .map(|arg| match arg {
+                        Value::Nil => Value::String("<no value>".into()),
+                        other => other.clone(),
+                    })
+                    .collect();
+                sprint(&shown)
+            }
+        };
+        self.call(name, &[Value::String(joined.into())])
+    }
+
+    /// The builtin `name`'s text for `args`.
+    fn call(&self, name: &'static str, args: &[Value]) -> Result<Value, TemplateError> {
         let template = {
             let mut cache = self
-                .by_count
+                .cache
                 .lock()
-                .map_err(|_| TemplateError::Exec("printf: a lock is poisoned".into()))?;
-            match cache.get(&args.len()) {
+                .map_err(|_| TemplateError::Exec(format!("{name}: a lock is poisoned")))?;
+            match cache.get(&(name, args.len())) {
                 Some(template) => Arc::clone(template),
                 None => {
                     let operands: String = (0..args.len())
                         .map(|index| format!(" (index . {index})"))
                         .collect();
-                    let parsed = Arc::new(
-                        Template::new("printf").parse(&format!("{{{{printf{operands}}}}}"))?,
-                    );
-                    cache.insert(args.len(), Arc::clone(&parsed));
+                    let text = format!("{{{{{name}{operands}}}}}");
+                    let parsed = Arc::new(Template::new(name).parse(&text)?);
+                    cache.insert((name, args.len()), Arc::clone(&parsed));
                     parsed
                 }
             }
@@ -220,6 +274,13 @@ fn rewrite(format: &str, args: &[Value]) -> (String, Vec<Value>) {
             ('v', Some(Value::Float(f))) if !flags.contains(['#', '+']) => {
                 ('s', Value::String(go_float(*f).into()))
             }
+            ('v', Some(value)) if flags.contains('#') => {
+                let flags = flags.replace('#', "");
+                out.push_str(&flags);
+                out.push('s');
+                operands.push(Value::String(go_syntax(value).into()));
+                continue;
+            }
             ('x' | 'X', Some(Value::String(s))) if flags.contains(' ') => {
                 let hex: Vec<String> = s
                     .bytes()
@@ -254,8 +315,20 @@ fn rewrite(format: &str, args: &[Value]) -> (String, Vec<Value>) {
 
 /// Every action of `tree` made to print through [`PRINT_VALUE`], and every
 /// `{{template "t"}}` without data given nil.
-pub fn go_printing(tree: &mut ListNode) {
+pub fn go_printing(tree: &mut ListNode, text: &str) {
     for node in &mut tree.nodes {
+        match node {
+            Node::Action(action) => ideal_floats(&mut action.pipe, text),
+            Node::If(branch) | Node::Range(branch) | Node::With(branch) => {
+                ideal_floats(&mut branch.pipe, text);
+            }
+            Node::Template(call) => {
+                if let Some(pipe) = &mut call.pipe {
+                    ideal_floats(pipe, text);
+                }
+            }
+            _ => {}
+        }
         match node {
             Node::Action(action) if !action.pipe.decl.is_empty() => {
                 changes_in_place(&mut action.pipe)
@@ -267,14 +340,14 @@ pub fn go_printing(tree: &mut ListNode) {
                     args: vec![Expr::Identifier(pos, PRINT_VALUE.into())],
                 });
             }
-            Node::List(list) => go_printing(list),
+            Node::List(list) => go_printing(list, text),
             Node::If(branch) | Node::Range(branch) | Node::With(branch) => {
-                go_printing(&mut branch.body);
+                go_printing(&mut branch.body, text);
                 if let Some(other) = &mut branch.else_body {
-                    go_printing(other);
+                    go_printing(other, text);
                 }
             }
-            Node::Define(define) => go_printing(&mut define.body),
+            Node::Define(define) => go_printing(&mut define.body, text),
             Node::Template(call) if call.pipe.is_none() => {
                 let pos = call.pos;
                 call.pipe = Some(gotmpl::parse::PipeNode {
@@ -313,4 +386,45 @@ fn changes_in_place(pipe: &mut gotmpl::parse::PipeNode) {
         pipe.decl = vec![variable.clone()];
         pipe.is_assign = true;
     }
+}
+
+/// Go keeps a number written with `.`, `e` or `p` (`1e9`, `3.0`) a float
+/// even when its value is whole; gotmpl makes it an integer.
+fn ideal_floats(pipe: &mut gotmpl::parse::PipeNode, text: &str) {
+    for command in &mut pipe.commands {
+        for arg in &mut command.args {
+            match arg {
+                Expr::Number(pos, gotmpl::parse::Number::Int(value)) => {
+                    if written_as_float(text, pos.offset) {
+                        *arg = Expr::Number(*pos, gotmpl::parse::Number::Float(*value as f64));
+                    }
+                }
+                Expr::Pipe(_, inner) => ideal_floats(inner, text),
+                Expr::Chain(_, inner, _) => {
+                    if let Expr::Pipe(_, pipe) = inner.as_mut() {
+                        ideal_floats(pipe, text);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn written_as_float(text: &str, offset: usize) -> bool {
+    let Some(rest) = text.get(offset..) else {
+        return false;
+    };
+    let literal: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))
+        .collect();
+    let lower = literal.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    if lower.starts_with('\'') {
+        return false;
+    }
+    if lower.starts_with("0x") {
+        return lower.contains('p');
+    }
+    lower.contains(['.', 'e', 'p'])
 }
