@@ -7,6 +7,7 @@
 mod collections;
 mod encoding;
 mod numbers;
+mod semver;
 mod strings;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ const TABLES: &[&[(&str, Func)]] = &[
     collections::FUNCTIONS,
     numbers::FUNCTIONS,
     encoding::FUNCTIONS,
+    semver::FUNCTIONS,
 ];
 
 /// Every sprig function this engine has.
