@@ -18,6 +18,7 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use gotmpl::parse::{ListNode, Pos};
 use gotmpl::{FuncMap, Template, TemplateError, Value};
@@ -47,6 +48,10 @@ struct Shared {
     right: String,
     builtins: print::Builtins,
     max_output: std::sync::atomic::AtomicUsize,
+    /// Set while a failed run is run again to find its line: a partial
+    /// that `render` runs then does not search for its own line, which
+    /// would take time exponential in how deep partials render partials.
+    locating: std::sync::atomic::AtomicBool,
 }
 
 /// One parsed template: its tree and the file it was written in.
@@ -86,6 +91,7 @@ impl GoEngine {
                 right,
                 builtins: print::Builtins::default(),
                 max_output: holo_plugin::template::DEFAULT_MAX_RENDER_SIZE.into(),
+                locating: false.into(),
             }),
             data,
             partials: OnceCell::new(),
@@ -304,23 +310,25 @@ fn run(
             message: out.exceeded_message(),
         });
     }
-    let limit = shared.max_output.load(std::sync::atomic::Ordering::Relaxed);
+    let message = err.to_string();
+    let message = message.strip_prefix("execution error: ").unwrap_or(&message);
+    if shared.locating.swap(true, Ordering::Relaxed) {
+        return Err(Failure {
+            place: None,
+            message: message.to_string(),
+        });
+    }
+    let limit = shared.max_output.load(Ordering::Relaxed);
     let mut trees = |wanted: &str| set.trees.get(wanted).map(|tree| tree.body.clone());
     let mut fails = |overrides: &[(String, ListNode)]| {
         let mut sink = holo_plugin::template::LimitedOutput::new(limit);
         execute(shared, set, name, overrides, data, depth, &mut sink).is_err()
     };
     let place = locate::locate(&mut trees, &mut fails, name).map(|(template, line)| {
-        let file = set
-            .trees
-            .get(&template)
-            .map_or(template, |tree| tree.file.clone());
+        let file = set.trees.get(&template).map_or(template, |tree| tree.file.clone());
         (file, line)
     });
-    let message = err.to_string();
-    let message = message
-        .strip_prefix("execution error: ")
-        .unwrap_or(&message);
+    shared.locating.store(false, Ordering::Relaxed);
     Err(Failure {
         place,
         message: message.to_string(),
@@ -359,7 +367,7 @@ fn render_partial(
         texts: set.texts.clone(),
     };
     let rendered = parse_into(shared, &mut own, name, name, text).and_then(|()| {
-        let limit = shared.max_output.load(std::sync::atomic::Ordering::Relaxed);
+        let limit = shared.max_output.load(Ordering::Relaxed);
         let mut out = holo_plugin::template::LimitedOutput::new(limit);
         run(shared, &Arc::new(own), name, data, depth, &mut out)?;
         Ok(out.bytes)
@@ -461,7 +469,7 @@ impl TreeEngine for GoEngine {
         let name = rel.to_string_lossy();
         self.shared
             .max_output
-            .store(tree.max_output, std::sync::atomic::Ordering::Relaxed);
+            .store(tree.max_output, Ordering::Relaxed);
         let mut set = Templates::clone(&partials);
         parse_into(&self.shared, &mut set, &name, shown, text)
             .map_err(|failure| describe(&failure, shown, what))?;
