@@ -142,7 +142,7 @@ fn tokens(text: &str, right: &str, line: usize) -> Result<ActionTokens, CheckErr
                 let length = 1 + word_length(&here[1..]);
                 (Some(Token::Var(here[..length].to_string())), length)
             }
-            b'.' => (Some(Token::Other), 1 + word_length(&here[1..]).max(0)),
+            b'.' => (Some(Token::Other), 1 + word_length(&here[1..])),
             b'0'..=b'9' | b'+' | b'-' => (Some(Token::Other), 1 + number_length(&here[1..])),
             _ if word_length(here) > 0 => {
                 let length = word_length(here);
@@ -362,12 +362,12 @@ impl Blocks {
         }
         for token in rest {
             match token {
-                Token::Word(word) if !matches!(word.as_str(), "true" | "false" | "nil") => {
-                    if !functions(word) {
-                        return fail(format!(
-                            "function {word:?} not defined; use one of Go's or sprig's functions, or lookup"
-                        ));
-                    }
+                Token::Word(word)
+                    if !matches!(word.as_str(), "true" | "false" | "nil") && !functions(word) =>
+                {
+                    return fail(format!(
+                        "function {word:?} not defined; use one of Go's or sprig's functions, or lookup"
+                    ));
                 }
                 Token::Var(name) => self.known(name, line)?,
                 Token::DoubleDot => return fail("unexpected . after term \".\"".into()),

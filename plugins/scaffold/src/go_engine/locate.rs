@@ -113,13 +113,16 @@ fn line_of(node: &Node) -> usize {
     }
 }
 
+/// Runs the templates with some trees replaced; says whether the run fails.
+pub type Fails<'a> = dyn FnMut(&[(String, ListNode)]) -> bool + 'a;
+
 /// Where a failed run failed: the template's name and the line.
 ///
 /// `trees` names each template's tree; `fails` runs the templates with
 /// those trees and says whether the run fails.
 pub fn locate(
     trees: &mut dyn FnMut(&str) -> Option<ListNode>,
-    fails: &mut dyn FnMut(&[(String, ListNode)]) -> bool,
+    fails: &mut Fails<'_>,
     entry: &str,
 ) -> Option<(String, usize)> {
     let mut fixed: Vec<(String, ListNode)> = Vec::new();

@@ -311,7 +311,9 @@ fn run(
         });
     }
     let message = err.to_string();
-    let message = message.strip_prefix("execution error: ").unwrap_or(&message);
+    let message = message
+        .strip_prefix("execution error: ")
+        .unwrap_or(&message);
     if shared.locating.swap(true, Ordering::Relaxed) {
         return Err(Failure {
             place: None,
@@ -325,7 +327,10 @@ fn run(
         execute(shared, set, name, overrides, data, depth, &mut sink).is_err()
     };
     let place = locate::locate(&mut trees, &mut fails, name).map(|(template, line)| {
-        let file = set.trees.get(&template).map_or(template, |tree| tree.file.clone());
+        let file = set
+            .trees
+            .get(&template)
+            .map_or(template, |tree| tree.file.clone());
         (file, line)
     });
     shared.locating.store(false, Ordering::Relaxed);

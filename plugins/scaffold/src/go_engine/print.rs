@@ -394,10 +394,10 @@ fn ideal_floats(pipe: &mut gotmpl::parse::PipeNode, text: &str) {
     for command in &mut pipe.commands {
         for arg in &mut command.args {
             match arg {
-                Expr::Number(pos, gotmpl::parse::Number::Int(value)) => {
-                    if written_as_float(text, pos.offset) {
-                        *arg = Expr::Number(*pos, gotmpl::parse::Number::Float(*value as f64));
-                    }
+                Expr::Number(pos, gotmpl::parse::Number::Int(value))
+                    if written_as_float(text, pos.offset) =>
+                {
+                    *arg = Expr::Number(*pos, gotmpl::parse::Number::Float(*value as f64));
                 }
                 Expr::Pipe(_, inner) => ideal_floats(inner, text),
                 Expr::Chain(_, inner, _) => {

@@ -94,7 +94,11 @@ fn matches_one(operator: &str, c: &Version, v: &Version) -> bool {
         "<=" | "=<" => compare(v, c).is_le(),
         "~" | "~>" => {
             let (major, minor) = (c.numbers[0], c.numbers[1]);
-            let upper = if given <= 1 { (major + 1, 0) } else { (major, minor + 1) };
+            let upper = if given <= 1 {
+                (major + 1, 0)
+            } else {
+                (major, minor + 1)
+            };
             compare(v, c).is_ge() && (v.numbers[0], v.numbers[1]) < upper
         }
         "^" => {
@@ -160,7 +164,10 @@ fn semver(args: &[Value]) -> Result<Value, TemplateError> {
         .ok_or_else(|| error(format!("semver: {written:?} is not a semantic version")))?;
     let mut map: BTreeMap<Arc<str>, Value> = BTreeMap::new();
     for (name, number) in ["Major", "Minor", "Patch"].iter().zip(version.numbers) {
-        map.insert(Arc::from(*name), Value::Int(i64::try_from(number).unwrap_or(i64::MAX)));
+        map.insert(
+            Arc::from(*name),
+            Value::Int(i64::try_from(number).unwrap_or(i64::MAX)),
+        );
     }
     map.insert(Arc::from("Prerelease"), string(version.pre));
     map.insert(Arc::from("Metadata"), string(version.meta));
@@ -170,11 +177,18 @@ fn semver(args: &[Value]) -> Result<Value, TemplateError> {
 
 fn semver_compare(args: &[Value]) -> Result<Value, TemplateError> {
     arity("semverCompare", args, 2)?;
-    let (constraint, written) = (text("semverCompare", args, 0)?, text("semverCompare", args, 1)?);
-    let version = parse(written)
-        .filter(|v| v.given > 0)
-        .ok_or_else(|| error(format!("semverCompare: {written:?} is not a semantic version")))?;
-    meets(constraint, &version)
-        .map(Value::Bool)
-        .ok_or_else(|| error(format!("semverCompare: cannot read the constraint {constraint:?}")))
+    let (constraint, written) = (
+        text("semverCompare", args, 0)?,
+        text("semverCompare", args, 1)?,
+    );
+    let version = parse(written).filter(|v| v.given > 0).ok_or_else(|| {
+        error(format!(
+            "semverCompare: {written:?} is not a semantic version"
+        ))
+    })?;
+    meets(constraint, &version).map(Value::Bool).ok_or_else(|| {
+        error(format!(
+            "semverCompare: cannot read the constraint {constraint:?}"
+        ))
+    })
 }
