@@ -400,3 +400,73 @@ impl Blocks {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(text: &str) -> Result<(), usize> {
+        let known = |name: &str| matches!(name, "len" | "printf" | "eq");
+        check(text, "{{", "}}", &known).map_err(|err| err.line)
+    }
+
+    #[test]
+    fn blocks_that_close_are_accepted() {
+        let text = "{{ if 1 }}a{{ else if 2 }}b{{ else }}c{{ end }}\n{{ range $i, $v := . }}{{ $i }}{{ break }}{{ end }}\n{{ define \"x\" }}{{ $ }}{{ end }}{{ with $x := 1 }}{{ $x }}{{ else with 2 }}{{ end }}";
+        assert_eq!(checked(text), Ok(()));
+        assert_eq!(
+            checked("{{/* {{end}} */}}{{ \"{{end}}\" }}{{ `}}` }}"),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn an_end_or_else_out_of_place_is_refused_at_its_line() {
+        assert_eq!(checked("a\n{{ end }}"), Err(2));
+        assert_eq!(checked("{{ else }}"), Err(1));
+        assert_eq!(checked("{{ if 1 }}\n{{ else }}{{ else }}{{ end }}"), Err(2));
+        assert_eq!(checked("{{ define \"x\" }}{{ else }}{{ end }}"), Err(1));
+        assert_eq!(checked("{{ if 1 }}{{ else with 2 }}{{ end }}"), Err(1));
+    }
+
+    #[test]
+    fn a_missing_end_is_refused_at_the_last_line() {
+        assert_eq!(checked("{{ range . }}\nx\n"), Err(3));
+        assert_eq!(
+            checked("{{ if 1 }}{{ define \"x\" }}{{ end }}{{ end }}"),
+            Err(1)
+        );
+    }
+
+    #[test]
+    fn break_and_continue_only_in_a_range_body() {
+        assert_eq!(
+            checked("{{ range . }}{{ if 1 }}{{ continue }}{{ end }}{{ end }}"),
+            Ok(())
+        );
+        assert_eq!(checked("{{ break }}"), Err(1));
+        assert_eq!(
+            checked("{{ range . }}{{ else }}{{ break }}{{ end }}"),
+            Err(1)
+        );
+        assert_eq!(checked("{{ range . }}{{ break 1 }}{{ end }}"), Err(1));
+    }
+
+    #[test]
+    fn functions_and_variables_must_exist_where_they_are_written() {
+        assert_eq!(checked("{{ if false }}\n{{ nosuch }}{{ end }}"), Err(2));
+        assert_eq!(
+            checked("{{ len . | printf \"%d\" }} {{ .a.len }} {{ true }}"),
+            Ok(())
+        );
+        assert_eq!(checked("{{ with $x := 1 }}{{ end }}\n{{ $x }}"), Err(2));
+        assert_eq!(checked("{{ $y = 1 }}"), Err(1));
+        assert_eq!(checked("{{ $x := 1 }}{{ $x = 2 }}{{ $.a }}"), Ok(()));
+        assert_eq!(checked("{{ ..x }}"), Err(1));
+    }
+
+    #[test]
+    fn an_unterminated_raw_string_is_refused_where_it_starts() {
+        assert_eq!(checked("a\n{{ `x\ny"), Err(2));
+    }
+}

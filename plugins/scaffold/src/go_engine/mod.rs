@@ -570,6 +570,19 @@ mod tests {
             files[0].content, b"012",
             "range over an integer, as Go 1.22"
         );
+        fs::write(
+            dir.path().join("a"),
+            "{{ with .data.none }}a{{ else with .data.name }}{{ . }}{{ end }}",
+        )
+        .expect("t");
+        let files = render_tree(&engine(None), dir.path(), false).expect("else with");
+        assert_eq!(files[0].content, b"app", "else with, as Go 1.23");
+        fs::write(dir.path().join("a"), "ok\n{{ index .data.list 9 }}\n").expect("t");
+        let err = render_tree(&engine(None), dir.path(), false).expect_err("exec");
+        assert!(
+            err.contains("/a:2: cannot render the content: index out of range: 9; fix"),
+            "{err}"
+        );
         fs::write(dir.path().join("a"), "ok\n{{ if }}\n").expect("t");
         let err = render_tree(&engine(None), dir.path(), false).expect_err("parse");
         assert!(

@@ -428,3 +428,51 @@ fn written_as_float(text: &str, offset: usize) -> bool {
     }
     lower.contains(['.', 'e', 'p'])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_go_percent_v() {
+        let rows = [
+            (1e9, "1e+09"),
+            (123_456.0, "123456"),
+            (1_234_567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (3.0, "3"),
+            (-2.5, "-2.5"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+        ];
+        for (value, go) in rows {
+            assert_eq!(go_float(value), go, "{value}");
+        }
+    }
+
+    #[test]
+    fn printf_verbs_gotmpl_would_get_wrong_are_rewritten() {
+        let list = Value::List(vec![Value::Int(1), Value::Float(0.5)].into());
+        let (format, operands) = rewrite(
+            "%T|%5v|%s|%% %d",
+            &[list.clone(), Value::Float(1e9), list, Value::Int(3)],
+        );
+        assert_eq!(format, "%s|%5s|%s|%% %d");
+        let shown: Vec<String> = operands.iter().map(go_value).collect();
+        assert_eq!(shown, ["[]interface {}", "1e+09", "[1 0.5]", "3"]);
+    }
+
+    #[test]
+    fn sprint_spaces_operands_that_are_not_strings() {
+        let args = [
+            Value::String("a".into()),
+            Value::Int(1),
+            Value::Int(2),
+            Value::String("b".into()),
+        ];
+        assert_eq!(sprint(&args), "a1 2b");
+        assert_eq!(sprintln(&args), "a 1 2 b\n");
+    }
+}

@@ -192,3 +192,37 @@ fn semver_compare(args: &[Value]) -> Result<Value, TemplateError> {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constraints_as_masterminds_documents_them() {
+        let rows = [
+            ("^1.2.0", "1.2.3", true),
+            ("^1.2.0", "2.0.0", false),
+            ("^0.2.3", "0.2.9", true),
+            ("^0.2.3", "0.3.0", false),
+            ("~1.2.3", "1.2.9", true),
+            ("~1.2.3", "1.3.0", false),
+            (">2", "1.0.0", false),
+            (">2", "3.0.0", true),
+            (">= 1.2, < 3.0.0", "2.9.9", true),
+            ("<1.0 || >=2.0", "1.5.0", false),
+            ("1.2 - 1.4.5", "1.4.5", true),
+            ("1.2.x", "1.2.7", true),
+            ("!=1.2.3", "1.2.3", false),
+            (">=1.0.0", "1.2.0-beta", false),
+            (">=1.0.0-0", "1.2.0-beta", true),
+        ];
+        for (constraint, version, expected) in rows {
+            let version = parse(version).expect("version");
+            assert_eq!(
+                meets(constraint, &version),
+                Some(expected),
+                "{constraint} {version:?}"
+            );
+        }
+    }
+}
