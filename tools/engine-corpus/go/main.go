@@ -22,6 +22,7 @@ type corpusCase struct {
 	name     string
 	main     string
 	partials [][2]string // path below the tree, text
+	delims   string      // "LEFT RIGHT", or "" for Go's own
 	result   string      // "--- output", "--- error NAME:LINE" or "--- output sprig"
 	body     string      // the output, or Go's error message
 }
@@ -38,7 +39,9 @@ func parseCorpus(text string) (string, []corpusCase) {
 		c.main = strings.TrimPrefix(parts[0], "\n")
 		for _, part := range parts[1:] {
 			head, body, _ := strings.Cut(part, "\n")
-			if strings.HasPrefix(head, "partial ") {
+			if strings.HasPrefix(head, "delims ") {
+				c.delims = strings.TrimPrefix(head, "delims ")
+			} else if strings.HasPrefix(head, "partial ") {
 				c.partials = append(c.partials, [2]string{strings.TrimPrefix(head, "partial "), body})
 			} else {
 				c.result, c.body = head, body
@@ -54,6 +57,9 @@ func (c corpusCase) String() string {
 	fmt.Fprintf(&b, "\n### %s\n%s", c.name, c.main)
 	for _, p := range c.partials {
 		fmt.Fprintf(&b, "%spartial %s\n%s", sep, p[0], p[1])
+	}
+	if c.delims != "" {
+		fmt.Fprintf(&b, "%sdelims %s", sep, c.delims)
 	}
 	fmt.Fprintf(&b, "%s%s\n%s", sep, c.result, c.body)
 	return b.String()
@@ -107,6 +113,7 @@ func lookup(data map[string]any) func(string, ...any) (any, error) {
 // template, whose definitions replace the partials'.
 func run(c corpusCase, data map[string]any) (string, error) {
 	funcs := template.FuncMap{"lookup": lookup(data)}
+	left, right, _ := strings.Cut(c.delims, " ")
 	texts := map[string]string{}
 	for _, p := range c.partials {
 		texts[p[0]] = p[1]
@@ -116,7 +123,7 @@ func run(c corpusCase, data map[string]any) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("render %q: no such partial", name)
 		}
-		t, err := template.New(name).Funcs(funcs).Parse(text)
+		t, err := template.New(name).Funcs(funcs).Delims(left, right).Parse(text)
 		if err != nil {
 			return "", err
 		}
@@ -124,7 +131,7 @@ func run(c corpusCase, data map[string]any) (string, error) {
 		err = t.Execute(&out, dot)
 		return out.String(), err
 	}
-	root := template.New("").Funcs(funcs)
+	root := template.New("").Funcs(funcs).Delims(left, right)
 	sorted := append([][2]string{}, c.partials...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i][0] < sorted[j][0] })
 	for _, p := range sorted {

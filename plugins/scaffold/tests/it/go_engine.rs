@@ -23,6 +23,7 @@ struct Case {
     name: String,
     main: String,
     partials: Vec<(String, String)>,
+    delimiters: Option<(String, String)>,
     expected: Expected,
 }
 
@@ -40,11 +41,15 @@ fn parse_case(text: &str) -> Case {
         name: name.to_string(),
         main: main.to_string(),
         partials: Vec::new(),
+        delimiters: None,
         expected: Expected::Output(String::new()),
     };
     for part in parts {
         let (head, body) = part.split_once('\n').unwrap_or((part, ""));
-        if let Some(path) = head.strip_prefix("partial ") {
+        if let Some(pair) = head.strip_prefix("delims ") {
+            let (left, right) = pair.split_once(' ').expect("delims LEFT RIGHT");
+            case.delimiters = Some((left.to_string(), right.to_string()));
+        } else if let Some(path) = head.strip_prefix("partial ") {
             case.partials.push((path.to_string(), body.to_string()));
         } else if let Some(place) = head.strip_prefix("error ") {
             let (file, line) = place.rsplit_once(':').expect("FILE:LINE");
@@ -101,11 +106,11 @@ const DOCUMENTED_DIFFERENCES: &[&str] = &[
     "huge-int",
 ];
 
-fn engine() -> GoEngine {
+fn engine(delimiters: Option<(String, String)>) -> GoEngine {
     let serde_json::Value::Object(vars) = serde_json::from_str(DATA).expect("data.json") else {
         panic!("data.json is not an object");
     };
-    GoEngine::new(vars, None).expect("engine")
+    GoEngine::new(vars, delimiters).expect("engine")
 }
 
 #[test]
@@ -116,7 +121,7 @@ fn go_corpus_renders_as_go_does() {
     let mut undocumented = Vec::new();
     for case in &cases {
         // An engine keeps the partials of the tree it renders first.
-        let got = render(&engine(), case);
+        let got = render(&engine(case.delimiters.clone()), case);
         let documented = DOCUMENTED_DIFFERENCES.contains(&case.name.as_str());
         match (agrees(&case.expected, &got), documented) {
             (true, false) => agreeing += 1,

@@ -19,6 +19,7 @@ pub const FUNCTIONS: &[(&str, Func)] = &[
         })
     }),
     ("b32enc", |a| bytes_in("b32enc", a, base32)),
+    ("b32dec", |a| decoded("b32dec", a, unbase32)),
     ("sha256sum", |a| {
         bytes_in("sha256sum", a, |b| hex(&sha2::Sha256::digest(b)))
     }),
@@ -143,7 +144,7 @@ fn decoded(
     arity(name, args, 1)?;
     Ok(string(match f(text(name, args, 0)?) {
         Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        None => "illegal base64 data".into(),
+        None => format!("{name}: the text is not valid encoded data"),
     }))
 }
 
@@ -172,6 +173,23 @@ fn base32(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+fn unbase32(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut bits: u64 = 0;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for byte in text.trim_end_matches('=').bytes() {
+        let digit = ALPHABET.iter().position(|a| *a == byte)?;
+        bits = (bits << 5) | u64::try_from(digit).ok()?;
+        count += 5;
+        if count >= 8 {
+            count -= 8;
+            out.push(u8::try_from((bits >> count) & 0xff).ok()?);
+        }
+    }
+    Some(out)
 }
 
 fn to_json(value: &Value) -> serde_json::Value {
