@@ -199,6 +199,8 @@ struct Open {
     in_else: bool,
     /// How many variables were declared when it opened.
     vars: usize,
+    /// A define's body sees only `$`: the variables outside it, kept here.
+    outside: Option<Vec<String>>,
 }
 
 struct Blocks {
@@ -261,9 +263,13 @@ impl Blocks {
                 line: action.line,
                 in_else: false,
                 vars: self.vars.len(),
+                outside: None,
             });
-            if keyword == "define" {
-                self.vars.push("$".into());
+            if keyword == "define"
+                && let Some(open) = self.open.last_mut()
+            {
+                open.outside = Some(std::mem::replace(&mut self.vars, vec!["$".into()]));
+                open.vars = 1;
             }
         }
         let operands = if keyword.is_empty() {
@@ -278,6 +284,9 @@ impl Blocks {
         match self.open.pop() {
             Some(open) => {
                 self.vars.truncate(open.vars);
+                if let Some(outside) = open.outside {
+                    self.vars = outside;
+                }
                 Ok(())
             }
             None => Err(CheckError {
@@ -463,6 +472,14 @@ mod tests {
         assert_eq!(checked("{{ $y = 1 }}"), Err(1));
         assert_eq!(checked("{{ $x := 1 }}{{ $x = 2 }}{{ $.a }}"), Ok(()));
         assert_eq!(checked("{{ ..x }}"), Err(1));
+        assert_eq!(
+            checked("{{ $x := 1 }}{{ define \"t\" }}{{ $ }}{{ end }}{{ $x }}"),
+            Ok(())
+        );
+        assert_eq!(
+            checked("{{ $x := 1 }}{{ define \"t\" }}{{ $x }}{{ end }}"),
+            Err(1)
+        );
     }
 
     #[test]

@@ -36,7 +36,8 @@ fn parse_case(text: &str) -> Case {
     let (name, rest) = text.split_once('\n').expect("case name");
     let rest = format!("\n{rest}");
     let mut parts = rest.split("\n--- ");
-    let main = parts.next().expect("main").trim_start_matches('\n');
+    let main = parts.next().expect("main");
+    let main = main.strip_prefix('\n').unwrap_or(main);
     let mut case = Case {
         name: name.to_string(),
         main: main.to_string(),
