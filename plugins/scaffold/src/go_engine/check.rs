@@ -23,10 +23,12 @@ enum Token {
     Other,
 }
 
-/// An action: its line and tokens (comments are left out).
+/// An action: its line, and its tokens and the line of each (comments are
+/// left out).
 struct Action {
     line: usize,
     tokens: Vec<Token>,
+    lines: Vec<usize>,
 }
 
 /// Checks `text` (which gotmpl parsed) against Go's parser rules.
@@ -76,10 +78,11 @@ fn actions(text: &str, left: &str, right: &str) -> Result<Scanned, CheckError> {
             return Ok(None);
         };
         line += inside[..used].matches('\n').count();
-        if let Some(tokens) = tokens {
+        if let Some((tokens, lines)) = tokens {
             found.push(Action {
                 line: start_line,
                 tokens,
+                lines,
             });
         }
         rest = &inside[used..];
@@ -88,15 +91,18 @@ fn actions(text: &str, left: &str, right: &str) -> Result<Scanned, CheckError> {
     Ok(Some((found, line)))
 }
 
-/// The tokens of one action (None for a comment) and how many bytes of
-/// `text` it takes up to and with the right delimiter.
-type ActionTokens = Option<(Option<Vec<Token>>, usize)>;
+/// The tokens of one action and their lines (None for a comment), and how
+/// many bytes of `text` it takes up to and with the right delimiter.
+type ActionTokens = Option<(Option<(Vec<Token>, Vec<usize>)>, usize)>;
 
 fn tokens(text: &str, right: &str, line: usize) -> Result<ActionTokens, CheckError> {
     let trimmed = text.trim_start();
     if let Some(comment) = trimmed.strip_prefix("/*") {
         let Some(end) = comment.find("*/") else {
-            return Ok(None);
+            return Err(CheckError {
+                line,
+                message: "unclosed comment; end it with */ and the closing delimiter".into(),
+            });
         };
         let after = &comment[end + 2..];
         let Some(close) = after.find(right) else {
@@ -106,18 +112,26 @@ fn tokens(text: &str, right: &str, line: usize) -> Result<ActionTokens, CheckErr
         return Ok(Some((None, used)));
     }
     let mut found = Vec::new();
+    let mut lines = Vec::new();
     let mut index = 0;
+    let mut at_line = line;
     let bytes = text.as_bytes();
     loop {
         let here = &text[index..];
         if here.starts_with(right) {
-            return Ok(Some((Some(found), index + right.len())));
+            return Ok(Some((Some((found, lines)), index + right.len())));
         }
         if let Some(after) = here.strip_prefix('-')
             && text[..index].ends_with([' ', '\t', '\r', '\n'])
             && after.starts_with(right)
         {
-            return Ok(Some((Some(found), index + 1 + right.len())));
+            return Ok(Some((Some((found, lines)), index + 1 + right.len())));
+        }
+        if here.starts_with('.') && text[..index].ends_with(['"', '\'', '`']) {
+            return Err(CheckError {
+                line: at_line,
+                message: "unexpected . after a quoted term; put a space before it".into(),
+            });
         }
         let Some(&byte) = bytes.get(index) else {
             return Ok(None);
@@ -160,7 +174,11 @@ fn tokens(text: &str, right: &str, line: usize) -> Result<ActionTokens, CheckErr
                 here.chars().next().map_or(1, char::len_utf8),
             ),
         };
-        found.extend(token);
+        if let Some(token) = token {
+            found.push(token);
+            lines.push(at_line);
+        }
+        at_line += text[index..index + length].matches('\n').count();
         index += length;
     }
 }
@@ -232,6 +250,7 @@ impl Blocks {
             })
         };
         let mut tokens = action.tokens.as_slice();
+        let mut lines = action.lines.as_slice();
         let keyword = match tokens.first() {
             Some(Token::Word(word)) => word.as_str(),
             _ => "",
@@ -241,6 +260,7 @@ impl Blocks {
             "else" => {
                 self.else_branch(action.line, tokens.get(1))?;
                 tokens = &tokens[1..];
+                lines = &lines[1..];
             }
             "break" | "continue" => return self.loop_control(keyword, action),
             "define" if !self.open.is_empty() => {
@@ -272,12 +292,13 @@ impl Blocks {
                 open.vars = 1;
             }
         }
-        let operands = if keyword.is_empty() {
-            tokens
-        } else {
-            &tokens[1..]
-        };
-        self.pipeline(operands, action.line, functions)
+        let skip = usize::from(!keyword.is_empty());
+        if keyword == "block" && tokens.len() < 3 {
+            return fail(
+                "missing value for block clause; write {{block \"NAME\" .}}...{{end}}".into(),
+            );
+        }
+        self.pipeline(&tokens[skip..], &lines[skip..], functions)
     }
 
     fn end(&mut self, line: usize) -> Result<(), CheckError> {
@@ -356,39 +377,48 @@ impl Blocks {
     fn pipeline(
         &mut self,
         tokens: &[Token],
-        line: usize,
+        lines: &[usize],
         functions: &dyn Fn(&str) -> bool,
     ) -> Result<(), CheckError> {
-        let fail = |message: String| Err(CheckError { line, message });
+        let line_at = |at: usize| lines.get(at).copied().unwrap_or(0);
+        let fail = |at: usize, message: String| {
+            Err(CheckError {
+                line: line_at(at),
+                message,
+            })
+        };
         let mut declared = Vec::new();
-        let mut rest = tokens;
+        let mut start = 0;
         if let Some(at) = tokens
             .iter()
             .position(|token| matches!(token, Token::Declare | Token::Assign))
         {
             declared = tokens[..at].to_vec();
-            rest = &tokens[at + 1..];
+            start = at + 1;
         }
-        for token in rest {
+        for (at, token) in tokens.iter().enumerate().skip(start) {
             match token {
                 Token::Word(word)
                     if !matches!(word.as_str(), "true" | "false" | "nil") && !functions(word) =>
                 {
-                    return fail(format!(
-                        "function {word:?} not defined; use one of Go's or sprig's functions, or lookup"
-                    ));
+                    return fail(
+                        at,
+                        format!(
+                            "function {word:?} not defined; use one of Go's or sprig's functions, or lookup"
+                        ),
+                    );
                 }
-                Token::Var(name) => self.known(name, line)?,
-                Token::DoubleDot => return fail("unexpected . after term \".\"".into()),
+                Token::Var(name) => self.known(name, line_at(at))?,
+                Token::DoubleDot => return fail(at, "unexpected . after term \".\"".into()),
                 _ => {}
             }
         }
         let assigning = tokens.contains(&Token::Assign);
-        for token in declared {
+        for (at, token) in declared.into_iter().enumerate() {
             if let Token::Var(name) = token {
                 let base = name.split('.').next().unwrap_or(&name).to_string();
                 if assigning {
-                    self.known(&base, line)?;
+                    self.known(&base, line_at(at))?;
                 } else {
                     self.vars.push(base);
                 }
