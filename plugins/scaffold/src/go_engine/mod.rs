@@ -107,8 +107,14 @@ impl GoEngine {
 
 fn load_partials(shared: &Arc<Shared>, tree: &TreeSource<'_>) -> Result<Templates, String> {
     let mut partials = Templates::default();
-    for rel in tree.partials()? {
-        let name = rel.to_string_lossy().into_owned();
+    let mut names: Vec<String> = tree
+        .partials()?
+        .iter()
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .collect();
+    // In path order, so that a later definition of a name wins.
+    names.sort();
+    for name in names {
         let shown = tree.shown(&name);
         let text = tree
             .read_text(&name)
