@@ -1322,7 +1322,6 @@ pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["name", "command", "tries", "try_
 
 /// Reads `health_checks`: one table or a list of them, each with
 /// `command` and optional `name`, `tries`, `try_sleep` and `timeout`.
-
 fn parse_health_checks(
     value: &Spanned<DeValue<'_>>,
     at: &dyn Fn(usize) -> Location,
