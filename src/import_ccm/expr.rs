@@ -69,8 +69,9 @@ pub fn translate_expr(expr: &str) -> Result<String, String> {
 
 fn unsupported(expr: &str) -> String {
     format!(
-        "expression `{expr}` uses expr-lang beyond lookup(), Facts, Data and Environ with \
-         ==, !=, &&, || and !; write it as a minijinja expression by hand"
+        "expression `{expr}` has no minijinja form here: only lookup() and Facts, Data and \
+         Environ with ==, !=, &&, || and ! translate, and only facts that holo gathers \
+         (holo-data(5)); write it by hand"
     )
 }
 
@@ -129,8 +130,32 @@ pub fn map_path(path: &str) -> Option<String> {
     }
 }
 
-/// CCM's facts (gopsutil's names) that have a holo fact.
-fn map_fact(path: &str) -> Option<&'static str> {
+/// The facts that holo gathers, which a path may name as they are.
+const HOLO_FACTS: &[&str] = &[
+    "hostname",
+    "os",
+    "arch",
+    "kernel",
+    "cpus",
+    "memory_mb",
+    "interfaces",
+    "virtual",
+    "is_virtual",
+    "disks",
+    "mountpoints",
+    "default_route",
+    "primary_ip",
+    "uptime_seconds",
+    "processor_model",
+];
+
+/// CCM's facts (gopsutil's names) that have a holo fact, and holo's own
+/// (but `os` alone, which is a table in holo and a word in CCM).
+fn map_fact(path: &str) -> Option<&str> {
+    let root = path.split('.').next().unwrap_or_default();
+    if HOLO_FACTS.contains(&root) && path != "os" {
+        return Some(path);
+    }
     Some(match path {
         "host.info.hostname" => "hostname",
         "host.info.platform" | "host.info.platformFamily" => "os.id",

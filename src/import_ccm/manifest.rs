@@ -14,6 +14,15 @@ pub struct Resource {
     pub kind: String,
     pub name: String,
     pub properties: Vec<(String, Value)>,
+    /// The manifest line of its name.
+    pub line: usize,
+}
+
+impl Resource {
+    /// The entity id, `KIND:NAME`.
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.kind, self.name)
+    }
 }
 
 /// What a manifest becomes; `problems` are `(line, what)`.

@@ -40,23 +40,9 @@ fn read_block(import: &mut Import, kind: &Node, entries: &Node) {
         ));
         return;
     }
-    let Some(entries) = entries.as_seq() else {
-        import.problems.push((
-            entries.pos.line,
-            format!("{kind_name} must be a list of `- NAME: {{...}}`"),
-        ));
-        return;
-    };
     let mut defaults: Vec<(String, Value)> = Vec::new();
-    for entry in entries {
-        let Some([(name, properties)]) = entry.as_map() else {
-            import.problems.push((
-                entry.pos.line,
-                "a resource is one `NAME: {properties}` mapping".into(),
-            ));
-            continue;
-        };
-        let Some(converted) = properties_of(import, properties) else {
+    for (name, properties) in named_entries(import, &kind_name, entries) {
+        let Some(converted) = properties_of(import, &kind_name, properties) else {
             continue;
         };
         if name.as_str() == Some("defaults") {
@@ -73,16 +59,59 @@ fn read_block(import: &mut Import, kind: &Node, entries: &Node) {
         }
         let mut properties = vec![("name".to_string(), Value::Str(id_name.clone()))];
         properties.extend(merged);
+        let id = format!("{kind_name}:{id_name}");
+        if let Some(first) = import.resources.iter().find(|known| known.id() == id) {
+            let what = format!(
+                "a second {id} (the first is on line {}); holo's entity ids are unique, so merge them or rename one",
+                first.line
+            );
+            import.problems.push((name.pos.line, what));
+            continue;
+        }
         import.resources.push(Resource {
             kind: kind_name.clone(),
             name: id_name,
             properties,
+            line: name.pos.line,
         });
     }
 }
 
+/// The `NAME: {properties}` pairs of a block: a list of one-key mappings,
+/// or one mapping of them.
+fn named_entries<'n>(
+    import: &mut Import,
+    kind: &str,
+    entries: &'n Node,
+) -> Vec<(&'n Node, &'n Node)> {
+    if let Some(map) = entries.as_map() {
+        return map
+            .iter()
+            .map(|(name, properties)| (name, properties))
+            .collect();
+    }
+    let Some(items) = entries.as_seq() else {
+        import.problems.push((
+            entries.pos.line,
+            format!("{kind} must be a list of `- NAME: {{...}}`"),
+        ));
+        return Vec::new();
+    };
+    let mut named = Vec::new();
+    for entry in items {
+        match entry.as_map() {
+            Some([(name, properties)]) => named.push((name, properties)),
+            _ => import.problems.push((
+                entry.pos.line,
+                "a resource is one `NAME: {properties}` mapping".into(),
+            )),
+        }
+    }
+    named
+}
+
 /// A resource's properties in holo's names; `None` when one has no form.
-fn properties_of(import: &mut Import, node: &Node) -> Option<Vec<(String, Value)>> {
+fn properties_of(import: &mut Import, kind: &str, node: &Node) -> Option<Vec<(String, Value)>> {
     if node.is_null() {
         return Some(Vec::new());
     }
@@ -99,6 +128,10 @@ fn properties_of(import: &mut Import, node: &Node) -> Option<Vec<(String, Value)
         let name = key.as_str().unwrap_or_default();
         let converted = match name {
             "control" => control(import, value),
+            // CCM's exec guard command; holo's `unless` is the condition.
+            "unless" if kind == "exec" => import
+                .value(value)
+                .map(|value| vec![("unless_command".to_string(), value)]),
             "require" | "subscribe" => {
                 references(import, value).map(|list| vec![(name.to_string(), list)])
             }
