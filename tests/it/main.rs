@@ -27,6 +27,7 @@ mod holo3_suite;
 mod holo3_switch;
 mod lints;
 mod man_pages;
+mod monitor_only;
 mod noop_state_dirs;
 mod oneoff_equivalence;
 mod oneoff_safety;
