@@ -344,7 +344,11 @@ pub fn write_in_root(
 /// Writes `content` to `path` through a temporary file in the same
 /// directory (mode 0644) and a rename. With `create_parent`, missing parent
 /// directories are created first.
-pub fn write_atomically(path: &Path, content: &str, create_parent: bool) -> Result<(), String> {
+pub fn write_atomically(
+    path: &Path,
+    content: impl AsRef<[u8]>,
+    create_parent: bool,
+) -> Result<(), String> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         format!("cannot write {}: {what}: {err}", path.display())
     };
@@ -362,7 +366,7 @@ pub fn write_atomically(path: &Path, content: &str, create_parent: bool) -> Resu
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|err| fail("create a temporary file beside it", &err))?;
-    temp.write_all(content.as_bytes())
+    temp.write_all(content.as_ref())
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|err| fail("write the temporary file", &err))?;
     temp.persist(path)

@@ -7,6 +7,7 @@
 mod expr;
 mod manifest;
 mod resources;
+mod sources;
 mod toml_out;
 
 use manifest::Import;
@@ -77,7 +78,9 @@ fn import(manifest: &Path, to: &Path) -> Result<Vec<PathBuf>, Vec<String>> {
         .map_err(|err| vec![format!("cannot read {shown}: {err}")])?;
     let root = holos_compose::yaml::parse_str(&text, manifest)
         .map_err(|diags| diags.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-    let converted = manifest::read(&root);
+    let mut converted = manifest::read(&root);
+    let manifest_dir = manifest.parent().unwrap_or(Path::new("."));
+    let bundled = sources::bundled(&mut converted, manifest_dir);
     for (line, note) in &converted.notes {
         eprintln!(">> {shown}:{line}: {note}");
     }
@@ -96,12 +99,13 @@ fn import(manifest: &Path, to: &Path) -> Result<Vec<PathBuf>, Vec<String>> {
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_else(|| "ccm".to_string());
-    let files = files_of(&converted, &stem, &shown.to_string());
+    let mut files = files_of(&converted, &stem, &shown.to_string());
+    files.extend(bundled);
     write_all(to, &files)
 }
 
 /// Each file to write, relative to the target, with its text.
-fn files_of(import: &Import, stem: &str, source: &str) -> Vec<(PathBuf, String)> {
+fn files_of(import: &Import, stem: &str, source: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let header = format!("# Imported from {source} by holo import-ccm.\n");
     let mut files = Vec::new();
     for kind in manifest::KINDS {
@@ -113,13 +117,13 @@ fn files_of(import: &Import, stem: &str, source: &str) -> Vec<(PathBuf, String)>
             .collect();
         if !tables.is_empty() {
             let path = PathBuf::from(format!("usr/share/holo/{kind}/{stem}.toml"));
-            files.push((path, format!("{header}{}", tables.concat())));
+            files.push((path, format!("{header}{}", tables.concat()).into_bytes()));
         }
     }
     if let Some(data) = data_file(import) {
         files.push((
             PathBuf::from("etc/holo/data.toml"),
-            format!("{header}{data}"),
+            format!("{header}{data}").into_bytes(),
         ));
     }
     files
@@ -147,7 +151,7 @@ fn data_file(import: &Import) -> Option<String> {
 }
 
 /// Writes the files below `to`; refuses before writing any when one exists.
-fn write_all(to: &Path, files: &[(PathBuf, String)]) -> Result<Vec<PathBuf>, Vec<String>> {
+fn write_all(to: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<PathBuf>, Vec<String>> {
     let existing: Vec<String> = files
         .iter()
         .map(|(path, _)| to.join(path))

@@ -25,6 +25,7 @@ mod fixtures;
 mod fleet;
 mod holo3_suite;
 mod holo3_switch;
+mod import_ccm;
 mod lints;
 mod man_pages;
 mod monitor_only;
