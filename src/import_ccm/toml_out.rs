@@ -68,7 +68,7 @@ mod tests {
                 Value::List(vec![Value::Str("x\"y".into()), Value::Bool(true)]),
             ),
         ]);
-        assert_eq!(inline(&table), "{ z = 1, \"a b\" = [\"x\\\"y\", true] }");
+        assert_eq!(inline(&table), "{ z = 1, \"a b\" = ['x\"y', true] }");
         assert_eq!(
             entries(&[("mode".into(), Value::Str("0644".into()))]),
             "mode = \"0644\"\n"

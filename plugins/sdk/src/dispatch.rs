@@ -349,7 +349,7 @@ mod tests {
     fn info_lists_versions_and_declared_extensions() {
         assert_eq!(
             info::<Minimal>(),
-            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock\n"
+            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock,monitor\n"
         );
     }
 }

@@ -95,7 +95,7 @@ fn info_declares_versions_and_extensions() {
     let run = fixture.run(&["info"]);
     assert_eq!(
         text(&run.stdout),
-        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock\n"
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock,monitor\n"
     );
     assert_eq!(run.code, 0);
 }
