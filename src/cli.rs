@@ -326,7 +326,7 @@ fn help_text(program: &str) -> String {
         "Usage: {program} <operation> [...]\nOperations:\n    \
          {program} apply [-f|--force] [--noop] [--monitor-only] [--report FILE] [--metrics FILE] [selector ...]\n    \
          {program} diff [selector ...]\n    \
-         {program} import-ccm MANIFEST.yaml [--to DIR]\n    \
+         {program} import-ccm MANIFEST.yaml [--to DIR] [--render]\n    \
          {program} scan [-s|--short|-p|--porcelain] [selector ...]\n    \
          {program} selectors\n    \
          {program} version\n    \

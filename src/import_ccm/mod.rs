@@ -14,24 +14,27 @@ use manifest::Import;
 use std::path::{Path, PathBuf};
 use toml_out::Value;
 
-const USAGE: &str = "usage: holo import-ccm MANIFEST.yaml [--to DIR]";
+const USAGE: &str = "usage: holo import-ccm MANIFEST.yaml [--to DIR] [--render]";
+
+/// What the command line asks for.
+struct Request {
+    manifest: PathBuf,
+    to: PathBuf,
+    /// `--render`: print the files instead of writing them.
+    render: bool,
+}
 
 /// Entry point of `holo import-ccm`; returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    let (manifest, to) = match parse_args(args) {
+    let request = match parse_args(args) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("holo import-ccm: {message}");
             return 2;
         }
     };
-    match import(&manifest, &to) {
-        Ok(written) => {
-            for path in written {
-                println!("wrote {}", path.display());
-            }
-            0
-        }
+    match import(&request) {
+        Ok(()) => 0,
         Err(lines) => {
             for line in lines {
                 eprintln!("!! {line}");
@@ -43,9 +46,10 @@ pub fn main(args: &[String]) -> i32 {
 
 /// The manifest and the target directory (`--to`, else `HOLO_ROOT_DIR`,
 /// else `/`).
-fn parse_args(args: &[String]) -> Result<(PathBuf, PathBuf), String> {
+fn parse_args(args: &[String]) -> Result<Request, String> {
     let mut manifest = None;
     let mut to = None;
+    let mut render = false;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -53,6 +57,7 @@ fn parse_args(args: &[String]) -> Result<(PathBuf, PathBuf), String> {
                 Some(dir) if !dir.is_empty() => to = Some(PathBuf::from(dir)),
                 _ => return Err(format!("--to needs a directory, as in `--to DIR`; {USAGE}")),
             },
+            "--render" => render = true,
             other if other.starts_with('-') => {
                 return Err(format!("unknown option {other}; {USAGE}"));
             }
@@ -68,11 +73,16 @@ fn parse_args(args: &[String]) -> Result<(PathBuf, PathBuf), String> {
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| PathBuf::from("/"));
-    Ok((manifest, to))
+    Ok(Request {
+        manifest,
+        to,
+        render,
+    })
 }
 
 /// Converts and writes; the paths written, or the lines that say why not.
-fn import(manifest: &Path, to: &Path) -> Result<Vec<PathBuf>, Vec<String>> {
+fn import(request: &Request) -> Result<(), Vec<String>> {
+    let manifest = request.manifest.as_path();
     let shown = manifest.display();
     let text = std::fs::read_to_string(manifest)
         .map_err(|err| vec![format!("cannot read {shown}: {err}")])?;
@@ -101,7 +111,26 @@ fn import(manifest: &Path, to: &Path) -> Result<Vec<PathBuf>, Vec<String>> {
         .unwrap_or_else(|| "ccm".to_string());
     let mut files = files_of(&converted, &stem, &shown.to_string());
     files.extend(bundled);
-    write_all(to, &files)
+    if request.render {
+        render(&files);
+        return Ok(());
+    }
+    for path in write_all(&request.to, &files)? {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// `--render`: each file's path below the target and its text, as CCM's
+/// `--render` shows the resolved manifest; a bundled file that is not
+/// UTF-8 is named with its size.
+fn render(files: &[(PathBuf, Vec<u8>)]) {
+    for (path, bytes) in files {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => print!("==> {} <==\n{text}\n", path.display()),
+            Err(_) => println!("==> {} <== ({} bytes)\n", path.display(), bytes.len()),
+        }
+    }
 }
 
 /// Each file to write, relative to the target, with its text.
