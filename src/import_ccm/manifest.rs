@@ -95,7 +95,7 @@ impl Import {
         match &key.kind {
             Kind::Scalar { text, .. } => Some(text.clone()),
             _ => {
-                self.problem(key, "a key must be a string");
+                self.problem(key, "a key must be a string; quote it");
                 None
             }
         }
@@ -172,7 +172,12 @@ fn ccm(import: &mut Import, node: &Node) {
                 key,
                 "resources_jet_file generates resources from a Jet template at apply time; holo resources are static files, so write them out (a holo generator could)",
             ),
-            other => import.problem(key, format!("unknown ccm key {other}")),
+            other => import.problem(
+                key,
+                format!(
+                    "unknown ccm key {other}; ccm has resources, fail_on_error, pre_message, post_message and resources_jet_file"
+                ),
+            ),
         }
     }
 }

@@ -157,7 +157,12 @@ fn properties_of(import: &mut Import, kind: &str, node: &Node) -> Option<Vec<(St
 /// `control: {if, unless}` as holo's `if` and `unless`.
 fn control(import: &mut Import, node: &Node) -> Option<Vec<(String, Value)>> {
     let mut conditions = Vec::new();
-    for (key, value) in node.as_map().unwrap_or_default() {
+    let Some(entries) = node.as_map() else {
+        let what = "control must be a mapping with if and unless expressions";
+        import.problems.push((node.pos.line, what.to_string()));
+        return None;
+    };
+    for (key, value) in entries {
         let name = key.as_str().unwrap_or_default();
         let text = value.as_str().unwrap_or_default();
         if !matches!(name, "if" | "unless") {
@@ -253,5 +258,59 @@ fn chain(resources: &mut [Resource]) {
             }
             _ => properties.push(("require".to_string(), Value::List(vec![Value::Str(before)]))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::manifest;
+    use super::*;
+    use std::path::Path;
+
+    fn import(yaml: &str) -> Import {
+        let root = holos_compose::yaml::parse_str(yaml, Path::new("m.yaml")).unwrap();
+        manifest::read(&root)
+    }
+
+    fn property<'r>(resource: &'r Resource, key: &str) -> Option<&'r Value> {
+        resource
+            .properties
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value)
+    }
+
+    #[test]
+    fn defaults_merge_and_each_resource_requires_the_one_before() {
+        let converted = import(
+            "ccm:\n  resources:\n    - file:\n        - defaults:\n            owner: app\n            mode: \"0644\"\n        - /a:\n            mode: \"0600\"\n    - exec:\n        - run:\n            unless: test -e /a\n            require: [file#/a]\n            control:\n              if: lookup('data.on') == 'yes'\n",
+        );
+        assert!(converted.problems.is_empty(), "{:?}", converted.problems);
+        let [file, exec] = converted.resources.as_slice() else {
+            panic!("two resources");
+        };
+        assert_eq!(property(file, "owner"), Some(&Value::Str("app".into())));
+        assert_eq!(property(file, "mode"), Some(&Value::Str("0600".into())));
+        assert_eq!(
+            property(exec, "require"),
+            Some(&Value::List(vec![Value::Str("file:/a".into())]))
+        );
+        assert_eq!(
+            property(exec, "unless_command"),
+            Some(&Value::Str("test -e /a".into()))
+        );
+        assert_eq!(
+            property(exec, "if"),
+            Some(&Value::Str("lookup('data.on') == 'yes'".into()))
+        );
+    }
+
+    #[test]
+    fn what_holo_cannot_express_is_listed_by_line() {
+        let converted = import(
+            "ccm:\n  resources:\n    - exec:\n        - a: {}\n        - a: {}\n    - apply:\n        - child.yaml: {}\n    - file:\n        - /x:\n            content: \"${ kvGet('x') }\"\n            register_when_stable: []\n",
+        );
+        let lines: Vec<usize> = converted.problems.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [5, 6, 10, 11], "{:?}", converted.problems);
     }
 }
