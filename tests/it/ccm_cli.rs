@@ -16,7 +16,10 @@ use std::process::Output;
 const NOT_ACCEPTED: &[(&str, &str)] = &[
     // CCM's own page writes a property as `content="..."`, which CCM does
     // not accept either: it is the ENSURE word.
-    ("content=\"Listen 8080\"", "ENSURE: ensure = \"content=Listen 8080\" is not known"),
+    (
+        "content=\"Listen 8080\"",
+        "ENSURE: ensure = \"content=Listen 8080\" is not known",
+    ),
     // CCM's template syntax: Go-style `{{ Data.x }}`, `${ ... }` and Expr's
     // ternary are not holo's templates (holo-data(5)).
     ("{{ Data.package_name }}", "`Data` is undefined"),
@@ -167,9 +170,7 @@ fn every_example_of_ccm_cli_documentation_runs_or_is_refused_with_its_reason() {
     for example in &examples {
         let output = root.run_example(example);
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        let expected = NOT_ACCEPTED
-            .iter()
-            .find(|(part, _)| example.contains(part));
+        let expected = NOT_ACCEPTED.iter().find(|(part, _)| example.contains(part));
         match (accepted(&output), expected) {
             (true, None) => accepted_count += 1,
             (false, Some((_, reason))) if stderr.contains(reason) => {}

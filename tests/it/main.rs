@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod ccm_cli;
+mod ccm_session;
 mod completions;
 mod crash_safety;
 mod crash_safety_plugins;
