@@ -144,6 +144,15 @@ impl Flags {
         let Some(property) = self.syntax.positionals.get(parsed.positionals) else {
             return Err(self.second_name(command, arg, previous));
         };
+        // After a switch, a word that is none of the property's values was
+        // meant as the switch's (`--enable maybe`).
+        let fits = match self.type_of(property) {
+            Some(ValueType::OneOf(values)) => values.contains(&arg),
+            _ => true,
+        };
+        if !fits && self.switch_before(previous).is_some() {
+            return Err(self.second_name(command, arg, previous));
+        }
         parsed.positionals += 1;
         let value = self
             .type_of(property)
@@ -158,14 +167,18 @@ impl Flags {
         set_shown(parsed, command, property, property.to_uppercase(), value)
     }
 
+    /// The switch (a flag of a boolean property, without `=`) that `previous` is.
+    fn switch_before<'a>(&self, previous: Option<&'a String>) -> Option<&'a str> {
+        previous
+            .and_then(|previous| previous.strip_prefix("--"))
+            .filter(|flag| !flag.contains('='))
+            .filter(|flag| self.type_of(&flag.replace('-', "_")) == Some(&ValueType::Bool))
+    }
+
     /// A second bare word: after a switch (`--enable maybe`) it was meant as
     /// the switch's value, which a switch takes only after `=`.
     fn second_name(&self, command: &str, arg: &str, previous: Option<&String>) -> Error {
-        let switch = previous
-            .and_then(|previous| previous.strip_prefix("--"))
-            .filter(|flag| !flag.contains('='))
-            .filter(|flag| self.type_of(&flag.replace('-', "_")) == Some(&ValueType::Bool));
-        match switch {
+        match self.switch_before(previous) {
             Some(flag) => Error::new(format!(
                 "{command}: --{flag} is a switch and takes no separate value ({arg:?} follows it); write --{flag}, --{flag}=true or --{flag}=false"
             )),
