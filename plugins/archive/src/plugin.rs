@@ -225,15 +225,23 @@ fn converge(env: &Env, id: &str, spec: &ArchiveSpec, mode: Mode) -> Result<Outco
         remove(&fs, &archive, &spec.name)?;
         println!("Removed {}", spec.name);
     }
-    if plan.download {
-        download(env, &fs, id, spec, &archive)?;
-    }
-    if plan.extract
-        && let Some(parent) = &spec.extract_parent
-    {
-        // Recorded only once a verified archive is there: a failed
-        // download leaves the record as it was.
+    let extract_parent = spec.extract_parent.as_ref().filter(|_| plan.extract);
+    if extract_parent.is_some() {
+        // Marked before the new archive lands: a run killed between the
+        // download and the extraction extracts again next time, since the
+        // archive alone would then look converged.
         mark_extracting(env, id, spec, recorded.as_ref(), true)?;
+    }
+    if plan.download
+        && let Err(err) = download(env, &fs, id, spec, &archive)
+    {
+        // A failed download changed nothing: the record goes back.
+        if extract_parent.is_some() {
+            restore_record(env, id, recorded.as_ref());
+        }
+        return Err(err);
+    }
+    if let Some(parent) = extract_parent {
         let extraction = Extraction {
             archive: &archive,
             parent,
@@ -328,10 +336,7 @@ fn extract_archive(
                 extraction.downloaded && remove(fs, extraction.archive, &spec.name).is_ok();
             // A refused extraction left nothing behind: the record goes
             // back to what it was.
-            let _ = match extraction.recorded {
-                Some(record) => state::write(env, id, record),
-                None => state::remove(env, id),
-            };
+            restore_record(env, id, extraction.recorded);
             Error::new(format!(
                 "cannot extract {} into {parent}: {message}; nothing was extracted{}",
                 spec.name,
@@ -378,6 +383,15 @@ fn credentials(env: &Env, id: &str) -> Result<Credentials> {
         .ok_or_else(|| {
             Error::new("the resource is no longer declared; run holo apply again".to_string())
         })
+}
+
+/// Puts the record back as it was before this run, best effort: the
+/// error that led here is the one to report.
+fn restore_record(env: &Env, id: &str, recorded: Option<&Record>) {
+    let _ = match recorded {
+        Some(record) => state::write(env, id, record),
+        None => state::remove(env, id),
+    };
 }
 
 /// Writes the record with `extracting` set or cleared, keeping what it

@@ -388,7 +388,7 @@ pub struct PsArgs {
     pub json: bool,
 }
 
-/// `holos logs [SERVICE|INSTANCE] [-f]`.
+/// `holos logs [SERVICE|INSTANCE] [-f] [-t] [--since T] [--until T]`.
 #[derive(Args, Debug, Clone, PartialEq, Eq)]
 pub struct LogsArgs {
     /// Compose file (only the long form here: `-f` is follow).
@@ -403,7 +403,20 @@ pub struct LogsArgs {
     /// Start with the last N lines of each log (all by default).
     #[arg(short = 'n', long = "tail", value_name = "N")]
     pub tail: Option<usize>,
-    /// Print each line as a JSON object: {"instance": ..., "line": ...}.
+    /// Only lines that arrived at or after TIME: RFC 3339 (2026-11-28T10:00:00Z),
+    /// Unix seconds, or a duration before now (42m, 1h30m).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only lines that arrived at or before TIME (the forms of --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Start each line with the RFC 3339 time it arrived at.
+    #[arg(short = 't', long)]
+    pub timestamps: bool,
+    /// Leave out the INSTANCE | prefix of each line.
+    #[arg(long)]
+    pub no_log_prefix: bool,
+    /// Print each line as a JSON object: {"instance": ..., "time": ..., "line": ...}.
     #[arg(long)]
     pub json: bool,
 }

@@ -13,6 +13,8 @@
 //! - `state`: the state directory, the project record and the lock;
 //! - `instance`: disks, launch and stop of one instance; `qmp` and `ssh`:
 //!   talking to it; `host`: pids, ports and the accelerator;
+//!   `console_times`: when each console line arrived (the stamper process
+//!   and its index);
 //! - `health`: healthchecks over SSH and waiting on `depends_on`;
 //! - `preflight`: what `up` refuses before it starts anything, which
 //!   `holos validate` checks too; `disk_format`: a disk image's format from
@@ -24,6 +26,7 @@
 //!   (`doctor`).
 
 pub mod cloud_init;
+pub mod console_times;
 pub mod disk_format;
 pub mod error;
 pub mod health;

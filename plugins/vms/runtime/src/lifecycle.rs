@@ -10,6 +10,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use crate::cloud_init::{self, SeedInputs};
+use crate::console_times;
 use crate::error::Error;
 use crate::health;
 use crate::host;
@@ -77,6 +78,11 @@ pub fn up(settings: &HostSettings, request: &UpRequest) -> Result<(), Error> {
             .as_ref()
             .filter(|record| is_up_to_date(record, &spec_hash))
     {
+        for instance in record.instances.values() {
+            if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
+                console_times::ensure_stamper(&instance.spec, pid);
+            }
+        }
         eprintln!("holos: project {project} is up to date");
         if !request.no_wait {
             wait_until_running_ready(settings, manifest, record)?;
@@ -439,7 +445,8 @@ fn reuse_or_clear(
         let running = host::running_pid(existing.pid, &existing.spec);
         let unchanged = existing.spec_hash == planned.spec_hash;
         match running {
-            Some(_) if unchanged => {
+            Some(pid) if unchanged => {
+                console_times::ensure_stamper(&existing.spec, pid);
                 eprintln!("holos: {} is up to date", planned.spec.label());
                 return Ok(None);
             }
@@ -469,8 +476,12 @@ pub(crate) fn launch_with_ssh_retry(
 ) -> Result<u32, Error> {
     health::reset_for_start(spec, has_check);
     for _ in 0..SSH_PORT_ATTEMPTS {
+        let start = console_times::start_mark(spec);
         match instance::launch(spec) {
-            Ok(pid) => return Ok(pid),
+            Ok(pid) => {
+                console_times::start_stamper(spec, pid, Some(start));
+                return Ok(pid);
+            }
             Err(LaunchError::SshPortTaken) => {
                 let port = host::free_port()?;
                 eprintln!(
@@ -490,6 +501,8 @@ pub(crate) fn launch_with_ssh_retry(
 }
 
 fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
+    // The stamper of a QEMU just gone writes nothing into a removed directory.
+    console_times::wait_stamper_gone(dir, 10 * console_times::TICK);
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::State(format!(
             "cannot remove {}: {e}",
@@ -501,6 +514,7 @@ fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
 
 pub(crate) fn stop_reporting(spec: &InstanceSpec, pid: u32, key: &Path) -> Result<(), Error> {
     let how = instance::stop(spec, pid, key)?;
+    console_times::wait_stamper_gone(&spec.dir, 10 * console_times::TICK);
     let text = match how {
         Stopped::Powerdown => "powered off",
         Stopped::Terminated => "terminated (SIGTERM)",
@@ -579,6 +593,7 @@ pub fn start(settings: &HostSettings, project: &str, service: Option<&str>) -> R
             continue;
         };
         if let Some(pid) = host::running_pid(instance.pid, &instance.spec) {
+            console_times::ensure_stamper(&instance.spec, pid);
             eprintln!("holos: {project}/{name} is already running (pid {pid})");
             continue;
         }

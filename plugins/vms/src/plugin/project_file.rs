@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use holos_compose::Manifest;
 use holos_compose::load::Options;
 use holos_compose::manifest::Service;
+use holos_runtime::console_times;
 use holos_runtime::host;
 use holos_runtime::instance;
 use holos_runtime::settings::HostSettings;
@@ -307,6 +308,7 @@ pub fn down_service(
             instance::stop(&instance.spec, pid, &key)?;
         }
         let dir = instance.spec.dir.clone();
+        console_times::wait_stamper_gone(&dir, 10 * console_times::TICK);
         record.instances.remove(&name);
         record.save(&settings.layout)?;
         match std::fs::remove_dir_all(&dir) {

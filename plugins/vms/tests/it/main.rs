@@ -25,6 +25,7 @@ mod import;
 mod install;
 mod interrupted_up;
 mod layers;
+mod logs_times;
 mod networks;
 mod notes;
 mod one_off;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
+use crate::console_times;
 use crate::error::Error;
 use crate::host;
 use crate::lifecycle::{self, find_instance, load_existing, selected};
@@ -97,6 +98,7 @@ pub fn remove_stopped(
             continue;
         }
         let dir = instance.spec.dir.clone();
+        console_times::wait_stamper_gone(&dir, 10 * console_times::TICK);
         record.instances.remove(&name);
         record.save(&settings.layout)?;
         match std::fs::remove_dir_all(&dir) {
