@@ -254,6 +254,10 @@ impl Flags {
             (None, _) => value_of(command, flag, None, args)?,
         };
         let value = typed(value_type, &text).map_err(|wanted| {
+            let wanted = match self.syntax.entry_flags.contains(&property.as_str()) {
+                true => format!("KEY:VALUE, KEY=VALUE or {wanted}"),
+                false => wanted.to_string(),
+            };
             Error::new(format!(
                 "{command}: --{flag}: expected {wanted}, got {text:?}{}",
                 repeat_hint(value_type, flag)

@@ -286,3 +286,11 @@ fn ccm_flags_holo_does_not_have_are_refused_with_the_reason() {
         assert!(message.contains(reason), "{flag}: {message}");
     }
 }
+
+#[test]
+fn a_bad_entry_names_both_forms() {
+    assert_eq!(
+        ccm_message(&["x", "--data", "port"]),
+        "holo-demo ensure: --data: expected KEY:VALUE, KEY=VALUE or an inline TOML table such as '{ key = \"value\" }', got \"port\""
+    );
+}
