@@ -353,7 +353,7 @@ fn run(
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
-    let plugins = loaded.plugins;
+    let mut plugins = loaded.plugins;
     let entities = match scan_all(&run_dir, &plugins, out) {
         Ok(entities) => entities,
         Err(code) => return code,
@@ -362,6 +362,12 @@ fn run(
         Ok(entities) => entities,
         Err(code) => return code,
     };
+    if matches!(command, Command::Diff | Command::Apply)
+        && let Err(message) = pass_run_entities(&run_dir, &mut plugins, &entities)
+    {
+        out.error(Stream::Err, &message);
+        return EXIT_FATAL;
+    }
     let entities = match select(command, entities, &plugins, selectors, out) {
         Ok(entities) => entities,
         Err(code) => return code,
@@ -390,6 +396,36 @@ fn run(
             apply_all(&plan, options, out, reporting)
         }
     }
+}
+
+/// Writes every scanned entity (selected or not) to the run's cache
+/// directory and names the file to the plugins' diff and apply, so that a
+/// plugin never removes what another entity of the run manages.
+fn pass_run_entities(
+    run_dir: &RunDir,
+    plugins: &mut [Plugin],
+    entities: &[Entity],
+) -> Result<(), String> {
+    use holo_protocol::run_entities::{self, RunEntity};
+    let listed: Vec<RunEntity> = entities
+        .iter()
+        .map(|entity| RunEntity {
+            id: entity.id.clone(),
+            declared_at: entity
+                .info
+                .iter()
+                .find(|(key, _)| key == "found in")
+                .map(|(_, value)| value.clone())
+                .unwrap_or_else(|| entity.sources.join(", ")),
+        })
+        .collect();
+    let path = crate::paths::join(&run_dir.cache, "run-entities");
+    std::fs::write(&path, run_entities::encode(&listed))
+        .map_err(|err| format!("write {path}: {}", crate::paths::errno_text(&err)))?;
+    for plugin in plugins {
+        plugin.set_env(run_entities::VARIABLE, &path);
+    }
+    Ok(())
 }
 
 /// What `holo apply` applies.
