@@ -6,6 +6,7 @@ use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::RunDir;
 use crate::scan::Entity;
+use holo_protocol::order::{Earlier, Gate};
 use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -192,10 +193,10 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
                 if mode == Mode::Monitor {
                     return None;
                 }
-                deps[index]
-                    .iter()
-                    .copied()
-                    .find(|d| matches!(outcomes[*d], Some(Outcome::Failed | Outcome::Skipped)))
+                match gate(entity, &position, outcomes) {
+                    Gate::Skip { failed } => position.get(failed).copied(),
+                    Gate::Run { .. } => None,
+                }
             };
             let skip_noop = mode
                 .extension()
@@ -248,6 +249,21 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
     }
 }
 
+/// holo-protocol's rule for `entity`, from the outcomes so far.
+fn gate<'e>(
+    entity: &'e Entity,
+    position: &HashMap<&str, usize>,
+    outcomes: &[Option<Outcome>],
+) -> Gate<'e> {
+    holo_protocol::order::gate(&entity.requires, &entity.subscribes, |id| {
+        match outcomes[*position.get(id)?]? {
+            Outcome::Changed => Some(Earlier::Changed),
+            Outcome::Failed | Outcome::Skipped => Some(Earlier::Failed),
+            _ => Some(Earlier::Unchanged),
+        }
+    })
+}
+
 /// The outcome and the time taken of each entity so far, by index.
 struct Results<'a> {
     outcomes: &'a mut [Option<Outcome>],
@@ -289,11 +305,7 @@ impl PendingRun {
         };
         let entry = Pending {
             index,
-            refresh: entity.subscribes.iter().any(|id| {
-                position
-                    .get(id.as_str())
-                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
-            }),
+            refresh: gate(entity, position, outcomes) == Gate::Run { refresh: true },
             requires: pending_lines(&entity.requires),
             subscribes: pending_lines(&entity.subscribes),
         };

@@ -53,6 +53,9 @@ pub fn main(args: Vec<String>) -> i32 {
         eprint!("{}", help_text(&program));
         return 2;
     };
+    if word == "session" {
+        return crate::session::main(&args[2..]);
+    }
     let command = match word.as_str() {
         "apply" => Command::Apply,
         "diff" => Command::Diff,

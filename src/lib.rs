@@ -21,3 +21,4 @@ pub mod plugin;
 pub mod run_dir;
 pub mod run_report;
 pub mod scan;
+pub mod session;

@@ -4,6 +4,8 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod ccm_cli;
+mod ccm_session;
 mod completions;
 mod crash_safety;
 mod crash_safety_plugins;

@@ -11,6 +11,7 @@ pub mod duration;
 pub mod entity_text;
 pub mod order;
 pub mod run_entities;
+pub mod session;
 
 use std::borrow::Cow;
 
