@@ -179,6 +179,15 @@ impl Plugin for PackagePlugin {
         properties
     }
 
+    /// CCM: `ccm ensure package NAME [ENSURE]`, ENSURE also a version.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["ensure"],
+            provider: None,
+            entry_flags: &[],
+        }
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<PackageTable>()
     }
