@@ -369,6 +369,11 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
             return Ok(outcome);
         }
         let step = apply::decide(&spec.ensure, &current, &order);
+        if step == Step::Uninstall {
+            let casualties = manager.removal_casualties(&spec.name)?;
+            println!("{}", apply::noop_removal_message(&casualties));
+            return Ok(Outcome::Changed);
+        }
         let candidate = match step {
             Step::Install => manager.candidate(&spec.name)?,
             _ => None,
