@@ -194,8 +194,8 @@ impl Plugin for PackagePlugin {
             // Refused as `ensure` refuses it: no package manager sees it.
             model::validate_name(name).map_err(|message| {
                 Error::new(format!(
-                    "holo-package status: package {:?}: {message}",
-                    holo_plugin::limits::shown(name, model::NAME_MAX)
+                    "holo-package status: {}{message}",
+                    named_package(name)
                 ))
             })?;
             let kind = model::choose_provider(None, &provider_hints(env)?)
@@ -224,9 +224,9 @@ impl Plugin for PackagePlugin {
                 match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
                     Ok(spec) => Ok((item, spec)),
                     Err((property, message)) => Err(Error::new(format!(
-                        "{}: package {:?}: {message}",
+                        "{}: {}{message}",
                         item.location_of(property),
-                        holo_plugin::limits::shown(&item.resource.name, model::NAME_MAX)
+                        named_package(&item.resource.name)
                     ))),
                 },
             )
@@ -328,6 +328,15 @@ impl Plugin for PackagePlugin {
             u8::try_from(outcome.exit_code).unwrap_or(1),
         )))
     }
+}
+
+/// `package "NAME": `, the start of a message about a package; empty for an
+/// over-long name, whose message already shows its start.
+fn named_package(name: &str) -> String {
+    if name.len() > model::NAME_MAX {
+        return String::new();
+    }
+    format!("package {name:?}: ")
 }
 
 /// Brings a declared package to its desired state.
