@@ -9,6 +9,7 @@ pub mod cli;
 pub mod diff;
 pub mod entity_report;
 pub mod holorc;
+pub mod import_ccm;
 pub mod in_root;
 pub mod interrupt;
 pub mod loading;

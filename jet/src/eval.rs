@@ -52,6 +52,11 @@ struct Runtime<'e, 'a> {
     depth: usize,
     /// Statement lists being run, one inside the other.
     lists: usize,
+    /// The value of the last `return` run, which `exec` gives back.
+    returned: Option<Value>,
+    /// In a template the render function runs with data other than the
+    /// variables, which (as in CCM's scaffold) sees no variables.
+    globals_hidden: bool,
 }
 
 const MAX_LISTS: usize = 128;
@@ -76,10 +81,34 @@ pub fn render(
     vars: &Map<String, Value>,
     context: &Value,
 ) -> R<String> {
-    let mut rt = Runtime::new(engine, vars, context.clone(), name);
+    // CCM hands Jet its data decoded into Go's `any`, where every number
+    // is a float64: integers from the caller are floats here too.
+    let mut vars = Value::Object(vars.clone());
+    as_float64(&mut vars);
+    let Value::Object(vars) = vars else {
+        return Err(top_error(name, "the variables are not a map".into()));
+    };
+    let mut context = context.clone();
+    as_float64(&mut context);
+    let mut rt = Runtime::new(engine, &vars, context, name);
     let name = resolve_name("", name).map_err(|m| top_error(name, m))?;
     rt.run_top(&name)?;
     Ok(rt.out)
+}
+
+/// Every number in `v` as a float64, as Go's JSON decoding into `any`
+/// gives it.
+fn as_float64(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_f64() => {
+            if let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64) {
+                *n = f;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(as_float64),
+        Value::Object(map) => map.values_mut().for_each(as_float64),
+        _ => {}
+    }
 }
 
 pub fn check(engine: &Engine, name: &str) -> R<()> {
@@ -126,6 +155,8 @@ impl<'e, 'a> Runtime<'e, 'a> {
             contents: Vec::new(),
             depth: 0,
             lists: 0,
+            returned: None,
+            globals_hidden: false,
         }
     }
 
@@ -148,16 +179,16 @@ impl<'e, 'a> Runtime<'e, 'a> {
         if let Some(t) = self.cache.get(name) {
             return Ok(t.clone());
         }
-        let text = self.engine.loader.load(name).map_err(|m| Error {
-            template: self.src.name.clone(),
-            line: 0,
-            column: 0,
-            message: format!("cannot load template {name:?}: {m}"),
-        })?;
-        let src = Rc::new(Source {
-            name: name.to_string(),
-            text,
-        });
+        let Some((found, text)) = self.find(name) else {
+            let m = self.engine.loader.load(name).err().unwrap_or_default();
+            return Err(Error {
+                template: self.src.name.clone(),
+                line: 0,
+                column: 0,
+                message: format!("cannot load template {name:?}: {m}"),
+            });
+        };
+        let src = Rc::new(Source { name: found, text });
         let parsed = lex::lex(&src.text, &self.engine.delims)
             .and_then(|tokens| parse::parse(tokens, &self.engine.delims))
             .map_err(|f| f.locate(&src.name, &src.text))?;
@@ -201,6 +232,48 @@ impl<'e, 'a> Runtime<'e, 'a> {
         Ok(loaded)
     }
 
+    /// The template a name finds, as Jet looks: the name as written, then
+    /// with `.jet`, `.html.jet` and `.jet.html` added.
+    fn find(&self, name: &str) -> Option<(String, String)> {
+        ["", ".jet", ".html.jet", ".jet.html"]
+            .iter()
+            .map(|ext| format!("{name}{ext}"))
+            .find_map(|n| self.engine.loader.load(&n).ok().map(|text| (n, text)))
+    }
+
+    /// The template to run for `t` (the last one it extends) and the
+    /// blocks it runs with (`t`'s over those of what it extends).
+    fn root_of(&mut self, t: Rc<Loaded>) -> R<(Rc<Loaded>, Blocks)> {
+        let mut t = t;
+        let mut blocks: Blocks = (*t.blocks).clone();
+        let depth = self.depth;
+        let saved_src = self.src.clone();
+        while let Some(parent) = t.extends.clone() {
+            let pos = t.parsed.extends.as_ref().map(|(_, p)| *p).unwrap_or(0);
+            if let Err(e) = self.enter(t.src.clone(), pos) {
+                self.depth = depth;
+                self.src = saved_src;
+                return Err(e);
+            }
+            let p = self.load(&parent).map_err(|e| self.locate_load(e, pos));
+            let p = match p {
+                Ok(p) => p,
+                Err(e) => {
+                    self.depth = depth;
+                    self.src = saved_src;
+                    return Err(e);
+                }
+            };
+            for (k, v) in p.blocks.iter() {
+                blocks.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            t = p;
+        }
+        self.depth = depth;
+        self.src = saved_src;
+        Ok((t, blocks))
+    }
+
     /// A load error without a place gets the place of the statement.
     fn locate_load(&self, mut e: Error, pos: usize) -> Error {
         if e.line == 0 {
@@ -213,7 +286,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
     }
 
     fn run_top(&mut self, name: &str) -> R<()> {
-        let mut t = self.load(name).map_err(|mut e| {
+        let t = self.load(name).map_err(|mut e| {
             if e.line == 0 {
                 e.line = 1;
                 e.column = 1;
@@ -221,16 +294,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
             e
         })?;
         // The extended template runs, with the extending one's blocks.
-        let mut blocks: Blocks = (*t.blocks).clone();
-        while let Some(parent) = t.extends.clone() {
-            let pos = t.parsed.extends.as_ref().map(|(_, p)| *p).unwrap_or(0);
-            self.enter(t.src.clone(), pos)?;
-            let p = self.load(&parent).map_err(|e| self.locate_load(e, pos))?;
-            for (k, v) in p.blocks.iter() {
-                blocks.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            t = p;
-        }
+        let (t, blocks) = self.root_of(t)?;
         self.src = t.src.clone();
         self.blocks = Rc::new(blocks);
         self.list(&t.parsed.body)
@@ -270,8 +334,16 @@ impl<'e, 'a> Runtime<'e, 'a> {
             Node::Text(s) => self.write(s, 0),
             Node::Print(e) => {
                 let v = self.eval(e)?;
+                // includeIfExists gives a truth value that prints nothing.
+                if matches!(&e.kind, ExprKind::Call(n, _) if n == "includeIfExists") {
+                    return Ok(());
+                }
                 let text = to_text(&v);
                 self.write(&text, e.pos)
+            }
+            Node::Return(e) => {
+                self.returned = Some(self.eval(e)?);
+                Ok(())
             }
             Node::Seq(nodes) => self.list(nodes),
             Node::Set {
@@ -305,7 +377,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     Some(e) => Some(self.eval_in(e, &b.src)?),
                     None => None,
                 };
-                self.yield_block(&b, &[], context, content, *pos)
+                self.yield_block(&b, None, context, content, *pos)
             }
             Node::Yield {
                 name,
@@ -322,7 +394,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
                     None => None,
                 };
                 let content = content.clone().map(|nodes| (nodes, self.src.clone()));
-                self.yield_block(&b, args, context, content, *pos)
+                self.yield_block(&b, Some(args), context, content, *pos)
             }
             Node::YieldContent { pos } => self.yield_content(*pos),
             Node::Include { name, context, pos } => self.include(name, context.as_ref(), *pos),
@@ -406,14 +478,27 @@ impl<'e, 'a> Runtime<'e, 'a> {
         let t = self
             .load(&resolved)
             .map_err(|e| self.locate_load(e, name.pos))?;
-        let saved_src = self.src.clone();
+        let (t, own) = self.root_of(t)?;
         // The included template sees the caller's blocks and its own.
         let mut blocks = (*self.blocks).clone();
-        for (k, v) in t.blocks.iter() {
-            blocks.insert(k.clone(), v.clone());
+        for (k, v) in own {
+            blocks.insert(k, v);
         }
+        self.run_body(&t, blocks, new_ctx, pos)
+    }
+
+    /// Runs template `t` in a scope of its own with `blocks` and, when
+    /// given, `context` as dot; then restores the caller's.
+    fn run_body(
+        &mut self,
+        t: &Loaded,
+        blocks: Blocks,
+        context: Option<Value>,
+        pos: usize,
+    ) -> R<()> {
+        let saved_src = self.src.clone();
         let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
-        let saved_ctx = new_ctx.map(|c| std::mem::replace(&mut self.context, c));
+        let saved_ctx = context.map(|c| std::mem::replace(&mut self.context, c));
         let r = self
             .enter(t.src.clone(), pos)
             .and_then(|_| self.scoped(&t.parsed.body));
@@ -492,36 +577,40 @@ impl<'e, 'a> Runtime<'e, 'a> {
     fn yield_block(
         &mut self,
         b: &BlockRef,
-        args: &[(String, Expr)],
+        args: Option<&[(String, Option<Expr>)]>,
         context: Option<Value>,
         content: Option<(Rc<Vec<Node>>, Rc<Source>)>,
         pos: usize,
     ) -> R<()> {
         let block = &b.block;
         let mut scope = HashMap::new();
-        for (name, e) in args {
-            if !block.params.iter().any(|(p, _)| p == name) {
+        // As in Jet, every named argument becomes a variable of the block,
+        // declared or not, a value without a name is run and dropped, and
+        // a parameter without a value or default is false in a yield and
+        // an error where the block is defined (no arguments).
+        for (name, e) in args.unwrap_or_default() {
+            let Some(e) = e else {
                 return Err(self.fail(
-                    e.pos,
-                    format!("block {:?} has no parameter {name:?}", block.name),
+                    pos,
+                    format!("argument {name} of the yield has no value: write {name}=…"),
                 ));
+            };
+            let v = self.eval(e)?;
+            if !name.is_empty() {
+                scope.insert(name.clone(), v);
             }
-            scope.insert(name.clone(), self.eval(e)?);
         }
         for (p, default) in &block.params {
             if scope.contains_key(p) {
                 continue;
             }
-            let Some(d) = default else {
-                return Err(self.fail(
-                    pos,
-                    format!(
-                        "missing value for parameter {p:?} of block {:?}; pass it as {p}=…",
-                        block.name
-                    ),
-                ));
+            let v = match (default, args) {
+                (Some(d), _) => self.eval_in(d, &b.src)?,
+                (None, Some(_)) => Value::Bool(false),
+                (None, None) => {
+                    return Err(self.fail(pos, format!("block parameter {p:?} has no default, so the block cannot run where it is defined; give it one ({p}=…) or define the block in a template that is imported")));
+                }
             };
-            let v = self.eval_in(d, &b.src)?;
             scope.insert(p.clone(), v);
         }
         let content_ctx = context.clone().unwrap_or_else(|| self.context.clone());
@@ -625,7 +714,13 @@ impl<'e, 'a> Runtime<'e, 'a> {
             .iter()
             .rev()
             .find_map(|s| s.get(name))
-            .or_else(|| self.globals.get(name))
+            .or_else(|| {
+                if self.globals_hidden {
+                    None
+                } else {
+                    self.globals.get(name)
+                }
+            })
     }
 
     /// The value a plain path (`x`, `.`, `a.b`, `m["k"]`, `l[0]`) names,
@@ -674,9 +769,12 @@ impl<'e, 'a> Runtime<'e, 'a> {
             ExprKind::Field(base, name) => {
                 let b = self.eval(base)?;
                 match b {
+                    // As in Jet, a missing key is nothing (it prints nothing),
+                    // but a missing field of dot (`.a.b`) is an error.
                     Value::Object(mut map) => match map.remove(name) {
                         Some(v) => Ok(v),
-                        None => Err(self.fail(e.pos, format!("{} has no field {name:?}", describe(base)))),
+                        None if of_dot(base) => Err(self.fail(e.pos, format!("{} has no field {name:?}", describe(base)))),
+                        None => Ok(Value::Null),
                     },
                     other => Err(self.fail(e.pos, format!("cannot read field {name:?} of {}: it is {} {}", describe(base), type_name(&other), show(&other)))),
                 }
@@ -702,6 +800,11 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 }
                 self.call(name, &vals, e.pos)
             }
+            ExprKind::CallValue(callee) => match self.eval(callee)? {
+                // Jet calls a missing method of a map as nothing.
+                Value::Null => Ok(Value::Null),
+                other => Err(self.fail(e.pos, format!("cannot call {}: it is {} {}, and only functions can be called", describe(callee), type_name(&other), show(&other)))),
+            },
             ExprKind::Not(x) => Ok(Value::Bool(!truthy(&self.eval(x)?))),
             ExprKind::Neg(x) => {
                 let v = self.eval(x)?;
@@ -731,10 +834,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
         let b = self.eval(base)?;
         let i = self.eval(index)?;
         match (b, &i) {
-            (Value::Object(mut map), Value::String(k)) => match map.remove(k) {
-                Some(v) => Ok(v),
-                None => Err(self.fail(e.pos, format!("{} has no key {k:?}", describe(base)))),
-            },
+            (Value::Object(mut map), Value::String(k)) => Ok(map.remove(k).unwrap_or(Value::Null)),
             (Value::Array(mut items), Value::Number(_)) => {
                 let n = funcs::int_arg("index", std::slice::from_ref(&i), 0)
                     .map_err(|m| self.fail(index.pos, m))?;
@@ -846,6 +946,24 @@ impl<'e, 'a> Runtime<'e, 'a> {
     }
 
     fn call(&mut self, name: &str, args: &[Value], pos: usize) -> R<Value> {
+        match name {
+            "isset" => return Ok(Value::Bool(args.iter().all(|a| !a.is_null()))),
+            "exec" | "includeIfExists" => return self.run_other(name, args, pos),
+            // Jet's Go functions refuse an invalid value (a missing key).
+            "len" | "ints" => {}
+            _ if funcs::BUILTINS.contains(&name) => {
+                if let Some(i) = args.iter().position(Value::is_null) {
+                    return Err(self.fail(
+                        pos,
+                        format!(
+                            "argument {} of {name} is nothing (a missing key or nil)",
+                            i + 1
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
         if let Some(r) = funcs::call(name, args) {
             return r.map_err(|m| self.fail(pos, m));
         }
@@ -853,33 +971,66 @@ impl<'e, 'a> Runtime<'e, 'a> {
             return self.render_template(name, args, pos);
         }
         if let Some(f) = self.engine.functions.get(name) {
-            return f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")));
+            let mut v = f(args).map_err(|m| self.fail(pos, format!("{name}: {m}")))?;
+            as_float64(&mut v);
+            return Ok(v);
         }
         let hint = match name {
-            "isset" => "",
-            "exec" | "includeIfExists" | "dump" => " (this Jet built-in is not supported)",
+            "dump" => " (this Jet built-in is not supported)",
             _ => "",
         };
         Err(self.fail(pos, format!("function {name:?} is not defined{hint}")))
     }
 
-    /// The render function: another template's output, as a string.
-    fn render_template(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
+    /// `exec(name[, context])`: runs a template for the value it
+    /// returns, its output dropped; `includeIfExists(name[, context])`:
+    /// includes a template when there is one, and says whether it did.
+    fn run_other(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
         let (template, context) = match args {
-            [Value::String(t)] => (t, self.context.clone()),
-            [Value::String(t), c] => (t, c.clone()),
+            [Value::String(t)] => (t, None),
+            [Value::String(t), c] => (t, Some(c.clone())),
             _ => {
-                return Err(self.fail(pos, format!("{fn_name} needs a template name and optionally a context: {fn_name}(\"_partials/header.conf\", .)")));
+                return Err(self.fail(pos, format!("{fn_name} needs a template name and optionally a context: {fn_name}(\"name\", .)")));
             }
         };
         let resolved = resolve_name("", template).map_err(|m| self.fail(pos, m))?;
+        let exists = self.cache.contains_key(&resolved) || self.find(&resolved).is_some();
+        if fn_name == "includeIfExists" && !exists {
+            return Ok(Value::Bool(false));
+        }
         let t = self.load(&resolved).map_err(|e| self.locate_load(e, pos))?;
+        let (t, blocks) = self.root_of(t)?;
+        let mark = self.out.len();
+        let saved_returned = self.returned.take();
+        let r = self.run_body(&t, blocks, context, pos);
+        let returned = std::mem::replace(&mut self.returned, saved_returned);
+        r?;
+        if fn_name == "includeIfExists" {
+            return Ok(Value::Bool(true));
+        }
+        self.out.truncate(mark);
+        Ok(returned.unwrap_or(Value::Null))
+    }
+
+    /// The render function: another template's output, as a string.
+    fn render_template(&mut self, fn_name: &str, args: &[Value], pos: usize) -> R<Value> {
+        let [Value::String(template), context] = args else {
+            return Err(self.fail(pos, format!("{fn_name} needs a template name and the data the template sees as dot: {fn_name}(\"_partials/header.conf\", .)")));
+        };
+        let context = context.clone();
+        // As in CCM's scaffold, the variables are there only when dot is
+        // the variables.
+        let hidden = !matches!(&context, Value::Object(m) if m == self.globals);
+        let resolved = resolve_name("", template).map_err(|m| self.fail(pos, m))?;
+        let t = self.load(&resolved).map_err(|e| self.locate_load(e, pos))?;
+        let (t, blocks) = self.root_of(t)?;
         let saved_out = std::mem::take(&mut self.out);
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         let saved_ctx = std::mem::replace(&mut self.context, context);
         let saved_src = self.src.clone();
-        let saved_blocks = std::mem::replace(&mut self.blocks, t.blocks.clone());
+        let saved_blocks = std::mem::replace(&mut self.blocks, Rc::new(blocks));
         let saved_contents = std::mem::take(&mut self.contents);
+        let saved_hidden = std::mem::replace(&mut self.globals_hidden, hidden);
         let r = self
             .enter(t.src.clone(), pos)
             .and_then(|_| self.list(&t.parsed.body));
@@ -892,12 +1043,34 @@ impl<'e, 'a> Runtime<'e, 'a> {
         self.src = saved_src;
         self.blocks = saved_blocks;
         self.contents = saved_contents;
+        self.globals_hidden = saved_hidden;
         r?;
         let max = self.engine.max_output;
         if self.out.len() + rendered.len() > max {
             return Err(self.fail(pos, format!("output exceeds {max} bytes")));
         }
         Ok(Value::String(rendered))
+    }
+
+    /// `"text" + r`: the right side as text.
+    fn concat(&self, s: &str, b: &Value, r: &Expr, pos: usize) -> R<Value> {
+        if b.is_null() {
+            return Err(self.fail(
+                r.pos,
+                format!(
+                    "{} is nothing (a missing key or nil); + needs a value",
+                    describe(r)
+                ),
+            ));
+        }
+        let right = to_text(b);
+        // A string doubled in a loop would fill memory long before it is
+        // written.
+        let max = self.engine.max_output;
+        if s.len() + right.len() > max {
+            return Err(self.fail(pos, format!("a string built with + exceeds {max} bytes")));
+        }
+        Ok(Value::String(format!("{s}{right}")))
     }
 
     fn binary(&mut self, op: &str, l: &Expr, r: &Expr, pos: usize) -> R<Value> {
@@ -918,14 +1091,7 @@ impl<'e, 'a> Runtime<'e, 'a> {
         if let Value::String(s) = &a
             && op == "+"
         {
-            let right = to_text(&b);
-            // A string doubled in a loop would fill memory long before
-            // it is written.
-            let max = self.engine.max_output;
-            if s.len() + right.len() > max {
-                return Err(self.fail(pos, format!("a string built with + exceeds {max} bytes")));
-            }
-            return Ok(Value::String(format!("{s}{right}")));
+            return self.concat(s, &b, r, pos);
         }
         let num = |v: &Value, side: &Expr| -> R<Num> {
             match v {
@@ -1024,6 +1190,16 @@ fn equal(a: &Value, b: &Value) -> bool {
             _ => x.as_f64() == y.as_f64(),
         },
         _ => a == b,
+    }
+}
+
+/// Whether `e` is dot or a field of dot (`.`, `.a`, `.a.b`), where Jet
+/// finds a missing field an error.
+fn of_dot(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Context => true,
+        ExprKind::Field(base, _) => of_dot(base),
+        _ => false,
     }
 }
 

@@ -85,11 +85,11 @@ fn json_float(f: f64) -> String {
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         let s = format!("{f:e}");
         let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
+        // Go writes e+21 and e-7: two digits at least, except after a minus.
+        return match exp.strip_prefix('-') {
+            Some(d) => format!("{mantissa}e-{d}"),
+            None => format!("{mantissa}e+{exp:0>2}"),
         };
-        return format!("{mantissa}e{sign}{digits:0>2}");
     }
     format!("{f}")
 }
@@ -205,8 +205,8 @@ fn string_call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
             want_args(name, args, 1)?;
             let s = string_arg(name, args, 0)?;
             Ok(Value::String(match name {
-                "lower" => s.to_lowercase(),
-                "upper" => s.to_uppercase(),
+                "lower" => s.chars().map(go_lower).collect(),
+                "upper" => s.chars().map(go_upper).collect(),
                 "trimSpace" => s.trim().to_string(),
                 "html" | "safeHtml" => html_escape(s),
                 "url" => query_escape(s),
@@ -424,6 +424,31 @@ fn query_escape(s: &str) -> String {
 }
 
 /// Go's text/template JSEscapeString.
+/// Go's `unicode.ToLower` of one rune (the simple mapping: one rune for
+/// one, so `İ` is `i` and `Σ` is always `σ`).
+fn go_lower(c: char) -> char {
+    c.to_lowercase().next().unwrap_or(c)
+}
+
+/// Go's `unicode.ToUpper` of one rune: a rune whose uppercase is several
+/// (`ß`) stays as it is.
+fn go_upper(c: char) -> char {
+    let mut up = c.to_uppercase();
+    match (up.next(), up.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.IsPrint`, near enough: not a control, not a space other
+/// than ' ', not a format character.
+fn go_printable(c: char) -> bool {
+    c == ' '
+        || !(c.is_control()
+            || c.is_whitespace()
+            || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}'))
+}
+
 fn js_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -435,10 +460,9 @@ fn js_escape(s: &str) -> String {
             '>' => out.push_str("\\u003E"),
             '&' => out.push_str("\\u0026"),
             '=' => out.push_str("\\u003D"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if (c as u32) < 0x20 || !go_printable(c) => {
+                out.push_str(&format!("\\u{:04X}", c as u32));
+            }
             c => out.push(c),
         }
     }
@@ -454,7 +478,7 @@ mod tests {
         assert_eq!(float(4.9), "4.9");
         assert_eq!(float(8080.0), "8080");
         assert_eq!(float(1e21), "1000000000000000000000");
-        assert_eq!(json_float(1e-7), "1e-07");
+        assert_eq!(json_float(1e-7), "1e-7");
         assert_eq!(json_float(1.5e21), "1.5e+21");
         assert_eq!(json_float(8080.0), "8080");
     }

@@ -50,6 +50,7 @@ pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
     // Where the next comment starts; searched again only once passed, so
     // lexing stays linear.
     let mut comment_at: Option<usize> = src.find(copen);
+    let last_open = open.chars().next().and_then(|c| src.rfind(c));
     loop {
         let rest = &src[pos..];
         if let Some(c) = comment_at
@@ -58,7 +59,10 @@ pub fn lex(src: &str, delims: &Delims) -> Result<Vec<Token>, Failure> {
             comment_at = src[pos..].find(copen).map(|n| pos + n);
         }
         let at_open = rest.find(open).map(|n| pos + n);
-        let (next, is_comment) = match (at_open, comment_at) {
+        // As Jet's lexer does: past the last character that could start an
+        // action (`[` for `[[`), the rest is text, comments included.
+        let comment = comment_at.filter(|&c| last_open.is_some_and(|l| l >= c));
+        let (next, is_comment) = match (at_open, comment) {
             (Some(a), Some(c)) if c < a => (Some(c), true),
             (Some(a), _) => (Some(a), false),
             (None, Some(c)) => (Some(c), true),
@@ -222,16 +226,68 @@ fn lex_action(
 /// A character literal at the start of `rest`: its code point, as in Go,
 /// and its length.
 fn lex_char(rest: &str, tok_pos: usize) -> Result<(Tok, usize), Failure> {
-    let mut it = rest[1..].chars();
-    match (it.next(), it.next()) {
-        (Some(ch), Some('\'')) if ch != '\\' => {
-            Ok((Tok::Int(i64::from(u32::from(ch))), 2 + ch.len_utf8()))
-        }
-        _ => Err(Failure::new(
-            tok_pos,
-            "bad character literal: write one character between single quotes",
-        )),
+    let body = &rest[1..];
+    let mut it = body.char_indices();
+    let ch = match it.next() {
+        Some((_, '\\')) => unescape(&mut it).map_err(|m| Failure::new(tok_pos, m))?,
+        Some((_, ch)) if ch != '\'' => ch,
+        _ => return Err(bad_char(tok_pos)),
+    };
+    match it.next() {
+        Some((i, '\'')) => Ok((Tok::Int(i64::from(u32::from(ch))), i + 2)),
+        _ => Err(bad_char(tok_pos)),
     }
+}
+
+fn bad_char(tok_pos: usize) -> Failure {
+    Failure::new(
+        tok_pos,
+        "bad character literal: write one character between single quotes",
+    )
+}
+
+/// The character an escape after `\\` stands for, as in Go's quoted
+/// strings: `\\n`, `\\x41`, `\\101`, `\\u00e9`, `\\U0001F600` and the like.
+fn unescape(chars: &mut std::str::CharIndices<'_>) -> Result<char, String> {
+    let Some((_, e)) = chars.next() else {
+        return Err("unterminated escape sequence".into());
+    };
+    let simple = match e {
+        'a' => Some('\u{7}'),
+        'b' => Some('\u{8}'),
+        'f' => Some('\u{c}'),
+        'n' => Some('\n'),
+        'r' => Some('\r'),
+        't' => Some('\t'),
+        'v' => Some('\u{b}'),
+        '\\' | '"' | '\'' => Some(e),
+        _ => None,
+    };
+    if let Some(c) = simple {
+        return Ok(c);
+    }
+    let (digits, radix, first) = match e {
+        'x' => (2, 16, None),
+        'u' => (4, 16, None),
+        'U' => (8, 16, None),
+        '0'..='7' => (2, 8, Some(e)),
+        other => return Err(format!("unknown escape sequence \\{other} in string")),
+    };
+    let mut text: String = first.into_iter().collect();
+    for _ in 0..digits {
+        match chars.next() {
+            Some((_, d)) => text.push(d),
+            None => return Err("unterminated escape sequence".into()),
+        }
+    }
+    let code = u32::from_str_radix(&text, radix)
+        .map_err(|_| format!("bad escape sequence \\{e}{text}"))?;
+    if matches!(e, 'x' | '0'..='7') && code > 0x7f {
+        return Err(format!(
+            "escape \\{e}{text} is a byte that is not UTF-8 text; write the character"
+        ));
+    }
+    char::from_u32(code).ok_or_else(|| format!("escape \\{e}{text} is not a character"))
 }
 
 /// `.field` or a lone `.`, and its length.
@@ -334,21 +390,7 @@ fn lex_string(src: &str, start: usize) -> Result<(String, usize), Failure> {
             return Ok((out, i + 1));
         }
         if c == '\\' && quote == '"' {
-            let Some((_, e)) = chars.next() else { break };
-            match e {
-                'n' => out.push('\n'),
-                't' => out.push('\t'),
-                'r' => out.push('\r'),
-                '\\' => out.push('\\'),
-                '"' => out.push('"'),
-                '\'' => out.push('\''),
-                other => {
-                    return Err(Failure::new(
-                        start + i,
-                        format!("unknown escape sequence \\{other} in string"),
-                    ));
-                }
-            }
+            out.push(unescape(&mut chars).map_err(|m| Failure::new(start + i, m))?);
             continue;
         }
         if c == '\n' && quote == '"' {

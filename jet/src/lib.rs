@@ -198,10 +198,12 @@ impl<'a> Engine<'a> {
         self.functions.insert(name.to_string(), Box::new(f));
     }
 
-    /// Adds `name(template[, context])`, which renders another template
-    /// (named from the root of the tree) with the same global variables and
-    /// returns its output, as CCM's scaffold offers under the name
-    /// `render`. The template shares no local variables or blocks.
+    /// Adds `name(template, data)`, which renders another template (named
+    /// from the root of the tree) with `data` as dot and returns its
+    /// output, as CCM's scaffold offers under the name `render`. The
+    /// template shares no local variables or blocks, and sees the global
+    /// variables only when `data` is the map of them (CCM passes Jet's
+    /// variables as dot).
     pub fn with_render_function(mut self, name: &str) -> Engine<'a> {
         self.render_function = Some(name.to_string());
         self
@@ -355,8 +357,11 @@ mod tests {
                 "dir/a.conf",
                 "[[ render(\"_partials/h\", .) ]]|[[ render(\"_partials/h\", \"ctx\") ]]|[[ x ]]",
             ),
-            ("_partials/h", "[[ x := \"local\" ]]<[[ . ]] [[ data.v ]]>"),
-            ("loop", "[[ render(\"loop\") ]]"),
+            (
+                "_partials/h",
+                "[[ x := \"local\" ]]<[[ isset(data) ? data.v : . ]]>",
+            ),
+            ("loop", "[[ render(\"loop\", .) ]]"),
         ]);
         let mut vars = Map::new();
         vars.insert("data".into(), serde_json::json!({"v": 1}));
@@ -364,13 +369,12 @@ mod tests {
         let engine = Engine::new(&loader)
             .with_delims(Delims::brackets())
             .with_render_function("render");
-        let got = engine
-            .render("dir/a.conf", &vars, &Value::from("top"))
-            .unwrap();
-        assert_eq!(got, "<top 1>|<ctx 1>|global");
-        let err = engine
-            .render("loop", &vars, &Value::Null)
-            .expect_err("recursion");
+        // Dot is the variables, so the partial sees them; with other data
+        // it does not, as in CCM's scaffold.
+        let dot = Value::Object(vars.clone());
+        let got = engine.render("dir/a.conf", &vars, &dot).unwrap();
+        assert_eq!(got, "<1>|<ctx>|global");
+        let err = engine.render("loop", &vars, &dot).expect_err("recursion");
         assert!(err.message.contains("nested deeper than 64"), "{err}");
         let plain = Engine::new(&loader).with_delims(Delims::brackets());
         let err = plain

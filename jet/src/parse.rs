@@ -25,6 +25,9 @@ pub enum ExprKind {
     Index(Box<Expr>, Box<Expr>),
     Slice(Box<Expr>, Option<Box<Expr>>, Option<Box<Expr>>),
     Call(String, Vec<Expr>),
+    /// A call of a value (`form.Get("x")`, a method call in Jet): parsed
+    /// wherever it stands, failing only when it runs.
+    CallValue(Box<Expr>),
     Not(Box<Expr>),
     Neg(Box<Expr>),
     Binary(&'static str, Box<Expr>, Box<Expr>),
@@ -69,7 +72,9 @@ pub enum Node {
     },
     Yield {
         name: String,
-        args: Vec<(String, Expr)>,
+        /// `name=value`; a bare `name` (no value, an error when run) or a
+        /// value without a name (run, then dropped), as Jet parses them.
+        args: Vec<(String, Option<Expr>)>,
         context: Option<Expr>,
         content: Option<Rc<Vec<Node>>>,
         pos: usize,
@@ -86,11 +91,12 @@ pub enum Node {
         body: Vec<Node>,
         catch: Option<(Option<String>, Vec<Node>)>,
     },
+    /// `return value`: what `exec` gives back; the template goes on.
+    Return(Expr),
 }
 
 #[derive(Debug)]
 pub struct Block {
-    pub name: String,
     pub params: Vec<(String, Option<Expr>)>,
     /// The context a definition runs with where it stands.
     pub context: Option<Expr>,
@@ -384,7 +390,13 @@ impl Parser {
                         ),
                     ));
                 }
-                "return" | "end" | "else" | "catch" => {
+                "return" => {
+                    self.next();
+                    let value = self.pipeline()?;
+                    self.expect_close()?;
+                    return Ok(Node::Return(value));
+                }
+                "end" | "else" | "catch" => {
                     return Err(Failure::new(
                         first.pos,
                         format!("{kw} is not supported here"),
@@ -514,7 +526,8 @@ impl Parser {
                 value = Some(b);
             }
         }
-        let over = self.pipeline()?;
+        // As in Jet, range takes an expression, not a pipeline.
+        let over = self.expr()?;
         self.expect_close()?;
         let (body, end) = self.list()?;
         let kw = self.finish(end, open_pos, "range", &["end", "else"])?;
@@ -574,7 +587,6 @@ impl Parser {
         self.blocks.insert(
             name.clone(),
             Rc::new(Block {
-                name: name.clone(),
                 params,
                 context,
                 body,
@@ -582,6 +594,24 @@ impl Parser {
             }),
         );
         Ok(Node::Block { name, pos })
+    }
+
+    /// One argument of a yield: `name=value`, a bare `name`, or a value.
+    fn yield_arg(&mut self) -> Result<(String, Option<Expr>), Failure> {
+        if let Tok::Ident(name) = self.peek().tok.clone() {
+            match self.peek_at(1).tok {
+                Tok::Assign => {
+                    self.i += 2;
+                    return Ok((name, Some(self.expr()?)));
+                }
+                Tok::Comma | Tok::RParen => {
+                    self.next();
+                    return Ok((name, None));
+                }
+                _ => {}
+            }
+        }
+        Ok((String::new(), Some(self.expr()?)))
     }
 
     fn yield_(&mut self, pos: usize) -> Result<Node, Failure> {
@@ -594,9 +624,7 @@ impl Parser {
         self.expect(Tok::LParen, "( after the block name")?;
         let mut args = Vec::new();
         while self.peek().tok != Tok::RParen {
-            let (p, _) = self.ident("a parameter name (yield passes arguments as name=value)")?;
-            self.expect(Tok::Assign, "= after the parameter name")?;
-            args.push((p, self.expr()?));
+            args.push(self.yield_arg()?);
             if self.peek().tok == Tok::Comma {
                 self.next();
             } else {
@@ -679,8 +707,9 @@ impl Parser {
 
     fn call_args(&mut self) -> Result<Vec<Expr>, Failure> {
         let mut args = Vec::new();
+        // As in Jet, an argument is an expression, not a pipeline.
         while self.peek().tok != Tok::RParen {
-            args.push(self.pipeline()?);
+            args.push(self.expr()?);
             if self.peek().tok == Tok::Comma {
                 self.next();
             } else {
@@ -824,20 +853,18 @@ impl Parser {
                         };
                     }
                 }
-                Tok::LParen if !t.space => {
-                    let ExprKind::Ident(name) = &e.kind else {
-                        return Err(Failure::new(
-                            t.pos,
-                            "only functions can be called; method calls are not supported",
-                        ));
-                    };
-                    let name = name.clone();
+                // As in Jet, a space may stand before the argument list.
+                Tok::LParen => {
                     self.next();
                     let args = self.call_args()?;
-                    e = Expr {
-                        kind: ExprKind::Call(name, args),
-                        pos: e.pos,
+                    let kind = match e.kind {
+                        ExprKind::Ident(name) => ExprKind::Call(name, args),
+                        other => ExprKind::CallValue(Box::new(Expr {
+                            kind: other,
+                            pos: e.pos,
+                        })),
                     };
+                    e = Expr { kind, pos: e.pos };
                 }
                 _ => return Ok(e),
             }
@@ -866,8 +893,9 @@ impl Parser {
                 "_" => ExprKind::Slot,
                 _ => ExprKind::Ident(name),
             },
+            // As in Jet, parentheses hold an expression, not a pipeline.
             Tok::LParen => {
-                let e = self.pipeline()?;
+                let e = self.expr()?;
                 self.expect(Tok::RParen, ")")?;
                 return Ok(e);
             }

@@ -4,4 +4,5 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod conformance;
 mod corpus;

@@ -47,6 +47,8 @@ fn info<P: Plugin>() -> String {
     // Every SDK plugin holds the run's lock and keeps it from its commands
     // (see `process::keep_run_lock_from_commands`).
     names.push(holo_protocol::extension::RUN_LOCK);
+    // The SDK runs the health checks (`common::guarded_apply`).
+    names.push(holo_protocol::extension::MONITOR);
     text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
     text
 }
@@ -224,7 +226,7 @@ fn run_protocol_operation<P: Plugin>(
         // A process per entity: each directory is swept once per run.
         crate::cache::share_sweeps(env);
         let result = apply_entity(plugin, env, entity, mode);
-        if let Some(Err(err)) = result.fd3.map(report::fd3_message) {
+        if let Err(err) = result.fd3_lines().try_for_each(report::fd3_message) {
             return fail(&err);
         }
         let _ = std::io::stdout().flush();
@@ -374,7 +376,7 @@ mod tests {
     fn info_lists_versions_and_declared_extensions() {
         assert_eq!(
             info::<Minimal>(),
-            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock\n"
+            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock,monitor\n"
         );
     }
 }

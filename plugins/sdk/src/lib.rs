@@ -109,6 +109,7 @@ pub mod process;
 pub mod report;
 pub mod resources;
 pub mod root_fs;
+pub mod run_entities;
 pub mod state;
 mod temp_file;
 pub mod template;

@@ -1318,11 +1318,11 @@ fn not_utf8(origin: &Path, bytes: &[u8], err: &std::str::Utf8Error) -> String {
     )
 }
 
-/// Reads `health_checks`: one table or a list of them, each with
-/// `command` and optional `tries`, `try_sleep` and `timeout`.
 /// The keys of one `health_checks` entry.
-pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
+pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["name", "command", "tries", "try_sleep", "timeout"];
 
+/// Reads `health_checks`: one table or a list of them, each with
+/// `command` and optional `name`, `tries`, `try_sleep` and `timeout`.
 fn parse_health_checks(
     value: &Spanned<DeValue<'_>>,
     at: &dyn Fn(usize) -> Location,
@@ -1348,6 +1348,7 @@ fn parse_health_check(
         )));
     };
     let mut check = HealthCheck {
+        name: String::new(),
         command: String::new(),
         argv: Vec::new(),
         tries: 1,
@@ -1380,6 +1381,18 @@ fn parse_health_check(
                 })?;
                 check.command = text.to_string();
             }
+            "name" => {
+                check.name = value
+                    .get_ref()
+                    .as_str()
+                    .filter(|name| !name.trim().is_empty() && !name.contains('\n'))
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "{place}: health check name must be a one-line string like \"check_http\""
+                        ))
+                    })?
+                    .to_string();
+            }
             "tries" => {
                 check.tries = value
                     .get_ref()
@@ -1406,6 +1419,9 @@ fn parse_health_check(
         return Err(Error::new(format!(
             "{place}: health check without a command; add command = \"...\""
         )));
+    }
+    if check.name.is_empty() {
+        check.name = common::default_check_name(&check.argv);
     }
     Ok(check)
 }
