@@ -869,10 +869,11 @@ impl<'e, R: Resource> Loader<'e, R> {
         let id = declared.resource.entity_id();
         if id.contains('\n') || id.trim() != id {
             // Refused here, where the table's place is known, rather than
-            // when the scan reports the entity.
+            // when the scan reports the entity; at the line of `name`, which
+            // the id is made of (the table's line when it is not written).
             self.errors.push(Error::new(format!(
                 "{}: the entity id {id:?} would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name",
-                declared.location
+                declared.location_of("name")
             )));
             return;
         }
@@ -1880,6 +1881,20 @@ mod tests {
             err.message().contains(&first) && err.message().contains(&second),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_line_break_in_the_name_is_reported_at_the_name_line() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\ncontent = \"y\"\nname = \"\"\"\nx\ny\"\"\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("a line break");
+        let expected = format!(
+            "{}:3: the entity id \"demo:x\\ny\" would hold a line break",
+            origin(&fixture, "a.toml")
+        );
+        assert!(err.message().starts_with(&expected), "{err}");
     }
 
     #[test]
