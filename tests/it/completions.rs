@@ -55,10 +55,22 @@ fn bash_completes_commands_options_and_selectors() {
     let (root, path) = root_and_path();
     let root = root.path();
     let commands = bash_complete(root, &path, &["holo", ""]);
-    for command in ["apply", "diff", "scan", "selectors"] {
+    for command in ["apply", "diff", "scan", "selectors", "session", "import-ccm"] {
         assert!(commands.iter().any(|c| c == command), "{commands:?}");
     }
     assert_eq!(bash_complete(root, &path, &["holo", "ap"]), ["apply"]);
+    assert_eq!(
+        bash_complete(root, &path, &["holo", "session", ""]),
+        ["new", "report"]
+    );
+    assert_eq!(
+        bash_complete(root, &path, &["holo", "session", "report", "--r"]),
+        ["--remove"]
+    );
+    assert_eq!(
+        bash_complete(root, &path, &["holo", "import-ccm", "--r"]),
+        ["--render"]
+    );
 
     let all = bash_complete(root, &path, &["holo", "apply", ""]);
     for wanted in ["file:/etc/motd", "file", "--force", "--noop"] {

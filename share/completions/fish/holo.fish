@@ -1,12 +1,14 @@
 # fish completion for holo(8). Entity selectors come from `holo selectors`,
 # as in Holo 3; it honours HOLO_ROOT_DIR, so test roots complete too.
 
-set -l holo_commands apply diff scan selectors help version
+set -l holo_commands apply diff scan selectors session import-ccm help version
 complete -c holo -f
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a apply -d 'Apply the configuration'
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a diff -d 'Show what apply would change'
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a scan -d 'List the declared entities'
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a selectors -d 'List every valid selector'
+complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a session -d 'Keep the results of one-off ensure calls'
+complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a import-ccm -d 'Write resource files from a CCM manifest'
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a help -d 'Print the usage'
 complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a version -d 'Print the version'
 complete -c holo -n "__fish_seen_subcommand_from apply diff scan" -a '(holo selectors 2>/dev/null)'
@@ -15,3 +17,10 @@ complete -c holo -n "__fish_seen_subcommand_from apply" -l noop -d 'Only show wh
 complete -c holo -n "__fish_seen_subcommand_from apply" -l monitor-only -d 'Run only the health checks'
 complete -c holo -n "__fish_seen_subcommand_from scan" -s s -l short -d 'Entity IDs only'
 complete -c holo -n "__fish_seen_subcommand_from scan" -s p -l porcelain -d 'Machine-readable report'
+complete -c holo -n "__fish_seen_subcommand_from session; and not __fish_seen_subcommand_from new report" -a 'new report'
+complete -c holo -n "__fish_seen_subcommand_from new" -l directory -r -d 'The session directory'
+complete -c holo -n "__fish_seen_subcommand_from report" -l session -r -d 'The session directory'
+complete -c holo -n "__fish_seen_subcommand_from report" -l remove -d 'Remove the session after the report'
+complete -c holo -n "__fish_seen_subcommand_from import-ccm" -F
+complete -c holo -n "__fish_seen_subcommand_from import-ccm" -l to -r -d 'Write below this directory'
+complete -c holo -n "__fish_seen_subcommand_from import-ccm" -l render -d 'Print the files instead of writing them'
