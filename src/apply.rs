@@ -6,6 +6,7 @@ use crate::output::{Output, Stream};
 use crate::plugin::{Chunk, Plugin, StderrLines};
 use crate::run_dir::RunDir;
 use crate::scan::Entity;
+use holo_protocol::order::{Earlier, Gate};
 use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -15,6 +16,9 @@ pub enum Mode {
     Apply,
     Force,
     Noop,
+    /// `--monitor-only`: `noop` with `HOLO_MONITOR_ONLY=1`, so a plugin
+    /// that declares `monitor` runs only the health checks.
+    Monitor,
 }
 
 impl Mode {
@@ -24,6 +28,33 @@ impl Mode {
             Mode::Apply => "apply",
             Mode::Force => "force",
             Mode::Noop => "noop",
+            Mode::Monitor => "monitor",
+        }
+    }
+
+    /// The extension a plugin needs for this mode, if any.
+    fn extension(self) -> Option<&'static str> {
+        match self {
+            Mode::Noop => Some(extension::NOOP),
+            Mode::Monitor => Some(extension::MONITOR),
+            Mode::Apply | Mode::Force => None,
+        }
+    }
+
+    /// The option of this mode, for the message about a plugin without
+    /// its extension.
+    fn option(self) -> &'static str {
+        match self {
+            Mode::Monitor => "--monitor-only",
+            _ => "--noop",
+        }
+    }
+
+    /// What the plugin's environment gets in this mode.
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Mode::Monitor => &[("HOLO_MONITOR_ONLY", "1")],
+            _ => &[],
         }
     }
 
@@ -31,7 +62,7 @@ impl Mode {
         match self {
             Mode::Apply => "apply",
             Mode::Force => "force-apply",
-            Mode::Noop => "noop",
+            Mode::Noop | Mode::Monitor => "noop",
         }
     }
 }
@@ -44,7 +75,7 @@ pub enum Outcome {
     NeedsForce,
     /// Skipped because a requirement failed; counts as a failure downstream.
     Skipped,
-    /// The plugin cannot do `--noop`.
+    /// The plugin cannot do `--noop` (or `--monitor-only`).
     NotSupported,
     /// A signal cut its plugin short.
     Interrupted,
@@ -59,10 +90,31 @@ pub struct Context<'a> {
     pub entities: &'a [Entity],
 }
 
-/// The outcome of every entity, in apply order, with the time it took.
+/// The outcome of every entity, in apply order, with the time it took and
+/// the health checks it ran.
 pub struct Applied {
     pub outcomes: Vec<Outcome>,
     pub durations: Vec<Duration>,
+    pub checks: Vec<Vec<CheckResult>>,
+}
+
+/// One health check's result, as the plugin reported it on FD 3.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    pub name: String,
+    /// `OK`, `WARNING`, `CRITICAL` or `UNKNOWN`.
+    pub state: String,
+}
+
+/// The health check results among an entity's FD 3 lines.
+fn check_results(fd3: &str) -> Vec<CheckResult> {
+    fd3.lines()
+        .filter_map(fd3::parse_health_check_line)
+        .map(|(state, name)| CheckResult {
+            name: name.to_string(),
+            state: state.to_string(),
+        })
+        .collect()
 }
 
 /// Applies every entity of the context, in order. The caller holds the lock.
@@ -108,9 +160,11 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
     let batching = std::env::var_os("HOLO_NO_BATCH").is_none_or(|v| v.is_empty() || v == "0");
     let mut outcomes: Vec<Option<Outcome>> = vec![None; entities.len()];
     let mut durations: Vec<Duration> = vec![Duration::ZERO; entities.len()];
+    let mut checks: Vec<Vec<CheckResult>> = vec![Vec::new(); entities.len()];
     let mut results = Results {
         outcomes: &mut outcomes,
         durations: &mut durations,
+        checks: &mut checks,
     };
     let mut start = 0;
     // An interrupted run starts no further entity.
@@ -134,13 +188,19 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
         let mut pending = PendingRun::default();
         for index in start..end {
             let entity = &entities[index];
+            // Health checks do not depend on each other.
             let failed = |outcomes: &[Option<Outcome>]| {
-                deps[index]
-                    .iter()
-                    .copied()
-                    .find(|d| matches!(outcomes[*d], Some(Outcome::Failed | Outcome::Skipped)))
+                if mode == Mode::Monitor {
+                    return None;
+                }
+                match gate(entity, &position, outcomes) {
+                    Gate::Skip { failed } => position.get(failed).copied(),
+                    Gate::Run { .. } => None,
+                }
             };
-            let skip_noop = mode == Mode::Noop && !plugin.has_extension(extension::NOOP);
+            let skip_noop = mode
+                .extension()
+                .is_some_and(|needed| !plugin.has_extension(needed));
             if failed(results.outcomes).is_none() && !skip_noop {
                 pending.push(index, entity, &position, results.outcomes);
                 continue;
@@ -161,8 +221,10 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
                 out.warn(
                     Stream::Err,
                     &format!(
-                        "Skipping {}: plugin {} does not support --noop",
-                        entity.id, plugin.id
+                        "Skipping {}: plugin {} does not support {}",
+                        entity.id,
+                        plugin.id,
+                        mode.option()
                     ),
                 );
                 outcomes[index] = Some(Outcome::NotSupported);
@@ -183,13 +245,30 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
             })
             .collect(),
         durations,
+        checks,
     }
+}
+
+/// holo-protocol's rule for `entity`, from the outcomes so far.
+fn gate<'e>(
+    entity: &'e Entity,
+    position: &HashMap<&str, usize>,
+    outcomes: &[Option<Outcome>],
+) -> Gate<'e> {
+    holo_protocol::order::gate(&entity.requires, &entity.subscribes, |id| {
+        match outcomes[*position.get(id)?]? {
+            Outcome::Changed => Some(Earlier::Changed),
+            Outcome::Failed | Outcome::Skipped => Some(Earlier::Failed),
+            _ => Some(Earlier::Unchanged),
+        }
+    })
 }
 
 /// The outcome and the time taken of each entity so far, by index.
 struct Results<'a> {
     outcomes: &'a mut [Option<Outcome>],
     durations: &'a mut [Duration],
+    checks: &'a mut [Vec<CheckResult>],
 }
 
 /// The entities of a run that wait to be applied together. References to
@@ -226,11 +305,7 @@ impl PendingRun {
         };
         let entry = Pending {
             index,
-            refresh: entity.subscribes.iter().any(|id| {
-                position
-                    .get(id.as_str())
-                    .is_some_and(|p| outcomes[*p] == Some(Outcome::Changed))
-            }),
+            refresh: gate(entity, position, outcomes) == Gate::Run { refresh: true },
             requires: pending_lines(&entity.requires),
             subscribes: pending_lines(&entity.subscribes),
         };
@@ -252,6 +327,7 @@ fn run_pending(
     let Results {
         outcomes,
         durations,
+        checks,
     } = results;
     if crate::interrupt::signal().is_some() {
         *pending = PendingRun::default();
@@ -262,15 +338,18 @@ fn run_pending(
         [single] => {
             let entity = &ctx.entities[single.index];
             let started = Instant::now();
-            outcomes[single.index] =
-                Some(run_single(ctx, out, plugin, mode, entity, single.refresh));
+            let (outcome, entity_checks) =
+                run_single(ctx, out, plugin, mode, entity, single.refresh);
+            outcomes[single.index] = Some(outcome);
+            checks[single.index] = entity_checks;
             durations[single.index] = started.elapsed();
         }
         many => {
             let results = run_batch(ctx, out, plugin, mode, many);
-            for (entry, (outcome, duration)) in many.iter().zip(results) {
+            for (entry, (outcome, duration, entity_checks)) in many.iter().zip(results) {
                 outcomes[entry.index] = Some(outcome);
                 durations[entry.index] = duration;
+                checks[entry.index] = entity_checks;
             }
         }
     }
@@ -430,18 +509,17 @@ fn run_single(
     mode: Mode,
     entity: &Entity,
     refresh: bool,
-) -> Outcome {
+) -> (Outcome, Vec<CheckResult>) {
     let mut view = EntityView::new(entity);
     let mut fd3 = Vec::new();
-    let env: &[(&str, &str)] = if refresh {
-        &[("HOLO_REFRESH", "1")]
-    } else {
-        &[]
-    };
+    let mut env = mode.env().to_vec();
+    if refresh {
+        env.push(("HOLO_REFRESH", "1"));
+    }
     let result =
         plugin.run_streaming(
             &[mode.operation(), &entity.id],
-            env,
+            &env,
             None,
             true,
             |event| match event {
@@ -453,9 +531,10 @@ fn run_single(
         );
     let failure = plugin.failure(&result);
     if failure.is_some() && crate::interrupt::signal().is_some() {
-        return view.finish_interrupted(out);
+        return (view.finish_interrupted(out), Vec::new());
     }
-    view.finish(ctx, out, failure, &String::from_utf8_lossy(&fd3))
+    let fd3 = String::from_utf8_lossy(&fd3);
+    (view.finish(ctx, out, failure, &fd3), check_results(&fd3))
 }
 
 /// The batch's stdin line for one entity.
@@ -474,7 +553,7 @@ fn run_batch(
     plugin: &Plugin,
     mode: Mode,
     runnable: &[Pending],
-) -> Vec<(Outcome, Duration)> {
+) -> Vec<(Outcome, Duration, Vec<CheckResult>)> {
     let mut stdin = Vec::new();
     for entry in runnable {
         batch_line(ctx, entry).write(&mut stdin);
@@ -490,27 +569,27 @@ fn run_batch(
             .collect(),
         outcomes: vec![None; runnable.len()],
         durations: vec![Duration::ZERO; runnable.len()],
+        checks: vec![Vec::new(); runnable.len()],
         last_result: Instant::now(),
         streaming: HashMap::new(),
     };
     let mut fd3_records = RecordLines::default();
     let mut stray_stderr: Vec<u8> = Vec::new();
     let operation = format!("{}-batch", mode.operation());
-    let result =
-        plugin.run_streaming(
-            &[operation.as_str()],
-            &[],
-            Some(stdin),
-            true,
-            |event| match event {
-                Some(Chunk::Fd3(bytes)) => {
-                    fd3_records.push(bytes, &mut |line| batch.record(out, line));
-                }
-                Some(Chunk::Stdout(bytes)) => out.write(Stream::Out, bytes),
-                Some(Chunk::Stderr(bytes)) => keep_bounded(&mut stray_stderr, bytes),
-                None => out.flush(),
-            },
-        );
+    let result = plugin.run_streaming(
+        &[operation.as_str()],
+        mode.env(),
+        Some(stdin),
+        true,
+        |event| match event {
+            Some(Chunk::Fd3(bytes)) => {
+                fd3_records.push(bytes, &mut |line| batch.record(out, line));
+            }
+            Some(Chunk::Stdout(bytes)) => out.write(Stream::Out, bytes),
+            Some(Chunk::Stderr(bytes)) => keep_bounded(&mut stray_stderr, bytes),
+            None => out.flush(),
+        },
+    );
     fd3_records.finish(&mut |line| batch.record(out, line));
     if fd3_records.oversized > 0 {
         out.error(
@@ -533,7 +612,13 @@ fn run_batch(
             plugin.id
         )
     });
-    batch.outcomes(out, &failure)
+    let checks = std::mem::take(&mut batch.checks);
+    batch
+        .outcomes(out, &failure)
+        .into_iter()
+        .zip(checks)
+        .map(|((outcome, duration), checks)| (outcome, duration, checks))
+        .collect()
 }
 
 /// The driver's side of one batch call: which entity each record is for,
@@ -547,6 +632,7 @@ struct BatchRun<'a> {
     /// The time from the previous final record (or the start) to this
     /// entity's: the plugin works on the entities of a batch one by one.
     durations: Vec<Duration>,
+    checks: Vec<Vec<CheckResult>>,
     last_result: Instant,
     /// Entities with output records but no final record yet.
     streaming: HashMap<usize, EntityView<'a>>,
@@ -661,6 +747,7 @@ impl BatchRun<'_> {
         }
         let failure = (exit != 0).then(|| format!("exit status {exit}"));
         let fd3 = record.fd3.unwrap_or_default().join("\n");
+        self.checks[slot] = check_results(&fd3);
         self.outcomes[slot] = Some(view.finish(self.ctx, out, failure, &fd3));
     }
 }

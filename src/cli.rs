@@ -25,6 +25,8 @@ enum Command {
 struct Options {
     force: bool,
     noop: bool,
+    /// `--monitor-only`: only the health checks run.
+    monitor_only: bool,
     short: bool,
     porcelain: bool,
     /// `--report FILE`: the run report goes there instead of the default.
@@ -36,6 +38,7 @@ struct Options {
 impl Options {
     fn mode(&self) -> Mode {
         match (self.force, self.noop) {
+            _ if self.monitor_only => Mode::Monitor,
             (_, true) => Mode::Noop,
             (true, _) => Mode::Force,
             _ => Mode::Apply,
@@ -50,12 +53,16 @@ pub fn main(args: Vec<String>) -> i32 {
         eprint!("{}", help_text(&program));
         return 2;
     };
+    if word == "session" {
+        return crate::session::main(&args[2..]);
+    }
     let command = match word.as_str() {
         "apply" => Command::Apply,
         "diff" => Command::Diff,
         "scan" => Command::Scan,
         "selectors" => Command::Selectors,
         "version" | "--version" => Command::Version,
+        "import-ccm" => return crate::import_ccm::main(&args[2..]),
         "help" | "--help" | "-h" => {
             print!("{}", help_text(&program));
             return 0;
@@ -114,6 +121,7 @@ fn parse_options(command: Command, args: &[String]) -> Result<(Options, Vec<Stri
         match (command, arg.as_str()) {
             (Command::Apply, "-f" | "--force") => options.force = true,
             (Command::Apply, "--noop") => options.noop = true,
+            (Command::Apply, "--monitor-only") => options.monitor_only = true,
             (Command::Apply, "--report" | "--metrics") => {
                 let Some(file) = rest.next().filter(|file| !file.is_empty()) else {
                     eprintln!("holo apply: {arg} needs a file name, as in `{arg} FILE`");
@@ -140,6 +148,12 @@ fn parse_options(command: Command, args: &[String]) -> Result<(Options, Vec<Stri
         eprintln!("holo apply: --force and --noop cannot be combined");
         return Err(2);
     }
+    if options.monitor_only && (options.force || options.noop) {
+        eprintln!(
+            "holo apply: --monitor-only cannot be combined with --force or --noop; it changes nothing"
+        );
+        return Err(2);
+    }
     if options.short && options.porcelain {
         eprintln!("holo scan: -s/--short and -p/--porcelain cannot be combined; choose one");
         return Err(2);
@@ -150,7 +164,13 @@ fn parse_options(command: Command, args: &[String]) -> Result<(Options, Vec<Stri
 /// The options of a subcommand, for the advice after an unknown one.
 fn options_of(command: Command) -> &'static [&'static str] {
     match command {
-        Command::Apply => &["--force", "--noop", "--report", "--metrics"],
+        Command::Apply => &[
+            "--force",
+            "--noop",
+            "--monitor-only",
+            "--report",
+            "--metrics",
+        ],
         Command::Scan => &["--short", "--porcelain"],
         _ => &[],
     }
@@ -233,7 +253,11 @@ impl Reporting {
         let asked =
             std::env::var_os("HOLO_TEST_RUN_REPORT").is_some_and(|v| !v.is_empty() && v != "0");
         if self.report.is_none() && self.mode != Mode::Noop && (!test_mode || asked) {
-            self.report = Some(crate::paths::join(root, run_report::DEFAULT_PATH).into());
+            let default = match self.mode {
+                Mode::Monitor => run_report::DEFAULT_MONITOR_PATH,
+                _ => run_report::DEFAULT_PATH,
+            };
+            self.report = Some(crate::paths::join(root, default).into());
             self.report_is_default = true;
         }
     }
@@ -303,8 +327,9 @@ fn print_scan(options: &Options, entities: &[Entity], out: &mut Output) -> i32 {
 fn help_text(program: &str) -> String {
     format!(
         "Usage: {program} <operation> [...]\nOperations:\n    \
-         {program} apply [-f|--force] [--noop] [--report FILE] [--metrics FILE] [selector ...]\n    \
+         {program} apply [-f|--force] [--noop] [--monitor-only] [--report FILE] [--metrics FILE] [selector ...]\n    \
          {program} diff [selector ...]\n    \
+         {program} import-ccm MANIFEST.yaml [--to DIR] [--render]\n    \
          {program} scan [-s|--short|-p|--porcelain] [selector ...]\n    \
          {program} selectors\n    \
          {program} version\n    \
@@ -350,7 +375,7 @@ fn run(
         return code;
     }
     let missing_plugins = loaded.missing_plugins;
-    let plugins = loaded.plugins;
+    let mut plugins = loaded.plugins;
     let entities = match scan_all(&run_dir, &plugins, out) {
         Ok(entities) => entities,
         Err(code) => return code,
@@ -359,6 +384,12 @@ fn run(
         Ok(entities) => entities,
         Err(code) => return code,
     };
+    if matches!(command, Command::Diff | Command::Apply)
+        && let Err(message) = pass_run_entities(&run_dir, &mut plugins, &entities)
+    {
+        out.error(Stream::Err, &message);
+        return EXIT_FATAL;
+    }
     let entities = match select(command, entities, &plugins, selectors, out) {
         Ok(entities) => entities,
         Err(code) => return code,
@@ -387,6 +418,36 @@ fn run(
             apply_all(&plan, options, out, reporting)
         }
     }
+}
+
+/// Writes every scanned entity (selected or not) to the run's cache
+/// directory and names the file to the plugins' diff and apply, so that a
+/// plugin never removes what another entity of the run manages.
+fn pass_run_entities(
+    run_dir: &RunDir,
+    plugins: &mut [Plugin],
+    entities: &[Entity],
+) -> Result<(), String> {
+    use holo_protocol::run_entities::{self, RunEntity};
+    let listed: Vec<RunEntity> = entities
+        .iter()
+        .map(|entity| RunEntity {
+            id: entity.id.clone(),
+            declared_at: entity
+                .info
+                .iter()
+                .find(|(key, _)| key == "found in")
+                .map(|(_, value)| value.clone())
+                .unwrap_or_else(|| entity.sources.join(", ")),
+        })
+        .collect();
+    let path = crate::paths::join(&run_dir.cache, "run-entities");
+    std::fs::write(&path, run_entities::encode(&listed))
+        .map_err(|err| format!("write {path}: {}", crate::paths::errno_text(&err)))?;
+    for plugin in plugins {
+        plugin.set_env(run_entities::VARIABLE, &path);
+    }
+    Ok(())
 }
 
 /// What `holo apply` applies.
@@ -439,13 +500,15 @@ fn apply_all(
     let results = entities
         .iter()
         .zip(applied.outcomes.iter().zip(&applied.durations))
+        .zip(&applied.checks)
         // An interrupted run lists the entities it started.
-        .filter(|(_, (outcome, _))| **outcome != apply::Outcome::NotStarted)
-        .map(|(entity, (outcome, duration))| EntityResult {
+        .filter(|((_, (outcome, _)), _)| **outcome != apply::Outcome::NotStarted)
+        .map(|((entity, (outcome, duration)), checks)| EntityResult {
             id: entity.id.clone(),
             plugin: plugins[entity.plugin].id.clone(),
             outcome: *outcome,
             duration: *duration,
+            checks: checks.clone(),
         })
         .collect();
     // Written under the lock, so the report is the last run's; the

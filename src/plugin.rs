@@ -168,11 +168,18 @@ impl Plugin {
     /// Points `HOLO_RESOURCE_DIR` elsewhere once the resources are ready
     /// (Holo 3 runs `info` with the static directory, then switches).
     pub fn set_resource_dir(&mut self, dir: &str) {
-        const KEY: &[u8] = b"HOLO_RESOURCE_DIR=";
-        let mut pair = KEY.to_vec();
-        pair.extend_from_slice(dir.as_bytes());
+        self.set_env("HOLO_RESOURCE_DIR", dir);
+    }
+
+    /// Sets `key` in the environment of every later run of the plugin.
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        let mut prefix = key.as_bytes().to_vec();
+        prefix.push(b'=');
+        let mut pair = prefix.clone();
+        pair.extend_from_slice(value.as_bytes());
         if let Ok(pair) = CString::new(pair) {
-            self.env.retain(|entry| !entry.as_bytes().starts_with(KEY));
+            self.env
+                .retain(|entry| !entry.as_bytes().starts_with(&prefix));
             self.env.push(pair);
         }
     }
@@ -187,6 +194,7 @@ impl Plugin {
             "HOLO_ROOT_DIR",
             "HOLO_EXTENSIONS",
             "HOLO_REFRESH",
+            holo_protocol::run_entities::VARIABLE,
         ];
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| !ours.iter().any(|o| k == o))

@@ -8,7 +8,7 @@
 //! directory is written, synced and renamed over the target, so a reader
 //! (Ansible, node_exporter) never sees half a report.
 
-use crate::apply::Outcome;
+use crate::apply::{CheckResult, Outcome};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use std::io::Write;
@@ -21,6 +21,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The default report path below the root.
 pub const DEFAULT_PATH: &str = "var/lib/holo/last-run.json";
 
+/// The default report path of `--monitor-only`, so that the report of the
+/// last apply stays.
+pub const DEFAULT_MONITOR_PATH: &str = "var/lib/holo/last-monitor.json";
+
 /// One entity of the run, in apply order.
 #[derive(Debug, Clone)]
 pub struct EntityResult {
@@ -28,12 +32,14 @@ pub struct EntityResult {
     pub plugin: String,
     pub outcome: Outcome,
     pub duration: Duration,
+    /// The health checks that ran, in their order.
+    pub checks: Vec<CheckResult>,
 }
 
 /// A finished `holo apply` run.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    /// `apply`, `force` or `noop`.
+    /// `apply`, `force`, `noop` or `monitor`.
     pub mode: &'static str,
     pub start: SystemTime,
     pub end: SystemTime,
@@ -74,7 +80,24 @@ struct Json<'a> {
     duration_seconds: f64,
     exit_code: i32,
     counts: Counts,
+    health_checks: CheckCounts,
     entities: Vec<JsonEntity<'a>>,
+}
+
+/// The health checks of the run, by state.
+#[derive(Serialize, Default)]
+struct CheckCounts {
+    total: usize,
+    ok: usize,
+    warning: usize,
+    critical: usize,
+    unknown: usize,
+}
+
+#[derive(Serialize)]
+struct JsonCheck<'a> {
+    name: &'a str,
+    state: &'a str,
 }
 
 #[derive(Serialize, Default)]
@@ -94,6 +117,24 @@ struct JsonEntity<'a> {
     plugin: &'a str,
     result: &'static str,
     duration_seconds: f64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    checks: Vec<JsonCheck<'a>>,
+}
+
+/// A Nagios state's exit code: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+fn state_code(state: &str) -> usize {
+    holo_protocol::fd3::CHECK_STATES
+        .iter()
+        .position(|known| *known == state)
+        .unwrap_or(3)
+}
+
+/// Prometheus label values escape `\`, `"` and newlines.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn rfc3339(time: SystemTime) -> String {
@@ -130,6 +171,20 @@ impl RunReport {
         counts
     }
 
+    fn check_counts(&self) -> CheckCounts {
+        let mut counts = CheckCounts::default();
+        for check in self.entities.iter().flat_map(|entity| &entity.checks) {
+            counts.total += 1;
+            *match state_code(&check.state) {
+                0 => &mut counts.ok,
+                1 => &mut counts.warning,
+                2 => &mut counts.critical,
+                _ => &mut counts.unknown,
+            } += 1;
+        }
+        counts
+    }
+
     fn duration(&self) -> Duration {
         self.end.duration_since(self.start).unwrap_or_default()
     }
@@ -144,6 +199,7 @@ impl RunReport {
             duration_seconds: seconds(self.duration()),
             exit_code: self.exit_code,
             counts: self.counts(),
+            health_checks: self.check_counts(),
             entities: self
                 .entities
                 .iter()
@@ -152,6 +208,14 @@ impl RunReport {
                     plugin: &entity.plugin,
                     result: result_name(entity.outcome),
                     duration_seconds: seconds(entity.duration),
+                    checks: entity
+                        .checks
+                        .iter()
+                        .map(|check| JsonCheck {
+                            name: &check.name,
+                            state: &check.state,
+                        })
+                        .collect(),
                 })
                 .collect(),
         };
@@ -161,7 +225,12 @@ impl RunReport {
     }
 
     /// The counts in the Prometheus text exposition format (version 0.0.4).
+    /// A `--monitor-only` run has metrics of its own, so that its file and
+    /// the apply's can both be collected.
     pub fn to_prometheus(&self) -> String {
+        if self.mode == "monitor" {
+            return self.monitor_prometheus();
+        }
         let counts = self.counts();
         let values = [
             counts.changed,
@@ -213,6 +282,45 @@ impl RunReport {
     }
 }
 
+impl RunReport {
+    /// The metrics of `--monitor-only`: each check's Nagios state, and
+    /// when and how the run ended.
+    fn monitor_prometheus(&self) -> String {
+        let name = "holo_health_check_state";
+        let mut text = format!(
+            "# HELP {name} The state of a health check in the last holo apply --monitor-only run (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).\n# TYPE {name} gauge\n"
+        );
+        for entity in &self.entities {
+            for check in &entity.checks {
+                text.push_str(&format!(
+                    "{name}{{entity=\"{}\",check=\"{}\"}} {}\n",
+                    label(&entity.id),
+                    label(&check.name),
+                    state_code(&check.state)
+                ));
+            }
+        }
+        let gauges = [
+            (
+                "holo_last_monitor_timestamp_seconds",
+                "When the last holo apply --monitor-only run ended, in seconds since the epoch.",
+                format!("{:.3}", seconds_since_epoch(self.end)),
+            ),
+            (
+                "holo_last_monitor_exit_code",
+                "The exit status of the last holo apply --monitor-only run (0 all checks OK, 1 a check failed, 255 errors).",
+                self.exit_code.to_string(),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            text.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+            ));
+        }
+        text
+    }
+}
+
 /// [`write_atomically`], with `path` resolved inside `root` in test mode
 /// (a symlink in the root never leads the report outside it).
 pub fn write_in_root(
@@ -236,7 +344,11 @@ pub fn write_in_root(
 /// Writes `content` to `path` through a temporary file in the same
 /// directory (mode 0644) and a rename. With `create_parent`, missing parent
 /// directories are created first.
-pub fn write_atomically(path: &Path, content: &str, create_parent: bool) -> Result<(), String> {
+pub fn write_atomically(
+    path: &Path,
+    content: impl AsRef<[u8]>,
+    create_parent: bool,
+) -> Result<(), String> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         format!("cannot write {}: {what}: {err}", path.display())
     };
@@ -254,7 +366,7 @@ pub fn write_atomically(path: &Path, content: &str, create_parent: bool) -> Resu
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|err| fail("create a temporary file beside it", &err))?;
-    temp.write_all(content.as_bytes())
+    temp.write_all(content.as_ref())
         .and_then(|()| temp.as_file().sync_all())
         .map_err(|err| fail("write the temporary file", &err))?;
     temp.persist(path)
@@ -290,6 +402,7 @@ mod tests {
                 plugin: id.split(':').next().unwrap().to_string(),
                 outcome,
                 duration: Duration::from_micros(1234),
+                checks: Vec::new(),
             })
             .collect(),
         }
@@ -323,5 +436,37 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn checks_are_named_in_the_json_and_the_monitor_metrics() {
+        let mut report = report();
+        report.mode = "monitor";
+        report.entities[2].checks = vec![
+            CheckResult {
+                name: "check_http".to_string(),
+                state: "CRITICAL".to_string(),
+            },
+            CheckResult {
+                name: "disk \"root\"".to_string(),
+                state: "OK".to_string(),
+            },
+        ];
+        let value: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(value["mode"], "monitor");
+        assert_eq!(value["health_checks"]["total"], 2);
+        assert_eq!(value["health_checks"]["critical"], 1);
+        assert_eq!(value["entities"][2]["checks"][0]["name"], "check_http");
+        assert_eq!(value["entities"][2]["checks"][0]["state"], "CRITICAL");
+        assert!(value["entities"][0].get("checks").is_none());
+        let text = report.to_prometheus();
+        for line in [
+            "holo_health_check_state{entity=\"service:nginx\",check=\"check_http\"} 2\n",
+            "holo_health_check_state{entity=\"service:nginx\",check=\"disk \\\"root\\\"\"} 0\n",
+            "holo_last_monitor_exit_code 1\n",
+        ] {
+            assert!(text.contains(line), "{line:?} in\n{text}");
+        }
+        assert!(!text.contains("holo_entities"), "{text}");
     }
 }

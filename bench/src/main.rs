@@ -39,7 +39,10 @@ Benchmarks:
   peers     holo-file against Puppet (puppet apply) and CFEngine
             (cf-agent -K) on N files with content, owner, group, mode and
             their directory: first and no-op apply, medians of 3 rounds,
-            the no-op floor (sha256sum + stat) and per-process mode against
+            the no-op floors (sha256sum + stat through xargs, and the tight
+            floor: one process of each) with holo's ratios to both, of the
+            medians and paired by round, holo's peak memory in the no-op,
+            and per-process mode against
             bare process starts and against holo-null, a plugin that does
             nothing per entity (each driver's own floor); a peer that is
             not installed is skipped.

@@ -8,7 +8,11 @@
 //!
 //! The floor of a no-op run is what any tool must do at least: read every
 //! file (`sha256sum`) and look at its attributes (`stat`), timed in the
-//! same rounds. Per-process mode is held against a bare process start per
+//! same rounds, twice: through `xargs` (several processes of each), and
+//! the tight floor, one `sha256sum` and one `stat` process over all files.
+//! The ratios to the floors are given of the medians and, paired, as the
+//! median of each round's ratio. holo's peak memory is its largest process
+//! (the driver or a plugin) in the no-op. Per-process mode is held against a bare process start per
 //! entity, twice: our driver with `HOLO_NO_BATCH=1`, and Holo 3's Go driver
 //! (which has no batch) running our holo-file, built from the Holo 3 source
 //! tree named by `HOLO3_SOURCE` with Go (skipped, saying so, without them).
@@ -85,6 +89,14 @@ struct SizeFigures {
     puppet: Figures,
     cfengine: Figures,
     floor: Vec<Duration>,
+    /// One `sha256sum` and one `stat` process over all files.
+    tight_floor: Vec<Duration>,
+    /// holo's no-op over each floor, round by round.
+    paired_floor: Vec<f64>,
+    paired_tight: Vec<f64>,
+    paired_tight_old: Vec<f64>,
+    /// The largest resident set of holo's no-op (driver or plugin), KiB.
+    peak_kib: Vec<u64>,
     spawn: Vec<Duration>,
 }
 
@@ -100,6 +112,11 @@ impl SizeFigures {
             puppet: Figures::new("Puppet"),
             cfengine: Figures::new("CFEngine"),
             floor: Vec::new(),
+            tight_floor: Vec::new(),
+            paired_floor: Vec::new(),
+            paired_tight: Vec::new(),
+            paired_tight_old: Vec::new(),
+            peak_kib: Vec::new(),
             spawn: Vec::new(),
         }
     }
@@ -212,12 +229,28 @@ impl Tools {
             tool.first
                 .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
             check_written(&root.path().join("srv/bench"), n)?;
-            tool.noop
-                .push(time_holo(bin, root.path(), &["apply"], env, &[0])?);
             if index == 0 {
+                let (noop, peak) = time_holo_peak(bin, root.path())?;
+                tool.noop.push(noop);
+                figures.peak_kib.push(peak);
+                let dir = root.path().join("srv/bench");
+                let (floor, tight) = (time_floor(&dir)?, time_tight_floor(&dir)?);
+                figures.floor.push(floor);
+                figures.tight_floor.push(tight);
                 figures
-                    .floor
-                    .push(time_floor(&root.path().join("srv/bench"))?);
+                    .paired_floor
+                    .push(noop.as_secs_f64() / floor.as_secs_f64());
+                figures
+                    .paired_tight
+                    .push(noop.as_secs_f64() / tight.as_secs_f64());
+            } else {
+                let noop = time_holo(bin, root.path(), &["apply"], env, &[0])?;
+                tool.noop.push(noop);
+                if let (1, Some(tight)) = (index, figures.tight_floor.last()) {
+                    // The older build, against this round's floor.
+                    let ratio = noop.as_secs_f64() / tight.as_secs_f64();
+                    figures.paired_tight_old.push(ratio);
+                }
             }
             kept.push(root);
         }
@@ -343,12 +376,54 @@ fn print_size(n: usize, figures: &SizeFigures, with_holo3: bool) {
     );
     println!(
         "{:<26} {:>12} {:>12}",
+        "tight floor (1 + 1 proc)",
+        "",
+        secs(median(&figures.tight_floor))
+    );
+    println!(
+        "{:<26} {:>12} {:>12}",
         "N bare process starts",
         "",
         secs(median(&figures.spawn))
     );
     print_ratios(figures, with_holo3);
+    print_floor_ratios(figures);
     println!("load average after N = {n}: {}", load_average());
+}
+
+/// holo's no-op against both floors, of the medians and paired by round,
+/// and its peak memory.
+fn print_floor_ratios(figures: &SizeFigures) {
+    let noop = median(&figures.holo.noop);
+    let paired = |ratios: &[f64]| {
+        let mut sorted = ratios.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted
+            .get(sorted.len() / 2)
+            .map_or_else(|| "-".to_string(), |ratio| format!("{ratio:.2}"))
+    };
+    println!(
+        "holo no-op / floor {} (paired {}); holo no-op / tight floor {} (paired {}); peak memory of the no-op {}",
+        ratio(noop, median(&figures.floor)),
+        paired(&figures.paired_floor),
+        ratio(noop, median(&figures.tight_floor)),
+        paired(&figures.paired_tight),
+        {
+            let mut peaks = figures.peak_kib.clone();
+            peaks.sort_unstable();
+            peaks.get(peaks.len() / 2).map_or_else(
+                || "-".to_string(),
+                |kib| format!("{:.1} MB", *kib as f64 / 1024.0),
+            )
+        },
+    );
+    if !figures.holo_old.noop.is_empty() {
+        println!(
+            "holo before: no-op / tight floor {} (paired {})",
+            ratio(median(&figures.holo_old.noop), median(&figures.tight_floor)),
+            paired(&figures.paired_tight_old),
+        );
+    }
 }
 
 /// holo against its peers, the floor and the bare process starts.
@@ -363,6 +438,12 @@ fn print_ratios(figures: &SizeFigures, with_holo3: bool) {
         puppet,
         cfengine,
         floor,
+        // In print_floor_ratios.
+        tight_floor: _,
+        paired_floor: _,
+        paired_tight: _,
+        paired_tight_old: _,
+        peak_kib: _,
         spawn,
     } = figures;
     let holo_first = median(&holo.first);
@@ -622,6 +703,82 @@ fn time_floor(dir: &Path) -> Result<Duration, String> {
     let elapsed = start.elapsed();
     let _ = std::fs::remove_file(&list);
     Ok(elapsed)
+}
+
+/// One `sha256sum` and one `stat` process over every file below `dir`,
+/// named relative to it. The stack limit is raised first: it bounds the
+/// argument list, which for 100,000 names passes the default 2 MB.
+fn time_tight_floor(dir: &Path) -> Result<Duration, String> {
+    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|entry| entry.ok().map(|e| e.file_name()))
+        .collect();
+    names.sort();
+    raise_stack_limit();
+    let start = Instant::now();
+    for program in ["sha256sum", "stat"] {
+        let status = Command::new(program)
+            .arg("--")
+            .args(&names)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("{program} with {} names: {e}", names.len()))?;
+        if !status.success() {
+            return Err(format!("{program} failed"));
+        }
+    }
+    Ok(start.elapsed())
+}
+
+/// Lifts the soft stack limit to 64 MiB (or the hard limit): the kernel
+/// takes a quarter of it, up to 6 MiB, for a new program's arguments.
+fn raise_stack_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `limit`.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_STACK, &mut limit) == 0 {
+            let wanted = (64 << 20).min(limit.rlim_max);
+            if limit.rlim_cur < wanted {
+                limit.rlim_cur = wanted;
+                libc::setrlimit(libc::RLIMIT_STACK, &limit);
+            }
+        }
+    }
+}
+
+/// A no-op `holo apply` on `root`: its wall time and the peak resident
+/// set of holo or any plugin it ran, in KiB (from `wait4`, which gives a
+/// child's largest, its own or that of a child it waited for).
+fn time_holo_peak(bin: &Path, root: &Path) -> Result<(Duration, u64), String> {
+    let stderr_path = root.join("tmp/bench-stderr");
+    let stderr = std::fs::File::create(&stderr_path).map_err(|e| e.to_string())?;
+    let mut command = Command::new(bin.join("holo"));
+    command
+        .arg("apply")
+        .env("HOLO_ROOT_DIR", root)
+        .env("TMPDIR", root.join("tmp"))
+        .env_remove("HOLO_NO_BATCH")
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let start = Instant::now();
+    let child = command.spawn().map_err(|e| format!("holo apply: {e}"))?;
+    let pid = libc::pid_t::try_from(child.id()).map_err(|e| e.to_string())?;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, which `child` does not wait for.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let elapsed = start.elapsed();
+    drop(child);
+    if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        let text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        return Err(format!("no-op holo apply failed ({status}):\n{text}"));
+    }
+    Ok((elapsed, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
 }
 
 /// Holo 3's Go driver, built for this run.

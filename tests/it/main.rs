@@ -4,6 +4,8 @@
 // well as the #[test] functions (clippy.toml allows those).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod ccm_cli;
+mod ccm_session;
 mod completions;
 mod crash_safety;
 mod crash_safety_plugins;
@@ -25,8 +27,10 @@ mod fixtures;
 mod fleet;
 mod holo3_suite;
 mod holo3_switch;
+mod import_ccm;
 mod lints;
 mod man_pages;
+mod monitor_only;
 mod noop_state_dirs;
 mod oneoff_equivalence;
 mod oneoff_safety;

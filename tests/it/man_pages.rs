@@ -14,8 +14,9 @@ use std::process::Command;
 
 /// The pages the suite ships; each must exist (and one per plugin in
 /// packaging/plugins.list, see [`plugin_ids`]).
-const REQUIRED_PAGES: [&str; 7] = [
+const REQUIRED_PAGES: [&str; 8] = [
     "holo.8",
+    "holo-import-ccm.8",
     "holorc.5",
     "holo-data.5",
     "holo-plugin-interface.7",

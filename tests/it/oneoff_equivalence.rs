@@ -203,11 +203,13 @@ fn exec_ensure_is_holo_apply_of_the_table() {
 fn scaffold_ensure_is_holo_apply_of_the_table() {
     check(&Case {
         plugin: "scaffold",
-        table: "[[scaffold]]\nname = \"/etc/app\"\nsource = \"/srv/templates\"\ndata = { port = 8080 }\n",
+        table: "[[scaffold]]\nname = \"/etc/app\"\nsource = \"/srv/templates\"\nengine = \"minijinja\"\ndata = { port = 8080 }\n",
         flags: &[
             "/etc/app",
             "--source",
             "/srv/templates",
+            "--engine",
+            "minijinja",
             "--data",
             "{ port = 8080 }",
         ],

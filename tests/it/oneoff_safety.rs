@@ -323,6 +323,15 @@ fn a_dependency_cycle_gives_the_same_message_to_apply_and_ensure() {
     .expect("resource");
     let applied = holo_apply(root.path());
     let oneoff = OneOffRoot::new("holo-exec");
+    // `--require` needs a session, kept inside the root.
+    let session = oneoff.path("session");
+    std::fs::create_dir(&session).expect("session");
+    std::fs::set_permissions(
+        &session,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .expect("chmod");
+    let session = session.display().to_string();
     let ensured = oneoff.run(&[
         "ensure",
         "loop",
@@ -330,6 +339,8 @@ fn a_dependency_cycle_gives_the_same_message_to_apply_and_ensure() {
         "true",
         "--require",
         "exec:loop",
+        "--session",
+        &session,
     ]);
     let message = "!! dependency cycle between entities: exec:loop -> exec:loop; remove one of these REQUIRES/SUBSCRIBES references\n";
     assert!(

@@ -85,9 +85,8 @@ fn a_package_name_over_255_bytes_is_refused_at_scan() {
     );
     let (err, failed) = scan(dir.path());
     let start = "p".repeat(32);
-    let message = format!(
-        "package \"{start}...\": package name is 100000 bytes long, over the limit of 255 bytes: \"{start}...\""
-    );
+    let message =
+        format!("package name is 100000 bytes long, over the limit of 255 bytes: \"{start}...\"");
     assert_eq!(err, expected(dir.path(), "package", &message));
     assert!(failed);
 }

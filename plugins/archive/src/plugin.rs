@@ -55,6 +55,20 @@ impl Plugin for ArchivePlugin {
         resources::properties_with_ensure::<ArchiveTable, resources::Ensure>()
     }
 
+    /// CCM: `ccm ensure archive FILE URL`; its one provider is http.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["url"],
+            provider: Some("http"),
+            entry_flags: &["headers"],
+        }
+    }
+
+    /// CCM's flag names for properties of ours.
+    fn flag_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        &[("extract", "extract_parent"), ("header", "headers")]
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ArchiveTable>()
     }

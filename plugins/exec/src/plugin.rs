@@ -19,6 +19,20 @@ impl Plugin for ExecPlugin {
         resources::properties::<ExecResource>()
     }
 
+    /// CCM: `ccm ensure exec COMMAND`; `provider` is a property.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &[],
+            provider: None,
+            entry_flags: &[],
+        }
+    }
+
+    /// CCM's flag names for properties of ours.
+    fn flag_aliases(&self) -> &'static [(&'static str, &'static str)] {
+        &[("exec-if", "onlyif"), ("exec-unless", "unless_command")]
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ExecResource>()
     }

@@ -24,6 +24,15 @@ impl Plugin for FilePlugin {
         resources::properties_with_ensure::<FileResource, model::Ensure>()
     }
 
+    /// CCM: `ccm ensure file NAME [ENSURE]`; its one provider is posix.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["ensure"],
+            provider: Some("posix"),
+            entry_flags: &[],
+        }
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<FileResource>()
     }

@@ -21,6 +21,11 @@ impl Plugin for FilesPlugin {
     /// No `order`: files have no dependencies.
     const EXTENSIONS: &'static [Extension] =
         &[Extension::Noop, Extension::Batch, Extension::Inplace];
+    /// A batch stages the base, target and provisioned copy of every
+    /// target and commits them together (one sync for many files); they
+    /// are renamed in the order they were written, so a kill never leaves
+    /// a target ahead of its base.
+    const STAGES_WRITES: bool = true;
     type Spec = FileSpec;
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {

@@ -181,6 +181,18 @@ pub fn noop_message(step: &Step, candidate: Option<&str>) -> Option<String> {
     })
 }
 
+/// The noop message of an uninstall that would take `casualties` (the
+/// packages depending on it) along, as apt-get or dnf would.
+pub fn noop_removal_message(casualties: &[String]) -> String {
+    if casualties.is_empty() {
+        return "Would have uninstalled".to_owned();
+    }
+    format!(
+        "Would have uninstalled, and with it {}, which depend on it (holo apply refuses this without --force)",
+        casualties.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +407,19 @@ mod tests {
         assert_eq!(
             noop_message(&Step::Install, Some("2:9.1-1")).as_deref(),
             Some("Would have installed version 2:9.1-1")
+        );
+    }
+
+    #[test]
+    fn noop_removal_without_dependents_is_ccms() {
+        assert_eq!(noop_removal_message(&[]), "Would have uninstalled");
+    }
+
+    #[test]
+    fn noop_removal_names_the_dependents() {
+        assert_eq!(
+            noop_removal_message(&["app-one".into(), "app-two".into()]),
+            "Would have uninstalled, and with it app-one, app-two, which depend on it (holo apply refuses this without --force)"
         );
     }
 }

@@ -179,6 +179,15 @@ impl Plugin for PackagePlugin {
         properties
     }
 
+    /// CCM: `ccm ensure package NAME [ENSURE]`, ENSURE also a version.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["ensure"],
+            provider: None,
+            entry_flags: &[],
+        }
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<PackageTable>()
     }
@@ -194,8 +203,8 @@ impl Plugin for PackagePlugin {
             // Refused as `ensure` refuses it: no package manager sees it.
             model::validate_name(name).map_err(|message| {
                 Error::new(format!(
-                    "holo-package status: package {:?}: {message}",
-                    holo_plugin::limits::shown(name, model::NAME_MAX)
+                    "holo-package status: {}{message}",
+                    named_package(name)
                 ))
             })?;
             let kind = model::choose_provider(None, &provider_hints(env)?)
@@ -224,9 +233,9 @@ impl Plugin for PackagePlugin {
                 match model::validate(&table, hints.as_ref().unwrap_or(&ProviderHints::default())) {
                     Ok(spec) => Ok((item, spec)),
                     Err((property, message)) => Err(Error::new(format!(
-                        "{}: package {:?}: {message}",
+                        "{}: {}{message}",
                         item.location_of(property),
-                        holo_plugin::limits::shown(&item.resource.name, model::NAME_MAX)
+                        named_package(&item.resource.name)
                     ))),
                 },
             )
@@ -330,6 +339,15 @@ impl Plugin for PackagePlugin {
     }
 }
 
+/// `package "NAME": `, the start of a message about a package; empty for an
+/// over-long name, whose message already shows its start.
+fn named_package(name: &str) -> String {
+    if name.len() > model::NAME_MAX {
+        return String::new();
+    }
+    format!("package {name:?}: ")
+}
+
 /// Brings a declared package to its desired state.
 /// `ensure = "absent"` on a package others depend on: the package manager
 /// would remove them too. Refused without `--force`, which removes them
@@ -369,6 +387,11 @@ fn converge(env: &Env, id: &str, entity: &Entity, mode: Mode) -> Result<Outcome>
             return Ok(outcome);
         }
         let step = apply::decide(&spec.ensure, &current, &order);
+        if step == Step::Uninstall {
+            let casualties = manager.removal_casualties(&spec.name)?;
+            println!("{}", apply::noop_removal_message(&casualties));
+            return Ok(Outcome::Changed);
+        }
         let candidate = match step {
             Step::Install => manager.candidate(&spec.name)?,
             _ => None,

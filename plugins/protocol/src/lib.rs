@@ -10,6 +10,8 @@
 pub mod duration;
 pub mod entity_text;
 pub mod order;
+pub mod run_entities;
+pub mod session;
 
 use std::borrow::Cow;
 
@@ -50,8 +52,14 @@ pub mod extension {
     /// that a later run waits until this plugin has ended, even when holo
     /// itself was killed.
     pub const RUN_LOCK: &str = "run-lock";
+    /// Both ways: declared by a plugin, it runs only the health checks of
+    /// an entity when `noop` is called with `HOLO_MONITOR_ONLY=1`, and
+    /// changes nothing; announced by the driver, the plugin may write one
+    /// [`health_check_line`](crate::fd3::health_check_line) per check run.
+    pub const MONITOR: &str = "monitor";
     /// What this driver announces in `HOLO_EXTENSIONS`.
     pub const DRIVER: &[&str] = &[
+        MONITOR,
         NOOP,
         ORDER,
         BATCH,
@@ -72,6 +80,21 @@ pub mod fd3 {
     pub const NOT_CHANGED: &str = "not changed";
     pub const REQUIRES_FORCE_OVERWRITE: &str = "requires --force to overwrite";
     pub const REQUIRES_FORCE_RESTORE: &str = "requires --force to restore";
+    const HEALTH_CHECK: &str = "health-check ";
+    /// The Nagios states a health check line may carry.
+    pub const CHECK_STATES: [&str; 4] = ["OK", "WARNING", "CRITICAL", "UNKNOWN"];
+
+    /// The FD 3 line of one health check's result: `health-check STATE NAME`
+    /// (the name last, as it may hold spaces).
+    pub fn health_check_line(state: &str, name: &str) -> String {
+        format!("{HEALTH_CHECK}{state} {name}")
+    }
+
+    /// The state and name of a health check line; `None` for other lines.
+    pub fn parse_health_check_line(line: &str) -> Option<(&str, &str)> {
+        let (state, name) = line.strip_prefix(HEALTH_CHECK)?.split_once(' ')?;
+        (CHECK_STATES.contains(&state) && !name.is_empty()).then_some((state, name))
+    }
 }
 
 /// The `!!` message (without `!! `) for an entity skipped because `required`
@@ -201,6 +224,19 @@ pub fn decode_chunk(text: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn health_check_lines_round_trip() {
+        let line = fd3::health_check_line("CRITICAL", "check http");
+        assert_eq!(line, "health-check CRITICAL check http");
+        assert_eq!(
+            fd3::parse_health_check_line(&line),
+            Some(("CRITICAL", "check http"))
+        );
+        for other in ["not changed", "health-check BAD x", "health-check OK "] {
+            assert_eq!(fd3::parse_health_check_line(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn batch_lines_round_trip() {

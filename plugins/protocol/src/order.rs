@@ -77,6 +77,109 @@ fn find_cycle(
     }
 }
 
+/// How an entity that already ran in this run (or, for a one-off, earlier
+/// in its session) ended, as far as the entities after it care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Earlier {
+    Changed,
+    Unchanged,
+    /// Failed or skipped: what requires or subscribes to it is skipped.
+    Failed,
+}
+
+/// What to do with an entity, given how the ones it references ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate<'a> {
+    /// Apply it; `refresh` when an entity it subscribes to changed.
+    Run { refresh: bool },
+    /// Skip it: this entity, which it requires or subscribes to, failed.
+    Skip { failed: &'a str },
+}
+
+/// The rule of `holo apply` for one entity: skipped when an entity it
+/// requires or subscribes to failed (the first one, requirements first),
+/// refreshed when one it subscribes to changed. `earlier` says how an
+/// entity ended, `None` for one that did not run: it neither blocks nor
+/// refreshes.
+pub fn gate<'a>(
+    requires: &'a [String],
+    subscribes: &'a [String],
+    earlier: impl Fn(&str) -> Option<Earlier>,
+) -> Gate<'a> {
+    let failed = requires
+        .iter()
+        .chain(subscribes)
+        .find(|id| earlier(id) == Some(Earlier::Failed));
+    if let Some(failed) = failed {
+        return Gate::Skip { failed };
+    }
+    let refresh = subscribes
+        .iter()
+        .any(|id| earlier(id) == Some(Earlier::Changed));
+    Gate::Run { refresh }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|id| id.to_string()).collect()
+    }
+
+    fn ended(id: &str) -> Option<Earlier> {
+        match id {
+            "file:changed" => Some(Earlier::Changed),
+            "file:same" => Some(Earlier::Unchanged),
+            "file:failed" => Some(Earlier::Failed),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_failed_requirement_skips() {
+        let requires = ids(&["file:same", "file:failed"]);
+        assert_eq!(
+            gate(&requires, &[], ended),
+            Gate::Skip {
+                failed: "file:failed"
+            }
+        );
+    }
+
+    #[test]
+    fn a_failed_subscription_skips_too() {
+        let subscribes = ids(&["file:failed", "file:changed"]);
+        assert_eq!(
+            gate(&[], &subscribes, ended),
+            Gate::Skip {
+                failed: "file:failed"
+            }
+        );
+    }
+
+    #[test]
+    fn a_changed_subscription_refreshes() {
+        let subscribes = ids(&["file:same", "file:changed"]);
+        assert_eq!(gate(&[], &subscribes, ended), Gate::Run { refresh: true });
+    }
+
+    #[test]
+    fn a_changed_requirement_does_not_refresh() {
+        let requires = ids(&["file:changed"]);
+        assert_eq!(gate(&requires, &[], ended), Gate::Run { refresh: false });
+    }
+
+    #[test]
+    fn what_did_not_run_neither_blocks_nor_refreshes() {
+        let unknown = ids(&["file:elsewhere"]);
+        assert_eq!(
+            gate(&unknown, &unknown, ended),
+            Gate::Run { refresh: false }
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

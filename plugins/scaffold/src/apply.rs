@@ -2,6 +2,8 @@
 //! table (is the current state the desired one?) and the noop count and
 //! message. Nothing here touches the system.
 
+use holo_plugin::run_entities::RunEntity;
+
 use crate::model::Ensure;
 
 /// What rendering against the target showed (for `absent`, Changed and
@@ -50,8 +52,10 @@ pub enum Protection {
 pub enum Change {
     /// Render it (present, Changed).
     Write,
-    /// Remove it (absent, or purge).
+    /// Remove it (absent).
     Remove,
+    /// Purge it: the source does not produce it.
+    Purge,
 }
 
 /// What the state record says about the file.
@@ -77,13 +81,41 @@ pub fn protection(
         (_, Written::Unfinished, _) => Protection::Proceed,
         (Change::Write, Written::Never, _) => Protection::Proceed,
         (Change::Write, Written::Checksum(_), None) => Protection::RequiresForceRestore,
-        (Change::Remove, _, None) => Protection::Proceed,
+        (Change::Remove | Change::Purge, _, None) => Protection::Proceed,
+        // As CCM's purge: a file the scaffold never wrote goes too (a stale
+        // file of a hand install); the caller keeps what another entity of
+        // the run manages.
+        (Change::Purge, Written::Never, Some(_)) => Protection::Proceed,
         (_, Written::Checksum(written), Some(current)) if written == current => Protection::Proceed,
         (Change::Remove, _, Some(_)) if rendered_now => Protection::Proceed,
         // Edited since apply, or never written by the scaffold and unlike
         // its rendering: someone else's content.
         (_, _, Some(_)) => Protection::RequiresForceOverwrite,
     }
+}
+
+/// The other entity of the run that manages `path` (a file in the target
+/// `target`), which purge must leave alone: one whose id names `path`
+/// itself, or a directory below the target that holds it (a nested
+/// scaffold, say). An entity of the target itself or above it does not
+/// count: the target is the scaffold's.
+pub fn managed_elsewhere<'a>(
+    path: &str,
+    target: &str,
+    own_id: &str,
+    entities: &'a [RunEntity],
+) -> Option<&'a RunEntity> {
+    let below = |inner: &str, outer: &str| {
+        inner
+            .strip_prefix(outer)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    entities.iter().find(|entity| {
+        entity.id != own_id
+            && entity.path().is_some_and(|managed| {
+                managed == path || (below(path, managed) && below(managed, target))
+            })
+    })
 }
 
 /// `Would have changed N scaffold files` / `Would have removed N scaffold files`.
@@ -283,6 +315,104 @@ mod tests {
         assert_eq!(
             protection(Change::Remove, Written::Never, Some("b"), false),
             Protection::RequiresForceOverwrite
+        );
+    }
+
+    #[test]
+    fn protection_purging_a_file_never_written_proceeds_as_ccm() {
+        assert_eq!(
+            protection(Change::Purge, Written::Never, Some("b"), false),
+            Protection::Proceed
+        );
+    }
+
+    #[test]
+    fn protection_purging_a_file_edited_since_apply_requires_force() {
+        assert_eq!(
+            protection(Change::Purge, Written::Checksum("a"), Some("b"), false),
+            Protection::RequiresForceOverwrite
+        );
+    }
+
+    #[test]
+    fn protection_purging_a_missing_or_unchanged_file_proceeds() {
+        assert_eq!(
+            protection(Change::Purge, Written::Checksum("a"), None, false),
+            Protection::Proceed
+        );
+        assert_eq!(
+            protection(Change::Purge, Written::Checksum("a"), Some("a"), false),
+            Protection::Proceed
+        );
+    }
+
+    fn entity(id: &str) -> RunEntity {
+        RunEntity {
+            id: id.into(),
+            declared_at: format!("{id}.toml:1"),
+        }
+    }
+
+    #[test]
+    fn managed_elsewhere_a_file_another_entity_names() {
+        let entities = [entity("scaffold:/etc/app"), entity("file:/etc/app/b.conf")];
+        let found = managed_elsewhere(
+            "/etc/app/b.conf",
+            "/etc/app",
+            "scaffold:/etc/app",
+            &entities,
+        );
+        assert_eq!(found.map(|e| e.id.as_str()), Some("file:/etc/app/b.conf"));
+        assert_eq!(
+            managed_elsewhere(
+                "/etc/app/c.conf",
+                "/etc/app",
+                "scaffold:/etc/app",
+                &entities
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn managed_elsewhere_a_file_in_a_directory_below_the_target() {
+        let entities = [
+            entity("scaffold:/etc/app/sub"),
+            entity("archive:/etc/app/data"),
+        ];
+        for path in ["/etc/app/sub/x.conf", "/etc/app/data/deep/y"] {
+            assert!(
+                managed_elsewhere(path, "/etc/app", "scaffold:/etc/app", &entities).is_some(),
+                "{path}"
+            );
+        }
+        assert!(
+            managed_elsewhere(
+                "/etc/app/subway",
+                "/etc/app",
+                "scaffold:/etc/app",
+                &entities
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn managed_elsewhere_not_by_the_target_itself_or_above_it() {
+        let entities = [
+            entity("scaffold:/etc/app"),
+            entity("file:/etc/app"),
+            entity("archive:/etc"),
+            entity("package:nginx"),
+        ];
+        assert_eq!(
+            managed_elsewhere(
+                "/etc/app/b.conf",
+                "/etc/app",
+                "scaffold:/etc/app",
+                &entities
+            ),
+            None
         );
     }
 

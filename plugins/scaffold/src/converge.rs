@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use holo_plugin::atomic::{self, WriteOptions};
 use holo_plugin::process::Command;
 use holo_plugin::root_fs::RootFs;
+use holo_plugin::run_entities::{self, RunEntity};
 use holo_plugin::template::TemplateContext;
 use holo_plugin::{Diff, Env, Error, Mode, Outcome, Result, state};
 use serde::{Deserialize, Serialize};
@@ -27,10 +28,11 @@ pub struct Record {
     /// has a query string, which may hold a secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// The SHA-256 of a URL source.
+    /// The SHA-256 of a URL source, when its table gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
-    /// The engine, when it is not the default.
+    /// The engine (records written before name it only when it was not
+    /// minijinja, the default then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
     /// The other properties the table set, by name only: the record is
@@ -47,14 +49,9 @@ impl Record {
         let (source, checksum) = match &spec.url {
             Some(url) => (
                 (holo_plugin::download::redact_url(&url.url) == url.url).then(|| url.url.clone()),
-                Some(url.sha256.clone()),
+                url.sha256.clone(),
             ),
             None => (Some(system_path(env, &env.origin_of(&spec.source))), None),
-        };
-        let engine = match spec.engine {
-            TemplateEngine::Jinja => None,
-            TemplateEngine::Jet => Some("jet"),
-            TemplateEngine::Go => Some("go"),
         };
         let default_delimiters = match spec.engine {
             TemplateEngine::Jet => Some(("[[".to_string(), "]]".to_string())),
@@ -72,7 +69,7 @@ impl Record {
             target: spec.name.clone(),
             checksum: source.as_ref().and(checksum),
             source,
-            engine: engine.map(str::to_string),
+            engine: Some(spec.engine.name().to_string()),
             also_set: also_set
                 .into_iter()
                 .filter(|(_, set)| *set)
@@ -98,6 +95,9 @@ pub(crate) struct Rendering {
     files: Vec<Rendered>,
     pub(crate) lists: Lists,
     target_exists: bool,
+    /// Files in the target the source does not produce that another
+    /// entity of the run manages: never purged, and not in `lists`.
+    conflicts: Vec<(PathBuf, RunEntity)>,
 }
 
 impl Rendering {
@@ -153,6 +153,19 @@ pub(crate) fn render(
     let target = env.root_join(&spec.name);
     let fs = env.root_fs()?;
     let mut lists = render::classify(&fs, &files, &target, &record.by_rel());
+    let entities = run_entities::of_this_run()?;
+    let own_id = format!("scaffold:{}", spec.name);
+    let mut conflicts = Vec::new();
+    lists.purged.retain(|rel| {
+        let path = Path::new(&spec.name).join(rel).display().to_string();
+        match apply::managed_elsewhere(&path, &spec.name, &own_id, &entities) {
+            Some(other) => {
+                conflicts.push((rel.clone(), other.clone()));
+                false
+            }
+            None => true,
+        }
+    });
     if spec.ensure == Ensure::Absent {
         // After removal the render would list files to add; only what is
         // on disk counts.
@@ -164,6 +177,7 @@ pub(crate) fn render(
         files,
         lists,
         target_exists: fs.is_dir(&target),
+        conflicts,
     })
 }
 
@@ -272,6 +286,23 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
     let context = template_context(env)?;
     let record = read_record(env, id, spec)?;
     let rendering = render(env, &context, spec, &record)?;
+    let outcome = carry_out(env, id, spec, mode, (&context, &record, &rendering));
+    // Last, after everything on standard output: the driver reads the two
+    // streams apart, and this keeps their order the same in every run.
+    if spec.purge && spec.ensure == Ensure::Present {
+        warn_conflicts(id, spec, &rendering.conflicts)?;
+    }
+    outcome
+}
+
+/// [`converge`] once the scaffold is rendered against its target.
+fn carry_out(
+    env: &Env,
+    id: &str,
+    spec: &ScaffoldSpec,
+    mode: Mode,
+    (context, record, rendering): (&TemplateContext, &Record, &Rendering),
+) -> Result<Outcome> {
     let fs = env.root_fs()?;
     let observed = rendering.observed();
     if apply::is_stable(spec.ensure, spec.purge, &observed) {
@@ -279,7 +310,7 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
     }
     if spec.protect
         && mode != Mode::Force
-        && let Some(outcome) = protected(&fs, env, spec, &rendering, &record)
+        && let Some(outcome) = protected(&fs, env, spec, rendering, record)
     {
         return Ok(outcome);
     }
@@ -300,35 +331,14 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
             // without files.
             fs.create_dir_all(&target)
                 .map_err(|err| Error::io("create", &target, &err))?;
-            let mut files = write_files(env, id, spec, &rendering, &record)?;
-            let previous = record.by_rel();
-            let mut failures = Vec::new();
-            for rel in &rendering.lists.purged {
-                let purged = spec.purge
-                    && match remove_file(&fs, &target.join(rel), &spec.name, rel) {
-                        Ok(()) => {
-                            println!("Purged {}", Path::new(&spec.name).join(rel).display());
-                            true
-                        }
-                        Err(failure) => {
-                            // As CCM: the others are purged all the same.
-                            eprintln!("!! {failure}");
-                            failures.push(failure);
-                            false
-                        }
-                    };
-                if let Some(kept) = previous.get(rel).filter(|_| !purged) {
-                    // Still the scaffold's to purge (once purge is on, or
-                    // on the next apply).
-                    files.push(kept.clone());
-                }
-            }
+            let mut files = write_files(env, id, spec, rendering, record)?;
+            let failures = purge_files(&fs, &target, spec, rendering, record, &mut files);
             let record = Record::of(env, spec, files);
             if !failures.is_empty() {
                 state::write(env, id, &record)?;
                 return Err(removal_failed(&spec.name, &failures));
             }
-            let after = render(env, &context, spec, &record)?;
+            let after = render(env, context, spec, &record)?;
             verify(spec, &after)?;
             state::write(env, id, &record)?;
         }
@@ -341,12 +351,85 @@ pub(crate) fn converge(env: &Env, id: &str, spec: &ScaffoldSpec, mode: Mode) -> 
                 .cloned()
                 .collect();
             remove_managed(&fs, &target, &spec.name, &managed)?;
-            let after = render(env, &context, spec, &record)?;
+            let after = render(env, context, spec, record)?;
             verify(spec, &after)?;
             state::remove(env, id)?;
         }
     }
     Ok(Outcome::Changed)
+}
+
+/// Purges (with `purge`) the files the source does not produce; the
+/// files of the record that stay are added to `files`, still the
+/// scaffold's to purge (once purge is on, or on the next apply). Gives
+/// the removals that failed; as CCM, the others are purged all the same.
+fn purge_files(
+    fs: &RootFs,
+    real_target: &Path,
+    spec: &ScaffoldSpec,
+    rendering: &Rendering,
+    record: &Record,
+    files: &mut Vec<Managed>,
+) -> Vec<String> {
+    let target = Path::new(&spec.name);
+    let previous = record.by_rel();
+    let mut failures = Vec::new();
+    let mut emptied = std::collections::BTreeSet::new();
+    for rel in &rendering.lists.purged {
+        let purged = spec.purge
+            && match remove_file(fs, &real_target.join(rel), &spec.name, rel) {
+                Ok(()) => {
+                    println!("Purged {}", target.join(rel).display());
+                    emptied.extend(rel.ancestors().skip(1).map(Path::to_path_buf));
+                    true
+                }
+                Err(failure) => {
+                    eprintln!("!! {failure}");
+                    failures.push(failure);
+                    false
+                }
+            };
+        if let Some(kept) = previous.get(rel).filter(|_| !purged) {
+            files.push(kept.clone());
+        }
+    }
+    // Directories the purge emptied go too, deepest first; never the target.
+    for dir in emptied
+        .iter()
+        .rev()
+        .filter(|dir| !dir.as_os_str().is_empty())
+    {
+        let _ = fs.remove_dir(&real_target.join(dir));
+    }
+    failures
+}
+
+/// Says, for each file in the target that another entity of the run
+/// manages, that `purge` leaves it alone, naming both entities.
+fn warn_conflicts(id: &str, spec: &ScaffoldSpec, conflicts: &[(PathBuf, RunEntity)]) -> Result<()> {
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    let entities = run_entities::of_this_run()?;
+    let own_at = entities
+        .iter()
+        .find(|entity| entity.id == id)
+        .map(|entity| format!(" (found in {})", entity.declared_at))
+        .unwrap_or_default();
+    for (rel, other) in conflicts {
+        let other_at = if other.declared_at.is_empty() {
+            String::new()
+        } else {
+            format!(" (found in {})", other.declared_at)
+        };
+        eprintln!(
+            ">> {id}{own_at} has purge = true, but {} is managed by {}{other_at} in this run, so it is not purged; move that file out of {}, or set purge = false",
+            Path::new(&spec.name).join(rel).display(),
+            other.id,
+            spec.name
+        );
+    }
+    Ok(())
 }
 
 /// The outcome that leaves files edited or deleted since the last apply
@@ -373,7 +456,7 @@ fn protected(
                     .purged
                     .iter()
                     .filter(|_| spec.purge)
-                    .map(|rel| (rel, apply::Change::Remove)),
+                    .map(|rel| (rel, apply::Change::Purge)),
             )
             .collect(),
         Ensure::Absent => lists
@@ -850,7 +933,7 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
         }
         managed.len()
     } else if target_exists {
-        let (present, total) = files_below(&fs, &target);
+        let (present, total) = render::files_below(&fs, &target, STATUS_FILES_KEPT);
         found.notes.push(format!(
             "holo-scaffold has no record of {name}; {total} file{} there now:",
             if total == 1 { " is" } else { "s are" }
@@ -869,35 +952,14 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
             .notes
             .push(format!("  and {} more", total - STATUS_FILES_SHOWN));
     }
-    // What holo apply rendered from, for a scaffold no ensure declared.
-    if let Some(record) = &record
-        && record.source.is_some()
-        && !found.properties.contains_key("source")
-    {
-        let properties = [
-            ("source", &record.source),
-            ("checksum", &record.checksum),
-            ("engine", &record.engine),
-        ];
-        for (property, value) in properties {
-            if let Some(value) = value {
-                found
-                    .properties
-                    .insert(property.to_string(), Value::String(value.clone()));
-            }
-        }
-        for property in &record.also_set {
-            found.unknown.push((
-                property.clone(),
-                "set, but holo-scaffold's record keeps only its name; copy it from the resource that declared this scaffold".to_string(),
-            ));
-        }
+    if let Some(record) = &record {
+        add_recorded_source(&mut found, record);
     }
     if !found.properties.contains_key("source") {
         found.unknown.push((
             "source".to_string(),
             format!(
-                "{}; fill in the template directory or URL (and engine, unless minijinja)",
+                "{}; fill in the template directory or URL (and engine, unless jet)",
                 if record.is_some() {
                     "holo-scaffold's record was written before records kept the source (or the source is a URL with a query string, which is not kept), and the files do not say what they were rendered from"
                 } else {
@@ -909,37 +971,44 @@ pub(crate) fn status_table(env: &Env, name: &str) -> Result<holo_plugin::StatusT
     Ok(found)
 }
 
-/// The most paths `status` collects below a target without a record.
-const STATUS_FILES_KEPT: usize = 10_000;
-
-/// The files below `dir` (symbolic links not followed), relative and
-/// sorted, at most [`STATUS_FILES_KEPT`] of them, and how many there are.
-fn files_below(fs: &RootFs, dir: &Path) -> (Vec<PathBuf>, usize) {
-    let mut found = Vec::new();
-    let mut total = 0;
-    let mut pending = vec![PathBuf::new()];
-    while let Some(rel) = pending.pop() {
-        let Ok(names) = fs.read_dir_names(&dir.join(&rel)) else {
-            continue;
-        };
-        for name in names {
-            let child = rel.join(&name);
-            let is_dir = fs
-                .symlink_metadata(&dir.join(&child))
-                .is_ok_and(|meta| meta.is_dir());
-            if is_dir {
-                pending.push(child);
-            } else {
-                total += 1;
-                if found.len() < STATUS_FILES_KEPT {
-                    found.push(child);
-                }
-            }
+/// What holo apply rendered from, for a scaffold no ensure declared: the
+/// record's source, checksum and engine, and the names of the other
+/// properties it set.
+fn add_recorded_source(found: &mut holo_plugin::StatusTable, record: &Record) {
+    use holo_plugin::oneoff::Value;
+    if record.source.is_none() || found.properties.contains_key("source") {
+        return;
+    }
+    // A record without an engine was written when minijinja was the
+    // default.
+    let engine = Some(
+        record
+            .engine
+            .clone()
+            .unwrap_or_else(|| TemplateEngine::Jinja.name().to_string()),
+    );
+    let properties = [
+        ("source", &record.source),
+        ("checksum", &record.checksum),
+        ("engine", &engine),
+    ];
+    for (property, value) in properties {
+        if let Some(value) = value {
+            found
+                .properties
+                .insert(property.to_string(), Value::String(value.clone()));
         }
     }
-    found.sort();
-    (found, total)
+    for property in &record.also_set {
+        found.unknown.push((
+            property.clone(),
+            "set, but holo-scaffold's record keeps only its name; copy it from the resource that declared this scaffold".to_string(),
+        ));
+    }
 }
+
+/// The most paths `status` collects below a target without a record.
+const STATUS_FILES_KEPT: usize = 10_000;
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
 //! holo-scaffold: the `scaffold` plugin for holo. It renders a directory of
-//! templates (minijinja by default, Jet or Go's text/template, with
+//! templates (Jet by default, as in CCM, Go's text/template or minijinja, with
 //! `facts`, `data` and `env`) into a target
 //! directory, with the semantics of CCM's scaffold type: Changed, Stable and
 //! Purged lists, `purge`, `skip_empty`, `post` commands, and removal of the

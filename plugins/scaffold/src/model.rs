@@ -114,13 +114,15 @@ fn default_max_render_size() -> usize {
     holo_plugin::template::DEFAULT_MAX_RENDER_SIZE
 }
 
-/// An `http(s)://` source: an archive of the template tree, verified
-/// against its SHA-256 and cached by it.
+/// An `http(s)://` source: an archive of the template tree. With a
+/// checksum it is verified against its SHA-256 and cached by it across
+/// runs; without one (as CCM takes a URL) it is downloaded once per run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UrlSource {
     pub url: String,
     /// Lowercase hex.
-    pub sha256: String,
+    #[serde(default)]
+    pub sha256: Option<String>,
     pub format: Format,
 }
 
@@ -147,18 +149,7 @@ fn url_source(url: &str, checksum: Option<&str>) -> Result<UrlSource, String> {
             holo_plugin::download::redact_url(url)
         )
     })?;
-    let Some(checksum) = checksum else {
-        return Err(format!(
-            "source {:?} is a URL, which needs checksum = \"SHA256\": the 64 hex digits that sha256sum prints for the archive (the download is verified against it, and cached by it)",
-            holo_plugin::download::redact_url(url)
-        ));
-    };
-    let sha256 = checksum.trim().to_ascii_lowercase();
-    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "checksum {checksum:?} is not a SHA-256: write the 64 hex digits that sha256sum prints"
-        ));
-    }
+    let sha256 = checksum.map(sha256_hex).transpose()?;
     Ok(UrlSource {
         url: url.to_string(),
         sha256,
@@ -166,16 +157,52 @@ fn url_source(url: &str, checksum: Option<&str>) -> Result<UrlSource, String> {
     })
 }
 
+/// A `checksum` as lowercase hex, or what to write instead.
+fn sha256_hex(checksum: &str) -> Result<String, String> {
+    let sha256 = checksum.trim().to_ascii_lowercase();
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "checksum {checksum:?} is not a SHA-256: write the 64 hex digits that sha256sum prints"
+        ));
+    }
+    Ok(sha256)
+}
+
 /// The template language of a scaffold's files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TemplateEngine {
-    /// minijinja (Jinja2 syntax), holo's default.
-    #[default]
+    /// minijinja (Jinja2 syntax), by name only.
     Jinja,
-    /// Jet, CCM's default, through holo-jet.
+    /// Jet, CCM's default and so ours, through holo-jet.
+    #[default]
     Jet,
     /// Go's text/template, CCM's other engine, through gotmpl.
     Go,
+}
+
+impl TemplateEngine {
+    /// The `engine` property: CCM's default is Jet, and a CCM template
+    /// tree moved here renders the same. `jinja` is the older name of
+    /// `minijinja`.
+    pub fn parse(engine: Option<&str>) -> Result<TemplateEngine, String> {
+        match engine {
+            None | Some("jet") => Ok(TemplateEngine::Jet),
+            Some("minijinja" | "jinja") => Ok(TemplateEngine::Jinja),
+            Some("go") => Ok(TemplateEngine::Go),
+            Some(other) => Err(format!(
+                "unknown engine {other:?}: use \"jet\" (the default, as in CCM), \"go\" or \"minijinja\""
+            )),
+        }
+    }
+
+    /// The name the state record keeps.
+    pub fn name(self) -> &'static str {
+        match self {
+            TemplateEngine::Jinja => "minijinja",
+            TemplateEngine::Jet => "jet",
+            TemplateEngine::Go => "go",
+        }
+    }
 }
 
 impl ScaffoldTable {
@@ -214,9 +241,11 @@ impl ScaffoldTable {
             ));
         }
         let resolved = match (Path::new(source).strip_prefix("/"), test_root) {
-            _ if url.is_some() => {
-                Path::new(URL_CACHE).join(url.as_ref().map_or("", |url| url.sha256.as_str()))
-            }
+            _ if url.is_some() => Path::new(URL_CACHE).join(
+                url.as_ref()
+                    .and_then(|url| url.sha256.as_deref())
+                    .unwrap_or_default(),
+            ),
             (Ok(below_root), Some(root)) => root.join(below_root),
             (Ok(_), None) => PathBuf::from(source),
             (Err(_), _) => match declared_in.parent() {
@@ -224,16 +253,7 @@ impl ScaffoldTable {
                 None => PathBuf::from(source),
             },
         };
-        let engine = match self.engine.as_deref() {
-            None | Some("jinja") => TemplateEngine::Jinja,
-            Some("jet") => TemplateEngine::Jet,
-            Some("go") => TemplateEngine::Go,
-            Some(other) => {
-                return Err(format!(
-                    "unknown engine {other:?}: use \"jinja\" (the default), \"jet\" or \"go\""
-                ));
-            }
-        };
+        let engine = TemplateEngine::parse(self.engine.as_deref())?;
         let ensure = Ensure::parse(self.ensure.as_deref())?;
         let delimiters = delimiters(
             engine,
@@ -359,9 +379,25 @@ mod tests {
     }
 
     #[test]
-    fn engines_are_jinja_jet_and_go() {
+    fn engines_are_jet_by_default_minijinja_and_go() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut table = valid(dir.path());
+        let spec = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect("no engine");
+        assert_eq!(
+            (spec.engine, spec.delimiters),
+            (TemplateEngine::Jet, Some(("[[".into(), "]]".into()))),
+            "CCM's default"
+        );
+        table.engine = Some("minijinja".into());
+        let spec = table
+            .validate(&dir.path().join("a.toml"), None)
+            .expect("minijinja");
+        assert_eq!(
+            (spec.engine, spec.delimiters),
+            (TemplateEngine::Jinja, None)
+        );
         table.engine = Some("go".into());
         let spec = table
             .validate(&dir.path().join("a.toml"), None)
@@ -371,7 +407,10 @@ mod tests {
         let err = table
             .validate(&dir.path().join("a.toml"), None)
             .expect_err("mustache");
-        assert!(err.contains("\"jet\"") && err.contains("\"go\""), "{err}");
+        assert!(
+            err.contains("\"jet\" (the default") && err.contains("\"minijinja\""),
+            "{err}"
+        );
         table.engine = Some("jinja".into());
         let spec = table
             .validate(&dir.path().join("a.toml"), None)
@@ -383,19 +422,20 @@ mod tests {
     }
 
     #[test]
-    fn a_url_source_needs_a_checksum_and_is_cached_by_it() {
+    fn a_url_source_takes_an_optional_checksum_and_is_cached_by_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let declared_in = dir.path().join("a.toml");
         let mut table = valid(dir.path());
         table.source = Some("HTTPS://example.org/t/app.tar.gz?sig=1".into());
-        let err = table.validate(&declared_in, None).expect_err("no checksum");
-        assert!(err.contains("needs checksum"), "{err}");
+        let spec = table.validate(&declared_in, None).expect("no checksum");
+        let url = spec.url.expect("a URL source without a checksum, as CCM");
+        assert_eq!((url.sha256, url.format), (None, Format::TarGz));
         table.checksum = Some("AB".repeat(32));
         let spec = table.validate(&declared_in, None).expect("url");
         let url = spec.url.expect("a URL source");
         assert_eq!(
-            (url.sha256.as_str(), url.format),
-            ("ab".repeat(32).as_str(), Format::TarGz)
+            (url.sha256.as_deref(), url.format),
+            (Some("ab".repeat(32).as_str()), Format::TarGz)
         );
         assert_eq!(spec.source, Path::new(URL_CACHE).join("ab".repeat(32)));
         table.source = Some("https://example.org/app.zip".into());

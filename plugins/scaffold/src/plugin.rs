@@ -53,6 +53,15 @@ impl Plugin for ScaffoldPlugin {
         resources::properties_with_ensure::<ScaffoldTable, resources::Ensure>()
     }
 
+    /// CCM: `ccm ensure scaffold TARGET [SOURCE] [ENSURE]`; its one provider is choria.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["source", "ensure"],
+            provider: Some("choria"),
+            entry_flags: &["post"],
+        }
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         holo_plugin::oneoff::property_types::<ScaffoldTable>()
     }

@@ -401,9 +401,9 @@ fn stays_below(dir: &Path, link: &Path) -> bool {
 /// path, read through `fs`). `record` maps target paths to what was
 /// rendered and written last time, so that a file its `post` command
 /// changed stays Stable, and a file whose write or post command did not
-/// finish is Changed. Purged holds the files the scaffold wrote before
-/// (they are in `record`) that the source no longer produces: a file it
-/// never wrote may belong to another entity or to the admin.
+/// finish is Changed. Purged holds, as in CCM, every file in the target
+/// that the source does not produce (whoever wrote it); whether one may go
+/// is for the caller to decide.
 pub fn classify(
     fs: &RootFs,
     rendered: &[Rendered],
@@ -429,13 +429,41 @@ pub fn classify(
         }
     }
     let produced: BTreeSet<&PathBuf> = rendered.iter().map(|file| &file.rel).collect();
-    lists.purged = record
-        .keys()
+    let (present, _) = files_below(fs, target, usize::MAX);
+    lists.purged = present
+        .into_iter()
         .filter(|rel| !produced.contains(rel))
-        .filter(|rel| fs.symlink_metadata(&target.join(rel)).is_ok())
-        .cloned()
         .collect();
     lists
+}
+
+/// The files below `dir` (symbolic links are files here, never followed),
+/// relative and sorted, at most `keep` of them, and how many there are.
+pub fn files_below(fs: &RootFs, dir: &Path, keep: usize) -> (Vec<PathBuf>, usize) {
+    let mut found = Vec::new();
+    let mut total = 0;
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        let Ok(names) = fs.read_dir_names(&dir.join(&rel)) else {
+            continue;
+        };
+        for name in names {
+            let child = rel.join(&name);
+            let is_dir = fs
+                .symlink_metadata(&dir.join(&child))
+                .is_ok_and(|meta| meta.is_dir());
+            if is_dir {
+                pending.push(child);
+            } else {
+                total += 1;
+                if found.len() < keep {
+                    found.push(child);
+                }
+            }
+        }
+    }
+    found.sort();
+    (found, total)
 }
 
 #[cfg(test)]
@@ -567,7 +595,11 @@ mod tests {
         let lists = classify(&RootFs::unconfined(), &rendered, &target, &BTreeMap::new());
         assert_eq!(lists.changed, [PathBuf::from("conf.d/web.conf")]);
         assert_eq!(lists.stable, [PathBuf::from("same.txt")]);
-        assert!(lists.purged.is_empty(), "stray.txt was never written here");
+        assert_eq!(
+            lists.purged,
+            [PathBuf::from("stray.txt")],
+            "as in CCM, whoever wrote it"
+        );
         // A file the scaffold wrote before, no longer produced, is Purged.
         fs::write(target.join("old.txt"), "x").expect("t");
         let record = BTreeMap::from([(
@@ -580,7 +612,10 @@ mod tests {
             },
         )]);
         let lists = classify(&RootFs::unconfined(), &rendered, &target, &record);
-        assert_eq!(lists.purged, [PathBuf::from("old.txt")]);
+        assert_eq!(
+            lists.purged,
+            [PathBuf::from("old.txt"), PathBuf::from("stray.txt")]
+        );
     }
 
     #[test]

@@ -158,10 +158,7 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
             };
             let applied =
                 catch_unwind(AssertUnwindSafe(|| apply_entity(plugin, env, entity, mode)))
-                    .unwrap_or(EntityResult {
-                        exit: PANIC_EXIT,
-                        fd3: None,
-                    });
+                    .unwrap_or(EntityResult::empty(PANIC_EXIT));
             Some(applied)
         };
         done[*number] = Some((
@@ -636,7 +633,7 @@ impl Capture {
         guard.streaming = None;
         guard.oldest = None;
         let output = encode(std::mem::take(&mut guard.chunks));
-        let skipped = EntityResult { exit: 0, fd3: None };
+        let skipped = EntityResult::empty(0);
         let (result, is_skipped) = match result {
             Some(result) => (result, false),
             None => (&skipped, true),
@@ -646,7 +643,12 @@ impl Capture {
         let record = BatchRecord {
             entity: id.to_string().into(),
             output,
-            fd3: Some(result.fd3.into_iter().map(Into::into).collect()),
+            fd3: Some(
+                result
+                    .fd3_lines()
+                    .map(|line| line.to_string().into())
+                    .collect(),
+            ),
             exit: Some(i32::from(result.exit)),
             skipped: is_skipped,
         };

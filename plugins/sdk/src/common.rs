@@ -57,6 +57,10 @@ impl Guard {
 /// One `health_checks` entry: a Nagios-style plugin command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealthCheck {
+    /// The name in messages and the run report: `name`, else the base name
+    /// of the command's program.
+    #[serde(default)]
+    pub name: String,
     /// The command as written, for messages.
     pub command: String,
     /// The command split with shell-words; it runs without a shell.
@@ -186,11 +190,42 @@ pub fn condition_skip(
     Ok(None)
 }
 
+/// The name of a check that sets none, as CCM names it: the base name of
+/// its program (`check_http` for `/usr/lib/nagios/plugins/check_http -H x`).
+pub fn default_check_name(argv: &[String]) -> String {
+    let program = argv.first().map(String::as_str).unwrap_or_default();
+    program.rsplit('/').next().unwrap_or(program).to_string()
+}
+
+/// What one health check gave: its state and, unless OK, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckResult {
+    pub name: String,
+    pub state: CheckState,
+    /// The error message of a check that is not OK.
+    pub failure: Option<String>,
+}
+
 impl HealthCheck {
+    /// Runs the check and gives its result; a command that cannot start
+    /// is UNKNOWN.
+    pub fn check(&self, env: &Env) -> CheckResult {
+        let (state, failure) = match self.run(env) {
+            Ok(()) => (CheckState::Ok, None),
+            Err((state, err)) => (state, Some(err.message().to_string())),
+        };
+        CheckResult {
+            name: self.name.clone(),
+            state,
+            failure,
+        }
+    }
+
     /// Runs the check up to `tries` times, sleeping `try_sleep` between
     /// tries, until it reports OK. In test mode it runs in the root.
-    pub fn run(&self, env: &Env) -> Result<()> {
-        let mut command = Command::from_argv(&self.argv)?;
+    fn run(&self, env: &Env) -> std::result::Result<(), (CheckState, Error)> {
+        let mut command =
+            Command::from_argv(&self.argv).map_err(|err| (CheckState::Unknown, err))?;
         if env.test_mode {
             command = command.cwd(&env.root);
         }
@@ -198,7 +233,7 @@ impl HealthCheck {
         command = command.timeout(limit).keep_output(HEALTH_CHECK_KEEP_OUTPUT);
         let tries = self.tries.max(1);
         for attempt in 1..=tries {
-            let finished = command.run()?;
+            let finished = command.run().map_err(|err| (CheckState::Unknown, err))?;
             let state = CheckState::from_status(finished.status);
             if state == CheckState::Ok {
                 return Ok(());
@@ -215,13 +250,17 @@ impl HealthCheck {
             };
             if attempt == tries {
                 let times = if tries == 1 { "try" } else { "tries" };
-                return Err(Error::new(format!(
-                    "health check {:?} failed after {tries} {times}: {verdict}",
-                    self.command
-                )));
+                return Err((
+                    state,
+                    Error::new(format!(
+                        "health check {} ({:?}) failed after {tries} {times}: {verdict}",
+                        self.name, self.command
+                    )),
+                ));
             }
             eprintln!(
-                ">> health check {:?}: {verdict} (try {attempt} of {tries}, next in {})",
+                ">> health check {} ({:?}): {verdict} (try {attempt} of {tries}, next in {})",
+                self.name,
                 self.command,
                 format_duration(self.try_sleep)
             );
@@ -358,31 +397,64 @@ pub(crate) fn is_skipped(env: &Env, id: &str) -> Result<bool> {
 }
 
 /// Applies one entity with its guard: a skipped entity is `not changed`
-/// without calling `apply`; after a real apply the health checks run.
+/// without calling `apply`; after a real apply the health checks run, every
+/// one of them, and the entity fails when one is not OK. With
+/// `HOLO_MONITOR_ONLY`, only the checks run and `apply` is never called.
 pub(crate) fn guarded_apply(
     env: &Env,
     id: &str,
     mode: Mode,
     apply: impl FnOnce() -> Result<Outcome>,
-) -> Result<Outcome> {
-    let Some(guard) = lookup(env, id)? else {
-        return apply();
+) -> (Result<Outcome>, Vec<CheckResult>) {
+    let guard = match lookup(env, id) {
+        Ok(guard) => guard.unwrap_or_default(),
+        Err(err) => return (Err(err), Vec::new()),
     };
     if guard.skipped.is_some() {
-        return Ok(Outcome::NotChanged);
+        return (Ok(Outcome::NotChanged), Vec::new());
     }
-    let outcome = apply()?;
+    let outcome = if env.monitor_only {
+        Outcome::NotChanged
+    } else {
+        match apply() {
+            Ok(outcome) => outcome,
+            Err(err) => return (Err(err), Vec::new()),
+        }
+    };
     let applied = matches!(outcome, Outcome::Changed | Outcome::NotChanged);
-    if mode != Mode::Noop && applied {
-        if !guard.health_checks.is_empty() {
-            // The checks see what the apply wrote.
-            crate::atomic::commit_staged();
-        }
-        for check in &guard.health_checks {
-            check.run(env)?;
-        }
+    let checking = env.monitor_only || (mode != Mode::Noop && applied);
+    if !checking || guard.health_checks.is_empty() {
+        return (Ok(outcome), Vec::new());
     }
-    Ok(outcome)
+    // The checks see what the apply wrote.
+    crate::atomic::commit_staged();
+    let results: Vec<CheckResult> = guard
+        .health_checks
+        .iter()
+        .map(|check| check.check(env))
+        .collect();
+    let failures: Vec<&str> = results
+        .iter()
+        .filter_map(|result| result.failure.as_deref())
+        .collect();
+    if failures.is_empty() {
+        (Ok(outcome), results)
+    } else {
+        (Err(Error::new(failures.join("\n"))), results)
+    }
+}
+
+/// The FD 3 lines of check results, when the driver understands them.
+pub(crate) fn check_lines(env: &Env, results: &[CheckResult]) -> Vec<String> {
+    if !env.has_extension(holo_protocol::extension::MONITOR) {
+        return Vec::new();
+    }
+    results
+        .iter()
+        .map(|result| {
+            holo_protocol::fd3::health_check_line(&result.state.to_string(), &result.name)
+        })
+        .collect()
 }
 
 /// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS` in UTC (the proleptic
@@ -480,9 +552,11 @@ mod tests {
     }
 
     fn check(command: &str, tries: u32, try_sleep: Duration) -> HealthCheck {
+        let argv = shell_words::split(command).expect("balanced");
         HealthCheck {
+            name: default_check_name(&argv),
             command: command.to_string(),
-            argv: shell_words::split(command).expect("balanced"),
+            argv,
             tries,
             try_sleep,
             timeout: Some(Duration::from_secs(10)),
@@ -495,12 +569,42 @@ mod tests {
         let env = env_in(dir.path());
         let err = check("sh -c 'echo disk full; exit 2'", 1, Duration::ZERO)
             .run(&env)
+            .map_err(|(_, err)| err)
             .expect_err("critical");
         assert_eq!(
             err.message(),
-            "health check \"sh -c 'echo disk full; exit 2'\" failed after 1 try: CRITICAL (exit code 2): disk full"
+            "health check sh (\"sh -c 'echo disk full; exit 2'\") failed after 1 try: CRITICAL (exit code 2): disk full"
         );
-        check("true", 1, Duration::ZERO).run(&env).expect("ok");
+        check("true", 1, Duration::ZERO)
+            .run(&env)
+            .map_err(|(_, err)| err)
+            .expect("ok");
+    }
+
+    #[test]
+    fn a_check_is_named_by_its_program_unless_named() {
+        let argv = [
+            "/usr/lib/nagios/plugins/check_http".to_string(),
+            "-H".to_string(),
+        ];
+        assert_eq!(default_check_name(&argv), "check_http");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let mut named = check("sh -c 'exit 1'", 1, Duration::ZERO);
+        named.name = "disk".to_string();
+        let result = named.check(&env);
+        assert_eq!(
+            (result.name.as_str(), result.state),
+            ("disk", CheckState::Warning)
+        );
+        assert!(
+            result
+                .failure
+                .expect("failure")
+                .starts_with("health check disk (")
+        );
+        let missing = check("/nonexistent/check_x", 1, Duration::ZERO).check(&env);
+        assert_eq!(missing.state, CheckState::Unknown);
     }
 
     #[test]
@@ -511,6 +615,7 @@ mod tests {
             "sh -c 'yes 0123456789abcdef | head -c 8000000; echo; echo the last line; exit 2'";
         let err = check(script, 1, Duration::ZERO)
             .run(&env)
+            .map_err(|(_, err)| err)
             .expect_err("critical");
         let message = err.message();
         assert!(message.len() < 4096, "{} bytes", message.len());
@@ -527,11 +632,13 @@ mod tests {
         let started = Instant::now();
         check(script, 2, Duration::from_millis(300))
             .run(&env)
+            .map_err(|(_, err)| err)
             .expect("passes on retry");
         assert!(started.elapsed() >= Duration::from_millis(300));
         assert!(dir.path().join("marker").exists());
         let err = check("sh -c 'exit 5'", 2, Duration::ZERO)
             .run(&env)
+            .map_err(|(_, err)| err)
             .expect_err("unknown");
         assert!(
             err.message()
@@ -540,7 +647,7 @@ mod tests {
         );
         let mut slow = check("sleep 5", 1, Duration::ZERO);
         slow.timeout = Some(Duration::from_millis(200));
-        let err = slow.run(&env).expect_err("timeout");
+        let err = slow.run(&env).map_err(|(_, err)| err).expect_err("timeout");
         assert!(
             err.message().contains("UNKNOWN (timed out after 200ms)"),
             "{err}"

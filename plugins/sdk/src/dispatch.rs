@@ -47,6 +47,8 @@ fn info<P: Plugin>() -> String {
     // Every SDK plugin holds the run's lock and keeps it from its commands
     // (see `process::keep_run_lock_from_commands`).
     names.push(holo_protocol::extension::RUN_LOCK);
+    // The SDK runs the health checks (`common::guarded_apply`).
+    names.push(holo_protocol::extension::MONITOR);
     text.push_str(&format!("EXTENSIONS={}\n", names.join(",")));
     text
 }
@@ -75,19 +77,46 @@ fn is_protocol_word(operation: &str) -> bool {
     )
 }
 
-fn run_by_hand<P: Plugin>(operation: &str) -> Error {
-    Error::new(format!(
-        "holo-{id} is a holo plugin: run it through holo (holo scan, holo diff, holo apply), or set HOLO_RESOURCE_DIR (and HOLO_ROOT_DIR, HOLO_STATE_DIR, HOLO_CACHE_DIR) as holo-plugin-interface(7) says to call `{operation}` by hand\nfor a one-off without holo: holo-{id} ensure NAME --PROPERTY VALUE... or holo-{id} status NAME",
+/// Whether the plugin has the one-off `ensure` and `status`: those on
+/// tables do (they declare property types); the others give their own or
+/// none, so the usage offers them only where they exist.
+fn has_one_offs<P: Plugin>(plugin: &P) -> bool {
+    !plugin.property_types().is_empty()
+}
+
+/// `holo-ID ensure NAME --PROPERTY VALUE... or holo-ID status NAME`.
+fn one_off_usage<P: Plugin>() -> String {
+    format!(
+        "holo-{0} ensure NAME --PROPERTY VALUE... or holo-{0} status NAME",
+        P::ID
+    )
+}
+
+fn run_by_hand<P: Plugin>(plugin: &P, operation: &str) -> Error {
+    let mut text = format!(
+        "holo-{id} is a holo plugin: run it through holo (holo scan, holo diff, holo apply), or set HOLO_RESOURCE_DIR (and HOLO_ROOT_DIR, HOLO_STATE_DIR, HOLO_CACHE_DIR) as holo-plugin-interface(7) says to call `{operation}` by hand",
         id = P::ID
-    ))
+    );
+    if has_one_offs(plugin) {
+        text += &format!("\nfor a one-off without holo: {}", one_off_usage::<P>());
+    }
+    Error::new(text)
+}
+
+fn no_operation<P: Plugin>(plugin: &P) -> Error {
+    let mut text = format!(
+        "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8)",
+        P::ID
+    );
+    if has_one_offs(plugin) {
+        text += &format!("; by hand: {}", one_off_usage::<P>());
+    }
+    Error::new(text)
 }
 
 fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
     let Some(operation) = args.first().map(String::as_str) else {
-        return fail(&Error::new(format!(
-            "usage: holo-{} info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8); by hand: holo-{0} ensure NAME --PROPERTY VALUE... or holo-{0} status NAME",
-            P::ID
-        )));
+        return fail(&no_operation(plugin));
     };
     report::prepare_fd3();
     crate::process::keep_run_lock_from_commands();
@@ -109,7 +138,7 @@ fn run_with_args<P: Plugin>(plugin: &P, args: &[String]) -> ExitCode {
         .iter()
         .any(|key| std::env::var_os(key).is_some());
     if is_protocol_word(operation) && !set_up {
-        return fail(&run_by_hand::<P>(operation));
+        return fail(&run_by_hand(plugin, operation));
     }
     let env = match Env::from_process(P::ID) {
         Ok(env) => env,
@@ -197,7 +226,7 @@ fn run_protocol_operation<P: Plugin>(
         // A process per entity: each directory is swept once per run.
         crate::cache::share_sweeps(env);
         let result = apply_entity(plugin, env, entity, mode);
-        if let Some(Err(err)) = result.fd3.map(report::fd3_message) {
+        if let Err(err) = result.fd3_lines().try_for_each(report::fd3_message) {
             return fail(&err);
         }
         let _ = std::io::stdout().flush();
@@ -347,7 +376,7 @@ mod tests {
     fn info_lists_versions_and_declared_extensions() {
         assert_eq!(
             info::<Minimal>(),
-            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock\n"
+            "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=order,run-lock,monitor\n"
         );
     }
 }

@@ -58,10 +58,30 @@ pub(crate) fn entity_from_cache<P: Plugin>(
     cache::lookup(env, id, refresh)
 }
 
-/// What one entity's apply gave: the exit code and the FD 3 message.
+/// What one entity's apply gave: the exit code, the FD 3 message and the
+/// FD 3 lines of its health checks.
 pub(crate) struct EntityResult {
     pub(crate) exit: u8,
     pub(crate) fd3: Option<&'static str>,
+    pub(crate) checks: Vec<String>,
+}
+
+impl EntityResult {
+    /// An entity that ended without a result of its own.
+    pub(crate) fn empty(exit: u8) -> EntityResult {
+        EntityResult {
+            exit,
+            fd3: None,
+            checks: Vec::new(),
+        }
+    }
+
+    /// Every FD 3 line: the message, then the checks.
+    pub(crate) fn fd3_lines(&self) -> impl Iterator<Item = &str> {
+        self.fd3
+            .into_iter()
+            .chain(self.checks.iter().map(String::as_str))
+    }
 }
 
 /// Applies one entity, printing an error as `!! msg`. Shared by the
@@ -72,17 +92,29 @@ pub(crate) fn apply_entity<P: Plugin>(
     entity: Result<EntityCtx<P::Spec>>,
     mode: Mode,
 ) -> EntityResult {
-    let guarded = |entity: EntityCtx<P::Spec>| {
-        common::guarded_apply(env, &entity.id, mode, || plugin.apply(env, &entity, mode))
+    let entity = match entity {
+        Ok(entity) => entity,
+        Err(err) => {
+            print_error(&err);
+            return EntityResult::empty(1);
+        }
     };
-    match entity.and_then(guarded) {
+    let (outcome, checks) =
+        common::guarded_apply(env, &entity.id, mode, || plugin.apply(env, &entity, mode));
+    let checks = common::check_lines(env, &checks);
+    match outcome {
         Ok(outcome) => EntityResult {
             exit: 0,
             fd3: outcome.fd3_message(),
+            checks,
         },
         Err(err) => {
             print_error(&err);
-            EntityResult { exit: 1, fd3: None }
+            EntityResult {
+                exit: 1,
+                fd3: None,
+                checks,
+            }
         }
     }
 }

@@ -33,6 +33,9 @@ pub struct Env {
     pub extensions: Vec<String>,
     /// `HOLO_REFRESH=1`: a subscribed entity changed in this run.
     pub refresh: bool,
+    /// `HOLO_MONITOR_ONLY=1`: run only the health checks (`holo apply
+    /// --monitor-only`); nothing is applied.
+    pub monitor_only: bool,
     /// Keeps a private cache directory alive when the plugin runs by hand.
     _private_cache: Option<tempfile::TempDir>,
     /// The root, opened by the first [`Env::root_fs`].
@@ -152,6 +155,7 @@ impl Env {
             })
             .unwrap_or_default();
         let refresh = non_empty("HOLO_REFRESH").is_some_and(|value| value != "0");
+        let monitor_only = non_empty("HOLO_MONITOR_ONLY").is_some_and(|value| value != "0");
         Ok(Env {
             plugin_id: plugin_id.to_string(),
             api_version,
@@ -163,6 +167,7 @@ impl Env {
             cache_dir,
             extensions,
             refresh,
+            monitor_only,
             _private_cache: private_cache,
             opened_root: OpenedRoot::default(),
         })

@@ -23,16 +23,6 @@ pub fn over_limit(what: &str, value: &str, max: usize) -> Option<String> {
     })
 }
 
-/// `value` as a message shows it: whole within `max` bytes, else its start
-/// and `...`.
-pub fn shown(value: &str, max: usize) -> String {
-    if value.len() > max {
-        format!("{}...", start_of(value))
-    } else {
-        value.to_owned()
-    }
-}
-
 /// The first bytes of `value`, cut at a character boundary.
 pub fn start_of(value: &str) -> &str {
     let mut end = SHOWN_BYTES.min(value.len());
@@ -60,15 +50,6 @@ mod tests {
                 "service name is 5000 bytes long, over the limit of 255 bytes: \"{}...\"",
                 "x".repeat(32)
             )
-        );
-    }
-
-    #[test]
-    fn a_value_is_shown_whole_within_the_limit_and_cut_above_it() {
-        assert_eq!(shown("nginx", 255), "nginx");
-        assert_eq!(
-            shown(&"p".repeat(300), 255),
-            format!("{}...", "p".repeat(32))
         );
     }
 

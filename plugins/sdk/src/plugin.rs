@@ -142,6 +142,14 @@ pub trait Plugin {
         &[]
     }
 
+    /// How `holo-ID ensure` takes CCM's command line for this kind: the
+    /// properties its bare words after NAME give, and its one provider
+    /// when its table has no `provider` (see
+    /// [`OneOffSyntax`](crate::oneoff::OneOffSyntax)). By default none.
+    fn oneoff_syntax(&self) -> crate::oneoff::OneOffSyntax {
+        crate::oneoff::OneOffSyntax::default()
+    }
+
     /// For `holo-ID status NAME`: the table that would declare the current
     /// state of `NAME` (see [`StatusTable`]). `None` (the default) means the
     /// plugin has no `status`.

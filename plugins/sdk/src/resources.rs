@@ -30,6 +30,7 @@ use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 use crate::common::{self, Guard, HealthCheck, parse_duration};
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::parse_cache::{self, FileKey, ParseCache, TableIn, TableOut};
 use crate::template::TemplateContext;
 
 /// A resource kind declared as `[[KIND]]` tables.
@@ -44,25 +45,34 @@ pub trait Resource: DeserializeOwned {
 }
 
 /// The properties every resource kind accepts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Common {
     /// `require`: entity ids that must be applied first (`type#name` is
     /// translated to `type:name`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub require: Vec<String>,
     /// `subscribe`: like `require`, and a change there refreshes this entity.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub subscribe: Vec<String>,
     /// `if`: a condition; the entity is managed only when it is true.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub only_if: Option<String>,
     /// `unless`: a condition; the entity is managed only when it is false.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unless: Option<String>,
     /// `protect`: opt in to (true) or out of (false) protection of manual edits.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub protect: Option<bool>,
     /// `alias`: a second name that `require` and `subscribe` may use.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
     /// `health_checks`: Nagios-style commands run after apply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub health_checks: Vec<HealthCheck>,
     /// `max_render_size`: how many bytes one template of the resource may
     /// render (its properties, and the files of a template tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_render_size: Option<usize>,
 }
 
@@ -276,7 +286,11 @@ pub fn load_reading<R: Resource>(
     // warning about them would be false, and moving them out would break
     // the mended table. The errors alone are shown.
     if loader.errors.is_empty() {
-        let read = |path: &Path| reads(path, &loader.declared) || loader.templates.has_read(path);
+        let read = |path: &Path| {
+            reads(path, &loader.declared)
+                || loader.templates.has_read(path)
+                || loader.cached_reads.contains(path)
+        };
         for unread in listing.unread(&read) {
             warn_unread::<R>(env, &unread);
         }
@@ -575,8 +589,12 @@ struct Loader<'e, R> {
     fields: Option<&'static [&'static str]>,
     templates: Templates,
     declared: Vec<Declared<R>>,
-    ids: HashMap<String, Location>,
+    /// Where each entity id was declared: its index in `declared`.
+    ids: HashMap<String, usize>,
     errors: Vec<Error>,
+    cache: ParseCache,
+    /// The files that the templates of tables taken from the cache read.
+    cached_reads: HashSet<PathBuf>,
 }
 
 impl<'e, R: Resource> Loader<'e, R> {
@@ -588,10 +606,13 @@ impl<'e, R: Resource> Loader<'e, R> {
             declared: Vec::new(),
             ids: HashMap::new(),
             errors: Vec::new(),
+            cache: ParseCache::open(env),
+            cached_reads: HashSet::new(),
         }
     }
 
     fn finish(self) -> Result<Vec<Declared<R>>> {
+        self.cache.write(self.env);
         if self.errors.is_empty() {
             Ok(self.declared)
         } else {
@@ -601,6 +622,21 @@ impl<'e, R: Resource> Loader<'e, R> {
 
     fn load_file(&mut self, path: &Path) {
         let origin = self.env.origin_of(path);
+        let Some((source, key)) = self.read_source(path, &origin) else {
+            return;
+        };
+        if !self.load_cached(path, &origin, key, &source) {
+            self.parse_file(path, &origin, key, &source);
+        }
+    }
+
+    /// The text of a resource file and what identifies this version of
+    /// it; `None`, with the error kept, when it cannot be read as UTF-8.
+    fn read_source(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+    ) -> Option<(std::sync::Arc<SourceText>, FileKey)> {
         if origin.to_str().is_none() || path.to_str().is_none() {
             // The scan cache, state records and messages hold paths as
             // UTF-8 text: refuse here, naming the file, rather than fail
@@ -609,33 +645,46 @@ impl<'e, R: Resource> Loader<'e, R> {
                 "{}: the file name is not valid UTF-8 (shown with U+FFFD for each invalid byte); rename it to a UTF-8 name (for example with mv, or convmv -f latin1 -t utf8)",
                 origin.display()
             )));
-            return;
+            return None;
         }
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
+        let (bytes, key) = match read_with_key(path) {
+            Ok(read) => read,
             Err(err) => {
                 self.errors
-                    .push(Error::io("read resource file", &origin, &err));
-                return;
+                    .push(Error::io("read resource file", origin, &err));
+                return None;
             }
         };
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(err) => {
                 self.errors.push(Error::new(not_utf8(
-                    &origin,
+                    origin,
                     err.as_bytes(),
                     &err.utf8_error(),
                 )));
-                return;
+                return None;
             }
         };
         let lines = LineIndex::new(&text);
-        let source = std::sync::Arc::new(SourceText { text, lines });
+        Some((std::sync::Arc::new(SourceText { text, lines }), key))
+    }
+
+    /// Parses a resource file's tables, and keeps them in the parse cache
+    /// when the file is large enough and loaded without an error.
+    fn parse_file(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+        key: FileKey,
+        source: &std::sync::Arc<SourceText>,
+    ) {
+        let (errors_before, keep) = (self.errors.len(), self.cache.keep_from);
+        self.templates.used = false;
         let (text, lines) = (&source.text, &source.lines);
         let at = |offset: usize| Location {
             path: path.to_path_buf(),
-            origin: origin.clone(),
+            origin: origin.to_path_buf(),
             line: lines.line_of(offset) + usize::from(opens_trimmed_multiline(text, offset)),
         };
         let mut document = match DeTable::parse(text) {
@@ -681,13 +730,21 @@ impl<'e, R: Resource> Loader<'e, R> {
                 return;
             }
         };
+        let mut kept = (tables.len() >= keep).then(Vec::new);
         for table in tables {
             let span = table.span();
             let location = at(span.start);
             match table.into_inner() {
                 DeValue::Table(entries) => {
-                    match self.load_table(entries, span, &location, &at, &source) {
-                        Ok(declared) => self.add(declared),
+                    let keep = kept.is_some();
+                    match self.load_table(entries, span, &location, &at, source, keep) {
+                        Ok((declared, line)) => {
+                            match (line, &mut kept) {
+                                (Some(line), Some(kept)) => kept.push(line),
+                                _ => kept = None,
+                            }
+                            self.add(declared);
+                        }
                         Err(err) => self.errors.push(err),
                     }
                 }
@@ -699,6 +756,70 @@ impl<'e, R: Resource> Loader<'e, R> {
                 ))),
             }
         }
+        if let (Some(kept), true) = (kept, self.errors.len() == errors_before) {
+            self.keep_parsed(path, key, kept);
+        }
+    }
+
+    /// Puts a file that loaded without an error into the parse cache, with
+    /// what its templates saw when they took part.
+    fn keep_parsed(&mut self, path: &Path, key: FileKey, tables: Vec<String>) {
+        let context = self.templates.context.as_ref();
+        let (fingerprint, looked_up) = match context.filter(|_| self.templates.used) {
+            Some(context) => {
+                let looked_up: Vec<PathBuf> = context.files_read().into_iter().collect();
+                (
+                    Some(parse_cache::fingerprint(context, &looked_up)),
+                    looked_up,
+                )
+            }
+            None => (None, Vec::new()),
+        };
+        self.cache.put(path, key, fingerprint, looked_up, tables);
+    }
+
+    /// Takes the tables of a file from the parse cache, when it holds them
+    /// for this version of the file and what its templates saw is the
+    /// same; false when it does not.
+    fn load_cached(
+        &mut self,
+        path: &Path,
+        origin: &Path,
+        key: FileKey,
+        source: &std::sync::Arc<SourceText>,
+    ) -> bool {
+        let templates = &mut self.templates;
+        let fingerprint = |looked_up: &[PathBuf]| {
+            let context = templates.loaded().ok()?;
+            Some(parse_cache::fingerprint(context, looked_up))
+        };
+        let Some(hit) = self.cache.lookup(path, key, fingerprint) else {
+            return false;
+        };
+        let mut declared = Vec::new();
+        for line in hit.tables {
+            let Ok(table) = serde_json::from_str::<TableIn<R, Common>>(line) else {
+                return false;
+            };
+            declared.push(Declared {
+                resource: table.resource,
+                common: table.common,
+                location: Location {
+                    path: path.to_path_buf(),
+                    origin: origin.to_path_buf(),
+                    line: table.line,
+                },
+                skipped: table.skipped,
+                key_offsets: table.key_offsets,
+                source: source.clone(),
+            });
+        }
+        self.cached_reads.extend(hit.looked_up.iter().cloned());
+        self.cache.keep(path);
+        for item in declared {
+            self.add(item);
+        }
+        true
     }
 
     /// A top-level key other than `R::KIND`: a mistyped or foreign table,
@@ -748,17 +869,18 @@ impl<'e, R: Resource> Loader<'e, R> {
         let id = declared.resource.entity_id();
         if id.contains('\n') || id.trim() != id {
             // Refused here, where the table's place is known, rather than
-            // when the scan reports the entity.
+            // when the scan reports the entity; at the line of `name`, which
+            // the id is made of (the table's line when it is not written).
             self.errors.push(Error::new(format!(
                 "{}: the entity id {id:?} would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name",
-                declared.location
+                declared.location_of("name")
             )));
             return;
         }
-        if let Some(first) = self.ids.get(&id) {
+        if let Some(first) = self.ids.get(&id).and_then(|at| self.declared.get(*at)) {
             self.errors.push(Error::new(format!(
-                "{}: duplicate entity {id}, first declared at {first}; remove or rename one of them",
-                declared.location
+                "{}: duplicate entity {id}, first declared at {}; remove or rename one of them",
+                declared.location, first.location
             )));
             return;
         }
@@ -770,7 +892,7 @@ impl<'e, R: Resource> Loader<'e, R> {
                 alias: (declared.common.alias.as_ref()).map(|alias| alias_id(&id, alias)),
             },
         );
-        self.ids.insert(id, declared.location.clone());
+        self.ids.insert(id, self.declared.len());
         self.declared.push(declared);
     }
 
@@ -781,7 +903,8 @@ impl<'e, R: Resource> Loader<'e, R> {
         location: &Location,
         at: &dyn Fn(usize) -> Location,
         source: &std::sync::Arc<SourceText>,
-    ) -> Result<Declared<R>> {
+        keep: bool,
+    ) -> Result<(Declared<R>, Option<String>)> {
         let kind = R::KIND;
         rename_aliases::<R>(&mut table, at)?;
         let render = match table.remove("template") {
@@ -819,6 +942,8 @@ impl<'e, R: Resource> Loader<'e, R> {
                 }
             }
         }
+        // The table as the parse cache keeps it: `None` for what JSON cannot hold.
+        let kept = keep.then(|| json_of_table(&table)).flatten();
         let deserializer = ValueDeserializer::from(Spanned::new(span, DeValue::Table(table)));
         let resource = R::deserialize(deserializer).map_err(|err| {
             let place = err
@@ -832,14 +957,25 @@ impl<'e, R: Resource> Loader<'e, R> {
             };
             Error::new(format!("{place}: [[{kind}]] {message}; {hint}"))
         })?;
-        Ok(Declared {
+        let line = kept.and_then(|resource| {
+            serde_json::to_string(&TableOut {
+                resource,
+                common: &common,
+                line: location.line,
+                skipped: &skipped,
+                key_offsets: &key_offsets,
+            })
+            .ok()
+        });
+        let declared = Declared {
             resource,
             common,
             location: location.clone(),
             skipped,
             key_offsets,
             source: source.clone(),
-        })
+        };
+        Ok((declared, line))
     }
 
     /// Renders `if` and `unless` (when `render`) and evaluates them: why
@@ -923,6 +1059,46 @@ impl<'e, R: Resource> Loader<'e, R> {
         }
         Ok(())
     }
+}
+
+/// A resource file's bytes and what identifies this version of it.
+fn read_with_key(path: &Path) -> std::io::Result<(Vec<u8>, FileKey)> {
+    let mut file = std::fs::File::open(path)?;
+    let key = FileKey::of(&file.metadata()?);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok((bytes, key))
+}
+
+/// A table as JSON, for the parse cache; `None` when it holds what JSON
+/// cannot (a datetime, a float that is not finite, an integer beyond i64).
+fn json_of_table(table: &DeTable<'_>) -> Option<serde_json::Value> {
+    table
+        .iter()
+        .map(|(key, value)| Some((key.get_ref().to_string(), json_of(value.get_ref())?)))
+        .collect::<Option<serde_json::Map<_, _>>>()
+        .map(serde_json::Value::Object)
+}
+
+fn json_of(value: &DeValue<'_>) -> Option<serde_json::Value> {
+    Some(match value {
+        DeValue::String(text) => serde_json::Value::String(text.to_string()),
+        DeValue::Integer(integer) => {
+            serde_json::Value::from(i64::from_str_radix(integer.as_str(), integer.radix()).ok()?)
+        }
+        DeValue::Float(float) => {
+            serde_json::Value::Number(serde_json::Number::from_f64(float.as_str().parse().ok()?)?)
+        }
+        DeValue::Boolean(value) => serde_json::Value::Bool(*value),
+        DeValue::Datetime(_) => return None,
+        DeValue::Array(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .map(|item| json_of(item.get_ref()))
+                .collect::<Option<_>>()?,
+        ),
+        DeValue::Table(table) => json_of_table(table)?,
+    })
 }
 
 fn unknown_property(location: &Location, kind: &str, name: &str, fields: &[&str]) -> Error {
@@ -1111,6 +1287,8 @@ struct Templates {
     resource_dir: PathBuf,
     resource_origin: PathBuf,
     context: Option<TemplateContext>,
+    /// The file being loaded needed facts and data (see [`parse_cache`]).
+    used: bool,
 }
 
 impl Templates {
@@ -1122,6 +1300,7 @@ impl Templates {
             resource_dir: env.resource_dir.clone(),
             resource_origin: env.resource_origin.clone(),
             context: None,
+            used: false,
         }
     }
 
@@ -1159,19 +1338,26 @@ impl Templates {
         Ok(())
     }
 
-    /// The facts and data, loaded on first use.
+    /// The facts and data for a property, loaded on first use.
     fn context(&mut self, location: &Location, property: &str) -> Result<&TemplateContext> {
+        self.used = true;
+        self.loaded().map_err(|err| {
+            Error::new(format!(
+                "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
+            ))
+        })
+    }
+
+    /// The facts and data, loaded on first use.
+    fn loaded(&mut self) -> std::result::Result<&TemplateContext, String> {
         if self.context.is_none() {
-            let context = TemplateContext::load(&self.root, self.test_mode).map_err(|err| {
-                Error::new(format!(
-                    "{location}: property {property} needs facts and data, but they cannot be loaded: {err}"
-                ))
-            })?;
+            let context =
+                TemplateContext::load(&self.root, self.test_mode).map_err(|err| err.to_string())?;
             self.context = Some(context.with_files(&self.resource_dir, &self.resource_origin));
         }
         self.context
             .as_ref()
-            .ok_or_else(|| Error::new(format!("{location}: facts and data are not loaded")))
+            .ok_or_else(|| "they are not loaded".to_string())
     }
 
     fn render(&mut self, text: &str, location: &Location, property: &str) -> Result<String> {
@@ -1317,11 +1503,11 @@ fn not_utf8(origin: &Path, bytes: &[u8], err: &std::str::Utf8Error) -> String {
     )
 }
 
-/// Reads `health_checks`: one table or a list of them, each with
-/// `command` and optional `tries`, `try_sleep` and `timeout`.
 /// The keys of one `health_checks` entry.
-pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["command", "tries", "try_sleep", "timeout"];
+pub const HEALTH_CHECK_PROPERTIES: &[&str] = &["name", "command", "tries", "try_sleep", "timeout"];
 
+/// Reads `health_checks`: one table or a list of them, each with
+/// `command` and optional `name`, `tries`, `try_sleep` and `timeout`.
 fn parse_health_checks(
     value: &Spanned<DeValue<'_>>,
     at: &dyn Fn(usize) -> Location,
@@ -1347,6 +1533,7 @@ fn parse_health_check(
         )));
     };
     let mut check = HealthCheck {
+        name: String::new(),
         command: String::new(),
         argv: Vec::new(),
         tries: 1,
@@ -1379,6 +1566,18 @@ fn parse_health_check(
                 })?;
                 check.command = text.to_string();
             }
+            "name" => {
+                check.name = value
+                    .get_ref()
+                    .as_str()
+                    .filter(|name| !name.trim().is_empty() && !name.contains('\n'))
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "{place}: health check name must be a one-line string like \"check_http\""
+                        ))
+                    })?
+                    .to_string();
+            }
             "tries" => {
                 check.tries = value
                     .get_ref()
@@ -1406,6 +1605,9 @@ fn parse_health_check(
             "{place}: health check without a command; add command = \"...\""
         )));
     }
+    if check.name.is_empty() {
+        check.name = common::default_check_name(&check.argv);
+    }
     Ok(check)
 }
 
@@ -1413,6 +1615,9 @@ fn parse_health_check(
 /// one plugin's resources. An alias that is also an entity id, or that two
 /// resources declare, is an error naming both places.
 fn resolve_aliases<R: Resource>(declared: &mut [Declared<R>]) -> Result<()> {
+    if declared.iter().all(|item| item.common.alias.is_none()) {
+        return Ok(());
+    }
     let mut ids: HashMap<String, &Location> = HashMap::new();
     for item in declared.iter() {
         ids.insert(item.resource.entity_id(), &item.location);
@@ -1676,6 +1881,20 @@ mod tests {
             err.message().contains(&first) && err.message().contains(&second),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_line_break_in_the_name_is_reported_at_the_name_line() {
+        let fixture = fixture(&[(
+            "a.toml",
+            "[[demo]]\ncontent = \"y\"\nname = \"\"\"\nx\ny\"\"\"\n",
+        )]);
+        let err = load::<Demo>(&fixture.env).expect_err("a line break");
+        let expected = format!(
+            "{}:3: the entity id \"demo:x\\ny\" would hold a line break",
+            origin(&fixture, "a.toml")
+        );
+        assert!(err.message().starts_with(&expected), "{err}");
     }
 
     #[test]

@@ -34,6 +34,11 @@ use crate::facts::{self, Facts};
 /// otherwise: 64 MiB.
 pub const DEFAULT_MAX_RENDER_SIZE: usize = 64 << 20;
 
+/// How many steps (minijinja's fuel: about one per operation) one render
+/// may take: far above any configuration file, and a second or so of work,
+/// so that a loop nested too deep fails at its line instead of running on.
+pub const MAX_TEMPLATE_STEPS: u64 = 20_000_000;
+
 /// A writer that keeps what a template renders up to a limit and fails
 /// the write that would cross it, so that every engine that renders into
 /// a writer stops there.
@@ -179,7 +184,7 @@ impl TemplateContext {
         );
         let mut context = TemplateContext {
             max_render_size: DEFAULT_MAX_RENDER_SIZE,
-            engine: Environment::new(),
+            engine: bounded_environment(),
             facts,
             data: Table::new(),
             facts_value,
@@ -203,7 +208,8 @@ impl TemplateContext {
     }
 
     /// The files below the resource directory that templates have read so
-    /// far (through [`with_files`](Self::with_files)), as paths below it.
+    /// far (through [`with_files`](Self::with_files)), or looked for and
+    /// not found, as paths below it.
     pub fn files_read(&self) -> BTreeSet<PathBuf> {
         self.files
             .as_ref()
@@ -262,7 +268,7 @@ impl TemplateContext {
         delimiters: Option<(&str, &str)>,
         files: Option<&Arc<TemplateFiles>>,
     ) -> Result<Environment<'static>, String> {
-        let mut engine = Environment::new();
+        let mut engine = bounded_environment();
         engine.set_undefined_behavior(UndefinedBehavior::Strict);
         engine.set_auto_escape_callback(|_| AutoEscape::None);
         let mut syntax = minijinja::syntax::SyntaxConfig::builder();
@@ -396,6 +402,14 @@ impl TemplateContext {
     }
 }
 
+/// A minijinja environment whose every render stops after
+/// [`MAX_TEMPLATE_STEPS`].
+fn bounded_environment() -> Environment<'static> {
+    let mut engine = Environment::new();
+    engine.set_fuel(Some(MAX_TEMPLATE_STEPS));
+    engine
+}
+
 /// The engine of a template tree; see [`TemplateContext::tree_templates`].
 pub struct TreeTemplates {
     engine: Environment<'static>,
@@ -527,6 +541,9 @@ fn template_error(
             ),
         },
         (ErrorKind::InvalidOperation, None) => detail.unwrap_or("invalid operation").to_string(),
+        (ErrorKind::OutOfFuel, None) => format!(
+            "the template takes more than {MAX_TEMPLATE_STEPS} steps to render (a loop too long, or loops nested too deep); make it do less"
+        ),
         _ => match detail {
             Some(detail) => format!("{}: {detail}", err.kind()),
             None => err.kind().to_string(),
@@ -595,6 +612,8 @@ struct TemplateFiles {
     /// minijinja's path loader over `dir`, asked once a name is known to
     /// stay inside it.
     loader: Box<Loader>,
+    /// What templates read, and what they looked for and did not find (a
+    /// file made there later changes what they render).
     read: Mutex<BTreeSet<PathBuf>>,
     /// Nested `template()` calls, which minijinja's own limit cannot see.
     depth: AtomicUsize,
@@ -677,7 +696,12 @@ impl TemplateFiles {
                 }
                 Ok(Some(path))
             }
-            (Err(err), _) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            (Err(err), _) if err.kind() == std::io::ErrorKind::NotFound => {
+                if let Ok(mut read) = self.read.lock() {
+                    read.insert(path);
+                }
+                Ok(None)
+            }
             (Err(err), _) | (_, Err(err)) => Err(minijinja::Error::new(
                 ErrorKind::InvalidOperation,
                 format!(
@@ -861,6 +885,25 @@ mod tests {
             .render("host={{ facts.hostname }} os={{ facts.os.id }} port={{ data.port }} lang={{ env.LANG }}\n")
             .expect("render");
         assert_eq!(out, "host=web01 os=debian port=8080 lang=C.UTF-8\n");
+    }
+
+    #[test]
+    fn a_loop_without_output_runs_out_of_fuel_with_its_line() {
+        let busy = "a\nb\n{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        let err = context().render(busy).expect_err("10^10 iterations");
+        assert_eq!(err.line(), 3, "{err}");
+        assert!(
+            err.message().contains("more than 20000000 steps")
+                && err.message().contains("make it do less"),
+            "{err}"
+        );
+        // A tree's engine (holo-scaffold's minijinja) is bounded too.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tree = context()
+            .tree_templates(&Table::new(), None, dir.path())
+            .expect("tree");
+        let err = tree.render_within(busy, 1 << 20).expect_err("tree");
+        assert_eq!(err.line(), 3, "{err}");
     }
 
     #[test]

@@ -58,6 +58,15 @@ impl Plugin for ServicePlugin {
         resources::properties::<ServiceTable>()
     }
 
+    /// CCM: `ccm ensure service NAME [ENSURE]`; its one provider is systemd.
+    fn oneoff_syntax(&self) -> holo_plugin::oneoff::OneOffSyntax {
+        holo_plugin::oneoff::OneOffSyntax {
+            positionals: &["ensure"],
+            provider: Some("systemd"),
+            entry_flags: &[],
+        }
+    }
+
     fn property_types(&self) -> Vec<(&'static str, holo_plugin::oneoff::ValueType)> {
         use holo_plugin::oneoff::ValueType;
         // `ensure` has its own parser, so the probe cannot see its values.

@@ -12,5 +12,6 @@ complete -c holo -n "not __fish_seen_subcommand_from $holo_commands" -a version 
 complete -c holo -n "__fish_seen_subcommand_from apply diff scan" -a '(holo selectors 2>/dev/null)'
 complete -c holo -n "__fish_seen_subcommand_from apply" -s f -l force -d 'Overwrite manual changes too'
 complete -c holo -n "__fish_seen_subcommand_from apply" -l noop -d 'Only show what would change'
+complete -c holo -n "__fish_seen_subcommand_from apply" -l monitor-only -d 'Run only the health checks'
 complete -c holo -n "__fish_seen_subcommand_from scan" -s s -l short -d 'Entity IDs only'
 complete -c holo -n "__fish_seen_subcommand_from scan" -s p -l porcelain -d 'Machine-readable report'

@@ -483,7 +483,7 @@ fn a_line_break_in_the_name_names_the_file_and_line() {
     let scan = root.run(&["scan"]);
     assert!(!scan.success);
     assert!(
-        scan.stderr.contains("archives.toml:1: the entity id \"archive:/opt/app\\n.tar.gz\" would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name"),
+        scan.stderr.contains("archives.toml:2: the entity id \"archive:/opt/app\\n.tar.gz\" would hold a line break or surrounding spaces; an entity id must be one line, so remove them from the name"),
         "{}",
         scan.stderr
     );

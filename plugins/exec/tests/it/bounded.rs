@@ -82,7 +82,7 @@ fn a_health_check_without_timeout_ends_at_the_default_timeout() {
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains(
-            "health check \"sleep 600\" failed after 1 try: UNKNOWN (timed out after 1s)"
+            "health check sleep (\"sleep 600\") failed after 1 try: UNKNOWN (timed out after 1s)"
         ),
         "{stderr}"
     );

@@ -11,6 +11,7 @@ mod man_messages;
 mod non_utf8_names;
 mod oneoff;
 mod ownership;
+mod parse_cache;
 mod properties;
 mod render_budget;
 mod shared_sweeps;

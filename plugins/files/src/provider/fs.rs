@@ -1,6 +1,11 @@
 //! Files and symlinks as buffers: read from, compared with and written to
 //! the filesystem below the root, every write atomic (a temp file beside
 //! the target, renamed over it).
+//!
+//! In a batch, file writes are staged and committed together
+//! ([`holo_plugin::atomic`]). What must not overtake them (a symlink, a
+//! removal, a rename, reading through a link another target may be) first
+//! puts the staged writes in place ([`settle`]).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -128,6 +133,8 @@ pub fn contents(fs: &RootFs, buffer: &Buffer, root: &Path, target_dir: &Path) ->
     let Buffer::Symlink { link, .. } = buffer else {
         return Ok(buffer.clone());
     };
+    // The link may point to a target written earlier in this batch.
+    atomic::commit_staged();
     let pointed = if link.is_absolute() {
         below_root(root, link)
     } else {
@@ -171,12 +178,32 @@ pub fn write(fs: &RootFs, path: &Path, buffer: &Buffer) -> Result<()> {
     };
     match buffer {
         Buffer::File { content, .. } => atomic::write(fs, path, content, &options),
-        Buffer::Symlink { link, .. } => atomic::symlink(fs, path, link, &options),
+        Buffer::Symlink { link, .. } => {
+            // Links are not staged: what was staged before goes first.
+            settle(path)?;
+            atomic::symlink(fs, path, link, &options)
+        }
     }
 }
 
-/// Removes the file or symlink at `path`; one that is gone already is fine.
+/// Puts the staged writes in place before a step that must come after
+/// them; fails when one of this target's writes did not make it (its
+/// error is reported with the entity).
+pub fn settle(path: &Path) -> Result<()> {
+    atomic::commit_staged();
+    if atomic::staging_failed() {
+        return Err(Error::new(format!(
+            "left {} as it was: an earlier write for this target failed",
+            crate::model::shown(path)
+        )));
+    }
+    Ok(())
+}
+
+/// Removes the file or symlink at `path`, after the staged writes; one
+/// that is gone already is fine.
 pub fn remove(fs: &RootFs, path: &Path) -> Result<()> {
+    settle(path)?;
     match fs.remove_file(path) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -184,9 +211,10 @@ pub fn remove(fs: &RootFs, path: &Path) -> Result<()> {
     }
 }
 
-/// Renames `from` to `to` in the same directory, in one step: `from` is
-/// gone exactly when `to` has its content.
+/// Renames `from` to `to` in the same directory, in one step, after the
+/// staged writes: `from` is gone exactly when `to` has its content.
 pub fn rename_beside(fs: &RootFs, from: &Path, to: &Path) -> Result<()> {
+    settle(to)?;
     let (dir, from_name) = fs
         .open_parent(from)
         .map_err(|err| Error::io("open the directory of", from, &err))?;

@@ -92,6 +92,10 @@ fn walk_bases(fs: &RootFs, dir: &Path, prefix: &str, targets: &mut Vec<String>) 
         let Some(name) = name.to_str() else {
             continue;
         };
+        // A write killed before its rename leaves its temp file here.
+        if name.starts_with(holo_plugin::atomic::TEMP_PREFIX) {
+            continue;
+        }
         let target = format!("{prefix}/{name}");
         let meta = fs
             .symlink_metadata(&path)

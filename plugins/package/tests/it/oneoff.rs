@@ -107,3 +107,17 @@ fn status_refuses_a_bad_name_as_ensure_does() {
     );
     assert_eq!(text(&output.stdout), "");
 }
+
+#[test]
+fn status_shows_the_start_of_an_over_long_name_once() {
+    let root = root();
+    let output = root.run(&["status", &"p".repeat(300)]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "!! holo-package status: package name is 300 bytes long, over the limit of 255 bytes: \"{}...\"\n",
+            "p".repeat(32)
+        )
+    );
+}

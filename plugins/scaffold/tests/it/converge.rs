@@ -191,24 +191,59 @@ fn a_failed_post_command_runs_again_until_it_succeeds() {
 }
 
 #[test]
-fn purge_removes_only_files_the_scaffold_wrote() {
+fn purge_removes_a_stale_file_but_not_one_another_entity_of_the_run_manages() {
+    let root = Root::new();
+    root.write("usr/share/holo/scaffold/app/a.conf", "a\n");
+    root.declare("source = \"app\"\npurge = true\n");
+    // A hand install left one file; holo-file manages another in this run.
+    root.write("srv/app/stale.conf", "stale\n");
+    root.write("srv/app/b", "holo-file's\n");
+    root.write(
+        "tmp/cache/run-entities",
+        "scaffold:/srv/app\t/usr/share/holo/scaffold/app.toml:1\nfile:/srv/app/b\t/usr/share/holo/file/b.toml:4\n",
+    );
+    assert!(root.run(&["scan"]).ok);
+    let apply: Output = root
+        .command(&["apply", ENTITY])
+        .env("HOLO_RUN_ENTITIES", root.path("tmp/cache/run-entities"))
+        .output()
+        .expect("apply");
+    let stdout = String::from_utf8_lossy(&apply.stdout);
+    let stderr = String::from_utf8_lossy(&apply.stderr);
+    assert!(apply.status.success(), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Rendered /srv/app/a.conf\nPurged /srv/app/stale.conf\n"
+    );
+    assert_eq!(
+        stderr,
+        ">> scaffold:/srv/app (found in /usr/share/holo/scaffold/app.toml:1) has purge = true, but /srv/app/b is managed by file:/srv/app/b (found in /usr/share/holo/file/b.toml:4) in this run, so it is not purged; move that file out of /srv/app, or set purge = false\n"
+    );
+    assert_eq!(root.read("srv/app/b"), "holo-file's\n");
+    assert!(!root.path("srv/app/stale.conf").exists());
+    // Without the run's entities (Holo 3's driver), CCM's purge is all
+    // there is.
+    assert!(root.run(&["scan"]).ok);
+    let alone = root.run(&["apply", ENTITY]);
+    assert_eq!(alone.stdout, "Purged /srv/app/b\n", "{}", alone.stderr);
+}
+
+#[test]
+fn purge_leaves_a_file_it_wrote_and_someone_edited_unless_forced() {
     let root = Root::new();
     root.write("usr/share/holo/scaffold/app/a.conf", "a\n");
     root.write("usr/share/holo/scaffold/app/old.conf", "old\n");
     root.declare("source = \"app\"\npurge = true\n");
     assert!(root.op("apply").ok);
-    // Another entity (holo-file, say) creates a file in the target after
-    // the scan, and the template drops one of the scaffold's files.
-    assert!(root.run(&["scan"]).ok);
-    root.write("srv/app/b", "holo-file's\n");
+    root.write("srv/app/old.conf", "edited\n");
     fs::remove_file(root.path("usr/share/holo/scaffold/app/old.conf")).expect("rm");
-    let apply = root.run(&["apply", ENTITY]);
-    assert!(apply.ok, "{}", apply.stderr);
-    assert_eq!(apply.stdout, "Purged /srv/app/old.conf\n");
-    assert_eq!(root.read("srv/app/b"), "holo-file's\n");
-    let again = root.op("apply");
-    assert_eq!(again.fd3, "not changed\n", "{}", again.stdout);
-    assert_eq!(root.read("srv/app/b"), "holo-file's\n");
+    let kept = root.op("apply");
+    assert_eq!(
+        kept.fd3, "requires --force to overwrite\n",
+        "{}",
+        kept.stdout
+    );
+    assert_eq!(root.read("srv/app/old.conf"), "edited\n");
 }
 
 #[test]

@@ -120,7 +120,7 @@ fn a_line_break_in_the_name_names_the_file_and_line() {
     assert!(!success, "{stderr}");
     assert!(
         stderr
-            .contains("app.toml:1: the entity id \"scaffold:/srv/a\\npp\" would hold a line break"),
+            .contains("app.toml:2: the entity id \"scaffold:/srv/a\\npp\" would hold a line break"),
         "{stderr}"
     );
     assert!(!stderr.contains("invalid entity id"), "{stderr}");

@@ -19,6 +19,8 @@ fn ensure_renders_with_table_data_once() {
         "/etc/app",
         "--source",
         "/srv/templates",
+        "--engine",
+        "minijinja",
         "--data",
         "{ port = 8080 }",
     ];
@@ -42,6 +44,8 @@ fn ensure_renders_with_table_data_once() {
         "/etc/app",
         "--source",
         "/srv/templates",
+        "--engine",
+        "minijinja",
         "--data",
         "{ port = 8080 }",
         "--absent",
@@ -89,6 +93,8 @@ fn status_gives_the_ensured_table_and_the_managed_files() {
         "/etc/app",
         "--source",
         "/srv/templates",
+        "--engine",
+        "minijinja",
         "--data",
         "{ port = 8080 }",
     ];
@@ -97,7 +103,7 @@ fn status_gives_the_ensured_table_and_the_managed_files() {
     assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
     assert_eq!(
         text(&status.stdout),
-        "[[scaffold]]\nname = \"/etc/app\"\n# holo-scaffold's record lists 1 managed file:\n#   /etc/app/app.conf (as written)\ndata = { port = 8080 }\nensure = \"present\"\nsource = \"/srv/templates\"\n"
+        "[[scaffold]]\nname = \"/etc/app\"\n# holo-scaffold's record lists 1 managed file:\n#   /etc/app/app.conf (as written)\ndata = { port = 8080 }\nengine = \"minijinja\"\nensure = \"present\"\nsource = \"/srv/templates\"\n"
     );
     fs::write(root.path("etc/app/app.conf"), "port 9090\n").expect("edit");
     let edited = text(&root.run(&["status", "/etc/app"]).stdout);
@@ -123,7 +129,7 @@ fn status_without_a_record_lists_the_files_and_asks_for_the_source() {
     assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
     assert_eq!(
         text(&status.stdout),
-        "[[scaffold]]\nname = \"/etc/other\"\n# holo-scaffold has no record of /etc/other; 2 files are there now:\n#   /etc/other/a.conf\n#   /etc/other/sub/b.conf\n# source: neither a holo-scaffold ensure nor a state record says what the files were rendered from; fill in the template directory or URL (and engine, unless minijinja)\nensure = \"present\"\n"
+        "[[scaffold]]\nname = \"/etc/other\"\n# holo-scaffold has no record of /etc/other; 2 files are there now:\n#   /etc/other/a.conf\n#   /etc/other/sub/b.conf\n# source: neither a holo-scaffold ensure nor a state record says what the files were rendered from; fill in the template directory or URL (and engine, unless jet)\nensure = \"present\"\n"
     );
     let missing = root.run(&["status", "/etc/none"]);
     assert_eq!(missing.status.code(), Some(3));

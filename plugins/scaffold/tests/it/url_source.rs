@@ -2,7 +2,8 @@
 //! tree: served on 127.0.0.1 by a server the test starts, with archives
 //! built in the test. The archive is verified against `checksum`,
 //! extracted safely into `/var/cache/holo/scaffold/SHA256/` below the root,
-//! and fetched once per checksum.
+//! and fetched once per checksum; without `checksum` (as CCM takes a URL)
+//! it is fetched once per run, into the run's cache directory.
 
 use std::fs;
 use std::io::Write;
@@ -141,8 +142,33 @@ const TREE: Entries = &[
 
 fn resource(url: &str, checksum: &str) -> String {
     format!(
-        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"{url}\"\nchecksum = \"{checksum}\"\ndata = {{ name = \"shop\" }}\n"
+        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"{url}\"\nchecksum = \"{checksum}\"\nengine = \"minijinja\"\ndata = {{ name = \"shop\" }}\n"
     )
+}
+
+#[test]
+fn a_url_without_checksum_is_fetched_once_per_run_as_ccm_takes_it() {
+    let server = Server::start();
+    let archive = tar_gz(TREE);
+    let url = server.serve("/app.tar.gz", Route::body(archive));
+    let root = Root::new(&format!(
+        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"{url}\"\nengine = \"minijinja\"\ndata = {{ name = \"shop\" }}\n"
+    ));
+    let stdout = root.apply();
+    assert!(stdout.contains("Rendered /srv/app/shop.conf"), "{stdout}");
+    // The run's scan and apply share one download, and nothing goes to the
+    // checksum cache, which would keep it across runs.
+    assert_eq!(server.count("/app.tar.gz"), 1);
+    assert!(
+        root.cache_entries().is_empty(),
+        "{:?}",
+        root.cache_entries()
+    );
+    // The next run (a new cache directory) downloads it again.
+    fs::remove_dir_all(root.path("tmp/cache")).expect("end of the run");
+    fs::create_dir_all(root.path("tmp/cache")).expect("next run");
+    root.apply();
+    assert_eq!(server.count("/app.tar.gz"), 2);
 }
 
 #[test]
@@ -208,15 +234,8 @@ fn a_wrong_checksum_leaves_nothing_behind() {
 }
 
 #[test]
-fn a_url_needs_a_checksum_and_an_archive_name() {
-    let root = Root::new(
-        "[[scaffold]]\nname = \"/srv/app\"\nsource = \"https://example.invalid/app.tar.gz\"\n",
-    );
-    let message = root.scan_error();
-    assert!(
-        message.contains("app.toml:1") && message.contains("needs checksum = \"SHA256\""),
-        "{message}"
-    );
+fn a_url_needs_an_archive_name_and_a_checksum_only_with_it() {
+    let root = Root::new(&resource("https://example.invalid/app", &"a".repeat(64)));
     root.write(
         "usr/share/holo/scaffold/app.toml",
         &resource("https://example.invalid/app", &"a".repeat(64)),

@@ -9,13 +9,19 @@ use super::lock;
 use super::report::{Printer, report};
 use super::request::EnsureRequest;
 use super::run_dir::RunDir;
+use super::session::{OpenSession, locate};
 use crate::entity::scan_and_cache;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::plugin::{Plugin, Scanned};
 use crate::process::{interrupted_by, signal_name};
+use holo_protocol::order::{Earlier, Gate};
+use holo_protocol::session::Record;
+use std::cell::RefCell;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Instant, SystemTime};
 
 /// The exit code of a run that could not start (the lock is held), as
 /// `holo apply` gives it.
@@ -30,8 +36,32 @@ pub(crate) fn ensure<P: Plugin>(plugin: &P, env: &Env, args: &[String]) -> Resul
             P::ID
         )));
     };
-    let request = flags.parse(&command, args)?;
-    converge(plugin, env, &command, &request)
+    let (request, session_flag) = flags.parse_with_session(&command, args)?;
+    let session = locate(session_flag.as_deref());
+    if session.is_none() {
+        refuse_references(&command, &request)?;
+    }
+    converge(plugin, env, &command, &request, session)
+}
+
+/// Outside a session, `--require` and `--subscribe` have nothing to refer
+/// to: a one-off knows no other entity's result.
+fn refuse_references(command: &str, request: &EnsureRequest) -> Result<()> {
+    let given = request
+        .flags_given
+        .iter()
+        .find(|(property, _)| property == "require" || property == "subscribe");
+    let Some((property, flag)) = given else {
+        return Ok(());
+    };
+    let what = if property == "require" {
+        "skip this one when what it names failed"
+    } else {
+        "refresh this one when what it names changed"
+    };
+    Err(Error::new(format!(
+        "{command}: {flag} needs a session: outside one, a one-off knows no earlier result to {what}; start one with eval \"$(holo session new)\" (or set HOLO_SESSION to a directory of yours) and run the one-offs in it, or declare them in resource files for holo apply"
+    )))
 }
 
 /// Converges what `request` declares as `holo apply` would, printing what
@@ -45,7 +75,7 @@ pub fn run_ensure<P: Plugin>(
     command: &str,
     request: &EnsureRequest,
 ) -> Result<ExitCode> {
-    converge(plugin, env, command, request)
+    converge(plugin, env, command, request, locate(None))
 }
 
 fn converge<P: Plugin>(
@@ -53,6 +83,7 @@ fn converge<P: Plugin>(
     env: &Env,
     command: &str,
     request: &EnsureRequest,
+    session: Option<(PathBuf, String)>,
 ) -> Result<ExitCode> {
     // From here on a signal ends the run as it ends holo apply.
     crate::process::handle_interrupts()?;
@@ -62,12 +93,17 @@ fn converge<P: Plugin>(
     };
     // Dropped before the lock: removed while no other run can start.
     let run_dir = RunDir::create(env, request)?;
+    // Locked after the run lock, as long as the run.
+    let session = session
+        .map(|(dir, source)| OpenSession::open(env, command, &dir, &source))
+        .transpose()?;
     let run = Run {
         plugin,
         env,
         command,
         request,
         run_dir: &run_dir,
+        session: RefCell::new(session),
     };
     let (entities, state_dir) = run.scan()?;
     let order = run.order(&entities)?;
@@ -109,6 +145,17 @@ fn exit_code(results: &[Option<EnsureResult>], noop: bool) -> ExitCode {
     }
 }
 
+/// The name of a result in the session, as the run report names it.
+fn result_name(result: EnsureResult, skipped: bool) -> &'static str {
+    match result {
+        _ if skipped => "skipped",
+        EnsureResult::Changed => "changed",
+        EnsureResult::NotChanged => "unchanged",
+        EnsureResult::Failed => "failed",
+        EnsureResult::NeedsForce => "needs_force",
+    }
+}
+
 /// One one-off run.
 struct Run<'a, P: Plugin> {
     plugin: &'a P,
@@ -116,6 +163,8 @@ struct Run<'a, P: Plugin> {
     command: &'a str,
     request: &'a EnsureRequest,
     run_dir: &'a RunDir,
+    /// The session the one-off runs in, if any.
+    session: RefCell<Option<OpenSession>>,
 }
 
 impl<P: Plugin> Run<'_, P> {
@@ -183,21 +232,26 @@ impl<P: Plugin> Run<'_, P> {
         state_dir: &Path,
     ) -> Result<EnsureResult> {
         let entity = &entities[index];
-        let failed_requirement = entities.iter().enumerate().find(|(other, required)| {
-            entity.requires.contains(&required.id)
-                && matches!(results[*other], Some(EnsureResult::Failed))
-        });
+        let gate = self.gate(entity, entities, results);
         let operation = match (self.request.noop, self.request.force) {
             (true, _) => "noop",
             (false, true) => "force-apply",
             (false, false) => "apply",
         };
-        let ran = match failed_requirement {
-            Some((_, required)) => Ran::skipped(&required.id),
-            None => run_child(&self.run_dir.variables(state_dir), operation, &entity.id)?,
+        let started = (SystemTime::now(), Instant::now());
+        let ran = match gate {
+            Gate::Skip { failed } => Ran::skipped(failed),
+            Gate::Run { refresh } => {
+                let mut variables = self.run_dir.variables(state_dir);
+                if refresh {
+                    variables.push(("HOLO_REFRESH", OsString::from("1")));
+                }
+                run_child(&variables, operation, &entity.id)?
+            }
         };
         let rewrite = |text: String| self.rewrite(text);
         let result = report(printer, entity, &ran, &rewrite);
+        self.record(&entity.id, result, ran.skipped, started)?;
         let table = self
             .request
             .flags_table()
@@ -213,5 +267,55 @@ impl<P: Plugin> Run<'_, P> {
             keep_ensured(self.env, &entity.id, &ensured)?;
         }
         Ok(result)
+    }
+
+    /// holo-protocol's rule for `entity`: by the results of this run, else
+    /// of the session's earlier one-offs.
+    fn gate<'e>(
+        &self,
+        entity: &'e Scanned<P::Spec>,
+        entities: &[Scanned<P::Spec>],
+        results: &[Option<EnsureResult>],
+    ) -> Gate<'e> {
+        let session = self.session.borrow();
+        holo_protocol::order::gate(&entity.requires, &entity.subscribes, |id| {
+            match entities.iter().position(|other| other.id == id) {
+                Some(other) => results[other].map(|result| match result {
+                    EnsureResult::Changed => Earlier::Changed,
+                    EnsureResult::Failed => Earlier::Failed,
+                    EnsureResult::NotChanged | EnsureResult::NeedsForce => Earlier::Unchanged,
+                }),
+                None => session.as_ref()?.earlier(id),
+            }
+        })
+    }
+
+    /// Keeps how the entity went in the session (not for `--noop`, which
+    /// changed nothing that a later one-off could refresh from).
+    fn record(
+        &self,
+        id: &str,
+        result: EnsureResult,
+        skipped: bool,
+        (start, clock): (SystemTime, Instant),
+    ) -> Result<()> {
+        let mut session = self.session.borrow_mut();
+        let Some(session) = session.as_mut().filter(|_| !self.request.noop) else {
+            return Ok(());
+        };
+        let millis =
+            |duration: std::time::Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let record = Record {
+            id: id.to_string(),
+            plugin: P::ID.to_string(),
+            result: result_name(result, skipped).to_string(),
+            start_ms: millis(
+                start
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .unwrap_or_default(),
+            ),
+            duration_ms: millis(clock.elapsed()),
+        };
+        session.record(record)
     }
 }

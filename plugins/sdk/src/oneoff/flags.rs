@@ -1,6 +1,10 @@
 //! The flags of `ensure`: `NAME --PROPERTY VALUE ...` as the one-table
 //! document of a resource file, typed by the resource struct.
 
+mod ccm;
+
+pub use ccm::OneOffSyntax;
+
 use super::request::{EnsureRequest, FLAGS_FILE, ResourceEntry};
 use super::secrets::FileValues;
 use crate::error::{Error, Result};
@@ -18,6 +22,7 @@ pub struct Flags {
     types: Vec<(&'static str, ValueType)>,
     ensure_values: Vec<&'static str>,
     aliases: &'static [(&'static str, &'static str)],
+    syntax: OneOffSyntax,
 }
 
 /// What the flags gave so far.
@@ -30,6 +35,11 @@ struct Parsed {
     /// The flag that set each property, as written.
     given: Vec<(String, String)>,
     files: FileValues,
+    /// How many of the kind's positional properties the bare words gave.
+    positionals: usize,
+    /// `--session DIR`.
+    session: Option<String>,
+    check: ccm::CheckFlags,
 }
 
 impl Flags {
@@ -55,12 +65,9 @@ impl Flags {
                 }
             }
         }
-        Some(Flags::new(
-            kind,
-            types,
-            ensure_values,
-            plugin.flag_aliases(),
-        ))
+        let mut flags = Flags::new(kind, types, ensure_values, plugin.flag_aliases());
+        flags.syntax = plugin.oneoff_syntax();
+        Some(flags)
     }
 
     /// The flags of a `[[kind]]` table with these properties, and the
@@ -77,6 +84,7 @@ impl Flags {
             types,
             ensure_values,
             aliases,
+            syntax: OneOffSyntax::default(),
         }
     }
 
@@ -95,36 +103,91 @@ impl Flags {
 
     /// Turns `NAME --PROPERTY VALUE ...` into the one-table document.
     pub fn parse(&self, command: &str, args: &[String]) -> Result<EnsureRequest> {
+        Ok(self.parse_with_session(command, args)?.0)
+    }
+
+    /// [`Flags::parse`], and the directory `--session` gave.
+    pub(crate) fn parse_with_session(
+        &self,
+        command: &str,
+        args: &[String],
+    ) -> Result<(EnsureRequest, Option<String>)> {
         let mut parsed = Parsed::default();
         let mut args = args.iter();
         let mut previous: Option<&String> = None;
         while let Some(arg) = args.next() {
-            let Some(flag) = arg.strip_prefix("--") else {
-                if parsed.name.replace(arg.clone()).is_some() {
-                    return Err(self.second_name(command, arg, previous));
-                }
+            let short = ccm::SHORT.iter().find(|(short, _)| short == arg);
+            let Some(flag) = arg.strip_prefix("--").or(short.map(|(_, long)| *long)) else {
+                self.take_word(command, arg, previous, &mut parsed)?;
                 previous = Some(arg);
                 continue;
             };
             previous = Some(arg);
             self.take_flag(command, flag, &mut args, &mut parsed)?;
         }
-        self.request(command, parsed)
+        let session = parsed.session.take();
+        Ok((self.request(command, parsed)?, session))
+    }
+
+    /// A bare word: the name, then the kind's positional properties.
+    fn take_word(
+        &self,
+        command: &str,
+        arg: &str,
+        previous: Option<&String>,
+        parsed: &mut Parsed,
+    ) -> Result<()> {
+        if parsed.name.is_none() {
+            parsed.name = Some(arg.to_string());
+            return Ok(());
+        }
+        let Some(property) = self.syntax.positionals.get(parsed.positionals) else {
+            return Err(self.second_name(command, arg, previous));
+        };
+        // After a switch, a word that is none of the property's values was
+        // meant as the switch's (`--enable maybe`).
+        let fits = match self.type_of(property) {
+            Some(ValueType::OneOf(values)) => values.contains(&arg),
+            _ => true,
+        };
+        if !fits && self.switch_before(previous).is_some() {
+            return Err(self.second_name(command, arg, previous));
+        }
+        parsed.positionals += 1;
+        let value = self
+            .type_of(property)
+            .map_or(Ok(arg.into()), |value_type| {
+                typed(value_type, arg).map_err(|wanted| {
+                    Error::new(format!(
+                        "{command}: {}: expected {wanted}, got {arg:?}",
+                        property.to_uppercase()
+                    ))
+                })
+            })?;
+        set_shown(parsed, command, property, property.to_uppercase(), value)
+    }
+
+    /// The switch (a flag of a boolean property, without `=`) that `previous` is.
+    fn switch_before<'a>(&self, previous: Option<&'a String>) -> Option<&'a str> {
+        previous
+            .and_then(|previous| previous.strip_prefix("--"))
+            .filter(|flag| !flag.contains('='))
+            .filter(|flag| self.type_of(&flag.replace('-', "_")) == Some(&ValueType::Bool))
     }
 
     /// A second bare word: after a switch (`--enable maybe`) it was meant as
     /// the switch's value, which a switch takes only after `=`.
     fn second_name(&self, command: &str, arg: &str, previous: Option<&String>) -> Error {
-        let switch = previous
-            .and_then(|previous| previous.strip_prefix("--"))
-            .filter(|flag| !flag.contains('='))
-            .filter(|flag| self.type_of(&flag.replace('-', "_")) == Some(&ValueType::Bool));
-        match switch {
+        match self.switch_before(previous) {
             Some(flag) => Error::new(format!(
                 "{command}: --{flag} is a switch and takes no separate value ({arg:?} follows it); write --{flag}, --{flag}=true or --{flag}=false"
             )),
-            None => Error::new(format!(
+            None if self.syntax.positionals.is_empty() => Error::new(format!(
                 "{command}: {arg:?} is a second name; give one NAME and the properties as --PROPERTY VALUE"
+            )),
+            None => Error::new(format!(
+                "{command}: {arg:?} is one word too many; give {} and the properties as --PROPERTY VALUE",
+                self.words()
             )),
         }
     }
@@ -145,6 +208,9 @@ impl Flags {
             Some((_, property)) => property.to_string(),
             None => flag.replace('-', "_"),
         };
+        if self.take_ccm_flag(command, (flag, &property), inline.clone(), args, parsed)? {
+            return Ok(());
+        }
         match property.as_str() {
             "noop" if inline.is_none() => {
                 parsed.noop = true;
@@ -188,6 +254,10 @@ impl Flags {
             (None, _) => value_of(command, flag, None, args)?,
         };
         let value = typed(value_type, &text).map_err(|wanted| {
+            let wanted = match self.syntax.entry_flags.contains(&property.as_str()) {
+                true => format!("KEY:VALUE, KEY=VALUE or {wanted}"),
+                false => wanted.to_string(),
+            };
             Error::new(format!(
                 "{command}: --{flag}: expected {wanted}, got {text:?}{}",
                 repeat_hint(value_type, flag)
@@ -207,12 +277,23 @@ impl Flags {
     }
 
     /// The request of the parsed flags: `name` first, then the properties.
-    fn request(&self, command: &str, parsed: Parsed) -> Result<EnsureRequest> {
-        let Some(name) = parsed.name else {
+    fn request(&self, command: &str, mut parsed: Parsed) -> Result<EnsureRequest> {
+        let Some(name) = parsed.name.take() else {
             return Err(Error::new(format!(
-                "usage: {command} NAME [--PROPERTY VALUE]... [--noop] [--force-apply]"
+                "usage: {command} {} [--PROPERTY VALUE]... [--noop] [--force-apply]",
+                self.words()
             )));
         };
+        let check = std::mem::take(&mut parsed.check);
+        if let Some(checks) = ccm::health_checks(command, check)? {
+            set_shown(
+                &mut parsed,
+                command,
+                "health_checks",
+                "--check".into(),
+                checks,
+            )?;
+        }
         let mut ordered = toml::Table::new();
         ordered.insert("name".to_string(), toml::Value::String(name));
         ordered.extend(parsed.table);
@@ -232,6 +313,15 @@ impl Flags {
             force: parsed.force,
             flags_given: parsed.given,
         })
+    }
+
+    /// The bare words the one-off takes: `NAME [ENSURE]`.
+    fn words(&self) -> String {
+        let mut words = String::from("NAME");
+        for property in self.syntax.positionals {
+            words.push_str(&format!(" [{}]", property.to_uppercase()));
+        }
+        words
     }
 
     fn unknown_flag(&self, command: &str, flag: &str) -> Error {
@@ -281,7 +371,18 @@ fn set_once(
     (property, flag): (&str, &str),
     value: toml::Value,
 ) -> Result<()> {
-    let flag = format!("--{flag}");
+    set_shown(parsed, command, property, format!("--{flag}"), value)
+}
+
+/// Sets `property` from what the user wrote as `flag` (`--version`, or
+/// `ENSURE` for a bare word), refusing a second one for it.
+fn set_shown(
+    parsed: &mut Parsed,
+    command: &str,
+    property: &str,
+    flag: String,
+    value: toml::Value,
+) -> Result<()> {
     if let Some((_, first)) = parsed.given.iter().find(|(name, _)| name == property) {
         return Err(Error::new(if *first == flag {
             format!("{command}: {flag} is given twice; give it once")

@@ -59,6 +59,7 @@ mod report;
 mod request;
 mod run_dir;
 mod secrets;
+mod session;
 mod status;
 #[cfg(test)]
 mod test_demo;
@@ -66,7 +67,7 @@ mod test_demo;
 pub(crate) use converge::ensure;
 pub use converge::run_ensure;
 pub use ensured::{EnsureResult, Ensured, ensured, record_env};
-pub use flags::Flags;
+pub use flags::{Flags, OneOffSyntax};
 pub use probe::property_types;
 pub use request::{EnsureRequest, ResourceEntry};
 pub(crate) use status::status;

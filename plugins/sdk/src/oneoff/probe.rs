@@ -238,6 +238,10 @@ mod tests {
                 ("returns", ValueType::Array(Box::new(ValueType::Integer))),
                 ("data", ValueType::Table),
                 ("timeout", ValueType::Integer),
+                ("owner", ValueType::String),
+                ("group", ValueType::String),
+                ("enable", ValueType::Bool),
+                ("post", ValueType::Array(Box::new(ValueType::Table))),
             ]
         );
     }

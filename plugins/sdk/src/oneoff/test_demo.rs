@@ -15,6 +15,11 @@ pub(crate) struct Demo {
     #[serde(default)]
     data: toml::Table,
     timeout: Option<u32>,
+    owner: Option<String>,
+    group: Option<String>,
+    enable: Option<bool>,
+    #[serde(default)]
+    post: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]

@@ -101,3 +101,29 @@ fn unknown_operations_and_entities_are_refused() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The plugin has no one-off `ensure` or `status`, so its usage names none.
+#[test]
+fn the_usage_offers_no_one_off() {
+    let run = |args: &[&str]| {
+        Command::new(test_support::binary("holo-users-groups"))
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("run holo-users-groups")
+    };
+    let output = run(&[]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "!! usage: holo-users-groups info|scan|apply ENTITY|force-apply ENTITY|diff ENTITY; this program is run by holo(8)\n"
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let output = run(&["scan"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("!! holo-users-groups is a holo plugin: run it through holo"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ensure"), "{stderr}");
+}

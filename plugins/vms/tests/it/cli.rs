@@ -166,7 +166,7 @@ fn holo_vms() -> Command {
 #[test]
 fn holo_vms_answers_info_through_the_sdk_and_scans_no_resources_as_nothing() {
     holo_vms().arg("info").assert().success().stdout(
-        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock\n",
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock,monitor\n",
     );
     let root = tempfile::tempdir().expect("root");
     holo_vms()

@@ -67,7 +67,7 @@ fn scan_reports_services_with_image_replicas_ports_and_requires() {
         .unwrap();
     assert!(
         String::from_utf8_lossy(&info.stdout)
-            .contains("EXTENSIONS=noop,order,batch,inplace,batch-order,run-lock\n"),
+            .contains("EXTENSIONS=noop,order,batch,inplace,batch-order,run-lock,monitor\n"),
         "{}",
         String::from_utf8_lossy(&info.stdout)
     );

@@ -95,7 +95,7 @@ fn info_declares_versions_and_extensions() {
     let run = fixture.run(&["info"]);
     assert_eq!(
         text(&run.stdout),
-        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock\n"
+        "MIN_API_VERSION=3\nMAX_API_VERSION=3\nEXTENSIONS=noop,order,batch,inplace,batch-order,run-lock,monitor\n"
     );
     assert_eq!(run.code, 0);
 }
@@ -436,7 +436,7 @@ fn conditions_and_health_checks_act_around_any_plugin_per_process_and_in_a_batch
     let resources = "[[demo]]\nname = \"skipped\"\nvalue = \"x\"\nif = \"lookup('facts.hostname', 'none') == 'elsewhere'\"\n\n\
          [[demo]]\nname = \"checked\"\nvalue = \"y\"\n\
          health_checks = [{ command = \"sh -c 'echo CRITICAL - down; exit 2'\", tries = 2, try_sleep = \"10ms\" }]\n";
-    let check_failed = "!! health check \"sh -c 'echo CRITICAL - down; exit 2'\" failed after 2 tries: CRITICAL (exit code 2): CRITICAL - down\n";
+    let check_failed = "!! health check sh (\"sh -c 'echo CRITICAL - down; exit 2'\") failed after 2 tries: CRITICAL (exit code 2): CRITICAL - down\n";
 
     let fixture = Fixture::new(resources);
     let scan = fixture.run(&["scan"]);

@@ -142,3 +142,155 @@ fn a_value_is_read_from_a_file_without_its_final_newline() {
     );
     assert!(message(&["x", "--timeout-file", &secret]).contains("unknown flag --timeout-file"));
 }
+
+/// The demo kind with CCM's syntax: `NAME [ENSURE] [MODE]`, one provider,
+/// `--data KEY:VALUE` and `--post KEY=VALUE` entries.
+fn ccm_flags() -> Flags {
+    let mut flags = Flags::new(
+        "demo",
+        property_types::<Demo>(),
+        vec!["present", "absent"],
+        &[("exec-if", "mode")],
+    );
+    flags.syntax = OneOffSyntax {
+        positionals: &["ensure", "mode"],
+        provider: Some("posix"),
+        entry_flags: &["data", "post"],
+    };
+    flags
+}
+
+fn ccm_table(list: &[&str]) -> toml::Table {
+    let request = ccm_flags()
+        .parse("holo-demo ensure", &args(list))
+        .expect("parses");
+    let table: toml::Table = document(&request).parse().expect("toml");
+    table["demo"][0].as_table().expect("table").clone()
+}
+
+fn ccm_message(list: &[&str]) -> String {
+    ccm_flags()
+        .parse("holo-demo ensure", &args(list))
+        .expect_err("fails")
+        .message()
+        .to_string()
+}
+
+#[test]
+fn bare_words_after_the_name_give_the_positional_properties() {
+    let table = ccm_table(&["x", "5.8", "0644"]);
+    assert_eq!(table["ensure"].as_str(), Some("5.8"));
+    assert_eq!(table["mode"].as_str(), Some("0644"));
+    assert_eq!(
+        ccm_message(&["x", "5.8", "0644", "more"]),
+        "holo-demo ensure: \"more\" is one word too many; give NAME [ENSURE] [MODE] and the properties as --PROPERTY VALUE"
+    );
+    assert_eq!(
+        ccm_message(&["x", "5.8", "--absent"]),
+        "holo-demo ensure: ENSURE and --absent both set ensure; give one of them"
+    );
+}
+
+#[test]
+fn owner_user_colon_group_sets_both() {
+    let table = ccm_table(&["x", "--owner", "www:web"]);
+    assert_eq!(table["owner"].as_str(), Some("www"));
+    assert_eq!(table["group"].as_str(), Some("web"));
+    assert_eq!(ccm_table(&["x", "--owner", "www"]).get("group"), None);
+    assert_eq!(
+        ccm_message(&["x", "--owner", "www:web", "--group", "adm"]),
+        "holo-demo ensure: --owner and --group both set group; give one of them"
+    );
+}
+
+#[test]
+fn check_flags_give_one_health_check() {
+    let table = ccm_table(&[
+        "x",
+        "--check",
+        "check_http -H localhost",
+        "--check-tries",
+        "5",
+        "--check-sleep",
+        "1s",
+    ]);
+    let check = &table["health_checks"][0];
+    assert_eq!(check["command"].as_str(), Some("check_http -H localhost"));
+    assert_eq!(check["tries"].as_integer(), Some(5));
+    assert_eq!(check["try_sleep"].as_str(), Some("1s"));
+    assert_eq!(
+        ccm_message(&["x", "--check-tries", "5"]),
+        "holo-demo ensure: --check-tries and --check-sleep set how --check runs; give --check COMMAND too"
+    );
+    assert!(ccm_message(&["x", "--check", "c", "--check-tries", "0"]).contains("1 or more"));
+}
+
+#[test]
+fn provider_of_a_kind_with_one_provider() {
+    assert!(
+        ccm_table(&["x", "--provider", "posix"])
+            .get("provider")
+            .is_none()
+    );
+    assert_eq!(
+        ccm_message(&["x", "--provider", "shell"]),
+        "holo-demo ensure: --provider \"shell\": holo's demo has one provider, posix; give --provider posix or leave the flag out"
+    );
+}
+
+#[test]
+fn entry_flags_take_key_value_and_aliases_take_ccm_names() {
+    let table = ccm_table(&[
+        "x",
+        "--data",
+        "Authorization:Bearer t",
+        "--data=Accept: */*",
+        "--post",
+        "*.go=go fmt {}",
+        "--post",
+        "{ \"*.sh\" = \"chmod +x {}\" }",
+        "--exec-if",
+        "0600",
+    ]);
+    assert_eq!(table["data"]["Authorization"].as_str(), Some("Bearer t"));
+    assert_eq!(table["data"]["Accept"].as_str(), Some("*/*"));
+    assert_eq!(table["post"][0]["*.go"].as_str(), Some("go fmt {}"));
+    assert_eq!(table["post"][1]["*.sh"].as_str(), Some("chmod +x {}"));
+    assert_eq!(table["mode"].as_str(), Some("0600"));
+}
+
+#[test]
+fn short_flags_disable_and_the_session_flag() {
+    let table = ccm_table(&["x", "-S", "file#/a", "--disable"]);
+    assert_eq!(table["subscribe"][0].as_str(), Some("file#/a"));
+    assert_eq!(table["enable"].as_bool(), Some(false));
+    let (_, session) = ccm_flags()
+        .parse_with_session("holo-demo ensure", &args(&["x", "--session", "/s"]))
+        .expect("parses");
+    assert_eq!(session.as_deref(), Some("/s"));
+    assert!(
+        ccm_message(&["x", "--session", ""]).contains("--session needs the session's directory")
+    );
+}
+
+#[test]
+fn ccm_flags_holo_does_not_have_are_refused_with_the_reason() {
+    for (flag, reason) in [
+        ("--hiera", "not from a Hiera file"),
+        ("--read-env", "reads no .env file"),
+        ("--registration", "no NATS registration store"),
+        ("-R", "no NATS registration store"),
+        ("--context", "no NATS registration store"),
+    ] {
+        let message = ccm_message(&["x", flag, "v"]);
+        assert!(message.contains(reason), "{flag}: {message}");
+    }
+}
+
+#[test]
+fn a_bad_entry_names_both_forms() {
+    assert_eq!(
+        ccm_message(&["x", "--data", "port"]),
+        "holo-demo ensure: --data: expected KEY:VALUE, KEY=VALUE or an inline TOML table such as '{ key = \"value\" }', got \"port\""
+    );
+}

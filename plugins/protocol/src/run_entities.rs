@@ -1,0 +1,109 @@
+//! The entities of a run, which the driver passes to every plugin's diff
+//! and apply after the scan: the file named by [`VARIABLE`], one entity a
+//! line, `ID` and where it was declared, separated by a tab, with `\`, tab
+//! and newline escaped. A plugin that removes what it did not write (such
+//! as holo-scaffold's `purge`) checks it so that it never removes what
+//! another entity of the run manages.
+
+/// The environment variable that names the file.
+pub const VARIABLE: &str = "HOLO_RUN_ENTITIES";
+
+/// One entity of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEntity {
+    pub id: String,
+    /// Where it was declared, as the scan report said (`found in`, else
+    /// its sources), for messages.
+    pub declared_at: String,
+}
+
+impl RunEntity {
+    /// The path an entity id such as `file:/etc/app/b.conf` names: the
+    /// part after the kind, when it is an absolute path.
+    pub fn path(&self) -> Option<&str> {
+        let (_, rest) = self.id.split_once(':')?;
+        rest.starts_with('/').then_some(rest)
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('\t', "\\t")
+        .replace('\n', "\\n")
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '\\') {
+            (_, true) => match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+/// The file's text for `entities`.
+pub fn encode(entities: &[RunEntity]) -> String {
+    entities
+        .iter()
+        .map(|entity| format!("{}\t{}\n", escape(&entity.id), escape(&entity.declared_at)))
+        .collect()
+}
+
+/// The entities in the file's `text`; a line without a tab is an entity
+/// declared nowhere in particular.
+pub fn decode(text: &str) -> Vec<RunEntity> {
+    text.lines()
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let (id, declared_at) = line.split_once('\t').unwrap_or((line, ""));
+            RunEntity {
+                id: unescape(id),
+                declared_at: unescape(declared_at),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entities_round_trip_with_tabs_and_newlines() {
+        let entities = vec![
+            RunEntity {
+                id: "file:/etc/app/b.conf".into(),
+                declared_at: "/usr/share/holo/file/b.toml:1".into(),
+            },
+            RunEntity {
+                id: "odd:a\tb\\c\nd".into(),
+                declared_at: String::new(),
+            },
+        ];
+        assert_eq!(decode(&encode(&entities)), entities);
+    }
+
+    #[test]
+    fn an_id_names_a_path_only_when_it_is_absolute() {
+        let named = |id: &str| {
+            RunEntity {
+                id: id.into(),
+                declared_at: String::new(),
+            }
+            .path()
+            .map(str::to_string)
+        };
+        assert_eq!(named("file:/etc/a"), Some("/etc/a".into()));
+        assert_eq!(named("scaffold:/srv/app"), Some("/srv/app".into()));
+        assert_eq!(named("package:nginx"), None);
+        assert_eq!(named("vm:web/db"), None);
+    }
+}
