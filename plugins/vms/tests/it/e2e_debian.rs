@@ -21,6 +21,12 @@
 //! - data written to the volume survives `holos down` + `holos up db web`
 //!   (`edge`, done with once the networks are checked, stays down, so that
 //!   later steps boot two guests, not three);
+//! - a `holos up` interrupted while a guest boots (SIGTERM while db-0 boots,
+//!   then SIGINT while web-0 does, after db-0 was healthy) leaves that QEMU
+//!   running and listed by `holos ps` (no QEMU of the test that ps does not
+//!   list), and the next `holos up`, without `--force`, goes on with those
+//!   guests, starting none again: web serves, and no half-written file is
+//!   left in the instance directories;
 //! - a guest killed with `kill -9` right after its boot, which lost its SSH
 //!   host keys with it, heals on the next `holo apply`: `holos ps` says
 //!   `starting` (not the `healthy` of before the kill) until the guest,
@@ -51,6 +57,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use nix::sys::signal::Signal;
 use plugin_support::Root;
 
 /// How long one `holo apply` or `holos up` of the project may take: guests
@@ -661,7 +668,10 @@ fn kill_db_losing_its_host_keys(e2e: &E2e) -> u32 {
     killed
 }
 
-/// Step 4, holos down, then holos up from the compose file: db first, then web.
+/// Step 4, holos down, then holos up from the compose file: db first, then
+/// web. The up is interrupted twice while a guest boots (SIGTERM while db-0
+/// boots, SIGINT while web-0 does), and the third converges on the guests
+/// the first two started.
 fn down_and_up(e2e: &E2e, web_port: u16) {
     // 4. holos down, then holos up from the compose file.
     let phase = Instant::now();
@@ -671,34 +681,46 @@ fn down_and_up(e2e: &E2e, web_port: u16) {
         "{down}"
     );
     assert!(!e2e.instance_dir("db-0").exists());
-    let compose_file = e2e.compose.display().to_string();
+    let step = Instant::now();
     // edge has done its part (the networks): it stays down from here on,
     // which spares three boots and shutdowns of a guest under TCG.
-    let out = e2e.root.run_within(
-        e2e.root.holos(&["-f", &compose_file, "up", "db", "web"]),
-        UP_LIMIT,
-    );
-    let said = text(&out);
+    let db = e2e.interrupt_up_while_booting("db-0", Signal::SIGTERM, "up-sigterm.log");
+    let web = e2e.interrupt_up_while_booting("web-0", Signal::SIGINT, "up-sigint.log");
+    let log = std::fs::read_to_string(&web.log).unwrap_or_default();
     assert!(
-        out.status.success(),
-        "holos up failed:\n{said}\n{}",
-        e2e.consoles()
+        log.contains("holos: e2e/db-0 is up to date")
+            && log.contains("holos: web waits for db-0 to be healthy")
+            && !log.contains("holos: e2e/db-0 started"),
+        "the second up did not go on with the booting db-0:\n{log}"
     );
-    let waits = said
-        .find("holos: web waits for db-0 to be healthy")
-        .expect(&said);
-    let web_started = said.find("holos: e2e/web-0 started").expect(&said);
-    assert!(
-        said.find("holos: e2e/db-0 started").expect(&said) < waits,
-        "{said}"
-    );
-    assert!(
-        waits < web_started,
-        "web started before db was healthy:\n{said}"
-    );
+    // Before the next up, whose wait for db writes its health again.
     e2e.assert_web_started_after_db_healthy();
     eprintln!(
-        "e2e: holos down + holos up took {:.0}s",
+        "e2e: two holos up interrupted while db-0, then web-0 booted, in {:.0}s",
+        step.elapsed().as_secs_f64()
+    );
+    // Nothing else: the next up converges on the guests that boot, without
+    // --force, starting nothing again.
+    let step = Instant::now();
+    let said = e2e.up_db_and_web();
+    for instance in ["db-0", "web-0"] {
+        assert!(
+            said.contains(&format!("holos: e2e/{instance} is up to date"))
+                && !said.contains(&format!("holos: e2e/{instance} started")),
+            "{said}"
+        );
+    }
+    assert!(!said.contains("recreating"), "{said}");
+    assert_eq!(
+        (e2e.root.pid("e2e", "db-0"), e2e.root.pid("e2e", "web-0")),
+        (Some(u64::from(db.pid)), Some(u64::from(web.pid))),
+        "{said}"
+    );
+    e2e.assert_ps_shows_every_qemu();
+    e2e.assert_no_partial_files();
+    eprintln!(
+        "e2e: the next holos up converged in {:.0}s; holos down + holos up took {:.0}s",
+        step.elapsed().as_secs_f64(),
         phase.elapsed().as_secs_f64()
     );
     assert_eq!(
@@ -715,6 +737,157 @@ fn down_and_up(e2e: &E2e, web_port: u16) {
             .trim_end()
             .ends_with(WEB_PAGE)
     );
+}
+
+impl E2e {
+    /// `holos -f COMPOSE up db web`, which must succeed; what it said.
+    fn up_db_and_web(&self) -> String {
+        let out = self.root.run_within(self.up_command(), UP_LIMIT);
+        let said = text(&out);
+        assert!(
+            out.status.success(),
+            "holos up failed:\n{said}\n{}",
+            self.consoles()
+        );
+        said
+    }
+
+    fn up_command(&self) -> Command {
+        let compose_file = self.compose.display().to_string();
+        self.root.holos(&["-f", &compose_file, "up", "db", "web"])
+    }
+
+    /// Starts `holos up db web` (its output to `log` in the root) and sends
+    /// it `signal` as soon as `holos ps` shows `instance`'s QEMU running:
+    /// while the guest boots. Checks that holos is gone, that `ps` shows
+    /// every QEMU of the test, and that `instance`'s still runs.
+    fn interrupt_up_while_booting(
+        &self,
+        instance: &str,
+        signal: Signal,
+        log: &str,
+    ) -> InterruptedUp {
+        let log = self.root.path().join(log);
+        let mut up = self.up_command();
+        up.stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::options().append(true).open(&log).unwrap());
+        let mut up = up.spawn().unwrap();
+        let started = Instant::now();
+        // The pid file first (cheap), then ps: the QEMU runs.
+        let pid_file = self.instance_dir(instance).join("qemu.pid");
+        let booting = loop {
+            if pid_file.exists()
+                && let Some(pid) = self.root.pid("e2e", instance)
+            {
+                break pid as u32;
+            }
+            if let Some(status) = up.try_wait().unwrap() {
+                panic!(
+                    "holos up ended ({status}) before {instance} ran:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                started.elapsed() < UP_LIMIT,
+                "{instance} did not start:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(up.id() as i32), signal).unwrap();
+        let status = up.wait().unwrap();
+        assert!(
+            !status.success(),
+            "holos up ended well despite {signal}:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        eprintln!(
+            "e2e: holos up, sent {signal} {:.0}s after it started, while {instance} (pid {booting}) booted: {status}",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(
+            !gone(booting),
+            "{instance}: its QEMU {booting} died with holos"
+        );
+        self.assert_ps_shows_every_qemu();
+        InterruptedUp { pid: booting, log }
+    }
+
+    /// Every QEMU whose command line names the test root is one that
+    /// `holos ps` shows running.
+    fn assert_ps_shows_every_qemu(&self) {
+        let shown: Vec<u64> = self
+            .root
+            .ps("e2e")
+            .iter()
+            .filter_map(|i| i["pid"].as_u64())
+            .collect();
+        let running = qemus_under(self.root.path());
+        assert!(!running.is_empty(), "no QEMU runs");
+        for (pid, argv) in &running {
+            assert!(
+                shown.contains(&u64::from(*pid)),
+                "QEMU {pid} runs, but holos ps shows only {shown:?}: {argv}"
+            );
+        }
+    }
+
+    /// No file under the project's instance directories is one written
+    /// aside to be renamed into place, or left half-made.
+    fn assert_no_partial_files(&self) {
+        let dir = self.root.state().join("instances").join(self.project);
+        let mut names = Vec::new();
+        let mut dirs = vec![dir.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                if entry.path().is_dir() {
+                    dirs.push(entry.path());
+                }
+                names.push(entry.path());
+            }
+        }
+        let partial = |path: &PathBuf| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            // The SDK's atomic writes go through `.holo-tmp-…` files.
+            name.starts_with(".holo-tmp-")
+                || [".tmp", ".new", "partial", ".importing", "holos-new", "~"]
+                    .iter()
+                    .any(|end| name.ends_with(end))
+        };
+        let left: Vec<&PathBuf> = names.iter().filter(|p| partial(p)).collect();
+        assert!(left.is_empty(), "left behind: {left:?}\nall: {names:?}");
+        let mut instances: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        instances.sort_unstable();
+        assert_eq!(instances, ["db-0", "web-0"], "{names:?}");
+    }
+}
+
+/// What [`E2e::interrupt_up_while_booting`] saw: the booting QEMU, and
+/// where the interrupted `up` wrote.
+struct InterruptedUp {
+    pid: u32,
+    log: PathBuf,
+}
+
+/// The live QEMUs whose command line names `dir`, with their command line.
+fn qemus_under(dir: &Path) -> Vec<(u32, String)> {
+    let dir = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let argv = std::fs::read(e.path().join("cmdline")).ok()?;
+            let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+            let program = argv.split(' ').next()?.rsplit('/').next()?.to_string();
+            (program.starts_with("qemu-system") && argv.contains(&dir)).then_some((pid, argv))
+        })
+        .collect()
 }
 
 /// Step 4b, a snapshot of the running web-0 brings back a file deleted after it.
