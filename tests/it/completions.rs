@@ -55,7 +55,14 @@ fn bash_completes_commands_options_and_selectors() {
     let (root, path) = root_and_path();
     let root = root.path();
     let commands = bash_complete(root, &path, &["holo", ""]);
-    for command in ["apply", "diff", "scan", "selectors", "session", "import-ccm"] {
+    for command in [
+        "apply",
+        "diff",
+        "scan",
+        "selectors",
+        "session",
+        "import-ccm",
+    ] {
         assert!(commands.iter().any(|c| c == command), "{commands:?}");
     }
     assert_eq!(bash_complete(root, &path, &["holo", "ap"]), ["apply"]);

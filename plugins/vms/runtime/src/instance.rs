@@ -86,7 +86,7 @@ pub fn prepare(
             Some(bytes) => Some(overlay_size(spec, &backing, bytes)?),
             None => None,
         };
-        let mut args: Vec<&std::ffi::OsStr> = vec![
+        let args: Vec<&std::ffi::OsStr> = vec![
             "create".as_ref(),
             "-q".as_ref(),
             "-f".as_ref(),
@@ -95,22 +95,29 @@ pub fn prepare(
             spec.image_format.as_ref(),
             "-b".as_ref(),
             backing.as_os_str(),
-            root.as_os_str(),
         ];
-        if let Some(size) = &size {
-            args.push(size.as_ref());
-        }
-        qemu_img(&args)?;
+        in_place_when_whole(&root, |partial| {
+            let mut args = args.clone();
+            args.push(partial.as_os_str());
+            if let Some(size) = &size {
+                args.push(size.as_ref());
+            }
+            qemu_img(&args)
+        })?;
     }
     if let (Some(wanted), Some(files)) = (&spec.firmware, firmware)
         && !wanted.vars.exists()
     {
-        std::fs::copy(&files.vars_template, &wanted.vars).map_err(|e| {
-            Error::Instance(format!(
-                "cannot copy the UEFI vars {} to {}: {e}",
-                files.vars_template.display(),
-                wanted.vars.display()
-            ))
+        in_place_when_whole(&wanted.vars, |partial| {
+            std::fs::copy(&files.vars_template, partial)
+                .map(|_| ())
+                .map_err(|e| {
+                    Error::Instance(format!(
+                        "cannot copy the UEFI vars {} to {}: {e}",
+                        files.vars_template.display(),
+                        wanted.vars.display()
+                    ))
+                })
         })?;
     }
     let image = seed_iso::build(documents)?;
@@ -121,6 +128,36 @@ pub fn prepare(
         &holo_plugin::atomic::WriteOptions::mode(0o600),
     )
     .map_err(|e| Error::Instance(e.to_string()))
+}
+
+/// Makes `path` through `make`, which writes `PATH.holos-new`, renamed
+/// over `path` only once `make` succeeded: an `up` killed midway leaves a
+/// partial file under that name, which the next one replaces, never a torn
+/// disk that it would take as made and boot.
+fn in_place_when_whole(
+    path: &Path,
+    make: impl FnOnce(&Path) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".holos-new");
+    let partial = std::path::PathBuf::from(partial);
+    let leftover = std::fs::remove_file(&partial);
+    if let Err(e) = leftover
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(Error::Instance(format!(
+            "cannot remove the partial {} a killed run left: {e}",
+            partial.display()
+        )));
+    }
+    make(&partial)?;
+    std::fs::rename(&partial, path).map_err(|e| {
+        Error::Instance(format!(
+            "cannot rename {} to {}: {e}",
+            partial.display(),
+            path.display()
+        ))
+    })
 }
 
 /// The overlay size argument for `vm.disk_size`: never below the base

@@ -200,3 +200,48 @@ fn a_qemu_started_through_a_wrapper_not_named_qemu_system_is_tracked() {
     holos_with(&p, &qemu, &["down"]);
     assert_none_left(&p, "down through the wrapper");
 }
+
+/// A `qemu-img create` that dies midway (here: it writes a few bytes and
+/// kills itself) leaves no root disk under its final name, which the next
+/// `up` would take as made and boot; the next `up` makes it whole.
+#[test]
+#[ignore = "needs qemu-img"]
+fn a_root_disk_whose_creation_died_is_made_again_not_booted() {
+    runtime_support::require_qemu_img();
+    let p = Project::new(
+        "name: torn\nservices:\n  web:\n    image: ./base.qcow2\n    stop_grace_period: 1s\n",
+        Qemu::Fake,
+    );
+    let dying = p.path().join("dying-qemu-img");
+    // `create -q -f qcow2 -F FORMAT -b BACKING OUTPUT`: the ninth argument.
+    std::fs::write(
+        &dying,
+        "#!/bin/sh\nif [ \"$1\" = create ]; then printf torn > \"$9\"; kill -9 $$; fi\nexec qemu-img \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&dying, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = p
+        .holos(&["up", "--no-wait"])
+        .env("HOLOS_QEMU_IMG", &dying)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the creation died, up must fail");
+    let instance = p.state().join("instances/torn/web-0");
+    assert!(
+        !instance.join("root.qcow2").exists(),
+        "a torn root disk under its final name"
+    );
+    p.ok(&["up", "--no-wait"]);
+    let info = Command::new("qemu-img")
+        .args(["info", "--output=json", "-U"])
+        .arg(instance.join("root.qcow2"))
+        .output()
+        .unwrap();
+    assert!(
+        info.status.success() && String::from_utf8_lossy(&info.stdout).contains("\"qcow2\""),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    assert!(!instance.join("root.qcow2.holos-new").exists());
+    p.ok(&["down"]);
+}
