@@ -3,34 +3,9 @@
 
 use std::path::Path;
 
-/// Lexically cleans a path as Go's `filepath.Clean` does: repeated slashes
-/// collapse, `.` elements vanish, `..` eats the previous element.
-pub fn clean(path: &str) -> String {
-    if path.is_empty() {
-        return ".".to_string();
-    }
-    let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".to_string(),
-        (false, false) => joined,
-    }
-}
+/// Lexically cleans a path as Go's `filepath.Clean` does (the rule is
+/// holo-protocol's, which holo-scaffold's Go templates share).
+pub use holo_protocol::go_path::clean;
 
 /// Joins and cleans, as Go's `filepath.Join`.
 pub fn join(base: &str, rel: &str) -> String {

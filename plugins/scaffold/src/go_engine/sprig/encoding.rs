@@ -3,6 +3,7 @@
 
 use base64::Engine as _;
 use gotmpl::{TemplateError, Value};
+use holo_protocol::go_path::clean;
 use sha2::Digest as _;
 
 use super::{Func, arity, error, list, string, text};
@@ -331,35 +332,6 @@ fn dir(p: &str) -> String {
 fn ext(p: &str) -> &str {
     let name = p.rsplit('/').next().unwrap_or(p);
     name.rfind('.').map_or("", |at| &name[at..])
-}
-
-/// Go's `path.Clean`: the shortest path with the same meaning, by
-/// lexical processing alone.
-fn clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in p.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|last| *last != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    match (rooted, joined.is_empty()) {
-        (true, _) => format!("/{joined}"),
-        (false, true) => ".".into(),
-        (false, false) => joined,
-    }
 }
 
 /// Go's type name of a template value (`%T`).
