@@ -8,7 +8,7 @@
 #   disk.qcow2   the root filesystem (ext4, label holos-root), for image:
 # Boot it by direct kernel boot through vm.extra_args:
 #   -kernel vmlinuz -initrd initrd.img
-#   -append "root=LABEL=holos-root rw console=ttyS0"
+#   -append "root=LABEL=holos-root rw console=ttyS0 mitigations=off"
 # The output is cached: a second run with the same script, release and mirror
 # does nothing. See tests/vm-image/README.md.
 #
@@ -94,16 +94,39 @@ rm -f "$root/var/lib/dbus/machine-id"
 # cloud-init reads only the NoCloud seed that holos attaches (no network
 # probing for other clouds); one host key type is enough and quick to make.
 # The image has no locales package: cloud-init leaves the locale alone.
+# Each stage imports only the modules it lists: those of what holos's seed
+# can hold (bootcmd, write_files, growpart and resize_rootfs, hostname and
+# /etc/hosts, users and ssh, ssh_pwauth, runcmd, packages, power_state),
+# not those of other clouds and tools, each an import under TCG.
 cat > "$root/etc/cloud/cloud.cfg.d/90-holos.cfg" <<'CFG'
 datasource_list: [NoCloud, None]
 ssh_genkeytypes: [ed25519]
 locale: false
+cloud_init_modules: [migrator, seed_random, bootcmd, write-files, growpart,
+  resizefs, set_hostname, update_hostname, update_etc_hosts, users-groups, ssh]
+cloud_config_modules: [set-passwords, apt-configure, runcmd]
+cloud_final_modules: [package-update-upgrade-install, write-files-deferred,
+  scripts-vendor, scripts-per-once, scripts-per-boot, scripts-per-instance,
+  scripts-user, final-message, power-state-change]
 CFG
-# No background jobs that slow a TCG boot or touch the disk during a test.
+# No background jobs that slow a TCG boot or touch the disk during a test,
+# and no mounts or module loads that no test uses.
 for unit in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer \
-  e2scrub_all.timer e2scrub_reap.service fstrim.timer; do
+  e2scrub_all.timer e2scrub_reap.service fstrim.timer \
+  systemd-binfmt.service proc-sys-fs-binfmt_misc.automount \
+  sys-kernel-debug.mount sys-kernel-tracing.mount sys-kernel-config.mount \
+  dev-hugepages.mount systemd-pstore.service modprobe@drm.service \
+  modprobe@efi_pstore.service modprobe@fuse.service modprobe@loop.service \
+  modprobe@dm_mod.service modprobe@configfs.service; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
+# Modules udev would load for the emulated CPU and machine, of no use in a
+# TCG guest: each load (a signature check under TCG) slows every boot.
+for module in kvm kvm_amd kvm_intel irqbypass aesni_intel crypto_simd cryptd \
+  ghash_clmulni_intel sha1_ssse3 sha256_ssse3 sha512_ssse3 crc32_pclmul \
+  crct10dif_pclmul serio_raw powernow_k8 qemu_fw_cfg; do
+  echo "blacklist $module"
+done > "$root/etc/modprobe.d/holos-test-guest.conf"
 # netplan (cloud-init's renderer here) writes systemd-networkd's files.
 chroot "$root" systemctl enable systemd-networkd.service >/dev/null 2>&1
 # Host keys come from cloud-init in each instance.
