@@ -129,6 +129,14 @@ for module in kvm kvm_amd kvm_intel irqbypass aesni_intel crypto_simd cryptd \
 done > "$root/etc/modprobe.d/holos-test-guest.conf"
 # netplan (cloud-init's renderer here) writes systemd-networkd's files.
 chroot "$root" systemctl enable systemd-networkd.service >/dev/null 2>&1
+# The network is online once one link is: an internal NIC, on a segment with
+# no router, would hold every boot for its three router solicitations (12 s).
+mkdir -p "$root/etc/systemd/system/systemd-networkd-wait-online.service.d"
+cat > "$root/etc/systemd/system/systemd-networkd-wait-online.service.d/holos-test-guest.conf" <<'UNIT'
+[Service]
+ExecStart=
+ExecStart=/lib/systemd/systemd-networkd-wait-online --any
+UNIT
 # Host keys come from cloud-init in each instance.
 rm -f "$root"/etc/ssh/ssh_host_*
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
