@@ -68,13 +68,16 @@ pub fn parse_report(
         if line.is_empty() {
             continue;
         }
-        let intro = format!("error in scan report of {plugin_id}, line {}", index + 1);
+        // Built only for an error: a report has a few lines per entity.
+        let intro = || format!("error in scan report of {plugin_id}, line {}", index + 1);
         let Some((key, value)) = split_line(line) else {
+            let intro = intro();
             errors.push(format!("{intro}: parse error (line was \"{line}\")"));
             continue;
         };
         if key == "ENTITY" {
             if looks_like_path(value) {
+                let intro = intro();
                 errors.push(format!(
                     "{intro}: entity ID \"{value}\" looks like a filesystem path; entity IDs must not (use the form TYPE:NAME)"
                 ));
@@ -90,6 +93,7 @@ pub fn parse_report(
             continue;
         }
         let Some(entity) = current.as_mut() else {
+            let intro = intro();
             errors.push(format!(
                 "{intro}: expected entity ID, found attribute \"{line}\""
             ));

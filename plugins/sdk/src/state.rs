@@ -251,6 +251,24 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
     })
 }
 
+/// Reads the record for `id` with the plugin's own `parse`, which gets the
+/// record's lines after `version = 1` when the record is as this SDK writes
+/// it for an id with a readable name, so that a plugin can read its own
+/// fields without the TOML parser. `None` when there is no record, it has
+/// another form, or `parse` gives `None`: then [`read`] reads it (and says
+/// what is wrong with it).
+pub fn read_plain<T>(env: &Env, id: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Option<T>> {
+    let parsed = with_record_text(env, &env.root_fs()?, id, |text, _| {
+        Ok(text.strip_prefix(VERSION_LINE).and_then(|rest| {
+            let reserved = RESERVED_LINES
+                .iter()
+                .any(|key| rest.starts_with(&key[1..]) || rest.contains(key));
+            if reserved { None } else { parse(rest) }
+        }))
+    })?;
+    Ok(parsed.flatten())
+}
+
 /// The table of record text written as `toml::to_string` writes plain
 /// records: `key = value` lines, where a value is a string without escapes,
 /// a decimal integer or a boolean, and `[name]` headers of one level. `None`
