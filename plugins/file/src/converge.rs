@@ -154,10 +154,7 @@ fn catch_up_record(
 /// The entity's record: its plain lines read directly, anything else by
 /// the TOML parser.
 fn read_record(env: &Env, id: &str) -> Result<Option<Record>> {
-    match state::read_plain(env, id, Record::from_plain)? {
-        Some(record) => Ok(Some(record)),
-        None => state::read(env, id),
-    }
+    state::read_with(env, id, Record::from_plain)
 }
 
 /// What a noop run would have done.

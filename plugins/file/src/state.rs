@@ -69,10 +69,10 @@ impl Record {
 
 impl Record {
     /// The record from the lines `toml::to_string` writes for it (the SDK's
-    /// `state::read_plain`), without the TOML parser, which costs more than
+    /// `state::read_with`), without the TOML parser, which costs more than
     /// the rest of a no-op check. `None` for anything else (comments,
     /// escapes, other keys or spacing, a key given twice, a value out of
-    /// range), which the SDK's `state::read` then reads.
+    /// range), which the SDK then reads with the TOML parser.
     pub fn from_plain(text: &str) -> Option<Record> {
         let mut top = PlainTable::new(&["ensure", "checksum", "owner", "group", "mode", "target"]);
         let mut original = PlainTable::new(&["kind", "owner", "group", "mode", "target"]);

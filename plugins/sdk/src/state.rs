@@ -214,6 +214,20 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
+    read_with(env, id, |_| None)
+}
+
+/// Reads the record for `id` as [`read`] does, trying the plugin's own
+/// `plain` first: it gets the record's lines after `version = 1` when the
+/// record is as this SDK writes it for an id with a readable name, so that
+/// a plugin can read its own fields without the TOML parser. When `plain`
+/// gives `None` the record is read as [`read`] reads it, which also says
+/// what is wrong with it.
+pub fn read_with<T: DeserializeOwned>(
+    env: &Env,
+    id: &str,
+    plain: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>> {
     with_record_text(env, &env.root_fs()?, id, |text, origin| {
         // Most records start as this SDK writes them, with no `entity`
         // key: parsed straight into `T`. Anything else, or an error, takes
@@ -223,6 +237,9 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
                 .iter()
                 .any(|key| rest.starts_with(&key[1..]) || rest.contains(key))
         {
+            if let Some(record) = plain(rest) {
+                return Ok(record);
+            }
             // The lines the SDK writes are read without the TOML parser,
             // which costs as much as the rest of a no-op check.
             if let Some(table) = plain_table(rest)
@@ -249,24 +266,6 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
         T::deserialize(toml::Value::Table(table))
             .map_err(|err| invalid_record(&origin(), err.message()))
     })
-}
-
-/// Reads the record for `id` with the plugin's own `parse`, which gets the
-/// record's lines after `version = 1` when the record is as this SDK writes
-/// it for an id with a readable name, so that a plugin can read its own
-/// fields without the TOML parser. `None` when there is no record, it has
-/// another form, or `parse` gives `None`: then [`read`] reads it (and says
-/// what is wrong with it).
-pub fn read_plain<T>(env: &Env, id: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Option<T>> {
-    let parsed = with_record_text(env, &env.root_fs()?, id, |text, _| {
-        Ok(text.strip_prefix(VERSION_LINE).and_then(|rest| {
-            let reserved = RESERVED_LINES
-                .iter()
-                .any(|key| rest.starts_with(&key[1..]) || rest.contains(key));
-            if reserved { None } else { parse(rest) }
-        }))
-    })?;
-    Ok(parsed.flatten())
 }
 
 /// The table of record text written as `toml::to_string` writes plain
