@@ -9,6 +9,7 @@
 //! `{{ render "_partials/x" . }}` (CCM's, which yields the text).
 //! `lookup "data.x" default` is minijinja's and Jet's.
 
+mod budget;
 mod check;
 mod locate;
 mod print;
@@ -273,7 +274,7 @@ fn functions(shared: &Arc<Shared>, set: &Arc<Templates>, depth: usize) -> FuncMa
             render_partial(shared, set, args, depth + 1)
         }),
     );
-    funcs
+    budget::bounded(funcs)
 }
 
 /// Runs the template `name` of `set` (with `overrides` in place of some
@@ -476,6 +477,7 @@ impl TreeEngine for GoEngine {
         shown: &str,
         what: &str,
     ) -> Result<String, String> {
+        let _budget = budget::Scope::enter(tree.max_output);
         let partials = self.partials(tree)?;
         let name = rel.to_string_lossy();
         self.shared
