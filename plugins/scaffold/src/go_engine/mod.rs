@@ -457,13 +457,18 @@ fn place_text(failure: &Failure, file: &str) -> String {
 
 /// One message naming the file and line, and what to do.
 fn describe(failure: &Failure, shown: &str, what: &str) -> String {
-    let hint = "fix the template or define the value in etc/holo/data.toml or the resource's data";
+    // A message that says what to do already needs no second hint.
+    let hint = if failure.message.contains("max_render_size") {
+        ""
+    } else {
+        "; fix the template or define the value in etc/holo/data.toml or the resource's data"
+    };
     let place = match &failure.place {
         Some((file, line)) => format!("{file}:{line}"),
         None => shown.to_string(),
     };
     format!(
-        "{place}: cannot render the {what}: {}; {hint}",
+        "{place}: cannot render the {what}: {}{hint}",
         failure.message
     )
 }
