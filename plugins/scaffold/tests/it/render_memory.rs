@@ -171,3 +171,27 @@ fn the_driver_shows_the_message_and_the_fixed_template_converges() {
     let again = String::from_utf8_lossy(&out.stdout);
     assert!(!again.contains("Working on"), "{again}");
 }
+
+#[test]
+fn jet_refuses_a_doubled_string_and_its_functions_stop_at_the_memory_bound() {
+    for (doubled, expected) in [
+        ("s + s", "a string built with + exceeds 1048576 bytes"),
+        (
+            "repeat(s, 2)",
+            "file.conf: the template takes more than 71303168 bytes of memory to render",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let template = format!(
+            "[[ s := \"x\" ]][[ range i := ints(0, 40) ]][[ s = {doubled} ]][[ end ]]done\n"
+        );
+        declare(dir.path(), "app", "jet", &template);
+        let run = apply(dir.path(), "app");
+        assert!(
+            run.code != 0 && run.stderr.contains(expected),
+            "{doubled}: {}",
+            run.stderr
+        );
+        assert!(run.peak < 2 * LIMIT_1M, "{doubled}: peak {}", run.peak);
+    }
+}
