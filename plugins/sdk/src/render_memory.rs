@@ -146,7 +146,9 @@ fn exceeded(watch: &ThreadWatch) -> ! {
     let place = &place[..watch.place_len.get().min(PLACE_CAPACITY)];
     let mut digits = [0u8; 20];
     let limit = decimal(usize::try_from(watch.limit.get()).unwrap_or(0), &mut digits);
-    let parts: [&[u8]; 4] = [
+    // As the SDK prints an error: "!! " and exit status 1.
+    let parts: [&[u8]; 5] = [
+        b"!! ",
         place,
         b": the template takes more than ",
         limit,
