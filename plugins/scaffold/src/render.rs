@@ -333,8 +333,13 @@ impl TreeEngine for JetEngine {
                 } else {
                     tree.dir.join(&err.template).display().to_string()
                 };
+                let hint = match err.kind {
+                    holo_jet::ErrorKind::Syntax => "fix the template's syntax",
+                    holo_jet::ErrorKind::Undefined => FIX_HINT,
+                    holo_jet::ErrorKind::Render => "fix the template",
+                };
                 format!(
-                    "{file}:{}:{}: cannot render the {what}: {}; {FIX_HINT}",
+                    "{file}:{}:{}: cannot render the {what}: {}; {hint}",
                     err.line, err.column, err.message
                 )
             })
