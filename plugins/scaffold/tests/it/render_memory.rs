@@ -173,12 +173,16 @@ fn the_driver_shows_the_message_and_the_fixed_template_converges() {
 }
 
 #[test]
-fn jet_refuses_a_doubled_string_and_its_functions_stop_at_the_memory_bound() {
+fn jet_refuses_a_doubled_string_at_its_line() {
     for (doubled, expected) in [
         ("s + s", "a string built with + exceeds 1048576 bytes"),
         (
             "repeat(s, 2)",
-            "file.conf: the template takes more than 71303168 bytes of memory to render",
+            "repeat: the result would exceed 1048576 bytes",
+        ),
+        (
+            "replace(s, \"x\", \"xx\", -1)",
+            "replace: the result exceeds 1048576 bytes",
         ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
