@@ -130,6 +130,7 @@ fn top_error(name: &str, message: String) -> Error {
         line: 1,
         column: 1,
         message,
+        kind: crate::ErrorKind::Render,
     }
 }
 
@@ -186,12 +187,16 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 line: 0,
                 column: 0,
                 message: format!("cannot load template {name:?}: {m}"),
+                kind: crate::ErrorKind::Render,
             });
         };
         let src = Rc::new(Source { name: found, text });
         let parsed = lex::lex(&src.text, &self.engine.delims)
             .and_then(|tokens| parse::parse(tokens, &self.engine.delims))
-            .map_err(|f| f.locate(&src.name, &src.text))?;
+            .map_err(|f| crate::Error {
+                kind: crate::ErrorKind::Syntax,
+                ..f.locate(&src.name, &src.text)
+            })?;
         let mut blocks = Blocks::new();
         let saved = self.src.clone();
         for (import, pos) in &parsed.imports {
@@ -764,7 +769,10 @@ impl<'e, 'a> Runtime<'e, 'a> {
                 None if funcs::BUILTINS.contains(&name.as_str()) || self.engine.functions.contains_key(name) => {
                     Err(self.fail(e.pos, format!("{name} is a function; call it as {name}(…)")))
                 }
-                None => Err(self.fail(e.pos, format!("{name:?} is not defined: no variable or global of that name"))),
+                None => Err(crate::Error {
+                    kind: crate::ErrorKind::Undefined,
+                    ..self.fail(e.pos, format!("{name:?} is not defined: no variable or global of that name"))
+                }),
             },
             ExprKind::Field(base, name) => {
                 let b = self.eval(base)?;
@@ -964,8 +972,15 @@ impl<'e, 'a> Runtime<'e, 'a> {
             }
             _ => {}
         }
-        if let Some(r) = funcs::call(name, args) {
-            return r.map_err(|m| self.fail(pos, m));
+        let max = self.engine.max_output;
+        if let Some(r) = funcs::call(name, args, max) {
+            let v = r.map_err(|m| self.fail(pos, m))?;
+            // A string doubled in a loop by a function (replace, join ...)
+            // would fill memory long before it is written.
+            if matches!(&v, Value::String(s) if s.len() > max) {
+                return Err(self.fail(pos, format!("{name}: the result exceeds {max} bytes")));
+            }
+            return Ok(v);
         }
         if self.engine.render_function.as_deref() == Some(name) {
             return self.render_template(name, args, pos);

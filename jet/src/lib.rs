@@ -92,14 +92,26 @@ impl Default for Delims {
     }
 }
 
-/// A render failure: the template, 1-based line and column, and what is
-/// wrong.
+/// A render failure: the template, 1-based line and column, what is
+/// wrong, and what kind of mistake it is (for the caller's advice).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub template: String,
     pub line: usize,
     pub column: usize,
     pub message: String,
+    pub kind: ErrorKind,
+}
+
+/// What an [`Error`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The template does not parse.
+    Syntax,
+    /// A name the template reads is not defined.
+    Undefined,
+    /// Anything else that fails while rendering.
+    Render,
 }
 
 impl fmt::Display for Error {
@@ -136,6 +148,7 @@ impl Failure {
             line,
             column,
             message: self.message,
+            kind: ErrorKind::Render,
         }
     }
 }

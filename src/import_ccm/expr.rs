@@ -3,6 +3,8 @@
 //! `Facts`, `Data` and `Environ` variables, with `==`, `!=`, `&&`, `||`
 //! and `!`. Anything else of expr-lang has no translation.
 
+use holo_protocol::fact_names;
+
 /// A string with its expressions translated, or why it cannot be.
 pub fn translate_string(text: &str) -> Result<String, String> {
     if text.contains("kvGet") {
@@ -130,30 +132,11 @@ pub fn map_path(path: &str) -> Option<String> {
     }
 }
 
-/// The facts that holo gathers, which a path may name as they are.
-const HOLO_FACTS: &[&str] = &[
-    "hostname",
-    "os",
-    "arch",
-    "kernel",
-    "cpus",
-    "memory_mb",
-    "interfaces",
-    "virtual",
-    "is_virtual",
-    "disks",
-    "mountpoints",
-    "default_route",
-    "primary_ip",
-    "uptime_seconds",
-    "processor_model",
-];
-
 /// CCM's facts (gopsutil's names) that have a holo fact, and holo's own
 /// (but `os` alone, which is a table in holo and a word in CCM).
 fn map_fact(path: &str) -> Option<&str> {
     let root = path.split('.').next().unwrap_or_default();
-    if HOLO_FACTS.contains(&root) && path != "os" {
+    if fact_names::is_gathered(root) && path != "os" {
         return Some(path);
     }
     Some(match path {

@@ -6,11 +6,12 @@
 
 mod expr;
 mod manifest;
+mod model;
 mod resources;
 mod sources;
 mod toml_out;
 
-use manifest::Import;
+use model::Import;
 use std::path::{Path, PathBuf};
 use toml_out::Value;
 
@@ -137,7 +138,7 @@ fn render(files: &[(PathBuf, Vec<u8>)]) {
 fn files_of(import: &Import, stem: &str, source: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let header = format!("# Imported from {source} by holo import-ccm.\n");
     let mut files = Vec::new();
-    for kind in manifest::KINDS {
+    for kind in model::KINDS {
         let tables: Vec<String> = import
             .resources
             .iter()

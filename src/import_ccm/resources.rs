@@ -3,7 +3,7 @@
 //! before it.
 
 use super::expr;
-use super::manifest::{Import, KINDS, Resource};
+use super::model::{Import, KINDS, Resource};
 use super::toml_out::Value;
 use holos_compose::yaml::Node;
 

@@ -2,7 +2,7 @@
 //! resource is found beside the manifest in CCM, and beside the TOML file
 //! in holo, so the import copies it into the resource directory.
 
-use super::manifest::Import;
+use super::model::Import;
 use super::toml_out::Value;
 use std::path::{Component, Path, PathBuf};
 

@@ -3,13 +3,14 @@
 //! holo-plugin-interface(7)): the API version, extension names, the FD 3
 //! messages, the batch stdin line and the batch record; and the rules
 //! both sides apply: the apply order and its cycle message, how an entity
-//! is printed, the durations of the environment variables, and Go's
-//! lexical path cleaning.
+//! is printed, the durations of the environment variables, Go's lexical
+//! path cleaning, and the names of the facts templates see.
 //!
 //! It owns formats only; it runs nothing and prints nothing.
 
 pub mod duration;
 pub mod entity_text;
+pub mod fact_names;
 pub mod go_path;
 pub mod order;
 pub mod run_entities;

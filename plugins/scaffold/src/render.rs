@@ -95,6 +95,7 @@ pub fn render_tree_within(
     for rel in files {
         let template_path = source.join(&rel);
         let shown = template_path.display().to_string();
+        let _watch = holo_plugin::render_memory::Watch::start(&shown, max_output);
         let mut target_rel = PathBuf::new();
         for component in rel.components() {
             let Some(name) = component.as_os_str().to_str() else {
@@ -332,8 +333,13 @@ impl TreeEngine for JetEngine {
                 } else {
                     tree.dir.join(&err.template).display().to_string()
                 };
+                let hint = match err.kind {
+                    holo_jet::ErrorKind::Syntax => "fix the template's syntax",
+                    holo_jet::ErrorKind::Undefined => FIX_HINT,
+                    holo_jet::ErrorKind::Render => "fix the template",
+                };
                 format!(
-                    "{file}:{}:{}: cannot render the {what}: {}; {FIX_HINT}",
+                    "{file}:{}:{}: cannot render the {what}: {}; {hint}",
                     err.line, err.column, err.message
                 )
             })

@@ -26,22 +26,7 @@ use crate::root_fs::RootFs;
 /// Where facts overrides live, relative to the root.
 pub const FACTS_FILE: &str = "etc/holo/facts.toml";
 
-/// Facts gathered only on a real machine: test mode leaves them out, so
-/// that a run does not depend on the machine it runs on, and a test sets
-/// them in [`FACTS_FILE`].
-pub const MACHINE_FACTS: &[&str] = &[
-    "cpus",
-    "memory_mb",
-    "interfaces",
-    "virtual",
-    "is_virtual",
-    "disks",
-    "mountpoints",
-    "default_route",
-    "primary_ip",
-    "uptime_seconds",
-    "processor_model",
-];
+pub use holo_protocol::fact_names::MACHINE_FACTS;
 
 /// A line of facts.toml that sets a machine fact, for messages.
 pub(crate) fn machine_fact_example(name: &str) -> &'static str {

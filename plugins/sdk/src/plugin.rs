@@ -54,6 +54,37 @@ pub enum ValueType {
     Any,
 }
 
+impl ValueType {
+    /// A flag's or file's text as a TOML value of this type, or what the
+    /// type wants when the text is not of it: loading the table would name
+    /// neither the flag nor what to give. Strings, choices and properties of
+    /// several types (a mode, an owner) are checked when the table is loaded.
+    pub(crate) fn parse_text(&self, text: &str) -> std::result::Result<toml::Value, &'static str> {
+        match self {
+            ValueType::Integer => text
+                .trim()
+                .parse()
+                .map(toml::Value::Integer)
+                .map_err(|_| "an integer"),
+            ValueType::Bool => text
+                .trim()
+                .parse()
+                .map(toml::Value::Boolean)
+                .map_err(|_| "true or false"),
+            ValueType::Array(element) => element.parse_text(text),
+            ValueType::Table => format!("value = {text}")
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|mut parsed| parsed.remove("value"))
+                .filter(toml::Value::is_table)
+                .ok_or("an inline TOML table such as '{ key = \"value\" }'"),
+            ValueType::String | ValueType::OneOf(_) | ValueType::Any => {
+                Ok(toml::Value::String(text.to_string()))
+            }
+        }
+    }
+}
+
 /// A holo plugin: one typed resource kind.
 ///
 /// Implement this and hand the plugin to [`crate::run`] from `main`.

@@ -149,6 +149,13 @@ impl<R: Resource> Declared<R> {
 }
 
 /// The key that `text` starts with: bare, or quoted without its quotes.
+/// The top-level property whose value holds `offset`: the last key written
+/// before it.
+fn property_around<'a>(text: &'a str, key_offsets: &[usize], offset: usize) -> Option<&'a str> {
+    let key = key_offsets.iter().filter(|&&key| key <= offset).max()?;
+    Some(key_at(text.get(*key..)?)).filter(|name| !name.is_empty())
+}
+
 fn key_at(text: &str) -> &str {
     match text.chars().next() {
         Some(quote @ ('"' | '\'')) => text[1..].split(quote).next().unwrap_or(""),
@@ -950,12 +957,24 @@ impl<'e, R: Resource> Loader<'e, R> {
                 .span()
                 .map_or_else(|| location.clone(), |span| at(span.start));
             let message = err.message().trim().to_string();
-            let hint = if message.starts_with("missing field") {
-                "add it to the table"
-            } else {
-                "fix the property's value"
-            };
-            Error::new(format!("{place}: [[{kind}]] {message}; {hint}"))
+            if message.starts_with("missing field") {
+                return Error::new(format!(
+                    "{place}: [[{kind}]] {message}; add it to the table"
+                ));
+            }
+            // Named unless the message already says which property it is.
+            let property = err
+                .span()
+                .and_then(|span| property_around(&source.text, &key_offsets, span.start))
+                .filter(|name| {
+                    !message
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|word| word == *name)
+                });
+            let named = property.map_or_else(String::new, |name| format!(" property `{name}`:"));
+            Error::new(format!(
+                "{place}: [[{kind}]]{named} {message}; fix the property's value"
+            ))
         })?;
         let line = kept.and_then(|resource| {
             serde_json::to_string(&TableOut {
@@ -1018,7 +1037,10 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .iter()
                     .find(|(name, _)| *name == property)
                     .map_or(location, |(_, place)| place);
+                let limit = self.templates.max_render_size;
                 let context = self.templates.context(place, property)?;
+                let _watch =
+                    crate::render_memory::Watch::start(&format!("{place}: {property}"), limit);
                 context.is_true(expression).map_err(|err| {
                     Error::new(format!(
                         "{place}: {property} = {expression:?}: {}; write a minijinja expression over facts and data, like facts.os.id == \"debian\"",
@@ -1364,6 +1386,8 @@ impl Templates {
         let origin = self.resource_origin.clone();
         let limit = self.max_render_size;
         let context = self.context(location, property)?;
+        let _watch =
+            crate::render_memory::Watch::start(&format!("{location}: property {property}"), limit);
         context
             .render_within(text, limit)
             .map_err(|err| match err.file() {
@@ -1920,6 +1944,10 @@ mod tests {
         assert!(
             lines[0].starts_with(&format!("{}:3: ", origin(&fixture, "a.toml"))),
             "{err}"
+        );
+        assert!(
+            lines[0].contains("[[demo]] property `refresh_only`: invalid type: string \"yes\""),
+            "a type error names its property: {err}"
         );
         assert!(
             lines[1].starts_with(&format!("{}:2: ", origin(&fixture, "b.toml"))),

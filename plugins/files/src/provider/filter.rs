@@ -67,6 +67,9 @@ fn exec_error(env: &Env, script: &Path) -> Option<String> {
 /// stdout. What it prints on stderr is passed on; a failure discards the
 /// output.
 pub fn holoscript(env: &Env, script: &Path, input: &[u8]) -> Result<Vec<u8>> {
+    // The script may read targets written earlier in this batch: Holo 3
+    // has them in place by then.
+    holo_plugin::atomic::commit_staged();
     let stdin = scratch(env, input)?;
     let finished = Command::new(script)
         .stdin_file(stdin.path())

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod containment;
+mod holoscript_reads;
 mod killed_apply;
 mod patches;
 mod support;

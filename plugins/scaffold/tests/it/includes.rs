@@ -97,9 +97,39 @@ fn jet_includes_that_leave_the_tree_are_refused() {
         assert_eq!(
             error,
             format!(
-                "!! RES/app.toml:1: scaffold \"/srv/app\": RES/app/a.conf:1:12: cannot render the content: template name {name:?} leaves the template tree; includes are read only from the template tree; fix the template or define the value in etc/holo/data.toml or the resource's data"
+                "!! RES/app.toml:1: scaffold \"/srv/app\": RES/app/a.conf:1:12: cannot render the content: template name {name:?} leaves the template tree; includes are read only from the template tree; fix the template"
             )
         );
+    }
+}
+
+#[test]
+fn jet_messages_advise_by_the_kind_of_mistake() {
+    for (template, why, hint) in [
+        (
+            "[[ x := ]]",
+            "1:9: cannot render the content: unexpected end of action in expression",
+            "fix the template's syntax",
+        ),
+        (
+            "[[ nope ]]",
+            "1:4: cannot render the content: \"nope\" is not defined: no variable or global of that name",
+            "fix the template or define the value in etc/holo/data.toml or the resource's data",
+        ),
+        (
+            "[[ nofn(1) ]]",
+            "1:4: cannot render the content: function \"nofn\" is not defined",
+            "fix the template",
+        ),
+    ] {
+        let error = error_of("jet", &[("a.conf", template)]);
+        assert!(
+            error.starts_with(&format!(
+                "!! RES/app.toml:1: scaffold \"/srv/app\": RES/app/a.conf:{why}"
+            )),
+            "{template}: {error}"
+        );
+        assert!(error.ends_with(&format!("; {hint}")), "{template}: {error}");
     }
 }
 

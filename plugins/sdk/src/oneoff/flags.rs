@@ -157,7 +157,7 @@ impl Flags {
         let value = self
             .type_of(property)
             .map_or(Ok(arg.into()), |value_type| {
-                typed(value_type, arg).map_err(|wanted| {
+                value_type.parse_text(arg).map_err(|wanted| {
                     Error::new(format!(
                         "{command}: {}: expected {wanted}, got {arg:?}",
                         property.to_uppercase()
@@ -253,7 +253,7 @@ impl Flags {
             (None, ValueType::Bool) => "true".to_string(),
             (None, _) => value_of(command, flag, None, args)?,
         };
-        let value = typed(value_type, &text).map_err(|wanted| {
+        let value = value_type.parse_text(&text).map_err(|wanted| {
             let wanted = match self.syntax.entry_flags.contains(&property.as_str()) {
                 true => format!("KEY:VALUE, KEY=VALUE or {wanted}"),
                 false => wanted.to_string(),
@@ -393,38 +393,6 @@ fn set_shown(
     parsed.table.insert(property.to_string(), value);
     parsed.given.push((property.to_string(), flag));
     Ok(())
-}
-
-/// The flag's text as a TOML value of the property's type, or what the
-/// type wants when the text is not of it: loading the table would name
-/// neither the flag nor what to give. Strings, choices and properties of
-/// several types (a mode, an owner) are checked when the table is loaded.
-pub(super) fn typed(
-    value_type: &ValueType,
-    text: &str,
-) -> std::result::Result<toml::Value, &'static str> {
-    match value_type {
-        ValueType::Integer => text
-            .trim()
-            .parse()
-            .map(toml::Value::Integer)
-            .map_err(|_| "an integer"),
-        ValueType::Bool => text
-            .trim()
-            .parse()
-            .map(toml::Value::Boolean)
-            .map_err(|_| "true or false"),
-        ValueType::Array(element) => typed(element, text),
-        ValueType::Table => format!("value = {text}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut parsed| parsed.remove("value"))
-            .filter(toml::Value::is_table)
-            .ok_or("an inline TOML table such as '{ key = \"value\" }'"),
-        ValueType::String | ValueType::OneOf(_) | ValueType::Any => {
-            Ok(toml::Value::String(text.to_string()))
-        }
-    }
 }
 
 /// For a list: each flag gives one element.

@@ -42,7 +42,7 @@ impl FileValues {
         if let Ok(table) = text.parse::<toml::Table>() {
             return Ok(toml::Value::Table(table));
         }
-        super::flags::typed(value_type, text.trim()).map_err(|_| {
+        value_type.parse_text(text.trim()).map_err(|_| {
             Error::new(format!(
                 "{command}: --{flag}: {path} holds no TOML table; write `key = \"value\"` lines"
             ))

@@ -11,6 +11,9 @@ use std::net::Ipv4Addr;
 
 use sha2::{Digest, Sha256};
 
+/// The network every service joins unless it names others.
+pub const DEFAULT: &str = "default";
+
 pub const SUBNET: &str = "10.10.0.0/24";
 const FIRST_HOST: u8 = 2;
 const LAST_HOST: u8 = 254;
@@ -92,7 +95,7 @@ pub struct NetworkAllocation {
 impl Allocations {
     /// Records that `instance` holds `ip`/`prefix` on `network`.
     pub fn add(&mut self, network: &str, instance: &str, ip: Ipv4Addr, prefix: u8) {
-        if network == crate::decode::networks::DEFAULT {
+        if network == DEFAULT {
             self.default.insert(instance.to_string(), ip);
             return;
         }
@@ -106,7 +109,7 @@ impl Allocations {
 
     /// The addresses held on `network` (the default one included).
     pub fn on(&self, network: &str) -> BTreeMap<String, Ipv4Addr> {
-        if network == crate::decode::networks::DEFAULT {
+        if network == DEFAULT {
             return self.default.clone();
         }
         self.named

@@ -4,7 +4,7 @@
 //! `KEY=VALUE`, its short flags, and a clear refusal of what holo does not
 //! do (Hiera files, `.env` files, NATS registration).
 
-use super::{Flags, Parsed, set_once, typed, value_of};
+use super::{Flags, Parsed, set_once, value_of};
 use crate::error::{Error, Result};
 use crate::plugin::ValueType;
 
@@ -181,7 +181,7 @@ fn key_value(text: &str) -> Option<(&str, &str)> {
 }
 
 fn tries(command: &str, text: &str) -> Result<i64> {
-    match typed(&ValueType::Integer, text) {
+    match ValueType::Integer.parse_text(text) {
         Ok(toml::Value::Integer(tries)) if tries >= 1 => Ok(tries),
         _ => Err(Error::new(format!(
             "{command}: --check-tries: expected a number of tries of 1 or more, got {text:?}"

@@ -16,7 +16,7 @@ use crate::manifest::{Attachment, HostEntry, Segment, SegmentBackend, Service};
 use crate::network;
 use crate::yaml::{Kind, Node};
 
-pub const DEFAULT: &str = "default";
+pub use crate::network::DEFAULT;
 
 /// A top-level network, as far as holos reads it.
 #[derive(Clone, Debug, Default)]
