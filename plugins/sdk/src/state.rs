@@ -105,7 +105,16 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
         ))
     };
     let body = toml::to_string(record).map_err(|err| cannot_serialise(&err))?;
-    let fields: toml::Table = toml::from_str(&body).map_err(|err| cannot_serialise(&err))?;
+    // A key the SDK keeps starts a line wherever it is: only then is the
+    // body parsed back to see whether it is a top-level one.
+    let may_clash = body.lines().any(|line| {
+        let line = line.trim_start_matches(['"', '\'']);
+        line.starts_with(VERSION_KEY) || line.starts_with(ENTITY_KEY)
+    });
+    let fields: toml::Table = match may_clash {
+        true => toml::from_str(&body).map_err(|err| cannot_serialise(&err))?,
+        false => toml::Table::new(),
+    };
     for key in [VERSION_KEY, ENTITY_KEY] {
         if fields.contains_key(key) {
             return Err(Error::new(format!(
@@ -545,6 +554,24 @@ mod tests {
         assert!(err.message().contains("demo:a"), "{}", err.message());
         assert!(err.message().contains("`entity`"), "{}", err.message());
         assert!(!record_path(&env, "demo:a").exists());
+        #[derive(Serialize)]
+        struct Nested {
+            checksum: String,
+            original: Clashing,
+        }
+        // Only a top-level key clashes.
+        let nested = Nested {
+            checksum: "x".into(),
+            original: Clashing { entity: "y".into() },
+        };
+        write(&env, "demo:b", &nested).expect("a nested entity key is fine");
+        #[derive(Serialize)]
+        struct Versioned {
+            version: u32,
+        }
+        let err =
+            write(&env, "demo:c", &Versioned { version: 2 }).expect_err("version is reserved");
+        assert!(err.message().contains("`version`"), "{}", err.message());
     }
 
     #[test]
