@@ -435,10 +435,8 @@ fn pass_run_entities(
             id: entity.id.clone(),
             declared_at: entity
                 .info
-                .iter()
-                .find(|(key, _)| key == "found in")
-                .map(|(_, value)| value.clone())
-                .unwrap_or_else(|| entity.sources.join(", ")),
+                .get("found in")
+                .map_or_else(|| entity.sources.join(", "), str::to_string),
         })
         .collect();
     let path = crate::paths::join(&run_dir.cache, "run-entities");
@@ -579,13 +577,12 @@ fn scan_all(run_dir: &RunDir, plugins: &[Plugin], out: &mut Output) -> Result<Ve
             warn_about_non_utf8_ids(out, &plugin.id, &stdout);
         }
         let text = String::from_utf8_lossy(&stdout);
-        let translate = |path: &str| run_dir.translate(path);
         let mut entities = match scan::parse_report(
             index,
             &plugin.id,
             &text,
             plugin.has_extension("order"),
-            &translate,
+            &|path| run_dir.translate(path),
         ) {
             Ok(entities) => entities,
             Err(errors) => {

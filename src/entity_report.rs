@@ -8,11 +8,7 @@ use crate::scan::{DEFAULT_VERB, Entity};
 /// lines right-aligned to the verb (or to 12 columns), then a blank line.
 pub fn print_report(out: &mut Output, entity: &Entity, with_action: bool) {
     let verb = with_action.then_some(entity.action_verb.as_str());
-    let info: Vec<(&str, &str)> = entity
-        .info
-        .iter()
-        .map(|(key, value)| (key.as_str(), value.as_str()))
-        .collect();
+    let info: Vec<(&str, &str)> = entity.info.iter().collect();
     let id = out.bold(Stream::Out, &entity.id);
     let text = holo_protocol::entity_text::report_header(verb, &id, &entity.action_reason, &info);
     out.write(Stream::Out, text.as_bytes());
@@ -33,7 +29,7 @@ pub fn print_porcelain(out: &mut Output, entity: &Entity) {
     for source in &entity.sources {
         text.push_str(&format!("SOURCE: {source}\n"));
     }
-    for (key, value) in &entity.info {
+    for (key, value) in entity.info.iter() {
         text.push_str(&format!("{key}: {value}\n"));
     }
     out.write(Stream::Out, text.as_bytes());

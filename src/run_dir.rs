@@ -159,8 +159,9 @@ impl RunDir {
             .any(|(path, generator)| path.starts_with(&prefix) && !generator.is_empty())
     }
 
-    /// Holo 3's `TranslateIfResourcePath`.
-    pub fn translate(&self, input: &str) -> String {
+    /// Holo 3's `TranslateIfResourcePath`; most values are no resource
+    /// paths and come back borrowed.
+    pub fn translate<'a>(&self, input: &'a str) -> std::borrow::Cow<'a, str> {
         let rel = input
             .strip_prefix(&self.virtual_root)
             .and_then(|r| r.strip_prefix('/'))
@@ -170,9 +171,9 @@ impl RunDir {
                     .and_then(|r| r.strip_prefix('/'))
             });
         let Some(rel) = rel.filter(|r| !r.is_empty()) else {
-            return input.to_string();
+            return input.into();
         };
-        match self.generator_for.get(rel).filter(|g| !g.is_empty()) {
+        let translated = match self.generator_for.get(rel).filter(|g| !g.is_empty()) {
             Some(generator) => format!(
                 "{}::{rel}",
                 paths::join(
@@ -181,7 +182,8 @@ impl RunDir {
                 )
             ),
             None => paths::join(&self.root, &format!("usr/share/holo/{rel}")),
-        }
+        };
+        translated.into()
     }
 }
 

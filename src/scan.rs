@@ -11,7 +11,7 @@ pub struct Entity {
     pub action_verb: String,
     pub action_reason: String,
     pub sources: Vec<String>,
-    pub info: Vec<(String, String)>,
+    pub info: Info,
     pub requires: Vec<String>,
     pub subscribes: Vec<String>,
     /// 1-based line of the `ENTITY:` line, for messages.
@@ -19,6 +19,38 @@ pub struct Entity {
 }
 
 pub const DEFAULT_VERB: &str = "Working on";
+
+/// An entity's `key: value` info lines in report order, held in one string
+/// (`key`, newline, `value`, newline, ...) rather than two strings a line:
+/// a large report has tens of thousands of them. Neither part is empty nor
+/// holds a newline, since each comes from one line of the report.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Info {
+    text: String,
+}
+
+impl Info {
+    pub fn push(&mut self, key: &str, value: &str) {
+        self.text.push_str(key);
+        self.text.push('\n');
+        self.text.push_str(value);
+        self.text.push('\n');
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        let mut parts = self.text.split_terminator('\n');
+        std::iter::from_fn(move || Some((parts.next()?, parts.next()?)))
+    }
+
+    /// The value of the first line with `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| *k == key).map(|(_, value)| value)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+}
 
 /// Splits `key: value` as Holo 3's `^\s*([^:]+): (.+)\s*$` does.
 fn split_line(line: &str) -> Option<(&str, &str)> {
@@ -59,7 +91,7 @@ pub fn parse_report(
     plugin_id: &str,
     text: &str,
     with_order_lines: bool,
-    translate: &dyn Fn(&str) -> String,
+    translate: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
 ) -> Result<Vec<Entity>, Vec<String>> {
     let mut errors = Vec::new();
     let mut entities: Vec<Entity> = Vec::new();
@@ -68,13 +100,16 @@ pub fn parse_report(
         if line.is_empty() {
             continue;
         }
-        let intro = format!("error in scan report of {plugin_id}, line {}", index + 1);
+        // Built only for an error: a report has a few lines per entity.
+        let intro = || format!("error in scan report of {plugin_id}, line {}", index + 1);
         let Some((key, value)) = split_line(line) else {
+            let intro = intro();
             errors.push(format!("{intro}: parse error (line was \"{line}\")"));
             continue;
         };
         if key == "ENTITY" {
             if looks_like_path(value) {
+                let intro = intro();
                 errors.push(format!(
                     "{intro}: entity ID \"{value}\" looks like a filesystem path; entity IDs must not (use the form TYPE:NAME)"
                 ));
@@ -90,17 +125,18 @@ pub fn parse_report(
             continue;
         }
         let Some(entity) = current.as_mut() else {
+            let intro = intro();
             errors.push(format!(
                 "{intro}: expected entity ID, found attribute \"{line}\""
             ));
             continue;
         };
         match key {
-            "SOURCE" => entity.sources.push(translate(value)),
+            "SOURCE" => entity.sources.push(translate(value).into_owned()),
             "ACTION" => (entity.action_verb, entity.action_reason) = split_action(value),
             "REQUIRES" if with_order_lines => entity.requires.push(value.trim().to_string()),
             "SUBSCRIBES" if with_order_lines => entity.subscribes.push(value.trim().to_string()),
-            _ => entity.info.push((key.to_string(), translate(value))),
+            _ => entity.info.push(key, &translate(value)),
         }
     }
     entities.extend(current);
@@ -116,7 +152,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Vec<Entity>, Vec<String>> {
-        parse_report(0, "foo", text, true, &|s| s.to_string())
+        parse_report(0, "foo", text, true, &|s| s.into())
     }
 
     #[test]
@@ -130,12 +166,11 @@ mod tests {
         assert_eq!(a.action_verb, "Scrubbing");
         assert_eq!(a.action_reason, "resource was deleted");
         assert_eq!(
-            a.info,
-            vec![
-                ("found at".to_string(), "x".to_string()),
-                ("with spaces".to_string(), "y z ".to_string())
-            ]
+            a.info.iter().collect::<Vec<_>>(),
+            vec![("found at", "x"), ("with spaces", "y z ")]
         );
+        assert_eq!(a.info.get("with spaces"), Some("y z "));
+        assert_eq!(a.info.get("missing"), None);
         assert_eq!(entities[1].action_verb, "Executing");
         assert_eq!(entities[1].action_reason, "");
     }
@@ -153,9 +188,9 @@ mod tests {
         assert_eq!(with[0].requires, vec!["foo:b"]);
         assert_eq!(with[0].subscribes, vec!["foo:c"]);
         assert!(with[0].info.is_empty());
-        let without = parse_report(0, "foo", text, false, &|s| s.to_string()).unwrap();
+        let without = parse_report(0, "foo", text, false, &|s| s.into()).unwrap();
         assert!(without[0].requires.is_empty());
-        assert_eq!(without[0].info.len(), 2);
+        assert_eq!(without[0].info.iter().count(), 2);
     }
 
     #[test]

@@ -972,8 +972,15 @@ impl<'e, 'a> Runtime<'e, 'a> {
             }
             _ => {}
         }
-        if let Some(r) = funcs::call(name, args) {
-            return r.map_err(|m| self.fail(pos, m));
+        let max = self.engine.max_output;
+        if let Some(r) = funcs::call(name, args, max) {
+            let v = r.map_err(|m| self.fail(pos, m))?;
+            // A string doubled in a loop by a function (replace, join ...)
+            // would fill memory long before it is written.
+            if matches!(&v, Value::String(s) if s.len() > max) {
+                return Err(self.fail(pos, format!("{name}: the result exceeds {max} bytes")));
+            }
+            return Ok(v);
         }
         if self.engine.render_function.as_deref() == Some(name) {
             return self.render_template(name, args, pos);

@@ -2,8 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::MAX_OUTPUT;
-
 /// How Jet prints a value: Go's `fmt.Print` of the decoded JSON value.
 pub fn print(v: &Value, out: &mut String) {
     match v {
@@ -194,12 +192,14 @@ pub fn show(v: &Value) -> String {
 }
 
 /// Calls built-in `name`; None when there is no such built-in.
-pub fn call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
-    string_call(name, args).or_else(|| value_call(name, args))
+/// The built-in `name` on `args`; a string it would make longer than
+/// `max_output` (the render's budget) is refused.
+pub fn call(name: &str, args: &[Value], max_output: usize) -> Option<Result<Value, String>> {
+    string_call(name, args, max_output).or_else(|| value_call(name, args))
 }
 
 /// The functions on strings.
-fn string_call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+fn string_call(name: &str, args: &[Value], max_output: usize) -> Option<Result<Value, String>> {
     let r = match name {
         "lower" | "upper" | "trimSpace" | "html" | "url" | "safeHtml" | "safeJs" => (|| {
             want_args(name, args, 1)?;
@@ -230,9 +230,9 @@ fn string_call(name: &str, args: &[Value]) -> Option<Result<Value, String>> {
                 return Err("repeat: negative repeat count".into());
             }
             let n = n as usize;
-            if s.len().saturating_mul(n) > MAX_OUTPUT {
+            if s.len().saturating_mul(n) > max_output {
                 return Err(format!(
-                    "repeat: the result would exceed {MAX_OUTPUT} bytes"
+                    "repeat: the result would exceed {max_output} bytes"
                 ));
             }
             Ok(Value::String(s.repeat(n)))

@@ -89,6 +89,82 @@ pub fn both(output: &Output) -> String {
     )
 }
 
+/// What [`run_measured`] saw of a process.
+pub struct Measured {
+    /// The exit code; -1 when a signal ended it.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// Its peak resident size in bytes (wait4's `ru_maxrss`: this one
+    /// child's, not every child's as `RUSAGE_CHILDREN` would be).
+    pub peak: u64,
+}
+
+/// Runs `command` with its output in files of `dir`, and reaps it with
+/// wait4 for its peak resident size; kills it and fails the test naming
+/// `what` when it runs longer than `limit`.
+#[track_caller]
+pub fn run_measured(
+    mut command: std::process::Command,
+    dir: &std::path::Path,
+    what: &str,
+    limit: Duration,
+) -> Measured {
+    let files = [dir.join("measured.stdout"), dir.join("measured.stderr")];
+    let create = |path: &std::path::Path| {
+        std::fs::File::create(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+    };
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(create(&files[0]))
+        .stderr(create(&files[1]));
+    // Reaped with wait4 below, which also gives the peak resident size.
+    let pid = command
+        .spawn()
+        .map(|child| child.id())
+        .unwrap_or_else(|err| panic!("cannot start {what}: {err}"));
+    let pid = libc::pid_t::try_from(pid).unwrap_or_else(|err| panic!("{what}: {err}"));
+    let (status, usage) = reap(pid, what, limit);
+    let read = |path: &std::path::Path| {
+        String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+    };
+    Measured {
+        code: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -1
+        },
+        stdout: read(&files[0]),
+        stderr: read(&files[1]),
+        // ru_maxrss is in KiB on Linux.
+        peak: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+    }
+}
+
+/// Waits for child `pid` with wait4; its status and resource usage.
+#[track_caller]
+fn reap(pid: libc::pid_t, what: &str, limit: Duration) -> (i32, libc::rusage) {
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 on our own child, with valid pointers.
+        if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
+            return (status, usage);
+        }
+        if Instant::now() >= deadline {
+            // SAFETY: kill(2) and a blocking wait4 on our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::wait4(pid, &mut status, 0, &mut usage);
+            }
+            panic!("{what} did not end within {limit:?}; it was killed");
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

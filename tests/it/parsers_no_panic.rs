@@ -31,7 +31,7 @@ proptest! {
     #[test]
     fn scan_report_parser_never_panics(lines in proptest::collection::vec(line(), 0..20), order in any::<bool>()) {
         let text = lines.join("\n");
-        match holo::scan::parse_report(0, "x", &text, order, &|s| s.to_string()) {
+        match holo::scan::parse_report(0, "x", &text, order, &|s| s.into()) {
             Ok(entities) => {
                 for entity in entities {
                     prop_assert!(!entity.id.is_empty());

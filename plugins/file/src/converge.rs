@@ -30,7 +30,7 @@ pub fn apply(env: &Env, id: &str, spec: &FileSpec, mode: Mode) -> Result<Outcome
         return Ok(Outcome::NotChanged);
     }
 
-    let record: Option<Record> = state::read(env, id)?;
+    let record = read_record(env, id)?;
     if spec.protect && mode != Mode::Force {
         match apply::guard(record.as_ref().map(Record::left).as_ref(), &current) {
             Guard::Proceed => {}
@@ -138,7 +138,7 @@ fn catch_up_record(
     current: &Observed,
 ) -> Result<()> {
     let context = |err: Error| err.context(id);
-    match state::read::<Record>(env, id)? {
+    match read_record(env, id)? {
         None => {
             let original = save_original(env, fs, spec, current).map_err(context)?;
             write_record(env, id, spec, wanted, current, original)?;
@@ -149,6 +149,12 @@ fn catch_up_record(
         Some(_) => {}
     }
     Ok(())
+}
+
+/// The entity's record: its plain lines read directly, anything else by
+/// the TOML parser.
+fn read_record(env: &Env, id: &str) -> Result<Option<Record>> {
+    state::read_with(env, id, Record::from_plain)
 }
 
 /// What a noop run would have done.

@@ -95,6 +95,7 @@ pub fn render_tree_within(
     for rel in files {
         let template_path = source.join(&rel);
         let shown = template_path.display().to_string();
+        let _watch = holo_plugin::render_memory::Watch::start(&shown, max_output);
         let mut target_rel = PathBuf::new();
         for component in rel.components() {
             let Some(name) = component.as_os_str().to_str() else {

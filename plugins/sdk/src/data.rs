@@ -142,6 +142,8 @@ pub fn resolve_text(path: &Path, text: &str, templates: &TemplateContext) -> Res
             Segment::Key("order"),
             Segment::Index(index),
         ];
+        let place = at(&entry_at, "hierarchy level".into()).to_string();
+        let _watch = crate::render_memory::Watch::start(&place, templates.max_render_size());
         let level = templates.render(&entry).map_err(|err| {
             at(
                 &entry_at,
@@ -258,6 +260,8 @@ fn render_value<'k>(
 ) -> Result<(), Error> {
     match value {
         Value::String(text) if TemplateContext::is_template(text) => {
+            let place = at(trail, dotted(trail)).to_string();
+            let _watch = crate::render_memory::Watch::start(&place, templates.max_render_size());
             let rendered = templates
                 .render(text)
                 .map_err(|err| at(trail, format!("{}: {}", dotted(trail), describe(&err))))?;

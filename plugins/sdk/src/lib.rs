@@ -107,6 +107,7 @@ mod parse_cache;
 pub mod pid_record;
 pub mod plugin;
 pub mod process;
+pub mod render_memory;
 pub mod report;
 pub mod resources;
 pub mod root_fs;

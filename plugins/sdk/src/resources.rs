@@ -1037,7 +1037,10 @@ impl<'e, R: Resource> Loader<'e, R> {
                     .iter()
                     .find(|(name, _)| *name == property)
                     .map_or(location, |(_, place)| place);
+                let limit = self.templates.max_render_size;
                 let context = self.templates.context(place, property)?;
+                let _watch =
+                    crate::render_memory::Watch::start(&format!("{place}: {property}"), limit);
                 context.is_true(expression).map_err(|err| {
                     Error::new(format!(
                         "{place}: {property} = {expression:?}: {}; write a minijinja expression over facts and data, like facts.os.id == \"debian\"",
@@ -1383,6 +1386,8 @@ impl Templates {
         let origin = self.resource_origin.clone();
         let limit = self.max_render_size;
         let context = self.context(location, property)?;
+        let _watch =
+            crate::render_memory::Watch::start(&format!("{location}: property {property}"), limit);
         context
             .render_within(text, limit)
             .map_err(|err| match err.file() {

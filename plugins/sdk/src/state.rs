@@ -105,7 +105,16 @@ pub fn write<T: Serialize>(env: &Env, id: &str, record: &T) -> Result<()> {
         ))
     };
     let body = toml::to_string(record).map_err(|err| cannot_serialise(&err))?;
-    let fields: toml::Table = toml::from_str(&body).map_err(|err| cannot_serialise(&err))?;
+    // A key the SDK keeps starts a line wherever it is: only then is the
+    // body parsed back to see whether it is a top-level one.
+    let may_clash = body.lines().any(|line| {
+        let line = line.trim_start_matches(['"', '\'']);
+        line.starts_with(VERSION_KEY) || line.starts_with(ENTITY_KEY)
+    });
+    let fields: toml::Table = match may_clash {
+        true => toml::from_str(&body).map_err(|err| cannot_serialise(&err))?,
+        false => toml::Table::new(),
+    };
     for key in [VERSION_KEY, ENTITY_KEY] {
         if fields.contains_key(key) {
             return Err(Error::new(format!(
@@ -214,6 +223,20 @@ fn read_table(fs: &RootFs, path: &Path) -> Result<Option<toml::Table>> {
 
 /// Reads the record for `id`, `None` when there is none.
 pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
+    read_with(env, id, |_| None)
+}
+
+/// Reads the record for `id` as [`read`] does, trying the plugin's own
+/// `plain` first: it gets the record's lines after `version = 1` when the
+/// record is as this SDK writes it for an id with a readable name, so that
+/// a plugin can read its own fields without the TOML parser. When `plain`
+/// gives `None` the record is read as [`read`] reads it, which also says
+/// what is wrong with it.
+pub fn read_with<T: DeserializeOwned>(
+    env: &Env,
+    id: &str,
+    plain: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>> {
     with_record_text(env, &env.root_fs()?, id, |text, origin| {
         // Most records start as this SDK writes them, with no `entity`
         // key: parsed straight into `T`. Anything else, or an error, takes
@@ -223,6 +246,9 @@ pub fn read<T: DeserializeOwned>(env: &Env, id: &str) -> Result<Option<T>> {
                 .iter()
                 .any(|key| rest.starts_with(&key[1..]) || rest.contains(key))
         {
+            if let Some(record) = plain(rest) {
+                return Ok(record);
+            }
             // The lines the SDK writes are read without the TOML parser,
             // which costs as much as the rest of a no-op check.
             if let Some(table) = plain_table(rest)
@@ -528,6 +554,24 @@ mod tests {
         assert!(err.message().contains("demo:a"), "{}", err.message());
         assert!(err.message().contains("`entity`"), "{}", err.message());
         assert!(!record_path(&env, "demo:a").exists());
+        #[derive(Serialize)]
+        struct Nested {
+            checksum: String,
+            original: Clashing,
+        }
+        // Only a top-level key clashes.
+        let nested = Nested {
+            checksum: "x".into(),
+            original: Clashing { entity: "y".into() },
+        };
+        write(&env, "demo:b", &nested).expect("a nested entity key is fine");
+        #[derive(Serialize)]
+        struct Versioned {
+            version: u32,
+        }
+        let err =
+            write(&env, "demo:c", &Versioned { version: 2 }).expect_err("version is reserved");
+        assert!(err.message().contains("`version`"), "{}", err.message());
     }
 
     #[test]

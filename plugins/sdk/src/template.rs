@@ -350,6 +350,11 @@ impl TemplateContext {
         self.render_within(text, self.max_render_size)
     }
 
+    /// The budget of [`TemplateContext::render`].
+    pub fn max_render_size(&self) -> usize {
+        self.max_render_size
+    }
+
     /// The budget of [`TemplateContext::render`] from now on.
     pub fn set_max_render_size(&mut self, bytes: usize) {
         self.max_render_size = bytes;

@@ -80,3 +80,45 @@ fn the_default_budget_stops_a_template_at_64_mib() {
     );
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
+
+/// The memory bound of a render with `max_render_size = "1M"`: 4 times it
+/// and 64 MiB.
+const LIMIT_1M: u64 = (4 << 20) + (64 << 20);
+
+/// A string doubled into a variable and never written is no output, but it
+/// is memory (a `set` inside a loop lasts one iteration in minijinja, so a
+/// namespace carries the string from one to the next): the render stops once it holds 4 times max_render_size and
+/// 64 MiB, naming the property and its file, and the plugin never grows
+/// much past that.
+#[test]
+fn a_string_doubled_into_a_variable_stops_at_the_memory_bound() {
+    for operator in ["~", "+"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = resource(
+            dir.path(),
+            &format!(
+                "[[file]]\nname = \"/etc/big\"\nowner = \"root\"\ngroup = \"root\"\nmode = \"0644\"\nmax_render_size = \"1M\"\ncontent = \"{{% set ns = namespace(s = 'x') %}}{{% for i in range(40) %}}{{% set ns.s = ns.s {operator} ns.s %}}{{% endfor %}}done\"\n"
+            ),
+        );
+        let run = test_support::process::run_measured(
+            scan_run(dir.path()).command(),
+            dir.path(),
+            "holo-file scan",
+            Duration::from_secs(120),
+        );
+        assert_eq!(run.code, 1, "{operator}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "{}:7: property content: the template takes more than {LIMIT_1M} bytes of memory to render (4 times max_render_size and 64 MiB)",
+                file.display()
+            )) && run.stderr.contains("raise max_render_size on this resource"),
+            "{operator}: {}",
+            run.stderr
+        );
+        assert!(
+            run.peak < 2 * LIMIT_1M,
+            "{operator}: peak {} bytes, bound {LIMIT_1M}",
+            run.peak
+        );
+    }
+}

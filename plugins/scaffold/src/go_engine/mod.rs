@@ -9,6 +9,7 @@
 //! `{{ render "_partials/x" . }}` (CCM's, which yields the text).
 //! `lookup "data.x" default` is minijinja's and Jet's.
 
+mod budget;
 mod check;
 mod locate;
 mod print;
@@ -273,7 +274,7 @@ fn functions(shared: &Arc<Shared>, set: &Arc<Templates>, depth: usize) -> FuncMa
             render_partial(shared, set, args, depth + 1)
         }),
     );
-    funcs
+    budget::bounded(funcs)
 }
 
 /// Runs the template `name` of `set` (with `overrides` in place of some
@@ -456,13 +457,18 @@ fn place_text(failure: &Failure, file: &str) -> String {
 
 /// One message naming the file and line, and what to do.
 fn describe(failure: &Failure, shown: &str, what: &str) -> String {
-    let hint = "fix the template or define the value in etc/holo/data.toml or the resource's data";
+    // A message that says what to do already needs no second hint.
+    let hint = if failure.message.contains("max_render_size") {
+        ""
+    } else {
+        "; fix the template or define the value in etc/holo/data.toml or the resource's data"
+    };
     let place = match &failure.place {
         Some((file, line)) => format!("{file}:{line}"),
         None => shown.to_string(),
     };
     format!(
-        "{place}: cannot render the {what}: {}; {hint}",
+        "{place}: cannot render the {what}: {}{hint}",
         failure.message
     )
 }
@@ -476,6 +482,7 @@ impl TreeEngine for GoEngine {
         shown: &str,
         what: &str,
     ) -> Result<String, String> {
+        let _budget = budget::Scope::enter(tree.max_output);
         let partials = self.partials(tree)?;
         let name = rel.to_string_lossy();
         self.shared

@@ -159,6 +159,7 @@ impl Builtins {
         let Some(Value::String(format)) = args.first() else {
             return self.call("printf", args);
         };
+        super::budget::allow("printf", printf_bound(format, &args[1..]))?;
         let (format, operands) = rewrite(format, &args[1..]);
         let mut all = vec![Value::String(format.into())];
         all.extend(operands);
@@ -427,6 +428,52 @@ fn written_as_float(text: &str, offset: usize) -> bool {
         return lower.contains('p');
     }
     lower.contains(['.', 'e', 'p'])
+}
+
+/// The number `text` starts with, 0 without one (or past `usize`: the most).
+fn leading_number(text: &str) -> usize {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    match text[..digits].parse::<usize>() {
+        Ok(number) => number,
+        Err(_) if digits > 0 => usize::MAX,
+        Err(_) => 0,
+    }
+}
+
+/// At most how many bytes `printf` writes: the format, the operands, and
+/// every width it may pad to (a number in the format, or an operand for
+/// `*`).
+fn printf_bound(format: &str, operands: &[Value]) -> usize {
+    let widths = format
+        .split('%')
+        .skip(1)
+        .map(|verb| {
+            let verb = verb.trim_start_matches(['+', '-', '#', ' ', '0', '[', ']']);
+            let width = leading_number(verb);
+            let precision = verb
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .strip_prefix('.')
+                .map_or(0, leading_number);
+            width.saturating_add(precision)
+        })
+        .fold(0usize, usize::saturating_add);
+    let starred = if format.contains('*') {
+        operands
+            .iter()
+            .filter_map(|operand| match operand {
+                Value::Int(n) => usize::try_from(*n).ok(),
+                Value::Uint(n) => usize::try_from(*n).ok(),
+                _ => None,
+            })
+            .fold(0usize, usize::saturating_add)
+    } else {
+        0
+    };
+    format
+        .len()
+        .saturating_add(super::budget::size_of_all(operands))
+        .saturating_add(widths)
+        .saturating_add(starred)
 }
 
 #[cfg(test)]

@@ -11,5 +11,6 @@ mod go_no_value;
 mod includes;
 mod load_errors;
 mod oneoff;
+mod render_memory;
 mod scaffold;
 mod url_source;

@@ -410,7 +410,11 @@ fn up_instance(
         },
     );
     record.save(layout)?;
-    let launched = launch_with_ssh_retry(&mut spec, service.healthcheck.is_some());
+    let launched = launch_with_ssh_retry(
+        &mut spec,
+        service.healthcheck.is_some(),
+        &mut record_moved_port(record, layout, name),
+    );
     let Some(entry) = record.instances.get_mut(name) else {
         return Err(Error::State(format!(
             "{name} vanished from the project record"
@@ -469,10 +473,12 @@ fn reuse_or_clear(
 }
 
 /// Launches; when the auto-allocated SSH port turns out taken, picks a new
-/// one and tries again.
+/// one, has `record_port` put it on record, and tries again: an `up` killed
+/// after the move leaves the port its QEMU uses on record.
 pub(crate) fn launch_with_ssh_retry(
     spec: &mut InstanceSpec,
     has_check: bool,
+    record_port: &mut dyn FnMut(&InstanceSpec) -> Result<(), Error>,
 ) -> Result<u32, Error> {
     health::reset_for_start(spec, has_check);
     for _ in 0..SSH_PORT_ATTEMPTS {
@@ -484,12 +490,12 @@ pub(crate) fn launch_with_ssh_retry(
             }
             Err(LaunchError::SshPortTaken) => {
                 let port = host::free_port()?;
+                let taken = std::mem::replace(&mut spec.ssh_port, port);
+                record_port(spec)?;
                 eprintln!(
-                    "holos: {}: SSH port {} is taken, using {port}",
-                    spec.label(),
-                    spec.ssh_port
+                    "holos: {}: SSH port {taken} is taken, using {port}",
+                    spec.label()
                 );
-                spec.ssh_port = port;
             }
             Err(LaunchError::Failed(message)) => return Err(Error::Instance(message)),
         }
@@ -498,6 +504,22 @@ pub(crate) fn launch_with_ssh_retry(
         "{}: no free SSH port after {SSH_PORT_ATTEMPTS} attempts",
         spec.name
     )))
+}
+
+/// What [`launch_with_ssh_retry`] calls when it moves instance `name` to a
+/// new SSH port: the record takes the moved spec and is saved, before the
+/// QEMU on the new port starts.
+pub(crate) fn record_moved_port<'r>(
+    record: &'r mut ProjectRecord,
+    layout: &'r Layout,
+    name: &'r str,
+) -> impl FnMut(&InstanceSpec) -> Result<(), Error> + 'r {
+    move |moved| {
+        if let Some(entry) = record.instances.get_mut(name) {
+            entry.spec.ssh_port = moved.ssh_port;
+        }
+        record.save(layout)
+    }
 }
 
 fn remove_instance_dir(dir: &Path) -> Result<(), Error> {
@@ -603,12 +625,20 @@ pub fn start(settings: &HostSettings, project: &str, service: Option<&str>) -> R
                 instance.spec.root_disk().display()
             )));
         }
-        let pid = launch_with_ssh_retry(&mut instance.spec, false)?;
-        instance.pid = Some(pid);
-        eprintln!(
-            "holos: {project}/{name} started (pid {pid}, ssh 127.0.0.1:{})",
-            instance.spec.ssh_port
-        );
+        let mut spec = instance.spec.clone();
+        let pid = launch_with_ssh_retry(
+            &mut spec,
+            false,
+            &mut record_moved_port(&mut record, &settings.layout, &name),
+        )?;
+        if let Some(instance) = record.instances.get_mut(&name) {
+            instance.spec = spec;
+            instance.pid = Some(pid);
+            eprintln!(
+                "holos: {project}/{name} started (pid {pid}, ssh 127.0.0.1:{})",
+                instance.spec.ssh_port
+            );
+        }
         record.save(&settings.layout)?;
     }
     Ok(())

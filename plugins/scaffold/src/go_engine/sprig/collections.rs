@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use gotmpl::{TemplateError, Value};
 
+use super::super::budget;
 use super::{Func, arity, at_least, error, int, is_empty, list, string, strval, text};
 
 pub const FUNCTIONS: &[(&str, Func)] = &[
@@ -231,7 +232,11 @@ fn strings_of(value: &Value) -> Vec<String> {
 
 fn join(args: &[Value]) -> Result<Value, TemplateError> {
     arity("join", args, 2)?;
-    Ok(string(strings_of(&args[1]).join(text("join", args, 0)?)))
+    let (separator, all) = (text("join", args, 0)?, strings_of(&args[1]));
+    let joined = all.iter().map(String::len).sum::<usize>();
+    let between = all.len().saturating_sub(1).saturating_mul(separator.len());
+    budget::allow("join", joined.saturating_add(between))?;
+    Ok(string(all.join(separator)))
 }
 
 fn sort_alpha(args: &[Value]) -> Result<Value, TemplateError> {

@@ -6,6 +6,7 @@ use gotmpl::{TemplateError, Value};
 use holo_protocol::go_path::clean;
 use sha2::Digest as _;
 
+use super::super::budget;
 use super::{Func, arity, error, list, string, text};
 
 pub const FUNCTIONS: &[(&str, Func)] = &[
@@ -284,6 +285,16 @@ fn replace(re: &regex::Regex, args: &[Value], expand: bool) -> Result<Value, Tem
         text("regexReplaceAll", args, 1)?,
         text("regexReplaceAll", args, 2)?,
     );
+    if !with.is_empty() {
+        let found = re.find_iter(s).count();
+        // Each `$` may bring back a whole match, and the matches add up to s.
+        let expanded = if expand { with.matches('$').count() } else { 0 };
+        let bound = s
+            .len()
+            .saturating_add(found.saturating_mul(with.len()))
+            .saturating_add(expanded.saturating_mul(s.len()));
+        budget::allow("regexReplaceAll", bound)?;
+    }
     let out = if expand {
         re.replace_all(s, with)
     } else {

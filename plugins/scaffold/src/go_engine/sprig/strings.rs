@@ -2,7 +2,8 @@
 
 use gotmpl::{TemplateError, Value};
 
-use super::{Func, arity, at_least, error, int, string, strval, text};
+use super::super::budget;
+use super::{Func, arity, at_least, int, string, strval, text};
 
 pub const FUNCTIONS: &[(&str, Func)] = &[
     ("hello", |_| Ok(string("Hello!"))),
@@ -164,9 +165,7 @@ fn repeat(args: &[Value]) -> Result<Value, TemplateError> {
     arity("repeat", args, 2)?;
     let count = usize::try_from(int(&args[0])).unwrap_or(0);
     let s = text("repeat", args, 1)?;
-    if s.len().saturating_mul(count) > 1 << 24 {
-        return Err(error("repeat: the result would be too long".into()));
-    }
+    budget::allow("repeat", s.len().saturating_mul(count))?;
     Ok(string(s.repeat(count)))
 }
 
@@ -270,6 +269,11 @@ fn indent(name: &str, args: &[Value]) -> Result<String, TemplateError> {
     arity(name, args, 2)?;
     let pad = " ".repeat(usize::try_from(int(&args[0])).unwrap_or(0).min(1 << 16));
     let s = text(name, args, 1)?;
+    let lines = s.matches('\n').count() + 1;
+    budget::allow(
+        name,
+        s.len().saturating_add(lines.saturating_mul(pad.len())),
+    )?;
     Ok(format!("{pad}{}", s.replace('\n', &format!("\n{pad}"))))
 }
 
@@ -280,6 +284,15 @@ fn replace(args: &[Value]) -> Result<Value, TemplateError> {
         text("replace", args, 1)?,
         text("replace", args, 2)?,
     );
+    if new.len() > old.len() {
+        let found = if old.is_empty() {
+            s.chars().count() + 1
+        } else {
+            s.matches(old).count()
+        };
+        let grown = found.saturating_mul(new.len() - old.len());
+        budget::allow("replace", s.len().saturating_add(grown))?;
+    }
     Ok(string(s.replace(old, new)))
 }
 
@@ -305,6 +318,12 @@ fn wrap(name: &str, args: &[Value], has_separator: usize) -> Result<Value, Templ
         "\n"
     };
     let s = text(name, args, 1 + has_separator)?;
+    let words = s.split(' ').filter(|word| !word.is_empty()).count();
+    budget::allow(
+        name,
+        s.len()
+            .saturating_add(words.saturating_mul(separator.len())),
+    )?;
     let mut lines: Vec<String> = Vec::new();
     for word in s.split(' ').filter(|word| !word.is_empty()) {
         match lines.last_mut() {

@@ -22,7 +22,7 @@ use serde_json::json;
 use crate::error::Error;
 use crate::host;
 use crate::instance::qemu_img_program;
-use crate::lifecycle::{find_instance, launch_with_ssh_retry, stop_reporting};
+use crate::lifecycle::{find_instance, launch_with_ssh_retry, record_moved_port, stop_reporting};
 use crate::qmp::Qmp;
 use crate::settings::HostSettings;
 use crate::spec::InstanceSpec;
@@ -344,7 +344,14 @@ pub fn restore(
     run_qemu_img(qemu_img(&["snapshot", "-a", name], &entry.spec.root_disk()))?;
     eprintln!("holos: {key}: root disk restored to snapshot {name}");
     if was_running {
-        let pid = launch_with_ssh_retry(&mut entry.spec, false)?;
+        let mut spec = entry.spec.clone();
+        let pid = launch_with_ssh_retry(
+            &mut spec,
+            false,
+            &mut record_moved_port(&mut record, layout, &key),
+        )?;
+        let entry = record.instances.get_mut(&key).ok_or_else(gone)?;
+        entry.spec = spec;
         entry.pid = Some(pid);
         eprintln!(
             "holos: {} started (pid {pid}, ssh 127.0.0.1:{})",
