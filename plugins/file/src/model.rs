@@ -187,12 +187,14 @@ impl Resource for FileResource {
     }
 }
 
-/// `owner`/`group` may be written as a string or a bare integer.
+/// `owner`/`group` may be written as a string or a bare integer. Text
+/// comes first: serde tries the variants in order and builds an error for
+/// each miss, and most values are names.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum IdOrName {
-    Id(i64),
     Text(String),
+    Id(i64),
 }
 
 /// `mode` must be a string; a bare integer is caught to explain why.

@@ -43,59 +43,62 @@ impl Plugin for FilePlugin {
 
     fn scan(&self, env: &Env) -> Result<Vec<Scanned<FileSpec>>> {
         let fs = env.root_fs()?;
-        let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
-        let mut found = resources::scan_each(declared, |mut declared| {
-            let id = resources::Resource::entity_id(&declared.resource);
-            let resource = std::mem::take(&mut declared.resource);
-            let location = &declared.location;
-            let spec = match resource.validate(
-                location,
-                declared.common.protect,
-                &fs,
-                &env.resource_dir,
-                |path| env.root_join(path),
-            ) {
-                Ok(spec) => spec,
-                Err(invalid) => {
-                    let place = declared.location_of(invalid.property);
-                    return Ok(Err(Error::new(format!("{place}: {invalid}"))));
+        // The records are listed beside the load: a large scan's orphan
+        // check reads the whole record journal.
+        let mut found = holo_plugin::state::scan_with_orphans(env, || {
+            let declared = resources::load_reading::<FileResource>(env, names_as_source)?;
+            resources::scan_each(declared, |mut declared| {
+                let id = resources::Resource::entity_id(&declared.resource);
+                let resource = std::mem::take(&mut declared.resource);
+                let location = &declared.location;
+                let spec = match resource.validate(
+                    location,
+                    declared.common.protect,
+                    &fs,
+                    &env.resource_dir,
+                    |path| env.root_join(path),
+                ) {
+                    Ok(spec) => spec,
+                    Err(invalid) => {
+                        let place = declared.location_of(invalid.property);
+                        return Ok(Err(Error::new(format!("{place}: {invalid}"))));
+                    }
+                };
+                let mut entity = Scanned::new(id, spec.clone())
+                    .source(&location.path)
+                    .info("found in", location.to_string())
+                    .info("ensure", spec.ensure.as_str());
+                if let Some(owner) = &spec.owner {
+                    entity = entity.info("owner", owner.to_string());
                 }
-            };
-            let mut entity = Scanned::new(id, spec.clone())
-                .source(&location.path)
-                .info("found in", location.to_string())
-                .info("ensure", spec.ensure.as_str());
-            if let Some(owner) = &spec.owner {
-                entity = entity.info("owner", owner.to_string());
-            }
-            if let Some(group) = &spec.group {
-                entity = entity.info("group", group.to_string());
-            }
-            if let Some(mode) = spec.mode {
-                entity = entity.info("mode", format_mode(mode));
-            }
-            if let Some(target) = &spec.target {
-                entity = entity.info("target", describe_target(env, &fs, &spec.path, target));
-            }
-            match &spec.content {
-                Content::Inline(text) => {
-                    entity =
-                        entity.info("content", provider::posix::checksum_bytes(text.as_bytes()));
+                if let Some(group) = &spec.group {
+                    entity = entity.info("group", group.to_string());
                 }
-                Content::Source { shown, .. } => {
-                    entity = entity.info("source", shown.display().to_string());
+                if let Some(mode) = spec.mode {
+                    entity = entity.info("mode", format_mode(mode));
                 }
-                Content::Unmanaged => {}
-            }
-            for required in &declared.common.require {
-                entity = entity.requires(required);
-            }
-            for subscribed in &declared.common.subscribe {
-                entity = entity.subscribes(subscribed);
-            }
-            Ok(Ok(entity))
+                if let Some(target) = &spec.target {
+                    entity = entity.info("target", describe_target(env, &fs, &spec.path, target));
+                }
+                match &spec.content {
+                    Content::Inline(text) => {
+                        entity = entity
+                            .info("content", provider::posix::checksum_bytes(text.as_bytes()));
+                    }
+                    Content::Source { shown, .. } => {
+                        entity = entity.info("source", shown.display().to_string());
+                    }
+                    Content::Unmanaged => {}
+                }
+                for required in &declared.common.require {
+                    entity = entity.requires(required);
+                }
+                for subscribed in &declared.common.subscribe {
+                    entity = entity.subscribes(subscribed);
+                }
+                Ok(Ok(entity))
+            })
         })?;
-        holo_plugin::state::add_orphans(env, &mut found)?;
         for orphan in found.iter_mut().filter(|entity| entity.spec.is_none()) {
             describe_scrub(env, orphan)?;
         }

@@ -108,7 +108,15 @@ pub(crate) fn run<P: Plugin>(plugin: &P, env: &Env, mode: Mode) -> ExitCode {
     }
     let lines = parse_input(&input);
     crate::root_fs::reuse_parents();
-    let loaded = match ensure_cache(plugin, env).and_then(|()| cache::Loaded::read(env)) {
+    let loaded = std::thread::scope(|scope| {
+        // The record journal, which the first entity reads, is read beside
+        // the scan cache.
+        let _ = std::thread::Builder::new()
+            .name("holo-journal".to_string())
+            .spawn_scoped(scope, || crate::state::preload_journal(env));
+        ensure_cache(plugin, env).and_then(|()| cache::Loaded::read(env))
+    });
+    let loaded = match loaded {
         Ok(loaded) => loaded,
         Err(err) => return fail(&err),
     };

@@ -86,14 +86,21 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
     })?;
     let slots = slot_count(entities.len());
     let mut index = vec![0u8; (slots * SLOT_BYTES) as usize];
-    let mut data = String::with_capacity(entities.len() * 128);
+    let mut data: Vec<u8> = Vec::with_capacity(entities.len() * 512);
     for entity in entities {
         let encoded = encode_entity_id(&entity.id);
-        let json = serde_json::to_string(&CachedRef {
-            sources: &entity.sources,
-            action: &entity.action,
-            spec: &entity.spec,
-        })
+        let offset = data.len() as u64;
+        data.extend_from_slice(encoded.as_bytes());
+        data.push(b'\t');
+        // Straight into the entries: no string per entity.
+        serde_json::to_writer(
+            &mut data,
+            &CachedRef {
+                sources: &entity.sources,
+                action: &entity.action,
+                spec: &entity.spec,
+            },
+        )
         .map_err(|err| {
             let not_utf8: Vec<String> = entity
                 .sources
@@ -111,12 +118,8 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
                 entity.id
             ))
         })?;
-        let offset = data.len() as u64;
-        data.push_str(&encoded);
-        data.push('\t');
-        data.push_str(&json);
         let length = data.len() as u64 - offset;
-        data.push('\n');
+        data.push(b'\n');
         let mut slot = hash(&encoded) % slots;
         loop {
             let at = (slot * SLOT_BYTES) as usize;
@@ -127,7 +130,8 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
                 break;
             }
             let start = (stored - 1) as usize;
-            if data[start..].split_once('\t').map(|(key, _)| key) == Some(encoded.as_str()) {
+            let key = data[start..].split(|byte| *byte == b'\t').next();
+            if key == Some(encoded.as_bytes()) {
                 return Err(Error::new(format!(
                     "entity {} was reported twice by scan; every entity id must be unique",
                     entity.id
@@ -136,7 +140,7 @@ pub(crate) fn store<S: Serialize>(env: &Env, entities: &[Scanned<S>]) -> Result<
             slot = (slot + 1) % slots;
         }
     }
-    for (name, bytes) in [(ENTRIES, data.as_bytes()), (INDEX, index.as_slice())] {
+    for (name, bytes) in [(ENTRIES, data.as_slice()), (INDEX, index.as_slice())] {
         let path = dir.join(name);
         write_new(&fs, &path, bytes)?;
     }

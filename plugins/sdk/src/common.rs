@@ -312,7 +312,7 @@ static LOADED: Mutex<BTreeMap<String, Guard>> = Mutex::new(BTreeMap::new());
 
 /// Guards read back from the file scan wrote, by file.
 type GuardMap = Arc<BTreeMap<String, Guard>>;
-static STORED: Mutex<Option<HashMap<PathBuf, GuardMap>>> = Mutex::new(None);
+static STORED: Mutex<Option<HashMap<std::ffi::OsString, GuardMap>>> = Mutex::new(None);
 
 /// Remembers an entity's guard (called by the resource loader).
 pub(crate) fn register(id: &str, guard: Guard) {
@@ -361,21 +361,26 @@ pub(crate) fn store<S>(env: &Env, entities: &mut [Scanned<S>]) -> Result<()> {
     let mut stored = STORED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    stored.get_or_insert_with(HashMap::new).remove(&path);
+    stored
+        .get_or_insert_with(HashMap::new)
+        .remove(env.cache_dir.as_os_str());
     Ok(())
 }
 
 /// The guard scan stored for `id`, if any.
 fn lookup(env: &Env, id: &str) -> Result<Option<Guard>> {
-    let path = guards_path(env);
     let mut stored = STORED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let files = stored.get_or_insert_with(HashMap::new);
-    if !files.contains_key(&path) {
-        files.insert(path.clone(), Arc::new(read_guards(&path)?));
+    // Keyed by the cache directory's bytes: a batch looks once per entity,
+    // and hashing a `Path` walks its components.
+    let key = env.cache_dir.as_os_str();
+    if !files.contains_key(key) {
+        let guards = read_guards(&guards_path(env))?;
+        files.insert(key.to_owned(), Arc::new(guards));
     }
-    Ok(files.get(&path).and_then(|guards| guards.get(id).cloned()))
+    Ok(files.get(key).and_then(|guards| guards.get(id).cloned()))
 }
 
 fn read_guards(path: &Path) -> Result<BTreeMap<String, Guard>> {

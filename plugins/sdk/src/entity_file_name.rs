@@ -12,7 +12,12 @@ pub fn encode_entity_id(id: &str) -> String {
         if keep {
             encoded.push(char::from(byte));
         } else {
-            encoded.push_str(&format!("%{byte:02X}"));
+            // Pushed digit by digit: `format!` would allocate per byte, and
+            // an id is encoded several times per entity and run.
+            const HEX: &[u8; 16] = b"0123456789ABCDEF";
+            encoded.push('%');
+            encoded.push(char::from(HEX[usize::from(byte >> 4)]));
+            encoded.push(char::from(HEX[usize::from(byte & 0xf)]));
         }
     }
     encoded

@@ -23,6 +23,7 @@
 //! file per record.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -71,11 +72,13 @@ struct Loaded {
     file_len: u64,
 }
 
-/// Journals read by this process, by state directory. Appends keep them
-/// current; nothing else writes a journal while a plugin runs.
-static JOURNALS: Mutex<Option<HashMap<PathBuf, Loaded>>> = Mutex::new(None);
+/// Journals read by this process, by state directory (its bytes: hashing a
+/// `Path` walks its components, and a batch looks once per entity).
+/// Appends keep them current; nothing else writes a journal while a
+/// plugin runs.
+static JOURNALS: Mutex<Option<HashMap<OsString, Loaded>>> = Mutex::new(None);
 
-fn journals() -> MutexGuard<'static, Option<HashMap<PathBuf, Loaded>>> {
+fn journals() -> MutexGuard<'static, Option<HashMap<OsString, Loaded>>> {
     JOURNALS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -234,11 +237,12 @@ fn read_bytes(dir: &Dir<'_>, state_dir: &Path) -> io::Result<Option<Vec<u8>>> {
 
 /// Reads the journal in `state_dir` unless this process has it already.
 fn load<'a>(
-    cache: &'a mut HashMap<PathBuf, Loaded>,
+    cache: &'a mut HashMap<OsString, Loaded>,
     dir: Dir<'_>,
     state_dir: &Path,
 ) -> Result<&'a mut Loaded> {
-    if !cache.contains_key(state_dir) {
+    let key = state_dir.as_os_str();
+    if !cache.contains_key(key) {
         let path = journal_path(state_dir);
         let loaded = match read_bytes(&dir, state_dir) {
             Ok(Some(bytes)) => parse(&path, bytes)?,
@@ -246,11 +250,20 @@ fn load<'a>(
             Err(err) if err.kind() == io::ErrorKind::NotADirectory => Loaded::default(),
             Err(err) => return Err(Error::io("read the record journal", &path, &err)),
         };
-        cache.insert(state_dir.to_path_buf(), loaded);
+        cache.insert(key.to_owned(), loaded);
     }
     cache
-        .get_mut(state_dir)
+        .get_mut(key)
         .ok_or_else(|| Error::new("the record journal cache lost an entry"))
+}
+
+/// Reads the journal in `state_dir` now, unless this process has it: a
+/// batch calls it on a thread of its own while it reads the scan cache. An
+/// error is left for the first look, which reads again and reports it.
+pub fn preload(fs: &RootFs, state_dir: &Path) {
+    let mut guard = journals();
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let _ = load(cache, Dir::Root(fs), state_dir);
 }
 
 /// What the journal in `state_dir` holds for `id`; `None` when nothing.

@@ -116,6 +116,8 @@ enum Next {
 /// templates read.
 pub(crate) struct Hit<'c> {
     pub(crate) tables: std::str::Lines<'c>,
+    /// How many lines `tables` gives.
+    pub(crate) count: usize,
     pub(crate) looked_up: &'c [PathBuf],
 }
 
@@ -206,6 +208,7 @@ impl ParseCache {
         }
         Some(Hit {
             tables: self.text.get(stored.lines.clone())?.lines(),
+            count: header.tables,
             looked_up: &header.looked_up,
         })
     }

@@ -20,7 +20,9 @@ pub fn write_scan_report<S>(
     entities: &[Scanned<S>],
     with_order: bool,
 ) -> Result<()> {
-    let mut report = String::with_capacity(entities.len() * 64);
+    // About what an entity of holo-file takes; pages never written cost
+    // nothing, and growing would copy the whole report.
+    let mut report = String::with_capacity(entities.len() * 512);
     for entity in entities {
         append_entity(&mut report, entity, with_order)?;
     }

@@ -98,7 +98,16 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.origin.display(), self.line)
+        // Written whole when UTF-8: `Path::display` goes through lossy
+        // chunks, and a scan shows the location of every entity.
+        match self.origin.to_str() {
+            Some(origin) => {
+                f.write_str(origin)?;
+                f.write_str(":")?;
+                fmt::Display::fmt(&self.line, f)
+            }
+            None => write!(f, "{}:{}", self.origin.display(), self.line),
+        }
     }
 }
 
@@ -250,7 +259,10 @@ pub fn scan_each<T, S>(
     declared: impl IntoIterator<Item = T>,
     mut scan_one: impl FnMut(T) -> Result<Result<S>>,
 ) -> Result<Vec<S>> {
-    let mut found = Vec::new();
+    let declared = declared.into_iter();
+    // Sized up front: an entity is large, and growing the vector would
+    // copy every one of them again.
+    let mut found = Vec::with_capacity(declared.size_hint().0);
     let mut errors = Vec::new();
     for item in declared {
         match scan_one(item)? {
@@ -803,7 +815,8 @@ impl<'e, R: Resource> Loader<'e, R> {
         let Some(hit) = self.cache.lookup(path, key, fingerprint) else {
             return false;
         };
-        let mut declared = Vec::new();
+        // The count comes from a file: a damaged one must not size memory.
+        let mut declared = Vec::with_capacity(hit.count.min(1 << 16));
         for line in hit.tables {
             let Ok(table) = serde_json::from_str::<TableIn<R, Common>>(line) else {
                 return false;
@@ -823,6 +836,8 @@ impl<'e, R: Resource> Loader<'e, R> {
         }
         self.cached_reads.extend(hit.looked_up.iter().cloned());
         self.cache.keep(path);
+        self.declared.reserve(declared.len());
+        self.ids.reserve(declared.len());
         for item in declared {
             self.add(item);
         }

@@ -431,19 +431,57 @@ fn recorded_ids(env: &Env) -> Result<Vec<String>> {
     Ok(ids)
 }
 
+/// Reads the record journal of `env` ahead of the first record read.
+pub(crate) fn preload_journal(env: &Env) {
+    if let Ok(fs) = env.root_fs() {
+        journal::preload(&fs, &env.state_dir);
+    }
+}
+
 /// Adds a [`crate::Scanned::orphan`] for every recorded entity that `declared`
 /// does not contain, keeping `declared` in its order and orphans sorted after.
 pub fn add_orphans<S>(env: &Env, declared: &mut Vec<crate::Scanned<S>>) -> Result<()> {
+    add_recorded_orphans(recorded_ids(env)?, declared);
+    Ok(())
+}
+
+/// Runs `scan` while a thread of its own lists the recorded entities, then
+/// adds the orphans as [`add_orphans`] does. Listing reads the record
+/// journal, which costs a tenth of the scan of a large resource file and
+/// does not depend on it.
+pub fn scan_with_orphans<S>(
+    env: &Env,
+    scan: impl FnOnce() -> Result<Vec<crate::Scanned<S>>>,
+) -> Result<Vec<crate::Scanned<S>>> {
+    let (declared, recorded) = std::thread::scope(|scope| {
+        let lister = std::thread::Builder::new()
+            .name("holo-records".to_string())
+            .spawn_scoped(scope, || recorded_ids(env));
+        let declared = scan();
+        let recorded = match lister {
+            Ok(lister) => lister
+                .join()
+                .unwrap_or_else(|_| Err(Error::new("listing the state records failed"))),
+            // No thread to be had: list them here.
+            Err(_) => recorded_ids(env),
+        };
+        (declared, recorded)
+    });
+    let mut declared = declared?;
+    add_recorded_orphans(recorded?, &mut declared);
+    Ok(declared)
+}
+
+fn add_recorded_orphans<S>(recorded: Vec<String>, declared: &mut Vec<crate::Scanned<S>>) {
     let known: std::collections::HashSet<&str> =
         declared.iter().map(|entity| entity.id.as_str()).collect();
-    let mut orphans: Vec<String> = recorded_ids(env)?
+    let mut orphans: Vec<String> = recorded
         .into_iter()
         .filter(|id| !known.contains(id.as_str()))
         .collect();
     orphans.sort();
     orphans.dedup();
     declared.extend(orphans.into_iter().map(crate::Scanned::orphan));
-    Ok(())
 }
 
 #[cfg(test)]

@@ -52,11 +52,10 @@ pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
                     OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
                     Mode::empty(),
                 );
-                match opened.map_err(std::io::Error::from).and_then(|fd| {
-                    let mut hasher = Sha256::new();
-                    std::io::copy(&mut std::fs::File::from(fd), &mut hasher)?;
-                    Ok(format_digest(hasher.finalize().as_slice()))
-                }) {
+                match opened
+                    .and_then(|fd| checksum_of_open_file(&fd, stat.st_size))
+                    .map_err(std::io::Error::from)
+                {
                     Ok(checksum) => Some(checksum),
                     Err(err) => return Ok(Err(Error::io("read", path, &err))),
                 }
@@ -78,6 +77,32 @@ pub fn status(fs: &RootFs, path: &Path) -> Result<Observed> {
         Err(err) if err.kind() == ErrorKind::NotFound => Ok(Observed::absent()),
         Err(err) => Err(Error::io("inspect", path, &err)),
     }
+}
+
+/// The checksum of an open regular file that `stat` found `size` bytes
+/// long. A read that comes back short of the buffer with exactly that many
+/// bytes in all is at the end, so most files take one read, not a second
+/// one to see 0. A file that grew keeps being read until a read gives 0.
+fn checksum_of_open_file(fd: &std::os::fd::OwnedFd, size: i64) -> rustix::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buffer = [0u8; 16 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let read = match rustix::io::read(fd, &mut buffer) {
+            Ok(read) => read,
+            Err(Errno::INTR) => continue,
+            Err(err) => return Err(err),
+        };
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+        total += read as u64;
+        if read < buffer.len() && i64::try_from(total) == Ok(size) {
+            break;
+        }
+    }
+    Ok(format_digest(hasher.finalize().as_slice()))
 }
 
 /// [`status`] of a path without a final name (`/`), by the path itself.
