@@ -10,7 +10,7 @@ use crate::run_dir::RunDir;
 use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
 use crate::{entity_report, order};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Command {
@@ -428,19 +428,20 @@ fn pass_run_entities(
     plugins: &mut [Plugin],
     entities: &[Entity],
 ) -> Result<(), String> {
-    use holo_protocol::run_entities::{self, RunEntity};
-    let listed: Vec<RunEntity> = entities
+    use holo_protocol::run_entities;
+    let listed: Vec<(&str, std::borrow::Cow<'_, str>)> = entities
         .iter()
-        .map(|entity| RunEntity {
-            id: entity.id.clone(),
-            declared_at: entity
-                .info
-                .get("found in")
-                .map_or_else(|| entity.sources.join(", "), str::to_string),
+        .map(|entity| {
+            let declared_at = match entity.info.get("found in") {
+                Some(found) => found.into(),
+                None => entity.sources.join(", ").into(),
+            };
+            (entity.id.as_str(), declared_at)
         })
         .collect();
+    let text = run_entities::encode(listed.iter().map(|(id, at)| (*id, at.as_ref())));
     let path = crate::paths::join(&run_dir.cache, "run-entities");
-    std::fs::write(&path, run_entities::encode(&listed))
+    std::fs::write(&path, text)
         .map_err(|err| format!("write {path}: {}", crate::paths::errno_text(&err)))?;
     for plugin in plugins {
         plugin.set_env(run_entities::VARIABLE, &path);
@@ -648,7 +649,7 @@ fn order_entities(
     {
         return Ok(entities);
     }
-    let known: BTreeSet<&str> = entities.iter().map(|e| e.id.as_str()).collect();
+    let known: HashSet<&str> = entities.iter().map(|e| e.id.as_str()).collect();
     let mut unknown = false;
     for entity in &entities {
         for (word, list) in [

@@ -31,6 +31,10 @@ pub struct Info {
 
 impl Info {
     pub fn push(&mut self, key: &str, value: &str) {
+        if self.text.is_empty() {
+            // Room for a few lines at once rather than growing line by line.
+            self.text.reserve(4 * (key.len() + value.len() + 2));
+        }
         self.text.push_str(key);
         self.text.push('\n');
         self.text.push_str(value);
@@ -94,7 +98,9 @@ pub fn parse_report(
     translate: &dyn Fn(&str) -> std::borrow::Cow<'_, str>,
 ) -> Result<Vec<Entity>, Vec<String>> {
     let mut errors = Vec::new();
-    let mut entities: Vec<Entity> = Vec::new();
+    // A report line is rarely shorter than 32 bytes, and an entity has a
+    // few: sized once rather than grown (each growth copies every entity).
+    let mut entities: Vec<Entity> = Vec::with_capacity(text.len() / 128);
     let mut current: Option<Entity> = None;
     for (index, line) in text.trim().split('\n').enumerate() {
         if line.is_empty() {
@@ -132,7 +138,12 @@ pub fn parse_report(
             continue;
         };
         match key {
-            "SOURCE" => entity.sources.push(translate(value).into_owned()),
+            "SOURCE" => {
+                if entity.sources.is_empty() {
+                    entity.sources.reserve_exact(1);
+                }
+                entity.sources.push(translate(value).into_owned());
+            }
             "ACTION" => (entity.action_verb, entity.action_reason) = split_action(value),
             "REQUIRES" if with_order_lines => entity.requires.push(value.trim().to_string()),
             "SUBSCRIBES" if with_order_lines => entity.subscribes.push(value.trim().to_string()),

@@ -3,7 +3,8 @@
 //! taking the ready entity with the lowest original index, so that without
 //! references nothing moves; a cycle is one message for both.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Sorts `ids` (already in plugin, then ID order). `deps[i]` lists the
 /// entities that entity `i` must come after; references to entities outside
@@ -13,21 +14,29 @@ pub fn sort(ids: &[&str], deps: &[Vec<&str>]) -> Result<Vec<usize>, Vec<String>>
     let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut indegree = vec![0usize; ids.len()];
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    let mut unique: Vec<usize> = Vec::new();
     for (i, list) in deps.iter().enumerate() {
-        let unique: BTreeSet<usize> = list.iter().filter_map(|d| index.get(d).copied()).collect();
-        for d in unique {
+        unique.clear();
+        unique.extend(list.iter().filter_map(|d| index.get(d).copied()));
+        unique.sort_unstable();
+        unique.dedup();
+        for &d in &unique {
             dependents[d].push(i);
             indegree[i] += 1;
         }
     }
-    let mut ready: BTreeSet<usize> = (0..ids.len()).filter(|i| indegree[*i] == 0).collect();
+    // The smallest ready index first, as a min-heap gives it.
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..ids.len())
+        .filter(|i| indegree[*i] == 0)
+        .map(Reverse)
+        .collect();
     let mut result = Vec::with_capacity(ids.len());
-    while let Some(next) = ready.pop_first() {
+    while let Some(Reverse(next)) = ready.pop() {
         result.push(next);
         for &dependent in &dependents[next] {
             indegree[dependent] -= 1;
             if indegree[dependent] == 0 {
-                ready.insert(dependent);
+                ready.push(Reverse(dependent));
             }
         }
     }

@@ -26,10 +26,18 @@ impl RunEntity {
     }
 }
 
-fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
+fn escape_into(out: &mut String, text: &str) {
+    let mut rest = text;
+    while let Some(at) = rest.find(['\\', '\t', '\n']) {
+        out.push_str(&rest[..at]);
+        out.push_str(match rest.as_bytes()[at] {
+            b'\\' => "\\\\",
+            b'\t' => "\\t",
+            _ => "\\n",
+        });
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
 }
 
 fn unescape(text: &str) -> String {
@@ -49,12 +57,16 @@ fn unescape(text: &str) -> String {
     out
 }
 
-/// The file's text for `entities`.
-pub fn encode(entities: &[RunEntity]) -> String {
-    entities
-        .iter()
-        .map(|entity| format!("{}\t{}\n", escape(&entity.id), escape(&entity.declared_at)))
-        .collect()
+/// The file's text for `entities`, given as id and where it was declared.
+pub fn encode<'a>(entities: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut text = String::new();
+    for (id, declared_at) in entities {
+        escape_into(&mut text, id);
+        text.push('\t');
+        escape_into(&mut text, declared_at);
+        text.push('\n');
+    }
+    text
 }
 
 /// The entities in the file's `text`; a line without a tab is an entity
@@ -88,7 +100,10 @@ mod tests {
                 declared_at: String::new(),
             },
         ];
-        assert_eq!(decode(&encode(&entities)), entities);
+        let pairs = entities
+            .iter()
+            .map(|entity| (entity.id.as_str(), entity.declared_at.as_str()));
+        assert_eq!(decode(&encode(pairs)), entities);
     }
 
     #[test]
