@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::batch;
 use crate::common;
-use crate::entity::{apply_entity, entity_from_cache, fail, scan_and_cache};
+use crate::entity::{apply_entity, entity_from_cache, fail, scan_cache_and_report};
 use crate::env::{API_VERSION, Env};
 use crate::error::{Error, Result};
 use crate::plugin::{EntityCtx, Extension, Mode, Plugin};
@@ -278,12 +278,9 @@ fn flush_stdout() -> ExitCode {
 
 /// The scan operation: scan, cache, report.
 fn scan<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
-    let entities = scan_and_cache(plugin, env)?;
-    let written = report::write_scan_report(
-        &mut std::io::stdout().lock(),
-        &entities,
-        env.has_extension("order"),
-    );
+    let (entities, report) = scan_cache_and_report(plugin, env, Some(env.has_extension("order")))?;
+    let written =
+        report::write_report_text(&mut std::io::stdout().lock(), &report.unwrap_or_default());
     // The process ends with the scan: freeing every entity one by one
     // would cost as much as a tenth of the scan.
     std::mem::forget(entities);

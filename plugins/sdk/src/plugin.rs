@@ -106,7 +106,8 @@ pub trait Plugin {
     /// removes a directory.
     const STAGES_WRITES: bool = false;
     /// The per-entity desired state that scan found; cached between scan and apply.
-    type Spec: Serialize + DeserializeOwned;
+    /// A scan builds its report beside the scan cache: hence `Sync`.
+    type Spec: Serialize + DeserializeOwned + Sync;
 
     /// Finds every entity: those in the resources, and orphans that the state
     /// records show were applied earlier but are no longer declared.

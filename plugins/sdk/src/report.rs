@@ -20,12 +20,22 @@ pub fn write_scan_report<S>(
     entities: &[Scanned<S>],
     with_order: bool,
 ) -> Result<()> {
+    write_report_text(out, &scan_report(entities, with_order)?)
+}
+
+/// The text [`write_scan_report`] writes.
+pub fn scan_report<S>(entities: &[Scanned<S>], with_order: bool) -> Result<String> {
     // About what an entity of holo-file takes; pages never written cost
     // nothing, and growing would copy the whole report.
     let mut report = String::with_capacity(entities.len() * 512);
     for entity in entities {
         append_entity(&mut report, entity, with_order)?;
     }
+    Ok(report)
+}
+
+/// Writes a scan report's text to `out`.
+pub fn write_report_text(out: &mut impl Write, report: &str) -> Result<()> {
     out.write_all(report.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|err| Error::new(format!("cannot write the scan report to stdout: {err}")))
