@@ -574,10 +574,14 @@ fn scan_all(run_dir: &RunDir, plugins: &[Plugin], out: &mut Output) -> Result<Ve
             );
             return Err(EXIT_FATAL);
         }
-        if std::str::from_utf8(&stdout).is_err() {
-            warn_about_non_utf8_ids(out, &plugin.id, &stdout);
-        }
-        let text = String::from_utf8_lossy(&stdout);
+        // Checked once: a valid report (the rule) is borrowed as it is.
+        let text = match std::str::from_utf8(&stdout) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => {
+                warn_about_non_utf8_ids(out, &plugin.id, &stdout);
+                String::from_utf8_lossy(&stdout)
+            }
+        };
         let mut entities = match scan::parse_report(
             index,
             &plugin.id,

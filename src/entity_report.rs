@@ -7,7 +7,7 @@ use crate::scan::{DEFAULT_VERB, Entity};
 /// Holo 3's `PrintReport`: `VERB ID (reason)` or the bold ID, then the info
 /// lines right-aligned to the verb (or to 12 columns), then a blank line.
 pub fn print_report(out: &mut Output, entity: &Entity, with_action: bool) {
-    let verb = with_action.then_some(entity.action_verb.as_str());
+    let verb = with_action.then_some(entity.action_verb.as_ref());
     let info: Vec<(&str, &str)> = entity.info.iter().collect();
     let id = out.bold(Stream::Out, &entity.id);
     let text = holo_protocol::entity_text::report_header(verb, &id, &entity.action_reason, &info);

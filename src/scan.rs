@@ -8,7 +8,8 @@ pub struct Entity {
     /// Index of the plugin in holorc order.
     pub plugin: usize,
     pub id: String,
-    pub action_verb: String,
+    /// Borrowed for the default verb, which most entities have.
+    pub action_verb: std::borrow::Cow<'static, str>,
     pub action_reason: String,
     pub sources: Vec<String>,
     pub info: Info,
@@ -56,9 +57,10 @@ impl Info {
     }
 }
 
-/// Splits `key: value` as Holo 3's `^\s*([^:]+): (.+)\s*$` does.
+/// Splits `key: value` as Holo 3's `^\s*([^:]+): (.+)\s*$` does (`\s`
+/// is ASCII white space there).
 fn split_line(line: &str) -> Option<(&str, &str)> {
-    let line = line.trim_start();
+    let line = line.trim_start_matches([' ', '\t', '\x0c', '\r']);
     let colon = line.find(':')?;
     let key = &line[..colon];
     let value = line[colon + 1..].strip_prefix(' ')?;
@@ -124,7 +126,7 @@ pub fn parse_report(
             current = Some(Entity {
                 plugin: plugin_index,
                 id: value.to_string(),
-                action_verb: DEFAULT_VERB.to_string(),
+                action_verb: DEFAULT_VERB.into(),
                 line: index + 1,
                 ..Entity::default()
             });
@@ -144,7 +146,11 @@ pub fn parse_report(
                 }
                 entity.sources.push(translate(value).into_owned());
             }
-            "ACTION" => (entity.action_verb, entity.action_reason) = split_action(value),
+            "ACTION" => {
+                let (verb, reason) = split_action(value);
+                entity.action_verb = verb.into();
+                entity.action_reason = reason;
+            }
             "REQUIRES" if with_order_lines => entity.requires.push(value.trim().to_string()),
             "SUBSCRIBES" if with_order_lines => entity.subscribes.push(value.trim().to_string()),
             _ => entity.info.push(key, &translate(value)),
