@@ -42,9 +42,12 @@ pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
 pub(crate) fn scan_and_cache<P: Plugin>(
     plugin: &P,
     env: &Env,
-) -> Result<Vec<crate::Scanned<P::Spec>>> {
+) -> Result<Scans<P::Spec>> {
     scan_cache_and_report(plugin, env, None).map(|(entities, _)| entities)
 }
+
+/// What a plugin's scan found.
+type Scans<S> = Vec<crate::Scanned<S>>;
 
 /// [`scan_and_cache`], and with `report_order` (whether the report has
 /// `REQUIRES:` lines) the scan report's text too, built on a thread of its
@@ -54,7 +57,7 @@ pub(crate) fn scan_cache_and_report<P: Plugin>(
     plugin: &P,
     env: &Env,
     report_order: Option<bool>,
-) -> Result<(Vec<crate::Scanned<P::Spec>>, Option<String>)> {
+) -> Result<(Scans<P::Spec>, Option<String>)> {
     let mut entities = plugin.scan(env)?;
     // Adds `alias:` and `skipped:` lines, which the cache does not hold.
     common::store(env, &mut entities)?;
