@@ -132,6 +132,9 @@ struct StagedDir {
     path: PathBuf,
     dir: File,
     device: u64,
+    /// The owner and group a file created in it gets: this process's, or
+    /// the directory's group when the directory is setgid.
+    new_file_owner: (u32, u32),
 }
 
 /// One staged write: temp name, target name, and the entity it is for.
@@ -159,7 +162,8 @@ struct Batch {
     records: Vec<StagedRecord>,
     record_ids: HashSet<String>,
     dirs: Vec<StagedDir>,
-    dir_index: HashMap<PathBuf, usize>,
+    /// By the directory's bytes (hashing a `Path` walks its components).
+    dir_index: HashMap<std::ffi::OsString, usize>,
     renames: Vec<StagedRename>,
     targets: HashSet<PathBuf>,
     bytes: usize,
@@ -390,16 +394,41 @@ fn stage_in(
     let mode = options.mode.unwrap_or_else(|| {
         rustix::fs::statat(dir, name, AtFlags::empty()).map_or(0o644, |stat| stat.st_mode & 0o7777)
     });
-    let temp = TempFile::create(dir).map_err(fail)?;
+    // A new file already has the owner of the process (the usual wanted
+    // one when holo runs as root): no chown then, and it is created with
+    // its mode, so that most need no chmod either; a first apply of
+    // thousands of files would pay both per file.
+    let wrong_owner = |(owner, group): (u32, u32)| {
+        options.uid.is_some_and(|uid| uid != owner) || options.gid.is_some_and(|gid| gid != group)
+    };
+    let chowned = wrong_owner(batch.dirs[index].new_file_owner);
+    let created_mode = if chowned { 0o600 } else { mode & 0o777 };
+    let temp = TempFile::create_with_mode(dir, created_mode).map_err(fail)?;
     (&temp.file).write_all(contents).map_err(fail)?;
-    if options.uid.is_some() || options.gid.is_some() {
-        std::os::unix::fs::fchown(&temp.file, options.uid, options.gid).map_err(fail)?;
+    let set_owner_and_mode = || -> io::Result<rustix::fs::Stat> {
+        std::os::unix::fs::fchown(&temp.file, options.uid, options.gid)?;
+        // After chown, which clears setuid/setgid bits.
+        temp.file.set_permissions(Permissions::from_mode(mode))?;
+        Ok(rustix::fs::fstat(&temp.file)?)
+    };
+    let mut stat = if chowned {
+        set_owner_and_mode().map_err(fail)?
+    } else {
+        let stat = rustix::fs::fstat(&temp.file).map_err(|err| fail(err.into()))?;
+        if stat.st_mode & 0o7777 == mode {
+            stat
+        } else {
+            // The umask, a default ACL or setuid bits: set it exactly.
+            temp.file
+                .set_permissions(Permissions::from_mode(mode))
+                .map_err(fail)?;
+            rustix::fs::fstat(&temp.file).map_err(|err| fail(err.into()))?
+        }
+    };
+    // The file system gave it another owner after all: chown as usual.
+    if !chowned && wrong_owner((stat.st_uid, stat.st_gid)) {
+        stat = set_owner_and_mode().map_err(fail)?;
     }
-    // After chown, which clears setuid/setgid bits.
-    temp.file
-        .set_permissions(Permissions::from_mode(mode))
-        .map_err(fail)?;
-    let stat = rustix::fs::fstat(&temp.file).map_err(|err| fail(err.into()))?;
     let temp_name = temp.keep();
     batch.renames.push(StagedRename {
         dir: index,
@@ -420,7 +449,7 @@ fn stage_in(
 /// The index of directory `parent` among the batch's directories, opened,
 /// swept and locked the first time.
 fn staged_dir(batch: &mut Batch, fs: &RootFs, parent: &Path) -> Result<usize> {
-    if let Some(index) = batch.dir_index.get(parent) {
+    if let Some(index) = batch.dir_index.get(parent.as_os_str()) {
         return Ok(*index);
     }
     let fail = |err: io::Error| Error::io("write into", parent, &err);
@@ -436,17 +465,21 @@ fn staged_dir(batch: &mut Batch, fs: &RootFs, parent: &Path) -> Result<usize> {
         })?;
     sweep_once(&dir, parent).map_err(fail)?;
     rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
-    let device = rustix::fs::fstat(&dir)
-        .map_err(|err| fail(err.into()))?
-        .st_dev;
+    let stat = rustix::fs::fstat(&dir).map_err(|err| fail(err.into()))?;
+    let group = if stat.st_mode & u32::from(libc::S_ISGID) != 0 {
+        stat.st_gid
+    } else {
+        nix::unistd::getegid().as_raw()
+    };
     batch.dirs.push(StagedDir {
         path: parent.to_path_buf(),
         dir,
-        device,
+        device: stat.st_dev,
+        new_file_owner: (nix::unistd::geteuid().as_raw(), group),
     });
     batch
         .dir_index
-        .insert(parent.to_path_buf(), batch.dirs.len() - 1);
+        .insert(parent.as_os_str().to_owned(), batch.dirs.len() - 1);
     Ok(batch.dirs.len() - 1)
 }
 

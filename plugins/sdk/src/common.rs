@@ -352,6 +352,11 @@ pub(crate) fn store<S>(env: &Env, entities: &mut [Scanned<S>]) -> Result<()> {
         }
     }
     let path = guards_path(env);
+    // The scan cache beside it may not be written yet: the scan writes the
+    // guards first and the cache while it builds its report.
+    env.root_fs()?
+        .create_dir_all(&env.cache_dir)
+        .map_err(|err| Error::io("create", &env.cache_dir, &err))?;
     let json = serde_json::to_string(&kept).map_err(|err| {
         Error::new(format!(
             "cannot store the conditions and health checks: {err}"

@@ -39,10 +39,7 @@ pub(crate) fn ensure_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<()> {
 }
 
 /// Scans, adds what the common properties show, and caches the result.
-pub(crate) fn scan_and_cache<P: Plugin>(
-    plugin: &P,
-    env: &Env,
-) -> Result<Scans<P::Spec>> {
+pub(crate) fn scan_and_cache<P: Plugin>(plugin: &P, env: &Env) -> Result<Scans<P::Spec>> {
     scan_cache_and_report(plugin, env, None).map(|(entities, _)| entities)
 }
 

@@ -166,6 +166,8 @@ pub fn extract(
     logical_parent: &Path,
     options: Options,
 ) -> Result<usize, String> {
+    // It makes directories: what a batch kept of the tree no longer holds.
+    crate::root_fs::entries_changed();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)

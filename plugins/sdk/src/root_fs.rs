@@ -33,13 +33,15 @@ static ENTRIES_CHANGED: AtomicU64 = AtomicU64::new(0);
 /// (set by a batch, which looks at many entries of one directory).
 static REUSE_PARENTS: AtomicBool = AtomicBool::new(false);
 
-/// A parent directory that [`RootFs::at_parent`] opened.
+/// A parent directory that [`RootFs::at_parent`] opened, or found missing.
 struct KeptParent {
     changes: u64,
     root: PathBuf,
     contained: bool,
     parent: PathBuf,
-    dir: Arc<File>,
+    /// `None`: the directory is not there (a first apply looks for the
+    /// saved originals of many files in one missing directory).
+    dir: Option<Arc<File>>,
 }
 
 /// The parent directories [`RootFs::at_parent`] opened last, the newest
@@ -233,7 +235,11 @@ impl RootFs {
         let dir = match reused {
             Some(dir) => dir,
             None => {
-                let dir = Arc::new(self.open_with(parent, OFlags::PATH | OFlags::DIRECTORY)?);
+                let dir = match self.open_with(parent, OFlags::PATH | OFlags::DIRECTORY) {
+                    Ok(dir) => Some(Arc::new(dir)),
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+                    Err(err) => return Err(err),
+                };
                 if kept.len() == KEPT_PARENTS_MAX {
                     kept.remove(0);
                 }
@@ -246,6 +252,9 @@ impl RootFs {
                 });
                 dir
             }
+        };
+        let Some(dir) = dir else {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
         };
         drop(kept);
         look(&dir, name)
@@ -593,12 +602,17 @@ pub(crate) mod tests {
         std::fs::write(root.join("a/f"), "newer").expect("write");
         crate::process::Command::new("true").run().expect("true");
         assert_eq!(read(&fs).expect("reopened"), "newer");
-        // A missing parent is NotFound, and nothing is kept for it.
-        let missing = fs.at_parent(&root.join("nowhere/f"), |_, _| Ok(()));
-        assert_eq!(
-            missing.expect_err("missing").kind(),
-            io::ErrorKind::NotFound
-        );
+        // A missing parent is NotFound, also when it is looked at again,
+        // until this process makes it.
+        for _ in 0..2 {
+            let missing = fs.at_parent(&root.join("nowhere/f"), |_, _| Ok(()));
+            assert_eq!(
+                missing.expect_err("missing").kind(),
+                io::ErrorKind::NotFound
+            );
+        }
+        fs.create_dir_all(&root.join("nowhere")).expect("mkdir");
+        assert!(fs.at_parent(&root.join("nowhere/f"), |_, _| Ok(())).is_ok());
     }
 
     #[test]

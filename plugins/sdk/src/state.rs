@@ -192,7 +192,28 @@ fn with_record_text<R>(
 }
 
 fn read_file(fs: &RootFs, path: &Path) -> Result<Option<String>> {
-    match fs.read_to_string(path) {
+    use rustix::fs::{Mode, OFlags};
+    // Through the state directory, which a batch keeps open: a first apply
+    // looks for thousands of records that are not there yet.
+    let looked = fs.at_parent(path, |dir, name| {
+        match rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => std::io::read_to_string(std::fs::File::from(fd)).map(Some),
+            // A symlink is read as before, resolved inside the root.
+            Err(rustix::io::Errno::LOOP) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    });
+    let text = match looked {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => fs.read_to_string(path),
+        Err(err) => Err(err),
+    };
+    match text {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(Error::io("read state record", path, &err)),

@@ -33,7 +33,14 @@ pub(crate) struct TempFile<'d> {
 }
 
 impl<'d> TempFile<'d> {
+    /// Creates an owner-only temp file.
     pub(crate) fn create(dir: &'d File) -> io::Result<Self> {
+        TempFile::create_with_mode(dir, 0o600)
+    }
+
+    /// Creates a temp file with `mode` (less the umask): for content that
+    /// ends up with that mode anyway, which then needs no chmod.
+    pub(crate) fn create_with_mode(dir: &'d File, mode: u32) -> io::Result<Self> {
         let random = RandomState::new();
         let mut attempt = 0u64;
         loop {
@@ -42,7 +49,7 @@ impl<'d> TempFile<'d> {
                 dir,
                 name.as_str(),
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
+                Mode::from_raw_mode(mode & 0o777),
             ) {
                 Ok(fd) => {
                     return Ok(TempFile {
