@@ -466,7 +466,7 @@ fn staged_dir(batch: &mut Batch, fs: &RootFs, parent: &Path) -> Result<usize> {
     sweep_once(&dir, parent).map_err(fail)?;
     rustix::fs::flock(&dir, FlockOperation::LockShared).map_err(|err| fail(err.into()))?;
     let stat = rustix::fs::fstat(&dir).map_err(|err| fail(err.into()))?;
-    let group = if stat.st_mode & u32::from(libc::S_ISGID) != 0 {
+    let group = if stat.st_mode & libc::S_ISGID != 0 {
         stat.st_gid
     } else {
         nix::unistd::getegid().as_raw()
