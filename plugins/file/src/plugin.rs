@@ -64,32 +64,37 @@ impl Plugin for FilePlugin {
                         return Ok(Err(Error::new(format!("{place}: {invalid}"))));
                     }
                 };
-                let mut entity = Scanned::new(id, spec.clone())
-                    .source(&location.path)
-                    .info("found in", location.to_string())
-                    .info("ensure", spec.ensure.as_str());
+                // The lines first, then the spec moves into the entity
+                // (a copy per entity would cost as much as the lines).
+                let mut info = Vec::with_capacity(7);
+                info.push(("found in", location.to_string()));
+                info.push(("ensure", spec.ensure.as_str().to_string()));
                 if let Some(owner) = &spec.owner {
-                    entity = entity.info("owner", owner.to_string());
+                    info.push(("owner", owner.to_string()));
                 }
                 if let Some(group) = &spec.group {
-                    entity = entity.info("group", group.to_string());
+                    info.push(("group", group.to_string()));
                 }
                 if let Some(mode) = spec.mode {
-                    entity = entity.info("mode", format_mode(mode));
+                    info.push(("mode", format_mode(mode)));
                 }
                 if let Some(target) = &spec.target {
-                    entity = entity.info("target", describe_target(env, &fs, &spec.path, target));
+                    info.push(("target", describe_target(env, &fs, &spec.path, target)));
                 }
                 match &spec.content {
                     Content::Inline(text) => {
-                        entity = entity
-                            .info("content", provider::posix::checksum_bytes(text.as_bytes()));
+                        let checksum = provider::posix::checksum_bytes(text.as_bytes());
+                        info.push(("content", checksum));
                     }
                     Content::Source { shown, .. } => {
-                        entity = entity.info("source", shown.display().to_string());
+                        info.push(("source", shown.display().to_string()));
                     }
                     Content::Unmanaged => {}
                 }
+                let mut entity = Scanned::new(id, spec).source(&location.path);
+                entity
+                    .info
+                    .extend(info.into_iter().map(|(key, value)| (key.into(), value)));
                 for required in &declared.common.require {
                     entity = entity.requires(required);
                 }
@@ -190,7 +195,7 @@ fn describe_scrub(env: &Env, orphan: &mut Scanned<FileSpec>) -> Result<()> {
         }
     };
     if let Some((key, value)) = line {
-        orphan.info.push((key.to_string(), value));
+        orphan.info.push((key.into(), value));
     }
     Ok(())
 }

@@ -342,10 +342,10 @@ pub(crate) fn store<S>(env: &Env, entities: &mut [Scanned<S>]) -> Result<()> {
             continue;
         };
         if let Some(alias) = &guard.alias {
-            entity.info.push(("alias".to_string(), alias.clone()));
+            entity.info.push(("alias".into(), alias.clone()));
         }
         if let Some(reason) = &guard.skipped {
-            entity.info.push(("skipped".to_string(), reason.clone()));
+            entity.info.push(("skipped".into(), reason.clone()));
         }
         if guard.skipped.is_some() || !guard.health_checks.is_empty() {
             kept.insert(entity.id.clone(), guard.clone());

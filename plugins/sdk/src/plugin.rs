@@ -302,8 +302,9 @@ pub struct Scanned<S> {
     pub sources: Vec<PathBuf>,
     /// A non-default action.
     pub action: Option<Action>,
-    /// Informational `key: value` lines, in order.
-    pub info: Vec<(String, String)>,
+    /// Informational `key: value` lines, in order. Keys are mostly
+    /// constants, which are not copied per entity.
+    pub info: Vec<(std::borrow::Cow<'static, str>, String)>,
     /// `REQUIRES:` entity ids (order extension).
     pub requires: Vec<String>,
     /// `SUBSCRIBES:` entity ids (order extension).
@@ -350,7 +351,11 @@ impl<S> Scanned<S> {
     }
 
     /// Adds an informational line.
-    pub fn info(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn info(
+        mut self,
+        key: impl Into<std::borrow::Cow<'static, str>>,
+        value: impl Into<String>,
+    ) -> Self {
         self.info.push((key.into(), value.into()));
         self
     }

@@ -40,7 +40,7 @@ pub(super) fn report<S>(
     let info: Vec<(String, String)> = entity
         .info
         .iter()
-        .map(|(key, value)| (key.clone(), rewrite(value.clone())))
+        .map(|(key, value)| (key.to_string(), rewrite(value.clone())))
         .collect();
     let info: Vec<(&str, &str)> = info
         .iter()
