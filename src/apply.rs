@@ -9,6 +9,8 @@ use crate::scan::Entity;
 use holo_protocol::order::{Earlier, Gate};
 use holo_protocol::{BatchLine, BatchRecord, extension, fd3};
 use std::collections::HashMap;
+
+use holo_protocol::fast_hash::FastMap;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -142,7 +144,7 @@ pub fn exit_code(mode: Mode, outcomes: &[Outcome]) -> i32 {
 
 fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
     let entities = ctx.entities;
-    let position: HashMap<&str, usize> = entities
+    let position: FastMap<&str, usize> = entities
         .iter()
         .enumerate()
         .map(|(i, e)| (e.id.as_str(), i))
@@ -252,7 +254,7 @@ fn apply_all(ctx: &Context, out: &mut Output, mode: Mode) -> Applied {
 /// holo-protocol's rule for `entity`, from the outcomes so far.
 fn gate<'e>(
     entity: &'e Entity,
-    position: &HashMap<&str, usize>,
+    position: &FastMap<&str, usize>,
     outcomes: &[Option<Outcome>],
 ) -> Gate<'e> {
     holo_protocol::order::gate(&entity.requires, &entity.subscribes, |id| {
@@ -278,7 +280,7 @@ struct Results<'a> {
 struct PendingRun {
     entries: Vec<Pending>,
     /// Entity index to its 1-based line in the batch.
-    line_of: HashMap<usize, usize>,
+    line_of: FastMap<usize, usize>,
 }
 
 struct Pending {
@@ -294,7 +296,7 @@ impl PendingRun {
         &mut self,
         index: usize,
         entity: &Entity,
-        position: &HashMap<&str, usize>,
+        position: &FastMap<&str, usize>,
         outcomes: &[Option<Outcome>],
     ) {
         let pending_lines = |ids: &[String]| -> Vec<usize> {
@@ -627,7 +629,7 @@ struct BatchRun<'a> {
     ctx: &'a Context<'a>,
     plugin: &'a Plugin,
     runnable: &'a [Pending],
-    slot: HashMap<&'a str, usize>,
+    slot: FastMap<&'a str, usize>,
     outcomes: Vec<Option<Outcome>>,
     /// The time from the previous final record (or the start) to this
     /// entity's: the plugin works on the entities of a batch one by one.

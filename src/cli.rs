@@ -10,7 +10,9 @@ use crate::run_dir::RunDir;
 use crate::run_report::{self, EntityResult, RunReport};
 use crate::scan::{self, Entity};
 use crate::{entity_report, order};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use holo_protocol::fast_hash::{FastMap, FastSet};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Command {
@@ -540,7 +542,7 @@ const MAX_SCAN_REPORT: usize = 256 << 20;
 /// Scans every plugin before anything is applied.
 fn scan_all(run_dir: &RunDir, plugins: &[Plugin], out: &mut Output) -> Result<Vec<Entity>, i32> {
     let mut all = Vec::new();
-    let mut owner: HashMap<String, usize> = HashMap::new();
+    let mut owner: FastMap<String, usize> = FastMap::default();
     for (index, plugin) in plugins.iter().enumerate() {
         let mut stdout = Vec::new();
         let mut stderr = StderrLines::default();
@@ -653,7 +655,7 @@ fn order_entities(
     {
         return Ok(entities);
     }
-    let known: HashSet<&str> = entities.iter().map(|e| e.id.as_str()).collect();
+    let known: FastSet<&str> = entities.iter().map(|e| e.id.as_str()).collect();
     let mut unknown = false;
     for entity in &entities {
         for (word, list) in [
@@ -689,6 +691,8 @@ fn order_entities(
         })
         .collect();
     match order::sort(&ids, &deps) {
+        // Most runs are in order already: nothing to move then.
+        Ok(order) if order.iter().enumerate().all(|(at, index)| at == *index) => Ok(entities),
         Ok(order) => {
             let mut slots: Vec<Option<Entity>> = entities.into_iter().map(Some).collect();
             Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())

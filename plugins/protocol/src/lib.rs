@@ -11,6 +11,7 @@
 pub mod duration;
 pub mod entity_text;
 pub mod fact_names;
+pub mod fast_hash;
 pub mod go_path;
 pub mod order;
 pub mod run_entities;

@@ -6,12 +6,14 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use crate::fast_hash::FastMap;
+
 /// Sorts `ids` (already in plugin, then ID order). `deps[i]` lists the
 /// entities that entity `i` must come after; references to entities outside
 /// `ids` are ignored here (they are not applied and do not block).
 /// On a cycle, returns the cycle as a list of IDs, first repeated at the end.
 pub fn sort(ids: &[&str], deps: &[Vec<&str>]) -> Result<Vec<usize>, Vec<String>> {
-    let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let index: FastMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut indegree = vec![0usize; ids.len()];
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
     let mut unique: Vec<usize> = Vec::new();
@@ -58,7 +60,7 @@ pub fn cycle_message(cycle: &[String]) -> String {
 fn find_cycle(
     ids: &[&str],
     deps: &[Vec<&str>],
-    index: &HashMap<&str, usize>,
+    index: &FastMap<&str, usize>,
     indegree: &[usize],
 ) -> Vec<String> {
     let Some(start) = (0..ids.len()).find(|i| indegree[*i] > 0) else {

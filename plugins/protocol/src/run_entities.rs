@@ -28,7 +28,10 @@ impl RunEntity {
 
 fn escape_into(out: &mut String, text: &str) {
     let mut rest = text;
-    while let Some(at) = rest.find(['\\', '\t', '\n']) {
+    while let Some(at) = rest
+        .bytes()
+        .position(|byte| matches!(byte, b'\\' | b'\t' | b'\n'))
+    {
         out.push_str(&rest[..at]);
         out.push_str(match rest.as_bytes()[at] {
             b'\\' => "\\\\",
