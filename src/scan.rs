@@ -102,7 +102,8 @@ pub fn parse_report(
     let mut errors = Vec::new();
     // A report line is rarely shorter than 32 bytes, and an entity has a
     // few: sized once rather than grown (each growth copies every entity).
-    let mut entities: Vec<Entity> = Vec::with_capacity(text.len() / 128);
+    // (Capped: a report near its size limit reserves no more than 64k.)
+    let mut entities: Vec<Entity> = Vec::with_capacity((text.len() / 128).min(1 << 16));
     let mut current: Option<Entity> = None;
     for (index, line) in text.trim().split('\n').enumerate() {
         if line.is_empty() {
