@@ -63,7 +63,8 @@ enum Slot {
 struct Loaded {
     /// The journal up to `valid_len`, as read and appended.
     bytes: Vec<u8>,
-    entries: HashMap<String, Slot>,
+    /// Quick to hash: a batch looks up every entity's record.
+    entries: holo_protocol::fast_hash::FastMap<String, Slot>,
     /// Entries in the file, superseded ones included.
     count: usize,
     /// Where the last entry that checks out ends; 0 for no file.
@@ -379,7 +380,8 @@ fn compact(dir: &File, path: &Path, loaded: &mut Loaded) -> Result<()> {
         .collect();
     live.sort();
     let mut bytes = MAGIC.to_vec();
-    let mut entries = HashMap::with_capacity(live.len());
+    let mut entries =
+        holo_protocol::fast_hash::FastMap::with_capacity_and_hasher(live.len(), Default::default());
     for (id, text) in live {
         let range = encode(&mut bytes, &id, Some(&text));
         entries.insert(id, Slot::Put(range));

@@ -609,7 +609,8 @@ struct Loader<'e, R> {
     templates: Templates,
     declared: Vec<Declared<R>>,
     /// Where each entity id was declared: its index in `declared`.
-    ids: HashMap<String, usize>,
+    /// Quick to hash: a scan looks up every id it loads.
+    ids: holo_protocol::fast_hash::FastMap<String, usize>,
     errors: Vec<Error>,
     cache: ParseCache,
     /// The files that the templates of tables taken from the cache read.
@@ -623,7 +624,7 @@ impl<'e, R: Resource> Loader<'e, R> {
             fields: struct_fields::<R>(),
             templates: Templates::new(env),
             declared: Vec::new(),
-            ids: HashMap::new(),
+            ids: Default::default(),
             errors: Vec::new(),
             cache: ParseCache::open(env),
             cached_reads: HashSet::new(),
