@@ -1056,6 +1056,55 @@ mod tests {
     }
 
     #[test]
+    fn a_staged_file_gets_its_exact_mode_and_owner_whether_or_not_it_is_chowned() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = RootFs::unconfined();
+        let uid = nix::unistd::geteuid().as_raw();
+        let gid = nix::unistd::getegid().as_raw();
+        // Root can give a file another group; anyone else keeps their own.
+        let other_gid = if uid == 0 {
+            gid.wrapping_add(4321)
+        } else {
+            gid
+        };
+        // The process's own owner (no chown; created with the mode), setid
+        // bits that creation cannot give (a chmod after), and another group
+        // (a chown, then the mode again, which chown would have cleared).
+        let cases = [
+            ("plain", 0o640, gid),
+            ("setuid", 0o4755, gid),
+            ("other group", 0o2750, other_gid),
+        ];
+        begin_staging(None, None, false);
+        for (index, (name, mode, group)) in cases.iter().enumerate() {
+            set_staging_owner(index + 1);
+            let options = WriteOptions {
+                mode: Some(*mode),
+                uid: Some(uid),
+                gid: Some(*group),
+            };
+            let staged = stage(&fs, &dir.path().join(name), b"x", &options)
+                .expect("stage")
+                .expect("staged");
+            assert_eq!(
+                (staged.mode, staged.uid, staged.gid),
+                (*mode, uid, *group),
+                "{name}"
+            );
+        }
+        assert!(end_staging().is_empty());
+        for (name, mode, group) in cases {
+            let meta = std::fs::metadata(dir.path().join(name)).expect("meta");
+            assert_eq!(
+                (meta.mode() & 0o7777, meta.uid(), meta.gid()),
+                (mode, uid, group),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn owner_is_set_when_given() {
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("owned");

@@ -650,6 +650,23 @@ mod tests {
     }
 
     #[test]
+    fn a_record_that_is_a_symlink_in_the_state_directory_is_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = env_in(dir.path());
+        let record = Record {
+            checksum: "abc".into(),
+            mode: 1,
+        };
+        write(&env, "demo:a", &record).expect("write");
+        let path = record_path(&env, "demo:a");
+        let kept = env.state_dir.join("kept-elsewhere");
+        std::fs::rename(&path, &kept).expect("move");
+        std::os::unix::fs::symlink("kept-elsewhere", &path).expect("link");
+        assert_eq!(read::<Record>(&env, "demo:a").expect("read"), Some(record));
+        assert_eq!(read::<Record>(&env, "demo:missing").expect("read"), None);
+    }
+
+    #[test]
     fn a_hashed_record_without_its_id_is_an_error_when_listing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let env = env_in(dir.path());

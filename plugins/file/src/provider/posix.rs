@@ -367,6 +367,22 @@ mod tests {
         RootFs::unconfined()
     }
 
+    #[test]
+    fn status_hashes_files_of_every_size_around_its_read_buffer_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for size in [0, 1, 10, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 40_000] {
+            let content: Vec<u8> = (0..size).map(|at| (at % 251) as u8).collect();
+            let path = dir.path().join(format!("f{size}"));
+            fs::write(&path, &content).expect("write");
+            let observed = status(&host(), &path).expect("status");
+            assert_eq!(
+                observed.checksum,
+                Some(checksum_bytes(&content)),
+                "{size} bytes"
+            );
+        }
+    }
+
     /// The owner new files get, so that these tests also run unprivileged.
     fn me() -> (u32, u32) {
         let probe = tempfile::NamedTempFile::new().expect("probe");
