@@ -649,14 +649,18 @@ mod tests {
         assert!(err.message().contains("demo:b"), "{}", err.message());
     }
 
+    fn abc_record() -> Record {
+        Record {
+            checksum: "abc".into(),
+            mode: 1,
+        }
+    }
+
     #[test]
     fn a_record_that_is_a_symlink_in_the_state_directory_is_still_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let env = env_in(dir.path());
-        let record = Record {
-            checksum: "abc".into(),
-            mode: 1,
-        };
+        let record = abc_record();
         write(&env, "demo:a", &record).expect("write");
         let path = record_path(&env, "demo:a");
         let kept = env.state_dir.join("kept-elsewhere");
@@ -779,10 +783,7 @@ mod tests {
     fn orphans_are_recorded_but_undeclared() {
         let dir = tempfile::tempdir().expect("tempdir");
         let env = env_in(dir.path());
-        let record = Record {
-            checksum: "abc".into(),
-            mode: 1,
-        };
+        let record = abc_record();
         write(&env, "demo:kept", &record).expect("write");
         write(&env, "demo:gone", &record).expect("write");
         std::fs::write(env.state_dir.join("notes by hand.toml"), "x").expect("stray file");
